@@ -1,0 +1,25 @@
+//! The kops API: `kops.k8s.io/v1alpha2` Cluster and InstanceGroup types, the
+//! defaults `kops create cluster` fills in, and validation with errors that
+//! name the field and the fix.
+//!
+//! This crate is pure: no IO, no async, no cloud SDK. It must not depend on
+//! any other kops-rs crate. Fields it does not model are kept in each
+//! struct's `extra` map, so every kops manifest round-trips unchanged.
+
+pub mod cluster;
+pub mod components;
+pub mod defaults;
+pub mod instance_group;
+pub mod manifest;
+pub mod meta;
+pub mod networking;
+pub mod new_cluster;
+pub mod set;
+pub mod validation;
+pub mod version;
+
+pub use cluster::{Cluster, ClusterSpec, ClusterSubnetSpec, SubnetType};
+pub use instance_group::{InstanceGroup, InstanceGroupSpec, Role};
+pub use manifest::{parse_objects, to_yaml, ManifestError, Object};
+pub use meta::{ObjectMeta, API_VERSION, LABEL_CLUSTER_NAME, LABEL_INSTANCE_GROUP};
+pub use validation::{FieldError, ValidationError};

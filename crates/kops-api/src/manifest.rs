@@ -1,0 +1,303 @@
+//! Reading and writing kops manifests: multi-document YAML (or JSON) holding
+//! Clusters, InstanceGroups and other objects kops keeps beside them.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::Cluster;
+use crate::instance_group::InstanceGroup;
+use crate::meta::API_VERSION;
+
+/// One object of a manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Object {
+    Cluster(Box<Cluster>),
+    InstanceGroup(Box<InstanceGroup>),
+    /// `kind: SSHCredential`: an admin SSH public key.
+    SshCredential { name: String, public_key: String },
+    /// Any other Kubernetes object ("additional objects"), kept as given.
+    Other(serde_json::Value),
+}
+
+impl Object {
+    pub fn kind(&self) -> &str {
+        match self {
+            Object::Cluster(_) => "Cluster",
+            Object::InstanceGroup(_) => "InstanceGroup",
+            Object::SshCredential { .. } => "SSHCredential",
+            Object::Other(v) => v.get("kind").and_then(|k| k.as_str()).unwrap_or(""),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Object::Cluster(c) => c.name(),
+            Object::InstanceGroup(ig) => ig.name(),
+            Object::SshCredential { name, .. } => name,
+            Object::Other(v) => v
+                .pointer("/metadata/name")
+                .and_then(|k| k.as_str())
+                .unwrap_or(""),
+        }
+    }
+}
+
+/// A manifest that could not be read, with where and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", self.render())]
+pub struct ManifestError {
+    /// The file (or `<stdin>`) the manifest came from.
+    pub source_name: String,
+    /// 1-based document number within the file.
+    pub document: usize,
+    /// 1-based line and column, when known.
+    pub location: Option<(u32, u32)>,
+    /// The field path, such as `spec.minSize`.
+    pub path: Option<String>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl ManifestError {
+    fn render(&self) -> String {
+        let mut out = self.source_name.clone();
+        if let Some((line, column)) = self.location {
+            out.push_str(&format!(":{line}:{column}"));
+        }
+        if self.document > 1 {
+            out.push_str(&format!(" (document {})", self.document));
+        }
+        out.push_str(": ");
+        if let Some(path) = &self.path {
+            out.push_str(&format!("`{path}`: "));
+        }
+        out.push_str(&self.message);
+        if let Some(hint) = &self.hint {
+            out.push_str(&format!("\nhint: {hint}"));
+        }
+        out
+    }
+}
+
+/// Splits serde_yaml_ng's message into its path, message and location.
+fn yaml_error(source_name: &str, document: usize, err: &serde_yaml_ng::Error) -> ManifestError {
+    let location = err.location();
+    let mut message = err.to_string();
+    // serde_yaml_ng appends " at line L column C"; we print the location up front.
+    if let Some(idx) = message.rfind(" at line ") {
+        message.truncate(idx);
+    }
+    let mut path = None;
+    if let Some((p, rest)) = message.split_once(": ") {
+        if !p.contains(' ') && p != "." && !p.is_empty() {
+            path = Some(p.to_string());
+            message = rest.to_string();
+        }
+    }
+    let hint = if message.starts_with("invalid type") {
+        Some("check the field's type against the kops API reference (numbers unquoted, lists as `- item`)".to_string())
+    } else if location.is_some() && path.is_none() {
+        Some("the file is not valid YAML: check indentation and quoting near that line".to_string())
+    } else {
+        None
+    };
+    ManifestError {
+        source_name: source_name.to_string(),
+        document,
+        location: location.as_ref().map(|l| (l.line() as u32, l.column() as u32)),
+        path,
+        message,
+        hint,
+    }
+}
+
+fn error_at(source_name: &str, document: usize, message: String, hint: Option<String>) -> ManifestError {
+    ManifestError {
+        source_name: source_name.to_string(),
+        document,
+        location: None,
+        path: None,
+        message,
+        hint,
+    }
+}
+
+/// Parses every document of a manifest. Empty documents are skipped.
+pub fn parse_objects(source_name: &str, text: &str) -> Result<Vec<Object>, ManifestError> {
+    let mut values = Vec::new();
+    for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let value = serde_yaml_ng::Value::deserialize(doc).map_err(|e| yaml_error(source_name, i + 1, &e))?;
+        values.push(value);
+    }
+    let mut objects = Vec::new();
+    for (i, value) in values.into_iter().enumerate() {
+        let document = i + 1;
+        if value.is_null() {
+            continue;
+        }
+        if !value.is_mapping() {
+            return Err(error_at(
+                source_name,
+                document,
+                "expected a Kubernetes object (a mapping with `apiVersion`, `kind` and `metadata`)".into(),
+                None,
+            ));
+        }
+        let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
+        let api_version = value.get("apiVersion").and_then(|k| k.as_str()).unwrap_or("").to_string();
+        let object = match kind.as_str() {
+            "Cluster" | "InstanceGroup" | "SSHCredential" => {
+                check_api_version(source_name, document, &kind, &api_version)?;
+                match kind.as_str() {
+                    "Cluster" => Object::Cluster(Box::new(typed(source_name, text, document, value)?)),
+                    "InstanceGroup" => Object::InstanceGroup(Box::new(typed(source_name, text, document, value)?)),
+                    _ => {
+                        let name = value
+                            .get("metadata")
+                            .and_then(|m| m.get("name"))
+                            .and_then(|n| n.as_str())
+                            .unwrap_or("")
+                            .to_string();
+                        let public_key = value
+                            .get("spec")
+                            .and_then(|m| m.get("publicKey"))
+                            .and_then(|n| n.as_str())
+                            .unwrap_or("")
+                            .to_string();
+                        Object::SshCredential { name, public_key }
+                    }
+                }
+            }
+            "" => {
+                return Err(error_at(
+                    source_name,
+                    document,
+                    "the object has no `kind`".into(),
+                    Some("start each document with `apiVersion: kops.k8s.io/v1alpha2` and `kind: Cluster` or `kind: InstanceGroup`".into()),
+                ))
+            }
+            _ => {
+                let json = serde_json::to_value(&value).map_err(|e| error_at(source_name, document, e.to_string(), None))?;
+                Object::Other(json)
+            }
+        };
+        objects.push(object);
+    }
+    Ok(objects)
+}
+
+fn check_api_version(source_name: &str, document: usize, kind: &str, api_version: &str) -> Result<(), ManifestError> {
+    match api_version {
+        API_VERSION | "kops/v1alpha2" => Ok(()),
+        "" => Err(error_at(
+            source_name,
+            document,
+            format!("the {kind} has no `apiVersion`"),
+            Some(format!("add `apiVersion: {API_VERSION}`")),
+        )),
+        other => Err(error_at(
+            source_name,
+            document,
+            format!("unsupported apiVersion `{other}` for kind `{kind}`"),
+            Some(format!("kops-rs reads `{API_VERSION}` manifests; write `apiVersion: {API_VERSION}`")),
+        )),
+    }
+}
+
+/// Converts a document to its type; on failure re-reads the document from the
+/// text so the error carries a line and column.
+fn typed<T: DeserializeOwned>(
+    source_name: &str,
+    text: &str,
+    document: usize,
+    value: serde_yaml_ng::Value,
+) -> Result<T, ManifestError> {
+    match serde_yaml_ng::from_value::<T>(value) {
+        Ok(v) => Ok(v),
+        Err(first) => {
+            if let Some(doc) = serde_yaml_ng::Deserializer::from_str(text).nth(document - 1) {
+                if let Err(e) = T::deserialize(doc) {
+                    return Err(yaml_error(source_name, document, &e));
+                }
+            }
+            Err(yaml_error(source_name, document, &first))
+        }
+    }
+}
+
+/// Parses a manifest that must hold exactly one object of type `T` (used by
+/// `edit` and the state store).
+pub fn parse_one<T: DeserializeOwned>(source_name: &str, text: &str) -> Result<T, ManifestError> {
+    let doc = serde_yaml_ng::Deserializer::from_str(text)
+        .next()
+        .ok_or_else(|| error_at(source_name, 1, "the document is empty".into(), None))?;
+    T::deserialize(doc).map_err(|e| yaml_error(source_name, 1, &e))
+}
+
+/// Serialises an object as kops does: keys sorted, `null`s omitted.
+pub fn to_json_value<T: Serialize>(object: &T) -> serde_json::Value {
+    // Serialising our own types to a JSON value cannot fail: all keys are strings.
+    let value = serde_json::to_value(object).unwrap_or(serde_json::Value::Null);
+    sorted(value)
+}
+
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        serde_json::Value::Array(items) => serde_json::Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// Emits YAML, quoting timestamps as Kubernetes does so YAML 1.1 readers
+/// (PyYAML, Ruby) keep them as strings.
+fn emit(value: &serde_json::Value) -> String {
+    let text = serde_yaml_ng::to_string(value).unwrap_or_default();
+    let mut out = String::with_capacity(text.len() + 8);
+    for line in text.lines() {
+        match line.split_once("creationTimestamp: ") {
+            Some((indent, ts))
+                if indent.trim().is_empty()
+                    && !ts.starts_with(['"', '\''])
+                    && ts.chars().next().is_some_and(|c| c.is_ascii_digit()) =>
+            {
+                out.push_str(&format!("{indent}creationTimestamp: \"{ts}\""));
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// One object as YAML.
+pub fn to_yaml<T: Serialize>(object: &T) -> String {
+    emit(&to_json_value(object))
+}
+
+/// Several objects as one multi-document YAML stream.
+pub fn to_yaml_stream(values: &[serde_json::Value]) -> String {
+    let docs: Vec<String> = values.iter().map(emit).collect();
+    docs.join("\n---\n\n")
+}
+
+impl Object {
+    /// The object as a sorted JSON value, ready for YAML or JSON output.
+    pub fn to_json_value(&self) -> serde_json::Value {
+        match self {
+            Object::Cluster(c) => to_json_value(c.as_ref()),
+            Object::InstanceGroup(ig) => to_json_value(ig.as_ref()),
+            Object::SshCredential { name, public_key } => serde_json::json!({
+                "apiVersion": API_VERSION,
+                "kind": "SSHCredential",
+                "metadata": {"name": name},
+                "spec": {"publicKey": public_key},
+            }),
+            Object::Other(v) => sorted(v.clone()),
+        }
+    }
+}

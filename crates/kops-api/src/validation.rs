@@ -1,0 +1,764 @@
+//! Validation of Clusters and InstanceGroups. Every problem names the field
+//! path, the bad value and, where the user can fix it, how.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use ipnet::{IpNet, Ipv4Net};
+
+use crate::cluster::{Cluster, SubnetType};
+use crate::instance_group::{InstanceGroup, Role};
+use crate::networking::KNOWN_NETWORKING;
+use crate::version::{self, VersionProblem};
+
+/// One problem with one field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field, e.g. `spec.subnets[1].cidr`.
+    pub path: String,
+    /// The offending value as the user wrote it.
+    pub value: Option<String>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl FieldError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            value: None,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn value(mut self, value: impl fmt::Display) -> Self {
+        self.value = Some(value.to_string());
+        self
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.path)?;
+        if let Some(v) = &self.value {
+            write!(f, "`{v}`: ")?;
+        }
+        write!(f, "{}", self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, "\n  hint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+/// All the problems found in one object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ValidationError {
+    /// What was validated, e.g. ``cluster `a.example.com` ``.
+    pub object: String,
+    pub errors: Vec<FieldError>,
+}
+
+impl fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.errors.len();
+        write!(
+            f,
+            "{} is not valid ({n} problem{}):",
+            self.object,
+            if n == 1 { "" } else { "s" }
+        )?;
+        for e in &self.errors {
+            write!(f, "\n- {}", e.to_string().replace('\n', "\n  "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Turns a list of problems into a result.
+pub fn into_result(object: String, errors: Vec<FieldError>) -> Result<(), ValidationError> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ValidationError { object, errors })
+    }
+}
+
+/// Cloud providers kops knows. Only `aws` is deployable by kops-rs; the
+/// others load, round-trip and validate so existing specs keep working.
+pub const KNOWN_CLOUDS: &[&str] = &[
+    "aws",
+    "gce",
+    "openstack",
+    "azure",
+    "hetzner",
+    "scaleway",
+    "digitalocean",
+    "do",
+    "linode",
+    "metal",
+];
+
+/// Checks a DNS subdomain name (RFC 1123): lowercase labels of letters,
+/// digits and `-`, separated by dots.
+pub fn dns_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("is required");
+    }
+    if name.len() > 253 {
+        return Some("is longer than 253 characters");
+    }
+    for label in name.split('.') {
+        if label.is_empty() {
+            return Some("has an empty label (two dots in a row, or a leading or trailing dot)");
+        }
+        if label.len() > 63 {
+            return Some("has a label longer than 63 characters");
+        }
+        if !label
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return Some("may only hold lowercase letters, digits, `-` and `.`");
+        }
+        if label.starts_with('-') || label.ends_with('-') {
+            return Some("has a label that starts or ends with `-`");
+        }
+    }
+    None
+}
+
+/// The region of an AWS-style zone name: `us-east-1a` → `us-east-1`,
+/// `us-gov-west-1b` → `us-gov-west-1`, `us-west-2-lax-1a` → `us-west-2`.
+pub fn region_of_zone(zone: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    for part in zone.split('-') {
+        if part.starts_with(|c: char| c.is_ascii_digit()) {
+            let digits: String = part.chars().take_while(|c| c.is_ascii_digit()).collect();
+            parts.push(digits);
+            return Some(parts.join("-"));
+        }
+        parts.push(part.to_string());
+    }
+    None
+}
+
+fn parse_cidr(text: &str) -> Option<IpNet> {
+    text.parse::<IpNet>().ok()
+}
+
+fn parse_ipv4_cidr(text: &str) -> Option<Ipv4Net> {
+    text.parse::<Ipv4Net>().ok()
+}
+
+const CIDR_HINT: &str = "write it as ADDRESS/PREFIX, e.g. `172.20.0.0/16`";
+
+fn check_cidr_list(errors: &mut Vec<FieldError>, path: &str, list: Option<&Vec<String>>) {
+    for (i, c) in list.into_iter().flatten().enumerate() {
+        if parse_cidr(c).is_none() {
+            errors.push(
+                FieldError::new(format!("{path}[{i}]"), "is not a valid CIDR")
+                    .value(c)
+                    .hint(format!("{CIDR_HINT}; `0.0.0.0/0` allows everyone")),
+            );
+        }
+    }
+}
+
+/// Validates a cluster on its own (no instance groups).
+pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let spec = &cluster.spec;
+
+    if let Some(problem) = dns_name_problem(&cluster.metadata.name) {
+        errors.push(
+            FieldError::new("metadata.name", format!("cluster name {problem}"))
+                .value(&cluster.metadata.name)
+                .hint("use a fully-qualified DNS name such as `mycluster.example.com`, or `mycluster.k8s.local` for gossip DNS"),
+        );
+    } else if !cluster.metadata.name.contains('.') {
+        errors.push(
+            FieldError::new("metadata.name", "cluster name must be a fully-qualified DNS name")
+                .value(&cluster.metadata.name)
+                .hint("add a domain, e.g. `mycluster.example.com`, or use `mycluster.k8s.local` for gossip DNS"),
+        );
+    }
+
+    let cloud = spec.cloud_provider.as_deref().unwrap_or("");
+    if cloud.is_empty() {
+        errors.push(
+            FieldError::new("spec.cloudProvider", "is required")
+                .hint("set `cloudProvider: aws` (or pass `--cloud aws`)"),
+        );
+    } else if !KNOWN_CLOUDS.contains(&cloud) {
+        errors.push(
+            FieldError::new("spec.cloudProvider", "is not a cloud provider kops knows")
+                .value(cloud)
+                .hint(format!("use one of: {}", KNOWN_CLOUDS.join(", "))),
+        );
+    }
+
+    match spec.kubernetes_version.as_deref() {
+        None | Some("") => errors.push(
+            FieldError::new("spec.kubernetesVersion", "is required")
+                .hint(format!("set a version such as `{}`", version::recommended(None))),
+        ),
+        Some(v) => match version::check_supported(v) {
+            Ok(_) => {}
+            Err(VersionProblem::Unparsable) => errors.push(
+                FieldError::new("spec.kubernetesVersion", "is not a Kubernetes version")
+                    .value(v)
+                    .hint(format!("write it as `vMAJOR.MINOR.PATCH`, e.g. `{}`", version::recommended(None))),
+            ),
+            Err(VersionProblem::TooOld) => errors.push(
+                FieldError::new("spec.kubernetesVersion", "is older than the oldest supported version")
+                    .value(v)
+                    .hint(format!(
+                        "kops-rs deploys Kubernetes {} to {}.x; upgrade to at least `{}`",
+                        version::OLDEST_SUPPORTED,
+                        minor_text(&version::NEWEST_SUPPORTED),
+                        version::OLDEST_SUPPORTED
+                    )),
+            ),
+            Err(VersionProblem::TooNew) => errors.push(
+                FieldError::new("spec.kubernetesVersion", "is newer than this kops-rs supports")
+                    .value(v)
+                    .hint(format!(
+                        "kops-rs deploys Kubernetes up to {}.x; use a newer kops-rs or an older version",
+                        minor_text(&version::NEWEST_SUPPORTED)
+                    )),
+            ),
+        },
+    }
+
+    // Networking: exactly one known CNI.
+    match &spec.networking {
+        None => errors.push(
+            FieldError::new("spec.networking", "is required")
+                .hint("choose a CNI, e.g. `networking: {cilium: {}}` (or pass `--networking cilium`)"),
+        ),
+        Some(n) => {
+            let providers = n.providers();
+            for p in &providers {
+                if !KNOWN_NETWORKING.contains(p) {
+                    errors.push(
+                        FieldError::new(format!("spec.networking.{p}"), "is not a networking option kops knows")
+                            .value(p)
+                            .hint(format!("use one of: {}", KNOWN_NETWORKING.join(", "))),
+                    );
+                }
+            }
+            if providers.is_empty() {
+                errors.push(
+                    FieldError::new("spec.networking", "names no CNI")
+                        .hint(format!("set exactly one of: {}", KNOWN_NETWORKING.join(", "))),
+                );
+            } else if providers.len() > 1 {
+                errors.push(
+                    FieldError::new("spec.networking", "names more than one CNI")
+                        .value(providers.join(", "))
+                        .hint("keep exactly one"),
+                );
+            }
+        }
+    }
+
+    // Network CIDRs.
+    let mut network_cidrs: Vec<(String, IpNet)> = Vec::new();
+    if let Some(c) = spec.network_cidr.as_deref() {
+        match parse_ipv4_cidr(c) {
+            Some(net) if net.trunc() == net => network_cidrs.push(("spec.networkCIDR".into(), IpNet::V4(net))),
+            Some(net) => errors.push(
+                FieldError::new("spec.networkCIDR", "has host bits set")
+                    .value(c)
+                    .hint(format!("use the network address `{}`", net.trunc())),
+            ),
+            None => errors.push(
+                FieldError::new("spec.networkCIDR", "is not a valid IPv4 CIDR")
+                    .value(c)
+                    .hint(CIDR_HINT),
+            ),
+        }
+    }
+    for (i, c) in spec.additional_network_cidrs.iter().flatten().enumerate() {
+        let path = format!("spec.additionalNetworkCIDRs[{i}]");
+        match parse_ipv4_cidr(c) {
+            Some(net) => network_cidrs.push((path, IpNet::V4(net))),
+            None => errors.push(FieldError::new(path, "is not a valid IPv4 CIDR").value(c).hint(CIDR_HINT)),
+        }
+    }
+    for (path, text) in [
+        ("spec.nonMasqueradeCIDR", spec.non_masquerade_cidr.as_deref()),
+        ("spec.serviceClusterIPRange", spec.service_cluster_ip_range.as_deref()),
+        ("spec.podCIDR", spec.pod_cidr.as_deref()),
+    ] {
+        if let Some(t) = text {
+            if parse_cidr(t).is_none() {
+                errors.push(FieldError::new(path, "is not a valid CIDR").value(t).hint(CIDR_HINT));
+            }
+        }
+    }
+    if let (Some(nm), Some((_, net))) = (
+        spec.non_masquerade_cidr.as_deref().and_then(parse_cidr),
+        network_cidrs.first(),
+    ) {
+        if matches!(nm, IpNet::V4(_)) && (nm.contains(&net.network()) || net.contains(&nm.network())) {
+            errors.push(
+                FieldError::new("spec.nonMasqueradeCIDR", "overlaps the VPC's networkCIDR")
+                    .value(nm)
+                    .hint(format!("pods and services need their own range; kops uses `100.64.0.0/10` with a VPC of `{net}`")),
+            );
+        }
+    }
+
+    check_cidr_list(&mut errors, "spec.sshAccess", spec.ssh_access.as_ref());
+    check_cidr_list(&mut errors, "spec.kubernetesApiAccess", spec.kubernetes_api_access.as_ref());
+    check_cidr_list(&mut errors, "spec.nodePortAccess", spec.node_port_access.as_ref());
+
+    validate_subnets(cluster, &network_cidrs, &mut errors);
+
+    if let Some(topology) = &spec.topology {
+        if let Some(t) = topology.dns.as_ref().and_then(|d| d.kind.as_deref()) {
+            if !["Public", "Private", "None"].contains(&t) {
+                errors.push(
+                    FieldError::new("spec.topology.dns.type", "is not a DNS type")
+                        .value(t)
+                        .hint("use `Public`, `Private` or `None`"),
+                );
+            }
+        }
+    }
+
+    if let Some(lb) = spec.api.as_ref().and_then(|a| a.load_balancer.as_ref()) {
+        if let Some(t) = lb.kind.as_deref() {
+            if !["Public", "Internal"].contains(&t) {
+                errors.push(
+                    FieldError::new("spec.api.loadBalancer.type", "is not a load balancer type")
+                        .value(t)
+                        .hint("use `Public` or `Internal`"),
+                );
+            }
+        }
+        match lb.class.as_deref() {
+            None | Some("Network") => {}
+            Some("Classic") if cloud == "aws" => errors.push(
+                FieldError::new("spec.api.loadBalancer.class", "Classic load balancers are no longer supported")
+                    .value("Classic")
+                    .hint("set `class: Network` (a Network Load Balancer)"),
+            ),
+            Some("Classic") => {}
+            Some(other) => errors.push(
+                FieldError::new("spec.api.loadBalancer.class", "is not a load balancer class")
+                    .value(other)
+                    .hint("use `Network`"),
+            ),
+        }
+    }
+
+    validate_etcd(cluster, &mut errors);
+    errors
+}
+
+fn minor_text(v: &version::KubernetesVersion) -> String {
+    format!("v{}.{}", v.major, v.minor)
+}
+
+fn validate_subnets(cluster: &Cluster, network_cidrs: &[(String, IpNet)], errors: &mut Vec<FieldError>) {
+    let spec = &cluster.spec;
+    let cloud = spec.cloud_provider.as_deref().unwrap_or("");
+    let mut names = BTreeSet::new();
+    let mut parsed: Vec<(usize, Ipv4Net)> = Vec::new();
+    let mut regions: BTreeMap<String, String> = BTreeMap::new();
+    for (i, s) in spec.subnets.iter().flatten().enumerate() {
+        let path = format!("spec.subnets[{i}]");
+        if s.name.is_empty() {
+            errors.push(FieldError::new(format!("{path}.name"), "is required").hint("name each subnet, usually after its zone"));
+        } else if !names.insert(s.name.as_str()) {
+            errors.push(
+                FieldError::new(format!("{path}.name"), "is used by another subnet")
+                    .value(&s.name)
+                    .hint("subnet names must be unique"),
+            );
+        }
+        match s.kind.as_deref() {
+            None => errors.push(
+                FieldError::new(format!("{path}.type"), "is required")
+                    .hint("use `Public`, `Private`, `Utility` or `DualStack`"),
+            ),
+            Some(t) if SubnetType::parse(t).is_none() => errors.push(
+                FieldError::new(format!("{path}.type"), "is not a subnet type")
+                    .value(t)
+                    .hint("use `Public`, `Private`, `Utility` or `DualStack`"),
+            ),
+            _ => {}
+        }
+        if cloud == "aws" {
+            match s.zone.as_deref() {
+                None | Some("") => errors.push(
+                    FieldError::new(format!("{path}.zone"), "is required on AWS")
+                        .hint("set the availability zone, e.g. `us-east-1a`"),
+                ),
+                Some(z) => match region_of_zone(z) {
+                    Some(r) => {
+                        regions.entry(r).or_insert_with(|| format!("{path}.zone"));
+                    }
+                    None => errors.push(
+                        FieldError::new(format!("{path}.zone"), "is not an availability zone")
+                            .value(z)
+                            .hint("AWS zones look like `us-east-1a`"),
+                    ),
+                },
+            }
+        }
+        if let Some(c) = s.cidr.as_deref() {
+            match parse_ipv4_cidr(c) {
+                None => errors.push(
+                    FieldError::new(format!("{path}.cidr"), "is not a valid IPv4 CIDR")
+                        .value(c)
+                        .hint(CIDR_HINT),
+                ),
+                Some(net) => {
+                    if !network_cidrs.is_empty()
+                        && s.id.is_none()
+                        && !network_cidrs.iter().any(|(_, n)| match n {
+                            IpNet::V4(n4) => n4.contains(&net),
+                            _ => false,
+                        })
+                    {
+                        let within: Vec<String> = network_cidrs.iter().map(|(_, n)| format!("`{n}`")).collect();
+                        errors.push(
+                            FieldError::new(format!("{path}.cidr"), "is outside the cluster's network")
+                                .value(c)
+                                .hint(format!(
+                                    "pick a range inside {} (spec.networkCIDR / spec.additionalNetworkCIDRs)",
+                                    within.join(" or ")
+                                )),
+                        );
+                    }
+                    parsed.push((i, net));
+                }
+            }
+        }
+        if let Some(c) = s.ipv6_cidr.as_deref() {
+            let shorthand = c.starts_with('/') && c.contains('#');
+            if !shorthand && c.parse::<ipnet::Ipv6Net>().is_err() {
+                errors.push(
+                    FieldError::new(format!("{path}.ipv6CIDR"), "is not a valid IPv6 CIDR")
+                        .value(c)
+                        .hint("write a CIDR such as `2001:db8::/64`, or `/64#1` to carve one from the VPC's block"),
+                );
+            }
+        }
+    }
+    for (a, (ia, na)) in parsed.iter().enumerate() {
+        for (ib, nb) in parsed.iter().skip(a + 1) {
+            if na.contains(&nb.network()) || nb.contains(&na.network()) {
+                let subnets = spec.subnets.as_deref().unwrap_or_default();
+                errors.push(
+                    FieldError::new(format!("spec.subnets[{ib}].cidr"), format!(
+                        "overlaps subnet `{}` (`{}`)",
+                        subnets[*ia].name, na
+                    ))
+                    .value(nb)
+                    .hint("subnets of one VPC must not overlap; give each its own range"),
+                );
+            }
+        }
+    }
+    if regions.len() > 1 {
+        let list: Vec<String> = regions.keys().map(|r| format!("`{r}`")).collect();
+        errors.push(
+            FieldError::new("spec.subnets", format!("zones span more than one region: {}", list.join(", ")))
+                .hint("a cluster lives in one region; use zones of a single region"),
+        );
+    }
+}
+
+fn validate_etcd(cluster: &Cluster, errors: &mut Vec<FieldError>) {
+    let mut names = BTreeSet::new();
+    for (i, etcd) in cluster.spec.etcd_clusters.iter().flatten().enumerate() {
+        let path = format!("spec.etcdClusters[{i}]");
+        if etcd.name.is_empty() {
+            errors.push(FieldError::new(format!("{path}.name"), "is required").hint("kops names them `main` and `events`"));
+        } else if !names.insert(etcd.name.as_str()) {
+            errors.push(FieldError::new(format!("{path}.name"), "is used by another etcd cluster").value(&etcd.name));
+        }
+        if etcd.etcd_members.is_empty() {
+            errors.push(
+                FieldError::new(format!("{path}.etcdMembers"), "is empty")
+                    .hint("add one member per control-plane instance group"),
+            );
+        }
+        let mut member_names = BTreeSet::new();
+        for (j, m) in etcd.etcd_members.iter().enumerate() {
+            let mpath = format!("{path}.etcdMembers[{j}]");
+            if m.name.is_empty() {
+                errors.push(FieldError::new(format!("{mpath}.name"), "is required"));
+            } else if !member_names.insert(m.name.as_str()) {
+                errors.push(
+                    FieldError::new(format!("{mpath}.name"), "is used by another member of this etcd cluster")
+                        .value(&m.name),
+                );
+            }
+            if m.instance_group.as_deref().unwrap_or("").is_empty() {
+                errors.push(
+                    FieldError::new(format!("{mpath}.instanceGroup"), "is required")
+                        .hint("name the control-plane instance group this member runs on"),
+                );
+            }
+        }
+        if etcd.etcd_members.len() % 2 == 0 && !etcd.etcd_members.is_empty() {
+            errors.push(
+                FieldError::new(format!("{path}.etcdMembers"), format!(
+                    "has {} members; etcd needs an odd number for quorum",
+                    etcd.etcd_members.len()
+                ))
+                .hint("use 1, 3 or 5 control-plane instance groups"),
+            );
+        }
+    }
+}
+
+/// Checks an instance-group name: a DNS-1123 subdomain.
+fn ig_name_problem(name: &str) -> Option<&'static str> {
+    dns_name_problem(name)
+}
+
+/// Validates an instance group, against its cluster when known.
+pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let spec = &ig.spec;
+    if let Some(problem) = ig_name_problem(&ig.metadata.name) {
+        errors.push(
+            FieldError::new("metadata.name", format!("instance group name {problem}"))
+                .value(&ig.metadata.name)
+                .hint("use lowercase letters, digits and `-`, e.g. `nodes-us-east-1a`"),
+        );
+    }
+    let role = match spec.role.as_deref() {
+        None | Some("") => {
+            errors.push(
+                FieldError::new("spec.role", "is required")
+                    .hint("use `Master` (control plane), `Node`, `Bastion` or `APIServer`"),
+            );
+            None
+        }
+        Some(r) => match Role::parse(r) {
+            Some(role) => Some(role),
+            None => {
+                errors.push(
+                    FieldError::new("spec.role", "is not an instance group role")
+                        .value(r)
+                        .hint("use `Master` (control plane), `Node`, `Bastion` or `APIServer`"),
+                );
+                None
+            }
+        },
+    };
+    if let Some(m) = spec.manager.as_deref() {
+        if !["CloudGroup", "Karpenter"].contains(&m) {
+            errors.push(
+                FieldError::new("spec.manager", "is not an instance manager")
+                    .value(m)
+                    .hint("use `CloudGroup` (an autoscaling group, the default) or `Karpenter`"),
+            );
+        }
+    }
+    if let Some(min) = spec.min_size {
+        if min < 0 {
+            errors.push(FieldError::new("spec.minSize", "must not be negative").value(min));
+        }
+    }
+    if let Some(max) = spec.max_size {
+        if max < 0 {
+            errors.push(FieldError::new("spec.maxSize", "must not be negative").value(max));
+        }
+    }
+    if let (Some(min), Some(max)) = (spec.min_size, spec.max_size) {
+        if min > max {
+            errors.push(
+                FieldError::new("spec.minSize", format!("is greater than spec.maxSize (`{max}`)"))
+                    .value(min)
+                    .hint(format!("raise maxSize to at least {min}, or lower minSize to at most {max}")),
+            );
+        }
+    }
+    for (field, value) in [
+        ("spec.rootVolumeSize", spec.root_volume_size),
+        ("spec.rootVolume.size", spec.root_volume.as_ref().and_then(|r| r.size)),
+    ] {
+        if let Some(v) = value {
+            if v <= 0 {
+                errors.push(
+                    FieldError::new(field, "must be a positive size in GiB")
+                        .value(v)
+                        .hint("e.g. `64`"),
+                );
+            }
+        }
+    }
+    let is_aws = cluster
+        .and_then(|c| c.spec.cloud_provider.as_deref())
+        .is_none_or(|c| c == "aws");
+    if is_aws {
+        const VOLUME_TYPES: &[&str] = &["gp2", "gp3", "io1", "io2", "st1", "sc1", "standard"];
+        for (field, value) in [
+            ("spec.rootVolumeType", spec.root_volume_type.as_deref()),
+            ("spec.rootVolume.type", spec.root_volume.as_ref().and_then(|r| r.kind.as_deref())),
+        ] {
+            if let Some(t) = value {
+                if !VOLUME_TYPES.contains(&t) {
+                    errors.push(
+                        FieldError::new(field, "is not an EBS volume type")
+                            .value(t)
+                            .hint(format!("use one of: {}", VOLUME_TYPES.join(", "))),
+                    );
+                }
+            }
+        }
+        if let Some(mt) = spec.machine_type.as_deref() {
+            for (i, t) in mt.split(',').enumerate() {
+                let t = t.trim();
+                if t.is_empty() || !t.contains('.') || t.contains(char::is_whitespace) {
+                    let path = if mt.contains(',') { format!("spec.machineType[{i}]") } else { "spec.machineType".into() };
+                    errors.push(
+                        FieldError::new(path, "is not an EC2 instance type")
+                            .value(t)
+                            .hint("EC2 instance types look like `t3.medium` or `m6i.large`"),
+                    );
+                }
+            }
+        }
+        if let Some(md) = &spec.instance_metadata {
+            if let Some(t) = md.http_tokens.as_deref() {
+                if !["required", "optional"].contains(&t) {
+                    errors.push(
+                        FieldError::new("spec.instanceMetadata.httpTokens", "is not a valid setting")
+                            .value(t)
+                            .hint("use `required` (IMDSv2, the default) or `optional`"),
+                    );
+                }
+            }
+            if let Some(h) = md.http_put_response_hop_limit {
+                if !(1..=64).contains(&h) {
+                    errors.push(
+                        FieldError::new("spec.instanceMetadata.httpPutResponseHopLimit", "must be between 1 and 64")
+                            .value(h),
+                    );
+                }
+            }
+        }
+    }
+    for (i, t) in spec.taints.iter().flatten().enumerate() {
+        let ok = t
+            .split_once(':')
+            .is_some_and(|(kv, effect)| !kv.is_empty() && !effect.is_empty() && !kv.starts_with('='));
+        if !ok {
+            errors.push(
+                FieldError::new(format!("spec.taints[{i}]"), "is not a taint")
+                    .value(t)
+                    .hint("write taints as `key=value:Effect`, e.g. `dedicated=gpu:NoSchedule`"),
+            );
+        }
+    }
+    if let Some(c) = cluster {
+        let subnet_names: BTreeSet<&str> = c.spec.subnets.iter().flatten().map(|s| s.name.as_str()).collect();
+        for (i, s) in spec.subnets.iter().flatten().enumerate() {
+            if !subnet_names.contains(s.as_str()) {
+                let known: Vec<&str> = subnet_names.iter().copied().collect();
+                errors.push(
+                    FieldError::new(format!("spec.subnets[{i}]"), "is not a subnet of the cluster")
+                        .value(s)
+                        .hint(if known.is_empty() {
+                            "the cluster has no subnets; add them to the cluster's spec.subnets first".to_string()
+                        } else {
+                            format!("use one of: {}", known.join(", "))
+                        }),
+                );
+            }
+        }
+        if is_aws && spec.subnets.as_ref().is_none_or(|s| s.is_empty()) && role.is_some() {
+            errors.push(
+                FieldError::new("spec.subnets", "is required")
+                    .hint("list the cluster subnets (by name) this group's instances run in"),
+            );
+        }
+    }
+    errors
+}
+
+/// Validates a cluster together with its instance groups: everything
+/// [`validate_cluster`] and [`validate_instance_group`] check, plus the links
+/// between them. Errors are keyed by the object they belong to.
+pub fn validate_all(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<(), ValidationError> {
+    let mut errors = validate_cluster(cluster);
+    let mut by_name: BTreeMap<&str, &InstanceGroup> = BTreeMap::new();
+    for ig in groups {
+        for e in validate_instance_group(ig, Some(cluster)) {
+            errors.push(FieldError {
+                path: format!("instancegroup/{}: {}", ig.name(), e.path),
+                ..e
+            });
+        }
+        by_name.insert(ig.name(), ig);
+    }
+    if !groups.is_empty() {
+        for (i, etcd) in cluster.spec.etcd_clusters.iter().flatten().enumerate() {
+            for (j, m) in etcd.etcd_members.iter().enumerate() {
+                let Some(ig_name) = m.instance_group.as_deref().filter(|s| !s.is_empty()) else {
+                    continue;
+                };
+                let path = format!("spec.etcdClusters[{i}].etcdMembers[{j}].instanceGroup");
+                match by_name.get(ig_name) {
+                    None => {
+                        let cp: Vec<&str> = groups.iter().filter(|g| g.is_control_plane()).map(|g| g.name()).collect();
+                        errors.push(
+                            FieldError::new(path, "names an instance group that does not exist")
+                                .value(ig_name)
+                                .hint(if cp.is_empty() {
+                                    format!("create a control-plane instance group named `{ig_name}`")
+                                } else {
+                                    format!("use one of the control-plane groups: {}", cp.join(", "))
+                                }),
+                        );
+                    }
+                    Some(ig) if !ig.is_control_plane() && ig.role().is_some() => errors.push(
+                        FieldError::new(path, "names an instance group that is not a control-plane group")
+                            .value(ig_name)
+                            .hint("etcd runs on control-plane nodes: point it at a group with `role: Master`"),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+    }
+    into_result(format!("cluster `{}`", cluster.name()), errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions() {
+        assert_eq!(region_of_zone("us-east-1a").as_deref(), Some("us-east-1"));
+        assert_eq!(region_of_zone("us-gov-west-1b").as_deref(), Some("us-gov-west-1"));
+        assert_eq!(region_of_zone("us-west-2-lax-1a").as_deref(), Some("us-west-2"));
+        assert_eq!(region_of_zone("us-test-1a").as_deref(), Some("us-test-1"));
+        assert_eq!(region_of_zone("nozone"), None);
+    }
+
+    #[test]
+    fn dns_names() {
+        assert!(dns_name_problem("a.example.com").is_none());
+        assert!(dns_name_problem("A.example.com").is_some());
+        assert!(dns_name_problem("a..b").is_some());
+        assert!(dns_name_problem("-a.b").is_some());
+    }
+}

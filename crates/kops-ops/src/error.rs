@@ -1,0 +1,78 @@
+//! What can go wrong in a kops operation, each with what to do about it.
+
+use kops_api::manifest::ManifestError;
+use kops_api::validation::{FieldError, ValidationError};
+use kops_state::registry::RegistryError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpsError {
+    #[error("no state store given\nhint: pass `--state s3://<bucket>` (or `file:///<dir>`), or set KOPS_STATE_STORE")]
+    StateStoreNotSet,
+
+    #[error("{}", cluster_name_required(.known))]
+    ClusterNameRequired { known: Vec<String> },
+
+    #[error("cluster `{name}` not found in state store `{store}`\nhint: `kops get clusters` lists the clusters in this store; check --state and the name")]
+    ClusterNotFound { name: String, store: String },
+
+    #[error("cluster `{name}` already exists\nhint: change it with `kops edit cluster {name}` or `kops replace -f FILE`, or delete it first")]
+    ClusterExists { name: String },
+
+    #[error("instance group `{name}` not found in cluster `{cluster}`\nhint: `kops get instancegroups --name {cluster}` lists them")]
+    InstanceGroupNotFound { cluster: String, name: String },
+
+    #[error("instance group `{name}` already exists in cluster `{cluster}`\nhint: change it with `kops edit instancegroup {name} --name {cluster}` or `kops replace -f FILE`")]
+    InstanceGroupExists { cluster: String, name: String },
+
+    #[error("{kind} `{name}` appears twice in the manifest\nhint: keep one document per object")]
+    Duplicate { kind: String, name: String },
+
+    #[error("the {kind} `{name}` does not say which cluster it belongs to\nhint: add the label `kops.k8s.io/cluster: <cluster name>` to its metadata, or pass --name")]
+    NoClusterForObject { kind: String, name: String },
+
+    #[error("`{source_name}` holds no objects\nhint: a manifest holds YAML documents with `apiVersion: kops.k8s.io/v1alpha2` and `kind: Cluster` or `kind: InstanceGroup`")]
+    EmptyManifest { source_name: String },
+
+    #[error("the {kind}'s name cannot change (`{from}` → `{to}`)\nhint: create a new object with the new name and delete the old one instead")]
+    Rename { kind: String, from: String, to: String },
+
+    #[error("{}", flags(.0))]
+    Flags(Vec<FieldError>),
+
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+
+    #[error("cannot read `{path}`: {source}\nhint: check the path and that you may read it")]
+    ReadFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn cluster_name_required(known: &[String]) -> String {
+    let mut s = String::from("no cluster name given");
+    if known.is_empty() {
+        s.push_str("\nhint: pass the cluster's name (as an argument or with --name / KOPS_CLUSTER_NAME); the state store holds no cluster yet");
+    } else {
+        s.push_str(&format!(
+            "\nhint: pass one of {} (as an argument or with --name / KOPS_CLUSTER_NAME)",
+            known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    s
+}
+
+fn flags(errors: &[FieldError]) -> String {
+    let mut s = String::from("invalid flags:");
+    for e in errors {
+        s.push_str(&format!("\n- {}", e.to_string().replace('\n', "\n  ")));
+    }
+    s
+}

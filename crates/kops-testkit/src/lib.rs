@@ -1,0 +1,329 @@
+//! Test support for the kops-rs workspace: starts `moto_server` (a local AWS
+//! emulator) on a free loopback port, and locates the `../shared` directory
+//! next to the workspace. Standard library only.
+//!
+//! Typical use in a test:
+//!
+//! ```no_run
+//! let Some(moto) = kops_testkit::require_moto() else { return };
+//! let endpoint = moto.endpoint(); // http://127.0.0.1:PORT
+//! ```
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// How long `moto_server` may take to answer after being started.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many ports to try when `moto_server` exits right after starting
+/// (e.g. because another process took the port in the meantime).
+const PORT_ATTEMPTS: usize = 5;
+
+/// The workspace root (the directory holding the top-level `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// True when running under CI (`CI` set to anything but empty, `0` or `false`).
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// The `../shared` directory next to the workspace root, if it exists.
+/// When it does not, prints `skipping: ../shared not found at <path>` to
+/// stderr and returns `None`.
+pub fn shared_dir() -> Option<PathBuf> {
+    let root = workspace_root();
+    let root = root.canonicalize().unwrap_or(root);
+    let shared = root.parent().unwrap_or(&root).join("shared");
+    if shared.is_dir() {
+        Some(shared)
+    } else {
+        eprintln!("skipping: ../shared not found at {}", shared.display());
+        None
+    }
+}
+
+/// Where `moto_server` is: `$MOTO_SERVER` if set, else
+/// `<workspace>/.venv/bin/moto_server` if it exists, else `moto_server` on
+/// `PATH`. `None` when none of these exists.
+pub fn moto_server_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("MOTO_SERVER").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let venv = workspace_root().join(".venv/bin/moto_server");
+    if venv.is_file() {
+        return Some(venv);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("moto_server"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The process-wide moto server for tests that need AWS, or `None` (after
+/// printing why) when `moto_server` is not installed and the tests should be
+/// skipped.
+///
+/// # Panics
+///
+/// When `moto_server` is not installed and [`in_ci`] (CI must not silently
+/// skip), or when it is installed but does not start.
+pub fn require_moto() -> Option<&'static Moto> {
+    if moto_server_path().is_none() {
+        let message = "moto_server not found (set MOTO_SERVER, run scripts/setup-venv, \
+                       or put moto_server on PATH)";
+        if in_ci() {
+            panic!("{message}; CI is set, so AWS tests must not be skipped");
+        }
+        eprintln!("skipping: {message}");
+        return None;
+    }
+    Some(Moto::shared())
+}
+
+/// A running `moto_server`, killed on drop. Processes that never drop it
+/// (see [`Moto::shared`]) are covered by a watchdog that stops moto once the
+/// process that started it is gone.
+#[derive(Debug)]
+pub struct Moto {
+    port: u16,
+    child: Child,
+    watchdog: Option<Child>,
+}
+
+impl Moto {
+    /// One moto per process, started on first call and never dropped (the
+    /// watchdog stops it when the process exits).
+    ///
+    /// # Panics
+    ///
+    /// When moto cannot be started.
+    pub fn shared() -> &'static Moto {
+        static MOTO: OnceLock<Moto> = OnceLock::new();
+        MOTO.get_or_init(|| Moto::start().unwrap_or_else(|e| panic!("failed to start moto: {e}")))
+    }
+
+    /// Starts a new `moto_server` on a free port and waits until it answers.
+    pub fn start() -> io::Result<Moto> {
+        let binary = moto_server_path().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "moto_server not found (set MOTO_SERVER or run scripts/setup-venv)",
+            )
+        })?;
+        let mut last_error = None;
+        for _ in 0..PORT_ATTEMPTS {
+            match Self::start_on(&binary, free_port()?) {
+                Ok(moto) => return Ok(moto),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.expect("at least one attempt"))
+    }
+
+    fn start_on(binary: &Path, port: u16) -> io::Result<Moto> {
+        // moto's output goes to an unlinked temporary file: kept for the
+        // error message if startup fails, never left behind.
+        let log_path = std::env::temp_dir().join(format!(
+            "kops-testkit-moto-{}-{port}.log",
+            std::process::id()
+        ));
+        let log = File::create(&log_path)?;
+        let spawned = Command::new(binary)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log.try_clone()?)
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = std::fs::remove_file(&log_path);
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("failed to run `{}`: {e}", binary.display()),
+                ));
+            }
+        };
+        let read_log = |path: &Path| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let _ = std::fs::remove_file(path);
+            text
+        };
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Err(io::Error::other(format!(
+                    "`{}` on port {port} exited with {status}:\n{}",
+                    binary.display(),
+                    read_log(&log_path)
+                )));
+            }
+            if http_request(port, "GET", "/moto-api/").is_ok() {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "`{}` did not answer on port {port} within {}s:\n{}",
+                        binary.display(),
+                        STARTUP_TIMEOUT.as_secs(),
+                        read_log(&log_path)
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = std::fs::remove_file(&log_path);
+        let watchdog = spawn_watchdog(child.id());
+        Ok(Moto {
+            port,
+            child,
+            watchdog,
+        })
+    }
+
+    /// The port moto listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The endpoint URL, `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Drops every resource moto holds (`POST /moto-api/reset`).
+    pub fn reset(&self) -> io::Result<()> {
+        let (status, body) = http_request(self.port, "POST", "/moto-api/reset")?;
+        if status == 200 {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!(
+                "moto reset answered {status}: {}",
+                String::from_utf8_lossy(&body)
+            )))
+        }
+    }
+
+    /// Environment for child processes (e.g. the `kops` binary) so their AWS
+    /// SDK talks to this moto with dummy credentials.
+    pub fn env(&self) -> Vec<(String, String)> {
+        [
+            ("AWS_ENDPOINT_URL", self.endpoint().as_str()),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(watchdog) = &mut self.watchdog {
+            let _ = watchdog.kill();
+            let _ = watchdog.wait();
+        }
+    }
+}
+
+/// A port that was free a moment ago.
+fn free_port() -> io::Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}
+
+/// A `sh` loop that kills `moto_pid` once this process is gone, for when
+/// [`Moto`] is never dropped (statics; nextest runs each test in its own
+/// process). Its stdio is detached so test runners do not wait for it.
+fn spawn_watchdog(moto_pid: u32) -> Option<Child> {
+    let script = r#"while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; kill "$2" 2>/dev/null"#;
+    Command::new("sh")
+        .args(["-c", script, "kops-testkit-watchdog"])
+        .arg(std::process::id().to_string())
+        .arg(moto_pid.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()
+}
+
+/// A minimal HTTP/1.1 request without a body to 127.0.0.1:`port`; returns
+/// the status code and the raw response body.
+fn http_request(port: u16, method: &str, path: &str) -> io::Result<(u16, Vec<u8>)> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    let invalid = || io::Error::new(io::ErrorKind::InvalidData, "not an HTTP response");
+    let head_end = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(invalid)?;
+    let status_line = response[..head_end]
+        .split(|&b| b == b'\r')
+        .next()
+        .ok_or_else(invalid)?;
+    let status = std::str::from_utf8(status_line)
+        .ok()
+        .filter(|line| line.starts_with("HTTP/1."))
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(invalid)?;
+    Ok((status, response[head_end + 4..].to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_root_has_the_workspace_manifest() {
+        let manifest = std::fs::read_to_string(workspace_root().join("Cargo.toml")).unwrap();
+        assert!(manifest.contains("[workspace]"));
+    }
+
+    #[test]
+    fn moto_starts_answers_and_resets() {
+        let Some(moto) = require_moto() else { return };
+        assert!(moto.endpoint().starts_with("http://127.0.0.1:"));
+        moto.reset().unwrap();
+        let (status, _) = http_request(moto.port(), "GET", "/moto-api/").unwrap();
+        assert!(status < 500, "status {status}");
+        let env = moto.env();
+        assert!(env.contains(&("AWS_ENDPOINT_URL".to_string(), moto.endpoint())));
+        assert!(env.contains(&("AWS_REGION".to_string(), "us-east-1".to_string())));
+    }
+
+    #[test]
+    fn a_dropped_moto_is_stopped() {
+        if require_moto().is_none() {
+            return;
+        }
+        let moto = Moto::start().unwrap();
+        let port = moto.port();
+        drop(moto);
+        assert!(http_request(port, "GET", "/moto-api/").is_err());
+    }
+}
