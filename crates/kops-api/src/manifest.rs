@@ -84,8 +84,13 @@ fn yaml_error(source_name: &str, document: usize, err: &serde_yaml_ng::Error) ->
     let location = err.location();
     let mut message = err.to_string();
     // serde_yaml_ng appends " at line L column C"; we print the location up front.
-    if let Some(idx) = message.rfind(" at line ") {
-        message.truncate(idx);
+    if let Some(start) = message.find(" at line ") {
+        let rest = &message[start..];
+        let end = rest
+            .find("column ")
+            .map(|c| c + "column ".len() + rest[c + 7..].chars().take_while(char::is_ascii_digit).count())
+            .unwrap_or(rest.len());
+        message.replace_range(start..start + end, "");
     }
     let mut path = None;
     if let Some((p, rest)) = message.split_once(": ") {

@@ -161,7 +161,8 @@ const CIDR_HINT: &str = "write it as ADDRESS/PREFIX, e.g. `172.20.0.0/16`";
 
 fn check_cidr_list(errors: &mut Vec<FieldError>, path: &str, list: Option<&Vec<String>>) {
     for (i, c) in list.into_iter().flatten().enumerate() {
-        if parse_cidr(c).is_none() {
+        // AWS managed prefix lists (`pl-...`) are allowed where CIDRs are.
+        if parse_cidr(c).is_none() && !c.starts_with("pl-") {
             errors.push(
                 FieldError::new(format!("{path}[{i}]"), "is not a valid CIDR")
                     .value(c)
@@ -308,7 +309,9 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
         spec.non_masquerade_cidr.as_deref().and_then(parse_cidr),
         network_cidrs.first(),
     ) {
-        if matches!(nm, IpNet::V4(_)) && (nm.contains(&net.network()) || net.contains(&nm.network())) {
+        // With the Amazon VPC CNI pods take VPC addresses, so the ranges coincide.
+        let vpc_cni = spec.networking.as_ref().is_some_and(|n| n.amazonvpc.is_some());
+        if !vpc_cni && matches!(nm, IpNet::V4(_)) && (nm.contains(&net.network()) || net.contains(&nm.network())) {
             errors.push(
                 FieldError::new("spec.nonMasqueradeCIDR", "overlaps the VPC's networkCIDR")
                     .value(nm)
@@ -400,6 +403,8 @@ fn validate_subnets(cluster: &Cluster, network_cidrs: &[(String, IpNet)], errors
         }
         if cloud == "aws" {
             match s.zone.as_deref() {
+                // An existing subnet's zone is looked up from AWS.
+                None | Some("") if s.id.is_some() => {}
                 None | Some("") => errors.push(
                     FieldError::new(format!("{path}.zone"), "is required on AWS")
                         .hint("set the availability zone, e.g. `us-east-1a`"),

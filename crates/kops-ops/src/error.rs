@@ -24,6 +24,9 @@ pub enum OpsError {
     #[error("instance group `{name}` already exists in cluster `{cluster}`\nhint: change it with `kops edit instancegroup {name} --name {cluster}` or `kops replace -f FILE`")]
     InstanceGroupExists { cluster: String, name: String },
 
+    #[error("instance group `{name}` runs etcd members {}; deleting it would leave them without a machine\nhint: move those members to another control-plane group first (`kops edit cluster`)", .members.join(", "))]
+    GroupRunsEtcd { name: String, members: Vec<String> },
+
     #[error("{kind} `{name}` appears twice in the manifest\nhint: keep one document per object")]
     Duplicate { kind: String, name: String },
 

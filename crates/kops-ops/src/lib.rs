@@ -270,9 +270,6 @@ pub async fn apply_manifest(
             (None, _) => "created",
         };
         stamp(&mut c.metadata);
-        if c.spec.config_base.is_none() && action == "created" {
-            c.spec.config_base = Some(registry.config_base(&name));
-        }
         applied.push(Applied {
             kind: "Cluster".into(),
             name: name.clone(),
@@ -437,7 +434,26 @@ pub async fn delete_instance_group(registry: &Registry, cluster: &str, name: &st
             cluster: cluster.to_string(),
             name: name.to_string(),
         })?;
-    validate_result(registry, cluster, None, &[], Some(name)).await?;
+    let owner = require_cluster(registry, cluster).await?;
+    let members: Vec<String> = owner
+        .spec
+        .etcd_clusters
+        .iter()
+        .flatten()
+        .flat_map(|e| {
+            e.etcd_members
+                .iter()
+                .filter(|m| m.instance_group.as_deref() == Some(name))
+                .map(move |m| format!("{}/{}", e.name, m.name))
+        })
+        .collect();
+    if !members.is_empty() {
+        return Err(OpsError::GroupRunsEtcd {
+            name: name.to_string(),
+            members,
+        });
+    }
+    validate_result(registry, cluster, Some(&owner), &[], Some(name)).await?;
     if yes {
         registry.delete_instance_group(cluster, name).await?;
     }

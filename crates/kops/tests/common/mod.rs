@@ -1,0 +1,79 @@
+//! Runs the built `kops` binary the way a user does.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// The result of one `kops` run.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Self {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+/// A `kops` command with a clean environment (no user state store, no editor).
+pub fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kops"));
+    c.args(args)
+        .env_remove("KOPS_STATE_STORE")
+        .env_remove("KOPS_CLUSTER_NAME")
+        .env_remove("EDITOR")
+        .env_remove("KUBE_EDITOR")
+        .env("HOME", "/nonexistent-home")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs `kops ARGS`.
+pub fn kops(args: &[&str]) -> Run {
+    command(args).output().expect("run kops").into()
+}
+
+/// Runs `kops ARGS` with `stdin` as its standard input.
+pub fn kops_stdin(args: &[&str], stdin: &str) -> Run {
+    let mut child = command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn kops");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().expect("wait for kops").into()
+}
+
+/// `file://` URL of a directory.
+pub fn file_url(dir: &Path) -> String {
+    format!("file://{}", dir.display())
+}
+
+/// Every file under `dir`, relative, sorted.
+pub fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else {
+                out.push(p.strip_prefix(base).unwrap().display().to_string());
+            }
+        }
+    }
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
