@@ -112,7 +112,10 @@ pub struct ClusterSpec {
     pub dns_zone: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_dns_domain: Option<String>,
-    #[serde(rename = "serviceClusterIPRange", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "serviceClusterIPRange",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub service_cluster_ip_range: Option<String>,
     #[serde(rename = "podCIDR", skip_serializing_if = "Option::is_none")]
     pub pod_cidr: Option<String>,
@@ -193,7 +196,10 @@ pub struct ClusterSpec {
     pub warm_pool: Option<WarmPoolSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account_issuer_discovery: Option<ServiceAccountIssuerDiscoveryConfig>,
-    #[serde(rename = "serviceOIDCProvider", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "serviceOIDCProvider",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub service_oidc_provider: Option<ServiceOidcProviderSpec>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub openstack_service_account: Option<String>,
@@ -611,7 +617,10 @@ pub struct WarmPoolSpec {
 pub struct ServiceAccountIssuerDiscoveryConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub discovery_store: Option<String>,
-    #[serde(rename = "enableAWSOIDCProvider", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "enableAWSOIDCProvider",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub enable_aws_oidc_provider: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub additional_audiences: Option<Vec<String>>,
@@ -625,7 +634,10 @@ pub struct ServiceAccountIssuerDiscoveryConfig {
 pub struct ServiceOidcProviderSpec {
     #[serde(rename = "issuerURL", skip_serializing_if = "Option::is_none")]
     pub issuer_url: Option<String>,
-    #[serde(rename = "issuerCAThumbprints", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "issuerCAThumbprints",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub issuer_ca_thumbprints: Option<Vec<String>>,
     #[serde(flatten)]
     pub extra: Extra,
@@ -715,7 +727,10 @@ pub struct AddonResourcesSpec {
 pub struct NodeTerminationHandlerSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    #[serde(rename = "enableSQSTerminationDraining", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "enableSQSTerminationDraining",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub enable_sqs_termination_draining: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enable_rebalance_draining: Option<bool>,

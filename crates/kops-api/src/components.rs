@@ -127,7 +127,10 @@ pub struct ContainerdConfig {
     pub skip_install: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry_mirrors: Option<BTreeMap<String, Vec<String>>>,
-    #[serde(rename = "useECRCredentialsForMirrors", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "useECRCredentialsForMirrors",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub use_ecr_credentials_for_mirrors: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub packages: Option<ContainerdPackages>,
@@ -159,7 +162,10 @@ pub struct ContainerdPackages {
 pub struct CloudConfiguration {
     #[serde(rename = "awsEBSCSIDriver", skip_serializing_if = "Option::is_none")]
     pub aws_ebs_csi_driver: Option<Extra>,
-    #[serde(rename = "manageStorageClasses", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "manageStorageClasses",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub manage_storage_classes: Option<bool>,
     #[serde(flatten)]
     pub extra: Extra,

@@ -5,7 +5,9 @@
 use crate::cluster::{Cluster, SubnetType};
 use crate::instance_group::{InstanceGroup, Role};
 use crate::meta::LABEL_INSTANCE_GROUP;
+use crate::new_cluster::{aws_zone_region, default_image, default_machine_type, Architecture};
 use crate::validation::FieldError;
+use crate::version::KubernetesVersion;
 
 /// Builds a new instance group for an existing cluster, as `kops create
 /// instancegroup` does: role sizes (control plane and bastion 1/1, nodes
@@ -31,7 +33,11 @@ pub fn default_instance_group(
     let chosen: Vec<String> = if subnets.is_empty() {
         let wanted: &[SubnetType] = match role {
             Role::Bastion => &[SubnetType::Utility, SubnetType::Public],
-            _ => &[SubnetType::Private, SubnetType::Public, SubnetType::DualStack],
+            _ => &[
+                SubnetType::Private,
+                SubnetType::Public,
+                SubnetType::DualStack,
+            ],
         };
         let mut picked = Vec::new();
         for t in wanted {
@@ -49,14 +55,22 @@ pub fn default_instance_group(
         subnets.to_vec()
     };
     if chosen.is_empty() {
-        return Err(vec![FieldError::new("--subnet", "no subnet fits this instance group")
-            .hint("add subnets to the cluster (kops edit cluster) or name them with --subnet")]);
+        return Err(vec![FieldError::new(
+            "--subnet",
+            "no subnet fits this instance group",
+        )
+        .hint(
+            "add subnets to the cluster (kops edit cluster) or name them with --subnet",
+        )]);
     }
     if role == Role::ControlPlane && chosen.len() > 1 {
         // kops places one control-plane group per zone.
-        return Err(vec![FieldError::new("--subnet", "a control-plane instance group runs in one subnet")
-            .value(chosen.join(","))
-            .hint("pass a single --subnet for each control-plane group")]);
+        return Err(vec![FieldError::new(
+            "--subnet",
+            "a control-plane instance group runs in one subnet",
+        )
+        .value(chosen.join(","))
+        .hint("pass a single --subnet for each control-plane group")]);
     }
     ig.spec.subnets = Some(chosen);
 
@@ -65,11 +79,28 @@ pub fn default_instance_group(
         .iter()
         .find(|g| g.role() == Some(role))
         .or_else(|| existing.iter().find(|g| g.role() == Some(Role::Node)));
-    ig.spec.image = sibling.and_then(|g| g.spec.image.clone());
+    let cloud = cluster.spec.cloud_provider.as_deref().unwrap_or("aws");
+    ig.spec.image = sibling.and_then(|g| g.spec.image.clone()).or_else(|| {
+        let version = cluster
+            .spec
+            .kubernetes_version
+            .as_deref()
+            .and_then(KubernetesVersion::parse)
+            .unwrap_or_else(|| crate::version::recommended(None));
+        default_image(cloud, &version, Architecture::Amd64).map(str::to_string)
+    });
+    let region = cluster_subnets
+        .iter()
+        .find_map(|s| s.zone.as_deref().and_then(aws_zone_region))
+        .unwrap_or_default();
     ig.spec.machine_type = existing
         .iter()
         .find(|g| g.role() == Some(role))
-        .and_then(|g| g.spec.machine_type.clone());
+        .and_then(|g| g.spec.machine_type.clone())
+        .or_else(|| {
+            (cloud == "aws")
+                .then(|| default_machine_type(&region, role, ig.spec.image.as_deref()).to_string())
+        });
     ig.spec
         .node_labels
         .get_or_insert_with(Default::default)

@@ -86,7 +86,12 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 4] = [Role::ControlPlane, Role::Node, Role::Bastion, Role::ApiServer];
+    pub const ALL: [Role; 4] = [
+        Role::ControlPlane,
+        Role::Node,
+        Role::Bastion,
+        Role::ApiServer,
+    ];
 
     /// The name kops writes in manifests.
     pub fn as_str(self) -> &'static str {

@@ -14,7 +14,10 @@ pub enum Object {
     Cluster(Box<Cluster>),
     InstanceGroup(Box<InstanceGroup>),
     /// `kind: SSHCredential`: an admin SSH public key.
-    SshCredential { name: String, public_key: String },
+    SshCredential {
+        name: String,
+        public_key: String,
+    },
     /// Any other Kubernetes object ("additional objects"), kept as given.
     Other(serde_json::Value),
 }
@@ -88,7 +91,13 @@ fn yaml_error(source_name: &str, document: usize, err: &serde_yaml_ng::Error) ->
         let rest = &message[start..];
         let end = rest
             .find("column ")
-            .map(|c| c + "column ".len() + rest[c + 7..].chars().take_while(char::is_ascii_digit).count())
+            .map(|c| {
+                c + "column ".len()
+                    + rest[c + 7..]
+                        .chars()
+                        .take_while(char::is_ascii_digit)
+                        .count()
+            })
             .unwrap_or(rest.len());
         message.replace_range(start..start + end, "");
     }
@@ -109,14 +118,21 @@ fn yaml_error(source_name: &str, document: usize, err: &serde_yaml_ng::Error) ->
     ManifestError {
         source_name: source_name.to_string(),
         document,
-        location: location.as_ref().map(|l| (l.line() as u32, l.column() as u32)),
+        location: location
+            .as_ref()
+            .map(|l| (l.line() as u32, l.column() as u32)),
         path,
         message,
         hint,
     }
 }
 
-fn error_at(source_name: &str, document: usize, message: String, hint: Option<String>) -> ManifestError {
+fn error_at(
+    source_name: &str,
+    document: usize,
+    message: String,
+    hint: Option<String>,
+) -> ManifestError {
     ManifestError {
         source_name: source_name.to_string(),
         document,
@@ -131,7 +147,8 @@ fn error_at(source_name: &str, document: usize, message: String, hint: Option<St
 pub fn parse_objects(source_name: &str, text: &str) -> Result<Vec<Object>, ManifestError> {
     let mut values = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let value = serde_yaml_ng::Value::deserialize(doc).map_err(|e| yaml_error(source_name, i + 1, &e))?;
+        let value = serde_yaml_ng::Value::deserialize(doc)
+            .map_err(|e| yaml_error(source_name, i + 1, &e))?;
         values.push(value);
     }
     let mut objects = Vec::new();
@@ -144,12 +161,21 @@ pub fn parse_objects(source_name: &str, text: &str) -> Result<Vec<Object>, Manif
             return Err(error_at(
                 source_name,
                 document,
-                "expected a Kubernetes object (a mapping with `apiVersion`, `kind` and `metadata`)".into(),
+                "expected a Kubernetes object (a mapping with `apiVersion`, `kind` and `metadata`)"
+                    .into(),
                 None,
             ));
         }
-        let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
-        let api_version = value.get("apiVersion").and_then(|k| k.as_str()).unwrap_or("").to_string();
+        let kind = value
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or("")
+            .to_string();
+        let api_version = value
+            .get("apiVersion")
+            .and_then(|k| k.as_str())
+            .unwrap_or("")
+            .to_string();
         let object = match kind.as_str() {
             "Cluster" | "InstanceGroup" | "SSHCredential" => {
                 check_api_version(source_name, document, &kind, &api_version)?;
@@ -191,7 +217,12 @@ pub fn parse_objects(source_name: &str, text: &str) -> Result<Vec<Object>, Manif
     Ok(objects)
 }
 
-fn check_api_version(source_name: &str, document: usize, kind: &str, api_version: &str) -> Result<(), ManifestError> {
+fn check_api_version(
+    source_name: &str,
+    document: usize,
+    kind: &str,
+    api_version: &str,
+) -> Result<(), ManifestError> {
     match api_version {
         API_VERSION | "kops/v1alpha2" => Ok(()),
         "" => Err(error_at(
@@ -204,7 +235,9 @@ fn check_api_version(source_name: &str, document: usize, kind: &str, api_version
             source_name,
             document,
             format!("unsupported apiVersion `{other}` for kind `{kind}`"),
-            Some(format!("kops-rs reads `{API_VERSION}` manifests; write `apiVersion: {API_VERSION}`")),
+            Some(format!(
+                "kops-rs reads `{API_VERSION}` manifests; write `apiVersion: {API_VERSION}`"
+            )),
         )),
     }
 }
@@ -253,7 +286,9 @@ fn sorted(value: serde_json::Value) -> serde_json::Value {
             entries.sort_by(|a, b| a.0.cmp(&b.0));
             serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
         }
-        serde_json::Value::Array(items) => serde_json::Value::Array(items.into_iter().map(sorted).collect()),
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(sorted).collect())
+        }
         other => other,
     }
 }

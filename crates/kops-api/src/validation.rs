@@ -134,20 +134,7 @@ pub fn dns_name_problem(name: &str) -> Option<&'static str> {
     None
 }
 
-/// The region of an AWS-style zone name: `us-east-1a` → `us-east-1`,
-/// `us-gov-west-1b` → `us-gov-west-1`, `us-west-2-lax-1a` → `us-west-2`.
-pub fn region_of_zone(zone: &str) -> Option<String> {
-    let mut parts = Vec::new();
-    for part in zone.split('-') {
-        if part.starts_with(|c: char| c.is_ascii_digit()) {
-            let digits: String = part.chars().take_while(|c| c.is_ascii_digit()).collect();
-            parts.push(digits);
-            return Some(parts.join("-"));
-        }
-        parts.push(part.to_string());
-    }
-    None
-}
+pub use crate::new_cluster::aws_zone_region as region_of_zone;
 
 fn parse_cidr(text: &str) -> Option<IpNet> {
     text.parse::<IpNet>().ok()
@@ -240,25 +227,31 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
 
     // Networking: exactly one known CNI.
     match &spec.networking {
-        None => errors.push(
-            FieldError::new("spec.networking", "is required")
-                .hint("choose a CNI, e.g. `networking: {cilium: {}}` (or pass `--networking cilium`)"),
-        ),
+        None => {
+            errors.push(FieldError::new("spec.networking", "is required").hint(
+                "choose a CNI, e.g. `networking: {cilium: {}}` (or pass `--networking cilium`)",
+            ))
+        }
         Some(n) => {
             let providers = n.providers();
             for p in &providers {
                 if !KNOWN_NETWORKING.contains(p) {
                     errors.push(
-                        FieldError::new(format!("spec.networking.{p}"), "is not a networking option kops knows")
-                            .value(p)
-                            .hint(format!("use one of: {}", KNOWN_NETWORKING.join(", "))),
+                        FieldError::new(
+                            format!("spec.networking.{p}"),
+                            "is not a networking option kops knows",
+                        )
+                        .value(p)
+                        .hint(format!("use one of: {}", KNOWN_NETWORKING.join(", "))),
                     );
                 }
             }
             if providers.is_empty() {
                 errors.push(
-                    FieldError::new("spec.networking", "names no CNI")
-                        .hint(format!("set exactly one of: {}", KNOWN_NETWORKING.join(", "))),
+                    FieldError::new("spec.networking", "names no CNI").hint(format!(
+                        "set exactly one of: {}",
+                        KNOWN_NETWORKING.join(", ")
+                    )),
                 );
             } else if providers.len() > 1 {
                 errors.push(
@@ -274,7 +267,9 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
     let mut network_cidrs: Vec<(String, IpNet)> = Vec::new();
     if let Some(c) = spec.network_cidr.as_deref() {
         match parse_ipv4_cidr(c) {
-            Some(net) if net.trunc() == net => network_cidrs.push(("spec.networkCIDR".into(), IpNet::V4(net))),
+            Some(net) if net.trunc() == net => {
+                network_cidrs.push(("spec.networkCIDR".into(), IpNet::V4(net)))
+            }
             Some(net) => errors.push(
                 FieldError::new("spec.networkCIDR", "has host bits set")
                     .value(c)
@@ -291,17 +286,31 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
         let path = format!("spec.additionalNetworkCIDRs[{i}]");
         match parse_ipv4_cidr(c) {
             Some(net) => network_cidrs.push((path, IpNet::V4(net))),
-            None => errors.push(FieldError::new(path, "is not a valid IPv4 CIDR").value(c).hint(CIDR_HINT)),
+            None => errors.push(
+                FieldError::new(path, "is not a valid IPv4 CIDR")
+                    .value(c)
+                    .hint(CIDR_HINT),
+            ),
         }
     }
     for (path, text) in [
-        ("spec.nonMasqueradeCIDR", spec.non_masquerade_cidr.as_deref()),
-        ("spec.serviceClusterIPRange", spec.service_cluster_ip_range.as_deref()),
+        (
+            "spec.nonMasqueradeCIDR",
+            spec.non_masquerade_cidr.as_deref(),
+        ),
+        (
+            "spec.serviceClusterIPRange",
+            spec.service_cluster_ip_range.as_deref(),
+        ),
         ("spec.podCIDR", spec.pod_cidr.as_deref()),
     ] {
         if let Some(t) = text {
             if parse_cidr(t).is_none() {
-                errors.push(FieldError::new(path, "is not a valid CIDR").value(t).hint(CIDR_HINT));
+                errors.push(
+                    FieldError::new(path, "is not a valid CIDR")
+                        .value(t)
+                        .hint(CIDR_HINT),
+                );
             }
         }
     }
@@ -310,8 +319,14 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
         network_cidrs.first(),
     ) {
         // With the Amazon VPC CNI pods take VPC addresses, so the ranges coincide.
-        let vpc_cni = spec.networking.as_ref().is_some_and(|n| n.amazonvpc.is_some());
-        if !vpc_cni && matches!(nm, IpNet::V4(_)) && (nm.contains(&net.network()) || net.contains(&nm.network())) {
+        let vpc_cni = spec
+            .networking
+            .as_ref()
+            .is_some_and(|n| n.amazonvpc.is_some());
+        if !vpc_cni
+            && matches!(nm, IpNet::V4(_))
+            && (nm.contains(&net.network()) || net.contains(&nm.network()))
+        {
             errors.push(
                 FieldError::new("spec.nonMasqueradeCIDR", "overlaps the VPC's networkCIDR")
                     .value(nm)
@@ -321,8 +336,16 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
     }
 
     check_cidr_list(&mut errors, "spec.sshAccess", spec.ssh_access.as_ref());
-    check_cidr_list(&mut errors, "spec.kubernetesApiAccess", spec.kubernetes_api_access.as_ref());
-    check_cidr_list(&mut errors, "spec.nodePortAccess", spec.node_port_access.as_ref());
+    check_cidr_list(
+        &mut errors,
+        "spec.kubernetesApiAccess",
+        spec.kubernetes_api_access.as_ref(),
+    );
+    check_cidr_list(
+        &mut errors,
+        "spec.nodePortAccess",
+        spec.node_port_access.as_ref(),
+    );
 
     validate_subnets(cluster, &network_cidrs, &mut errors);
 
@@ -351,15 +374,21 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
         match lb.class.as_deref() {
             None | Some("Network") => {}
             Some("Classic") if cloud == "aws" => errors.push(
-                FieldError::new("spec.api.loadBalancer.class", "Classic load balancers are no longer supported")
-                    .value("Classic")
-                    .hint("set `class: Network` (a Network Load Balancer)"),
+                FieldError::new(
+                    "spec.api.loadBalancer.class",
+                    "Classic load balancers are no longer supported",
+                )
+                .value("Classic")
+                .hint("set `class: Network` (a Network Load Balancer)"),
             ),
             Some("Classic") => {}
             Some(other) => errors.push(
-                FieldError::new("spec.api.loadBalancer.class", "is not a load balancer class")
-                    .value(other)
-                    .hint("use `Network`"),
+                FieldError::new(
+                    "spec.api.loadBalancer.class",
+                    "is not a load balancer class",
+                )
+                .value(other)
+                .hint("use `Network`"),
             ),
         }
     }
@@ -372,7 +401,11 @@ fn minor_text(v: &version::KubernetesVersion) -> String {
     format!("v{}.{}", v.major, v.minor)
 }
 
-fn validate_subnets(cluster: &Cluster, network_cidrs: &[(String, IpNet)], errors: &mut Vec<FieldError>) {
+fn validate_subnets(
+    cluster: &Cluster,
+    network_cidrs: &[(String, IpNet)],
+    errors: &mut Vec<FieldError>,
+) {
     let spec = &cluster.spec;
     let cloud = spec.cloud_provider.as_deref().unwrap_or("");
     let mut names = BTreeSet::new();
@@ -381,7 +414,10 @@ fn validate_subnets(cluster: &Cluster, network_cidrs: &[(String, IpNet)], errors
     for (i, s) in spec.subnets.iter().flatten().enumerate() {
         let path = format!("spec.subnets[{i}]");
         if s.name.is_empty() {
-            errors.push(FieldError::new(format!("{path}.name"), "is required").hint("name each subnet, usually after its zone"));
+            errors.push(
+                FieldError::new(format!("{path}.name"), "is required")
+                    .hint("name each subnet, usually after its zone"),
+            );
         } else if !names.insert(s.name.as_str()) {
             errors.push(
                 FieldError::new(format!("{path}.name"), "is used by another subnet")
@@ -436,7 +472,10 @@ fn validate_subnets(cluster: &Cluster, network_cidrs: &[(String, IpNet)], errors
                             _ => false,
                         })
                     {
-                        let within: Vec<String> = network_cidrs.iter().map(|(_, n)| format!("`{n}`")).collect();
+                        let within: Vec<String> = network_cidrs
+                            .iter()
+                            .map(|(_, n)| format!("`{n}`"))
+                            .collect();
                         errors.push(
                             FieldError::new(format!("{path}.cidr"), "is outside the cluster's network")
                                 .value(c)
@@ -466,10 +505,10 @@ fn validate_subnets(cluster: &Cluster, network_cidrs: &[(String, IpNet)], errors
             if na.contains(&nb.network()) || nb.contains(&na.network()) {
                 let subnets = spec.subnets.as_deref().unwrap_or_default();
                 errors.push(
-                    FieldError::new(format!("spec.subnets[{ib}].cidr"), format!(
-                        "overlaps subnet `{}` (`{}`)",
-                        subnets[*ia].name, na
-                    ))
+                    FieldError::new(
+                        format!("spec.subnets[{ib}].cidr"),
+                        format!("overlaps subnet `{}` (`{}`)", subnets[*ia].name, na),
+                    )
                     .value(nb)
                     .hint("subnets of one VPC must not overlap; give each its own range"),
                 );
@@ -479,8 +518,11 @@ fn validate_subnets(cluster: &Cluster, network_cidrs: &[(String, IpNet)], errors
     if regions.len() > 1 {
         let list: Vec<String> = regions.keys().map(|r| format!("`{r}`")).collect();
         errors.push(
-            FieldError::new("spec.subnets", format!("zones span more than one region: {}", list.join(", ")))
-                .hint("a cluster lives in one region; use zones of a single region"),
+            FieldError::new(
+                "spec.subnets",
+                format!("zones span more than one region: {}", list.join(", ")),
+            )
+            .hint("a cluster lives in one region; use zones of a single region"),
         );
     }
 }
@@ -490,9 +532,15 @@ fn validate_etcd(cluster: &Cluster, errors: &mut Vec<FieldError>) {
     for (i, etcd) in cluster.spec.etcd_clusters.iter().flatten().enumerate() {
         let path = format!("spec.etcdClusters[{i}]");
         if etcd.name.is_empty() {
-            errors.push(FieldError::new(format!("{path}.name"), "is required").hint("kops names them `main` and `events`"));
+            errors.push(
+                FieldError::new(format!("{path}.name"), "is required")
+                    .hint("kops names them `main` and `events`"),
+            );
         } else if !names.insert(etcd.name.as_str()) {
-            errors.push(FieldError::new(format!("{path}.name"), "is used by another etcd cluster").value(&etcd.name));
+            errors.push(
+                FieldError::new(format!("{path}.name"), "is used by another etcd cluster")
+                    .value(&etcd.name),
+            );
         }
         if etcd.etcd_members.is_empty() {
             errors.push(
@@ -507,8 +555,11 @@ fn validate_etcd(cluster: &Cluster, errors: &mut Vec<FieldError>) {
                 errors.push(FieldError::new(format!("{mpath}.name"), "is required"));
             } else if !member_names.insert(m.name.as_str()) {
                 errors.push(
-                    FieldError::new(format!("{mpath}.name"), "is used by another member of this etcd cluster")
-                        .value(&m.name),
+                    FieldError::new(
+                        format!("{mpath}.name"),
+                        "is used by another member of this etcd cluster",
+                    )
+                    .value(&m.name),
                 );
             }
             if m.instance_group.as_deref().unwrap_or("").is_empty() {
@@ -520,10 +571,13 @@ fn validate_etcd(cluster: &Cluster, errors: &mut Vec<FieldError>) {
         }
         if etcd.etcd_members.len() % 2 == 0 && !etcd.etcd_members.is_empty() {
             errors.push(
-                FieldError::new(format!("{path}.etcdMembers"), format!(
-                    "has {} members; etcd needs an odd number for quorum",
-                    etcd.etcd_members.len()
-                ))
+                FieldError::new(
+                    format!("{path}.etcdMembers"),
+                    format!(
+                        "has {} members; etcd needs an odd number for quorum",
+                        etcd.etcd_members.len()
+                    ),
+                )
                 .hint("use 1, 3 or 5 control-plane instance groups"),
             );
         }
@@ -588,15 +642,23 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
     if let (Some(min), Some(max)) = (spec.min_size, spec.max_size) {
         if min > max {
             errors.push(
-                FieldError::new("spec.minSize", format!("is greater than spec.maxSize (`{max}`)"))
-                    .value(min)
-                    .hint(format!("raise maxSize to at least {min}, or lower minSize to at most {max}")),
+                FieldError::new(
+                    "spec.minSize",
+                    format!("is greater than spec.maxSize (`{max}`)"),
+                )
+                .value(min)
+                .hint(format!(
+                    "raise maxSize to at least {min}, or lower minSize to at most {max}"
+                )),
             );
         }
     }
     for (field, value) in [
         ("spec.rootVolumeSize", spec.root_volume_size),
-        ("spec.rootVolume.size", spec.root_volume.as_ref().and_then(|r| r.size)),
+        (
+            "spec.rootVolume.size",
+            spec.root_volume.as_ref().and_then(|r| r.size),
+        ),
     ] {
         if let Some(v) = value {
             if v <= 0 {
@@ -615,7 +677,10 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
         const VOLUME_TYPES: &[&str] = &["gp2", "gp3", "io1", "io2", "st1", "sc1", "standard"];
         for (field, value) in [
             ("spec.rootVolumeType", spec.root_volume_type.as_deref()),
-            ("spec.rootVolume.type", spec.root_volume.as_ref().and_then(|r| r.kind.as_deref())),
+            (
+                "spec.rootVolume.type",
+                spec.root_volume.as_ref().and_then(|r| r.kind.as_deref()),
+            ),
         ] {
             if let Some(t) = value {
                 if !VOLUME_TYPES.contains(&t) {
@@ -631,7 +696,11 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
             for (i, t) in mt.split(',').enumerate() {
                 let t = t.trim();
                 if t.is_empty() || !t.contains('.') || t.contains(char::is_whitespace) {
-                    let path = if mt.contains(',') { format!("spec.machineType[{i}]") } else { "spec.machineType".into() };
+                    let path = if mt.contains(',') {
+                        format!("spec.machineType[{i}]")
+                    } else {
+                        "spec.machineType".into()
+                    };
                     errors.push(
                         FieldError::new(path, "is not an EC2 instance type")
                             .value(t)
@@ -644,26 +713,32 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
             if let Some(t) = md.http_tokens.as_deref() {
                 if !["required", "optional"].contains(&t) {
                     errors.push(
-                        FieldError::new("spec.instanceMetadata.httpTokens", "is not a valid setting")
-                            .value(t)
-                            .hint("use `required` (IMDSv2, the default) or `optional`"),
+                        FieldError::new(
+                            "spec.instanceMetadata.httpTokens",
+                            "is not a valid setting",
+                        )
+                        .value(t)
+                        .hint("use `required` (IMDSv2, the default) or `optional`"),
                     );
                 }
             }
             if let Some(h) = md.http_put_response_hop_limit {
                 if !(1..=64).contains(&h) {
                     errors.push(
-                        FieldError::new("spec.instanceMetadata.httpPutResponseHopLimit", "must be between 1 and 64")
-                            .value(h),
+                        FieldError::new(
+                            "spec.instanceMetadata.httpPutResponseHopLimit",
+                            "must be between 1 and 64",
+                        )
+                        .value(h),
                     );
                 }
             }
         }
     }
     for (i, t) in spec.taints.iter().flatten().enumerate() {
-        let ok = t
-            .split_once(':')
-            .is_some_and(|(kv, effect)| !kv.is_empty() && !effect.is_empty() && !kv.starts_with('='));
+        let ok = t.split_once(':').is_some_and(|(kv, effect)| {
+            !kv.is_empty() && !effect.is_empty() && !kv.starts_with('=')
+        });
         if !ok {
             errors.push(
                 FieldError::new(format!("spec.taints[{i}]"), "is not a taint")
@@ -673,18 +748,28 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
         }
     }
     if let Some(c) = cluster {
-        let subnet_names: BTreeSet<&str> = c.spec.subnets.iter().flatten().map(|s| s.name.as_str()).collect();
+        let subnet_names: BTreeSet<&str> = c
+            .spec
+            .subnets
+            .iter()
+            .flatten()
+            .map(|s| s.name.as_str())
+            .collect();
         for (i, s) in spec.subnets.iter().flatten().enumerate() {
             if !subnet_names.contains(s.as_str()) {
                 let known: Vec<&str> = subnet_names.iter().copied().collect();
                 errors.push(
-                    FieldError::new(format!("spec.subnets[{i}]"), "is not a subnet of the cluster")
-                        .value(s)
-                        .hint(if known.is_empty() {
-                            "the cluster has no subnets; add them to the cluster's spec.subnets first".to_string()
-                        } else {
-                            format!("use one of: {}", known.join(", "))
-                        }),
+                    FieldError::new(
+                        format!("spec.subnets[{i}]"),
+                        "is not a subnet of the cluster",
+                    )
+                    .value(s)
+                    .hint(if known.is_empty() {
+                        "the cluster has no subnets; add them to the cluster's spec.subnets first"
+                            .to_string()
+                    } else {
+                        format!("use one of: {}", known.join(", "))
+                    }),
                 );
             }
         }
@@ -753,8 +838,14 @@ mod tests {
     #[test]
     fn regions() {
         assert_eq!(region_of_zone("us-east-1a").as_deref(), Some("us-east-1"));
-        assert_eq!(region_of_zone("us-gov-west-1b").as_deref(), Some("us-gov-west-1"));
-        assert_eq!(region_of_zone("us-west-2-lax-1a").as_deref(), Some("us-west-2"));
+        assert_eq!(
+            region_of_zone("us-gov-west-1b").as_deref(),
+            Some("us-gov-west-1")
+        );
+        assert_eq!(
+            region_of_zone("us-west-2-lax-1a").as_deref(),
+            Some("us-west-2")
+        );
         assert_eq!(region_of_zone("us-test-1a").as_deref(), Some("us-test-1"));
         assert_eq!(region_of_zone("nozone"), None);
     }

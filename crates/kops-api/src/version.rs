@@ -27,11 +27,21 @@ impl KubernetesVersion {
         if parts.next().is_some() {
             return None;
         }
-        Some(KubernetesVersion { major, minor, patch, pre })
+        Some(KubernetesVersion {
+            major,
+            minor,
+            patch,
+            pre,
+        })
     }
 
     pub const fn new(major: u64, minor: u64, patch: u64) -> Self {
-        KubernetesVersion { major, minor, patch, pre: String::new() }
+        KubernetesVersion {
+            major,
+            minor,
+            patch,
+            pre: String::new(),
+        }
     }
 
     fn minor_key(&self) -> (u64, u64) {
@@ -99,9 +109,18 @@ mod tests {
 
     #[test]
     fn parses_and_ranges() {
-        assert_eq!(KubernetesVersion::parse("v1.32.0"), Some(KubernetesVersion::new(1, 32, 0)));
-        assert_eq!(KubernetesVersion::parse("1.35"), Some(KubernetesVersion::new(1, 35, 0)));
-        assert_eq!(KubernetesVersion::parse("v1.35.0-alpha.1").unwrap().pre, "alpha.1");
+        assert_eq!(
+            KubernetesVersion::parse("v1.32.0"),
+            Some(KubernetesVersion::new(1, 32, 0))
+        );
+        assert_eq!(
+            KubernetesVersion::parse("1.35"),
+            Some(KubernetesVersion::new(1, 35, 0))
+        );
+        assert_eq!(
+            KubernetesVersion::parse("v1.35.0-alpha.1").unwrap().pre,
+            "alpha.1"
+        );
         assert_eq!(KubernetesVersion::parse("latest"), None);
         assert_eq!(check_supported("v1.31.9"), Err(VersionProblem::TooOld));
         assert_eq!(check_supported("v1.39.0"), Err(VersionProblem::TooNew));

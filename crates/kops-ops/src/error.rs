@@ -37,7 +37,11 @@ pub enum OpsError {
     EmptyManifest { source_name: String },
 
     #[error("the {kind}'s name cannot change (`{from}` → `{to}`)\nhint: create a new object with the new name and delete the old one instead")]
-    Rename { kind: String, from: String, to: String },
+    Rename {
+        kind: String,
+        from: String,
+        to: String,
+    },
 
     #[error("{}", flags(.0))]
     Flags(Vec<FieldError>),
@@ -66,7 +70,11 @@ fn cluster_name_required(known: &[String]) -> String {
     } else {
         s.push_str(&format!(
             "\nhint: pass one of {} (as an argument or with --name / KOPS_CLUSTER_NAME)",
-            known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            known
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     s

@@ -20,8 +20,13 @@ pub use kops_state::registry::{Registry, SshPublicKey};
 
 /// Opens the state store named by `--state` / `KOPS_STATE_STORE`.
 pub async fn open_state(url: Option<&str>) -> Result<Registry, OpsError> {
-    let url = url.map(str::trim).filter(|u| !u.is_empty()).ok_or(OpsError::StateStoreNotSet)?;
-    let store = kops_state::open(url).await.map_err(|e| OpsError::Registry(e.into()))?;
+    let url = url
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .ok_or(OpsError::StateStoreNotSet)?;
+    let store = kops_state::open(url)
+        .await
+        .map_err(|e| OpsError::Registry(e.into()))?;
     Ok(Registry::new(store))
 }
 
@@ -38,14 +43,20 @@ fn stamp(meta: &mut kops_api::ObjectMeta) {
 
 /// Loads a cluster or fails with a hint.
 pub async fn require_cluster(registry: &Registry, name: &str) -> Result<Cluster, OpsError> {
-    registry.get_cluster(name).await?.ok_or_else(|| OpsError::ClusterNotFound {
-        name: name.to_string(),
-        store: registry.store().base_url().to_string(),
-    })
+    registry
+        .get_cluster(name)
+        .await?
+        .ok_or_else(|| OpsError::ClusterNotFound {
+            name: name.to_string(),
+            store: registry.store().base_url().to_string(),
+        })
 }
 
 /// Picks the cluster to work on: the one named, or the only one in the store.
-pub async fn resolve_cluster_name(registry: &Registry, name: Option<&str>) -> Result<String, OpsError> {
+pub async fn resolve_cluster_name(
+    registry: &Registry,
+    name: Option<&str>,
+) -> Result<String, OpsError> {
     if let Some(n) = name.filter(|n| !n.is_empty()) {
         return Ok(n.to_string());
     }
@@ -80,7 +91,10 @@ pub struct CreatedCluster {
 
 /// `kops create cluster`: builds the spec from flags, validates it, and (unless
 /// a dry run) writes the cluster, its instance groups and the SSH key.
-pub async fn create_cluster(registry: &Registry, request: CreateClusterRequest) -> Result<CreatedCluster, OpsError> {
+pub async fn create_cluster(
+    registry: &Registry,
+    request: CreateClusterRequest,
+) -> Result<CreatedCluster, OpsError> {
     let mut options = request.options;
     if options.state_store.is_none() {
         options.state_store = Some(registry.store().base_url().to_string());
@@ -184,8 +198,16 @@ fn plan_manifest(objects: Vec<Object>, default_cluster: Option<&str>) -> Result<
                     .pointer("/metadata/labels/kops.k8s.io~1cluster")
                     .and_then(|l| l.as_str())
                     .map(str::to_string);
-                let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
-                let name = v.pointer("/metadata/name").and_then(|k| k.as_str()).unwrap_or("").to_string();
+                let kind = v
+                    .get("kind")
+                    .and_then(|k| k.as_str())
+                    .unwrap_or("")
+                    .to_string();
+                let name = v
+                    .pointer("/metadata/name")
+                    .and_then(|k| k.as_str())
+                    .unwrap_or("")
+                    .to_string();
                 let cluster = owner(label.as_deref(), &kind, &name)?;
                 plan.others.push((cluster, v));
             }
@@ -246,7 +268,10 @@ pub async fn apply_manifest(
     for c in &mut plan.clusters {
         let name = c.name().to_string();
         if !seen.insert(("Cluster", name.clone())) {
-            return Err(OpsError::Duplicate { kind: "Cluster".into(), name });
+            return Err(OpsError::Duplicate {
+                kind: "Cluster".into(),
+                name,
+            });
         }
         let existing = registry.get_cluster(&name).await?;
         let action = match (&existing, replace) {
@@ -280,7 +305,10 @@ pub async fn apply_manifest(
     for (cluster, ig) in &mut plan.groups {
         let name = ig.name().to_string();
         if !seen.insert(("InstanceGroup", format!("{cluster}/{name}"))) {
-            return Err(OpsError::Duplicate { kind: "InstanceGroup".into(), name });
+            return Err(OpsError::Duplicate {
+                kind: "InstanceGroup".into(),
+                name,
+            });
         }
         let cluster_in_file = plan.clusters.iter().any(|c| c.name() == cluster.as_str());
         let existing = if cluster_in_file && !replace {
@@ -332,12 +360,16 @@ pub async fn apply_manifest(
     }
 
     // Validate each affected cluster with its resulting set of groups.
-    let mut affected: BTreeSet<String> = plan.clusters.iter().map(|c| c.name().to_string()).collect();
+    let mut affected: BTreeSet<String> =
+        plan.clusters.iter().map(|c| c.name().to_string()).collect();
     affected.extend(plan.groups.iter().map(|(c, _)| c.clone()));
     affected.extend(plan.ssh_keys.iter().map(|(c, _)| c.clone()));
     affected.extend(plan.others.iter().map(|(c, _)| c.clone()));
     for cluster_name in &affected {
-        let in_file = plan.clusters.iter().find(|c| c.name() == cluster_name.as_str());
+        let in_file = plan
+            .clusters
+            .iter()
+            .find(|c| c.name() == cluster_name.as_str());
         let groups: Vec<&InstanceGroup> = plan
             .groups
             .iter()
@@ -362,12 +394,20 @@ pub async fn apply_manifest(
     for (cluster, key) in &plan.ssh_keys {
         registry.add_ssh_public_key(cluster, key).await?;
     }
-    let mut extra_by_cluster: std::collections::BTreeMap<&str, Vec<serde_json::Value>> = Default::default();
+    let mut extra_by_cluster: std::collections::BTreeMap<&str, Vec<serde_json::Value>> =
+        Default::default();
     for (cluster, v) in &plan.others {
-        extra_by_cluster.entry(cluster.as_str()).or_default().push(v.clone());
+        extra_by_cluster
+            .entry(cluster.as_str())
+            .or_default()
+            .push(v.clone());
     }
     for (cluster, values) in extra_by_cluster {
-        let mut all = if replace { Vec::new() } else { registry.additional_objects(cluster).await? };
+        let mut all = if replace {
+            Vec::new()
+        } else {
+            registry.additional_objects(cluster).await?
+        };
         all.extend(values);
         registry.put_additional_objects(cluster, &all).await?;
         applied.push(Applied {
@@ -398,17 +438,30 @@ pub struct NewInstanceGroup {
 
 /// Builds a new instance group the way kops does: the cluster's defaults
 /// for image and machine type, sizes by role.
-pub async fn create_instance_group(registry: &Registry, request: NewInstanceGroup) -> Result<InstanceGroup, OpsError> {
+pub async fn create_instance_group(
+    registry: &Registry,
+    request: NewInstanceGroup,
+) -> Result<InstanceGroup, OpsError> {
     let cluster = require_cluster(registry, &request.cluster).await?;
-    if registry.get_instance_group(&request.cluster, &request.name).await?.is_some() {
+    if registry
+        .get_instance_group(&request.cluster, &request.name)
+        .await?
+        .is_some()
+    {
         return Err(OpsError::InstanceGroupExists {
             cluster: request.cluster,
             name: request.name,
         });
     }
     let existing = registry.list_instance_groups(&request.cluster).await?;
-    let mut ig = kops_api::defaults::default_instance_group(&cluster, &existing, &request.name, request.role, &request.subnets)
-        .map_err(OpsError::Flags)?;
+    let mut ig = kops_api::defaults::default_instance_group(
+        &cluster,
+        &existing,
+        &request.name,
+        request.role,
+        &request.subnets,
+    )
+    .map_err(OpsError::Flags)?;
     stamp(&mut ig.metadata);
     validate_result(registry, &request.cluster, Some(&cluster), &[&ig], None).await?;
     if !request.dry_run {
@@ -426,7 +479,12 @@ pub struct DeletedInstanceGroup {
 
 /// `kops delete instancegroup`: refuses to leave the cluster invalid (for
 /// example an etcd member without its group).
-pub async fn delete_instance_group(registry: &Registry, cluster: &str, name: &str, yes: bool) -> Result<DeletedInstanceGroup, OpsError> {
+pub async fn delete_instance_group(
+    registry: &Registry,
+    cluster: &str,
+    name: &str,
+    yes: bool,
+) -> Result<DeletedInstanceGroup, OpsError> {
     let group = registry
         .get_instance_group(cluster, name)
         .await?
@@ -457,7 +515,10 @@ pub async fn delete_instance_group(registry: &Registry, cluster: &str, name: &st
     if yes {
         registry.delete_instance_group(cluster, name).await?;
     }
-    Ok(DeletedInstanceGroup { group, deleted: yes })
+    Ok(DeletedInstanceGroup {
+        group,
+        deleted: yes,
+    })
 }
 
 // ---------------------------------------------------------------- edit
@@ -470,7 +531,11 @@ pub enum EditOutcome {
 }
 
 /// Applies an edited cluster document: same name, valid with its groups.
-pub async fn save_edited_cluster(registry: &Registry, name: &str, text: &str) -> Result<EditOutcome, OpsError> {
+pub async fn save_edited_cluster(
+    registry: &Registry,
+    name: &str,
+    text: &str,
+) -> Result<EditOutcome, OpsError> {
     let original = require_cluster(registry, name).await?;
     let edited: Cluster = kops_api::manifest::parse_one("edited cluster", text)?;
     if edited.name() != name {
@@ -489,7 +554,12 @@ pub async fn save_edited_cluster(registry: &Registry, name: &str, text: &str) ->
 }
 
 /// Applies an edited instance-group document.
-pub async fn save_edited_instance_group(registry: &Registry, cluster: &str, name: &str, text: &str) -> Result<EditOutcome, OpsError> {
+pub async fn save_edited_instance_group(
+    registry: &Registry,
+    cluster: &str,
+    name: &str,
+    text: &str,
+) -> Result<EditOutcome, OpsError> {
     let original = registry
         .get_instance_group(cluster, name)
         .await?
@@ -516,7 +586,11 @@ pub async fn save_edited_instance_group(registry: &Registry, cluster: &str, name
 // ---------------------------------------------------------------- ssh keys
 
 /// `kops create sshpublickey`.
-pub async fn add_ssh_public_key(registry: &Registry, cluster: &str, text: &str) -> Result<String, OpsError> {
+pub async fn add_ssh_public_key(
+    registry: &Registry,
+    cluster: &str,
+    text: &str,
+) -> Result<String, OpsError> {
     require_cluster(registry, cluster).await?;
     Ok(registry.add_ssh_public_key(cluster, text).await?)
 }

@@ -47,7 +47,10 @@ pub enum RegistryError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("the object stored at `{url}` cannot be read: {source}\nhint: fix or remove that file; it was not written by kops or was edited by hand")]
-    Corrupt { url: String, source: ManifestError },
+    Corrupt {
+        url: String,
+        source: Box<ManifestError>,
+    },
     #[error("`{text}` is not an SSH public key: {reason}\nhint: pass the `.pub` file, a line such as `ssh-ed25519 AAAA... user@host`")]
     BadSshKey { text: String, reason: String },
 }
@@ -68,7 +71,9 @@ pub fn ssh_fingerprint(public_key: &str) -> Result<String, RegistryError> {
     };
     let mut fields = public_key.split_whitespace();
     let algorithm = fields.next().ok_or_else(|| bad("the text is empty"))?;
-    let blob = fields.next().ok_or_else(|| bad("it has no key data after the algorithm"))?;
+    let blob = fields
+        .next()
+        .ok_or_else(|| bad("it has no key data after the algorithm"))?;
     let data = base64::engine::general_purpose::STANDARD
         .decode(blob)
         .map_err(|_| bad("the key data is not base64"))?;
@@ -109,7 +114,10 @@ impl Registry {
         self.store.url_of(cluster)
     }
 
-    async fn read_object<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>, RegistryError> {
+    async fn read_object<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<T>, RegistryError> {
         let Some(bytes) = self.store.read(key).await? else {
             return Ok(None);
         };
@@ -117,7 +125,10 @@ impl Registry {
         let text = String::from_utf8_lossy(&bytes);
         parse_one(&url, &text)
             .map(Some)
-            .map_err(|source| RegistryError::Corrupt { url, source })
+            .map_err(|source| RegistryError::Corrupt {
+                url,
+                source: Box::new(source),
+            })
     }
 
     /// Every cluster in the store, sorted by name.
@@ -145,23 +156,37 @@ impl Registry {
         Ok(())
     }
 
-    pub async fn list_instance_groups(&self, cluster: &str) -> Result<Vec<InstanceGroup>, RegistryError> {
+    pub async fn list_instance_groups(
+        &self,
+        cluster: &str,
+    ) -> Result<Vec<InstanceGroup>, RegistryError> {
         let prefix = format!("{cluster}/instancegroup/");
         let names = self.store.list_children(&prefix).await?;
         let mut groups = Vec::new();
         for name in names {
-            if let Some(ig) = self.read_object::<InstanceGroup>(&instance_group_key(cluster, &name)).await? {
+            if let Some(ig) = self
+                .read_object::<InstanceGroup>(&instance_group_key(cluster, &name))
+                .await?
+            {
                 groups.push(ig);
             }
         }
         Ok(groups)
     }
 
-    pub async fn get_instance_group(&self, cluster: &str, name: &str) -> Result<Option<InstanceGroup>, RegistryError> {
+    pub async fn get_instance_group(
+        &self,
+        cluster: &str,
+        name: &str,
+    ) -> Result<Option<InstanceGroup>, RegistryError> {
         self.read_object(&instance_group_key(cluster, name)).await
     }
 
-    pub async fn put_instance_group(&self, cluster: &str, ig: &InstanceGroup) -> Result<(), RegistryError> {
+    pub async fn put_instance_group(
+        &self,
+        cluster: &str,
+        ig: &InstanceGroup,
+    ) -> Result<(), RegistryError> {
         let key = instance_group_key(cluster, ig.name());
         self.store
             .write(&key, to_yaml(ig).as_bytes(), WriteOptions::default())
@@ -169,44 +194,73 @@ impl Registry {
         Ok(())
     }
 
-    pub async fn delete_instance_group(&self, cluster: &str, name: &str) -> Result<(), RegistryError> {
-        self.store.delete(&instance_group_key(cluster, name)).await?;
+    pub async fn delete_instance_group(
+        &self,
+        cluster: &str,
+        name: &str,
+    ) -> Result<(), RegistryError> {
+        self.store
+            .delete(&instance_group_key(cluster, name))
+            .await?;
         Ok(())
     }
 
     /// Stores the additional objects given to `create -f` (any kind kops does
     /// not model), as one multi-document YAML file.
-    pub async fn put_additional_objects(&self, cluster: &str, objects: &[serde_json::Value]) -> Result<(), RegistryError> {
+    pub async fn put_additional_objects(
+        &self,
+        cluster: &str,
+        objects: &[serde_json::Value],
+    ) -> Result<(), RegistryError> {
         let key = additional_objects_key(cluster);
         self.store
-            .write(&key, to_yaml_stream(objects).as_bytes(), WriteOptions::default())
+            .write(
+                &key,
+                to_yaml_stream(objects).as_bytes(),
+                WriteOptions::default(),
+            )
             .await?;
         Ok(())
     }
 
     /// Reads the additional objects, if any.
-    pub async fn additional_objects(&self, cluster: &str) -> Result<Vec<serde_json::Value>, RegistryError> {
+    pub async fn additional_objects(
+        &self,
+        cluster: &str,
+    ) -> Result<Vec<serde_json::Value>, RegistryError> {
         let key = additional_objects_key(cluster);
         let Some(bytes) = self.store.read(&key).await? else {
             return Ok(Vec::new());
         };
         let url = self.store.url_of(&key);
         let objects = kops_api::manifest::parse_objects(&url, &String::from_utf8_lossy(&bytes))
-            .map_err(|source| RegistryError::Corrupt { url, source })?;
+            .map_err(|source| RegistryError::Corrupt {
+                url,
+                source: Box::new(source),
+            })?;
         Ok(objects.iter().map(|o| o.to_json_value()).collect())
     }
 
     /// Adds an admin SSH public key; returns its id. Adding the same key twice
     /// is harmless.
-    pub async fn add_ssh_public_key(&self, cluster: &str, public_key: &str) -> Result<String, RegistryError> {
+    pub async fn add_ssh_public_key(
+        &self,
+        cluster: &str,
+        public_key: &str,
+    ) -> Result<String, RegistryError> {
         let text = public_key.trim();
         let id = ssh_fingerprint(text)?;
         let key = format!("{}{}", ssh_admin_prefix(cluster), id.replace(':', ""));
-        self.store.write(&key, text.as_bytes(), WriteOptions::default()).await?;
+        self.store
+            .write(&key, text.as_bytes(), WriteOptions::default())
+            .await?;
         Ok(id)
     }
 
-    pub async fn list_ssh_public_keys(&self, cluster: &str) -> Result<Vec<SshPublicKey>, RegistryError> {
+    pub async fn list_ssh_public_keys(
+        &self,
+        cluster: &str,
+    ) -> Result<Vec<SshPublicKey>, RegistryError> {
         let prefix = ssh_admin_prefix(cluster);
         let mut keys = Vec::new();
         for name in self.store.list_children(&prefix).await? {
@@ -220,7 +274,11 @@ impl Registry {
     }
 
     /// Removes an admin SSH public key by id (with or without colons).
-    pub async fn delete_ssh_public_key(&self, cluster: &str, id: &str) -> Result<(), RegistryError> {
+    pub async fn delete_ssh_public_key(
+        &self,
+        cluster: &str,
+        id: &str,
+    ) -> Result<(), RegistryError> {
         let key = format!("{}{}", ssh_admin_prefix(cluster), id.replace(':', ""));
         self.store.delete(&key).await?;
         Ok(())
@@ -259,9 +317,15 @@ mod tests {
     fn fingerprint_matches_ssh_keygen_md5() {
         // The value `ssh-keygen -l -E md5 -f key.pub` prints for this key.
         let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKF1D4tCJrnUwJ/ZQf8x0OY7yS4ALaMtuLZOd6Ymnb6b test@example";
-        assert_eq!(ssh_fingerprint(key).unwrap(), "07:76:b6:4c:75:8d:4d:2c:27:b9:ab:17:55:5c:8d:11");
+        assert_eq!(
+            ssh_fingerprint(key).unwrap(),
+            "07:76:b6:4c:75:8d:4d:2c:27:b9:ab:17:55:5c:8d:11"
+        );
         assert!(ssh_fingerprint("ssh-rsa !!!").is_err());
         assert!(ssh_fingerprint("").is_err());
-        assert!(ssh_fingerprint("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIKF1D4tCJrnUwJ/ZQf8x0OY7yS4ALaMtuLZOd6Ymnb6b").is_err());
+        assert!(ssh_fingerprint(
+            "ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIKF1D4tCJrnUwJ/ZQf8x0OY7yS4ALaMtuLZOd6Ymnb6b"
+        )
+        .is_err());
     }
 }

@@ -213,6 +213,20 @@ impl Moto {
         }
     }
 
+    /// Creates an S3 bucket (in us-east-1). Moto does not check signatures, so
+    /// a plain `PUT /<bucket>` is enough and needs no SDK here.
+    pub fn create_bucket(&self, bucket: &str) -> io::Result<()> {
+        let (status, body) = http_request(self.port, "PUT", &format!("/{bucket}"))?;
+        if status == 200 {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!(
+                "moto create bucket `{bucket}` answered {status}: {}",
+                String::from_utf8_lossy(&body)
+            )))
+        }
+    }
+
     /// Environment for child processes (e.g. the `kops` binary) so their AWS
     /// SDK talks to this moto with dummy credentials.
     pub fn env(&self) -> Vec<(String, String)> {

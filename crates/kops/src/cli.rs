@@ -29,7 +29,13 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "KOPS_CLUSTER_NAME", value_name = "CLUSTER")]
     pub name: Option<String>,
     /// Log level (0-10); RUST_LOG overrides it.
-    #[arg(short = 'v', long = "v", global = true, default_value_t = 0, value_name = "LEVEL")]
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        default_value_t = 0,
+        value_name = "LEVEL"
+    )]
     pub verbosity: u8,
 }
 
@@ -98,13 +104,23 @@ pub struct CreateClusterArgs {
     #[arg(long, value_delimiter = ',', value_name = "ZONES")]
     pub zones: Vec<String>,
     /// Zones in which to run the control plane.
-    #[arg(long, alias = "master-zones", value_delimiter = ',', value_name = "ZONES")]
+    #[arg(
+        long,
+        alias = "master-zones",
+        value_delimiter = ',',
+        value_name = "ZONES"
+    )]
     pub control_plane_zones: Vec<String>,
     /// Number of control-plane nodes (defaults to one per control-plane zone).
     #[arg(long, alias = "master-count", value_name = "N")]
     pub control_plane_count: Option<u32>,
     /// Machine type(s) for the control plane.
-    #[arg(long, alias = "master-size", value_delimiter = ',', value_name = "TYPE")]
+    #[arg(
+        long,
+        alias = "master-size",
+        value_delimiter = ',',
+        value_name = "TYPE"
+    )]
     pub control_plane_size: Vec<String>,
     /// Root volume size of control-plane nodes in GiB.
     #[arg(long, alias = "master-volume-size", value_name = "GIB")]
@@ -116,7 +132,12 @@ pub struct CreateClusterArgs {
     #[arg(long, alias = "master-image", value_name = "IMAGE")]
     pub control_plane_image: Option<String>,
     /// Extra security groups for control-plane nodes.
-    #[arg(long, alias = "master-security-groups", value_delimiter = ',', value_name = "IDS")]
+    #[arg(
+        long,
+        alias = "master-security-groups",
+        value_delimiter = ',',
+        value_name = "IDS"
+    )]
     pub control_plane_security_groups: Vec<String>,
     /// Number of worker nodes (defaults to one per zone).
     #[arg(long, value_name = "N")]

@@ -12,8 +12,8 @@ use kops_api::{Cluster, InstanceGroup, Role};
 use kops_ops::{EditOutcome, OpsError, Registry};
 
 use crate::cli::*;
-use crate::output::{manifest_format, print, print_objects, status, Table};
 use crate::editor;
+use crate::output::{manifest_format, print, print_objects, status, Table};
 
 pub async fn run(cli: Cli) -> Result<i32> {
     let global = cli.global;
@@ -37,7 +37,14 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Edit(args) => edit(&global, args).await,
         Command::Replace(args) => {
             let registry = state(&global).await?;
-            apply_files(&registry, &args.filenames, true, args.force, global.name.as_deref()).await
+            apply_files(
+                &registry,
+                &args.filenames,
+                true,
+                args.force,
+                global.name.as_deref(),
+            )
+            .await
         }
         Command::Delete(args) => delete(&global, args).await,
     }
@@ -47,7 +54,11 @@ async fn state(global: &GlobalArgs) -> Result<Registry> {
     Ok(kops_ops::open_state(global.state.as_deref()).await?)
 }
 
-async fn cluster_name(registry: &Registry, global: &GlobalArgs, positional: Option<&str>) -> Result<String> {
+async fn cluster_name(
+    registry: &Registry,
+    global: &GlobalArgs,
+    positional: Option<&str>,
+) -> Result<String> {
     let name = positional.or(global.name.as_deref());
     Ok(kops_ops::resolve_cluster_name(registry, name).await?)
 }
@@ -76,7 +87,14 @@ async fn create(global: &GlobalArgs, args: CreateArgs) -> Result<i32> {
         }
         None => {
             let registry = state(global).await?;
-            apply_files(&registry, &args.filenames, false, false, global.name.as_deref()).await
+            apply_files(
+                &registry,
+                &args.filenames,
+                false,
+                false,
+                global.name.as_deref(),
+            )
+            .await
         }
         Some(CreateCommand::Cluster(a)) => create_cluster(global, *a).await,
         Some(CreateCommand::Instancegroup(a)) => create_instance_group(global, a).await,
@@ -104,9 +122,17 @@ async fn apply_files(
         inputs.push(read_input(f)?);
     }
     for (source, text) in inputs {
-        let applied = kops_ops::apply_manifest(registry, &source, &text, replace, force, default_cluster).await?;
+        let applied =
+            kops_ops::apply_manifest(registry, &source, &text, replace, force, default_cluster)
+                .await?;
         for a in applied {
-            status(&format!("{} {} {}: {}", a.action, a.kind, a.name, describe_owner(&a)));
+            status(&format!(
+                "{} {} {}: {}",
+                a.action,
+                a.kind,
+                a.name,
+                describe_owner(&a)
+            ));
         }
     }
     Ok(0)
@@ -182,6 +208,7 @@ async fn create_cluster(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32
         state_store: global.state.clone(),
         sets: a.sets,
         unsets: a.unsets,
+        ..Default::default()
     };
     // Only the dry run may work without a state store.
     let registry = if a.dry_run {
@@ -260,7 +287,10 @@ async fn create_instance_group(global: &GlobalArgs, a: CreateInstanceGroupArgs) 
     };
     let ig = kops_ops::create_instance_group(&registry, request).await?;
     if a.dry_run {
-        print_objects(&[to_json_value(&ig)], a.output.unwrap_or(ManifestOutput::Yaml));
+        print_objects(
+            &[to_json_value(&ig)],
+            a.output.unwrap_or(ManifestOutput::Yaml),
+        );
         return Ok(0);
     }
     if a.edit {
@@ -271,9 +301,20 @@ async fn create_instance_group(global: &GlobalArgs, a: CreateInstanceGroupArgs) 
             status("Edit cancelled: the file is empty; nothing saved.");
             return Ok(0);
         }
-        kops_ops::apply_manifest(&registry, "edited instance group", &body, false, false, Some(&cluster)).await?;
+        kops_ops::apply_manifest(
+            &registry,
+            "edited instance group",
+            &body,
+            false,
+            false,
+            Some(&cluster),
+        )
+        .await?;
     }
-    status(&format!("Created instance group {} in cluster {cluster}", a.group));
+    status(&format!(
+        "Created instance group {} in cluster {cluster}",
+        a.group
+    ));
     Ok(0)
 }
 
@@ -337,10 +378,15 @@ async fn get(global: &GlobalArgs, args: GetArgs) -> Result<i32> {
                 clusters.retain(|c| wanted.iter().any(|w| w == c.name()));
             }
             match format {
-                Some(f) => print_objects(&clusters.iter().map(to_json_value).collect::<Vec<_>>(), f),
+                Some(f) => {
+                    print_objects(&clusters.iter().map(to_json_value).collect::<Vec<_>>(), f)
+                }
                 None => {
                     if clusters.is_empty() {
-                        status(&format!("No clusters found in {}", registry.store().base_url()));
+                        status(&format!(
+                            "No clusters found in {}",
+                            registry.store().base_url()
+                        ));
                         return Ok(0);
                     }
                     let mut t = Table::new(&["NAME", "CLOUD", "ZONES"]);
@@ -385,7 +431,9 @@ async fn get(global: &GlobalArgs, args: GetArgs) -> Result<i32> {
                 .map(|k| serde_json::json!({"id": k.id, "publicKey": k.public_key}))
                 .collect();
             match format {
-                Some(ManifestOutput::Json) => print(&format!("{}\n", serde_json::to_string_pretty(&values)?)),
+                Some(ManifestOutput::Json) => {
+                    print(&format!("{}\n", serde_json::to_string_pretty(&values)?))
+                }
                 Some(ManifestOutput::Yaml) => print(&serde_yaml_ng::to_string(&values)?),
                 None => {
                     if keys.is_empty() {
@@ -399,7 +447,9 @@ async fn get(global: &GlobalArgs, args: GetArgs) -> Result<i32> {
                 }
             }
         }
-        Some(GetCommand::All { cluster_name: c }) => get_all(&registry, global, c.as_deref(), args.output).await?,
+        Some(GetCommand::All { cluster_name: c }) => {
+            get_all(&registry, global, c.as_deref(), args.output).await?
+        }
         None => get_all(&registry, global, None, args.output).await?,
     }
     Ok(0)
@@ -410,7 +460,16 @@ fn groups_table(groups: &[InstanceGroup], cluster: &Cluster) -> String {
     for g in groups {
         t.row(vec![
             g.name().to_string(),
-            g.role().map(|r| if r == Role::ControlPlane { "ControlPlane" } else { r.as_str() }).unwrap_or("").to_string(),
+            g.role()
+                .map(|r| {
+                    if r == Role::ControlPlane {
+                        "ControlPlane"
+                    } else {
+                        r.as_str()
+                    }
+                })
+                .unwrap_or("")
+                .to_string(),
             g.spec.machine_type.clone().unwrap_or_default(),
             g.spec.min_size.map(|v| v.to_string()).unwrap_or_default(),
             g.spec.max_size.map(|v| v.to_string()).unwrap_or_default(),
@@ -420,7 +479,12 @@ fn groups_table(groups: &[InstanceGroup], cluster: &Cluster) -> String {
     t.render()
 }
 
-async fn get_all(registry: &Registry, global: &GlobalArgs, positional: Option<&str>, out: Output) -> Result<()> {
+async fn get_all(
+    registry: &Registry,
+    global: &GlobalArgs,
+    positional: Option<&str>,
+    out: Output,
+) -> Result<()> {
     let name = cluster_name(registry, global, positional).await?;
     let cluster = kops_ops::require_cluster(registry, &name).await?;
     let groups = registry.list_instance_groups(&name).await?;
@@ -432,8 +496,16 @@ async fn get_all(registry: &Registry, global: &GlobalArgs, positional: Option<&s
         }
         None => {
             let mut t = Table::new(&["NAME", "CLOUD", "ZONES"]);
-            t.row(vec![name.clone(), cluster.spec.cloud_provider.clone().unwrap_or_default(), cluster_zones(&cluster)]);
-            print(&format!("Cluster\n{}\nInstance Groups\n{}", t.render(), groups_table(&groups, &cluster)));
+            t.row(vec![
+                name.clone(),
+                cluster.spec.cloud_provider.clone().unwrap_or_default(),
+                cluster_zones(&cluster),
+            ]);
+            print(&format!(
+                "Cluster\n{}\nInstance Groups\n{}",
+                t.render(),
+                groups_table(&groups, &cluster)
+            ));
         }
     }
     Ok(())
@@ -446,8 +518,13 @@ async fn get_all(registry: &Registry, global: &GlobalArgs, positional: Option<&s
 async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
     let registry = state(global).await?;
     let (cluster, group) = match &args.what {
-        EditCommand::Cluster { cluster_name: c } => (cluster_name(&registry, global, c.as_deref()).await?, None),
-        EditCommand::Instancegroup { group } => (cluster_name(&registry, global, None).await?, Some(group.clone())),
+        EditCommand::Cluster { cluster_name: c } => {
+            (cluster_name(&registry, global, c.as_deref()).await?, None)
+        }
+        EditCommand::Instancegroup { group } => (
+            cluster_name(&registry, global, None).await?,
+            Some(group.clone()),
+        ),
     };
     let original = match &group {
         None => to_yaml(&kops_ops::require_cluster(&registry, &cluster).await?),
@@ -465,7 +542,11 @@ async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
     let mut current = original.clone();
     let mut last_error: Option<String> = None;
     loop {
-        let edited = editor::edit(&format!("{}{}", editor::header(last_error.as_deref()), current))?;
+        let edited = editor::edit(&format!(
+            "{}{}",
+            editor::header(last_error.as_deref()),
+            current
+        ))?;
         let body = editor::strip_header(&edited);
         if body.trim().is_empty() {
             status("Edit cancelled: the file is empty; nothing saved.");
@@ -486,7 +567,10 @@ async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
             Ok(EditOutcome::Saved) => {
                 status(&format!(
                     "Saved {}. Apply it with: kops update cluster --name {cluster} --yes",
-                    group.as_deref().map(|g| format!("instance group {g}")).unwrap_or_else(|| format!("cluster {cluster}"))
+                    group
+                        .as_deref()
+                        .map(|g| format!("instance group {g}"))
+                        .unwrap_or_else(|| format!("cluster {cluster}"))
                 ));
                 return Ok(0);
             }
@@ -495,7 +579,9 @@ async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
                 return Ok(0);
             }
             Err(e @ (OpsError::Manifest(_) | OpsError::Invalid(_) | OpsError::Rename { .. })) => {
-                status(&format!("error: {e}\nReopening the editor; save the file unchanged to give up."));
+                status(&format!(
+                    "error: {e}\nReopening the editor; save the file unchanged to give up."
+                ));
                 last_error = Some(e.to_string());
                 current = body;
             }
@@ -513,7 +599,9 @@ async fn delete(global: &GlobalArgs, args: DeleteArgs) -> Result<i32> {
             let cluster = cluster_name(&registry, global, None).await?;
             let result = kops_ops::delete_instance_group(&registry, &cluster, &group, yes).await?;
             if result.deleted {
-                status(&format!("Deleted instance group {group} from cluster {cluster}."));
+                status(&format!(
+                    "Deleted instance group {group} from cluster {cluster}."
+                ));
                 status("Note: kops-rs does not yet remove the group's cloud resources; they go with `kops delete cluster` once the cloud commands land.");
             } else {
                 print(&format!(
@@ -526,7 +614,11 @@ async fn delete(global: &GlobalArgs, args: DeleteArgs) -> Result<i32> {
             }
             Ok(0)
         }
-        DeleteCommand::Cluster { cluster_name: c, yes, unregister } => {
+        DeleteCommand::Cluster {
+            cluster_name: c,
+            yes,
+            unregister,
+        } => {
             let cluster = cluster_name(&registry, global, c.as_deref()).await?;
             kops_ops::require_cluster(&registry, &cluster).await?;
             if !unregister {
@@ -536,21 +628,28 @@ async fn delete(global: &GlobalArgs, args: DeleteArgs) -> Result<i32> {
                 let keys = registry.store().list(&format!("{cluster}/")).await?;
                 let mut t = Table::new(&["TYPE", "NAME"]);
                 for k in &keys {
-                    t.row(vec!["state-store object".into(), registry.store().url_of(k)]);
+                    t.row(vec![
+                        "state-store object".into(),
+                        registry.store().url_of(k),
+                    ]);
                 }
                 print(&t.render());
                 status("Must specify --yes to delete");
                 return Ok(0);
             }
             let n = kops_ops::unregister_cluster(&registry, &cluster).await?;
-            status(&format!("Removed cluster {cluster} from the state store ({n} objects)."));
+            status(&format!(
+                "Removed cluster {cluster} from the state store ({n} objects)."
+            ));
             Ok(0)
         }
         DeleteCommand::Sshpublickey { id } => {
             let cluster = cluster_name(&registry, global, None).await?;
             kops_ops::require_cluster(&registry, &cluster).await?;
             registry.delete_ssh_public_key(&cluster, &id).await?;
-            status(&format!("Deleted SSH public key {id} from cluster {cluster}."));
+            status(&format!(
+                "Deleted SSH public key {id} from cluster {cluster}."
+            ));
             Ok(0)
         }
     }

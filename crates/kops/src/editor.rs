@@ -24,7 +24,8 @@ pub fn edit(text: &str) -> Result<String> {
         .suffix(".yaml")
         .tempfile()
         .context("creating a temporary file to edit")?;
-    file.write_all(text.as_bytes()).context("writing the temporary file")?;
+    file.write_all(text.as_bytes())
+        .context("writing the temporary file")?;
     file.flush()?;
     let path = file.path().to_path_buf();
     let editor = editor_command();
@@ -39,7 +40,8 @@ pub fn edit(text: &str) -> Result<String> {
     if !status.success() {
         bail!("the editor `{editor}` exited with {status}; nothing saved\nhint: set EDITOR (or KUBE_EDITOR) to an editor that exits with 0 after saving");
     }
-    std::fs::read_to_string(&path).with_context(|| format!("reading `{}` back from the editor", path.display()))
+    std::fs::read_to_string(&path)
+        .with_context(|| format!("reading `{}` back from the editor", path.display()))
 }
 
 /// Removes the comment block kops puts at the top of an edited document.

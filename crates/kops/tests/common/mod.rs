@@ -50,7 +50,12 @@ pub fn kops_stdin(args: &[&str], stdin: &str) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn kops");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().expect("wait for kops").into()
 }
 
@@ -63,7 +68,9 @@ pub fn file_url(dir: &Path) -> String {
 pub fn tree(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
