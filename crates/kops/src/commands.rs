@@ -360,11 +360,9 @@ async fn get(global: &GlobalArgs, args: GetArgs) -> Result<i32> {
     match args.what {
         Some(GetCommand::Clusters { names }) => {
             let mut clusters = registry.list_clusters().await?;
-            let wanted: Vec<String> = if names.is_empty() {
-                global.name.iter().cloned().collect()
-            } else {
-                names
-            };
+            // With no names, every cluster: --name / KOPS_CLUSTER_NAME picks the
+            // cluster other commands work on, it does not filter this list.
+            let wanted = names;
             if !wanted.is_empty() {
                 for w in &wanted {
                     if !clusters.iter().any(|c| c.name() == w) {
