@@ -55,6 +55,9 @@ pub enum OpsError {
     #[error(transparent)]
     Registry(#[from] RegistryError),
 
+    #[error(transparent)]
+    Aws(#[from] kops_aws::AwsError),
+
     #[error("cannot read `{path}`: {source}\nhint: check the path and that you may read it")]
     ReadFile {
         path: String,

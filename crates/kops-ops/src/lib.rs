@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 pub use error::OpsError;
 use kops_api::manifest::{parse_objects, Object};
-use kops_api::new_cluster::{new_cluster, NewCluster, NewClusterOptions};
+use kops_api::new_cluster::{new_cluster, ExistingNetwork, NewCluster, NewClusterOptions};
 use kops_api::validation::{self, FieldError};
 use kops_api::{Cluster, InstanceGroup, Role};
 pub use kops_state::registry::{Registry, SshPublicKey};
@@ -99,6 +99,9 @@ pub async fn create_cluster(
     if options.state_store.is_none() {
         options.state_store = Some(registry.store().base_url().to_string());
     }
+    if options.existing_network.is_none() {
+        options.existing_network = look_up_existing_network(&options).await?;
+    }
     let mut spec = new_cluster(&options).map_err(OpsError::Flags)?;
     stamp(&mut spec.cluster.metadata);
     for ig in &mut spec.instance_groups {
@@ -126,6 +129,39 @@ pub async fn create_cluster(
     }
     registry.put_cluster(&spec.cluster).await?;
     Ok(CreatedCluster { spec, ssh_key_id })
+}
+
+/// `--vpc` / `--subnets` / `--utility-subnets` name existing AWS resources:
+/// their CIDRs and zones come from AWS (two Describe calls), as in kops.
+async fn look_up_existing_network(
+    options: &NewClusterOptions,
+) -> Result<Option<ExistingNetwork>, OpsError> {
+    let wants = options.network_id.is_some()
+        || !options.subnet_ids.is_empty()
+        || !options.utility_subnet_ids.is_empty();
+    let cloud = options.cloud.as_deref().unwrap_or("aws");
+    if !wants || cloud != "aws" {
+        return Ok(None);
+    }
+    let zones = options.zones.iter().chain(&options.control_plane_zones);
+    let Some(region) = zones
+        .filter_map(|z| kops_api::new_cluster::aws_zone_region(z))
+        .next()
+    else {
+        // new_cluster reports the missing zones.
+        return Ok(None);
+    };
+    let cloud = kops_aws::AwsCloud::new(&region).await;
+    let ids: Vec<String> = options
+        .subnet_ids
+        .iter()
+        .chain(&options.utility_subnet_ids)
+        .cloned()
+        .collect();
+    let network =
+        kops_aws::describe_existing_network(&cloud, options.network_id.as_deref(), &ids).await?;
+    tracing::info!(calls = cloud.calls().total(), vpc = %network.network_id, "looked up the existing network");
+    Ok(Some(network))
 }
 
 // ---------------------------------------------------------------- create -f / replace

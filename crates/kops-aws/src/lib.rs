@@ -1,0 +1,108 @@
+//! kops-rs on AWS: SDK clients built once per run (honouring `AWS_ENDPOINT_URL`,
+//! `AWS_REGION` and the usual credential chain), an interceptor that counts
+//! every API call by operation, and the look-ups `create cluster` needs for
+//! existing VPCs and subnets.
+//!
+//! This is (with kops-state) the only crate that knows the AWS SDK. It must
+//! not depend on kops-ops or print; errors carry the operation, the resource
+//! and AWS' own message.
+
+mod calls;
+mod network;
+
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+
+pub use calls::CallCounter;
+pub use network::describe_existing_network;
+
+/// What went wrong talking to AWS.
+#[derive(Debug, thiserror::Error)]
+pub enum AwsError {
+    #[error("AWS {operation} on `{resource}` failed: {message}\nhint: check the AWS credentials, AWS_REGION, and AWS_ENDPOINT_URL if you set it")]
+    Call {
+        operation: &'static str,
+        resource: String,
+        message: String,
+    },
+    #[error("{kind} `{id}` was not found in region `{region}`\nhint: check the id and that --zones (or AWS_REGION) name the region it lives in")]
+    NotFound {
+        kind: &'static str,
+        id: String,
+        region: String,
+    },
+    #[error("subnets {} are in VPC `{found}`, not `{expected}`\nhint: pass subnets of the VPC given with --vpc, or leave --vpc out", .subnets.join(", "))]
+    SubnetsInOtherVpc {
+        subnets: Vec<String>,
+        found: String,
+        expected: String,
+    },
+    #[error("subnets {} are in more than one VPC\nhint: a cluster lives in one VPC", .subnets.join(", "))]
+    SubnetsInManyVpcs { subnets: Vec<String> },
+}
+
+impl AwsError {
+    pub(crate) fn call<E>(operation: &'static str, resource: impl Into<String>, err: E) -> Self
+    where
+        E: std::error::Error + 'static,
+    {
+        AwsError::Call {
+            operation,
+            resource: resource.into(),
+            message: aws_smithy_types::error::display::DisplayErrorContext(err).to_string(),
+        }
+    }
+}
+
+/// The AWS clients of one kops run, in one region, all counting their calls
+/// into one [`CallCounter`].
+#[derive(Debug, Clone)]
+pub struct AwsCloud {
+    region: String,
+    config: SdkConfig,
+    calls: CallCounter,
+    ec2: aws_sdk_ec2::Client,
+}
+
+impl AwsCloud {
+    /// Loads the SDK configuration from the environment for `region`.
+    pub async fn new(region: &str) -> Self {
+        let config = aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new(region.to_string()))
+            .load()
+            .await;
+        Self::from_config(region, config)
+    }
+
+    /// Uses an SDK configuration built elsewhere (tests point it at moto).
+    pub fn from_config(region: &str, config: SdkConfig) -> Self {
+        let calls = CallCounter::default();
+        let ec2 = aws_sdk_ec2::Client::from_conf(
+            aws_sdk_ec2::config::Builder::from(&config)
+                .interceptor(calls.clone())
+                .build(),
+        );
+        AwsCloud {
+            region: region.to_string(),
+            config,
+            calls,
+            ec2,
+        }
+    }
+
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    pub fn sdk_config(&self) -> &SdkConfig {
+        &self.config
+    }
+
+    pub fn ec2(&self) -> &aws_sdk_ec2::Client {
+        &self.ec2
+    }
+
+    /// Every API call made through this cloud so far.
+    pub fn calls(&self) -> &CallCounter {
+        &self.calls
+    }
+}

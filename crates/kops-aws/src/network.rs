@@ -1,0 +1,120 @@
+//! Look-ups of an existing VPC and its subnets, for `create cluster --vpc`
+//! and `--subnets`: at most two calls (DescribeSubnets, DescribeVpcs).
+
+use aws_sdk_ec2::types::Filter;
+use kops_api::new_cluster::{ExistingNetwork, ExistingSubnet};
+
+use crate::{AwsCloud, AwsError};
+
+/// Describes the VPC `vpc_id` (or the VPC of `subnet_ids`) and the subnets:
+/// the ones named, or every subnet of the VPC when none are named.
+pub async fn describe_existing_network(
+    cloud: &AwsCloud,
+    vpc_id: Option<&str>,
+    subnet_ids: &[String],
+) -> Result<ExistingNetwork, AwsError> {
+    let ec2 = cloud.ec2();
+    let mut request = ec2.describe_subnets();
+    if subnet_ids.is_empty() {
+        if let Some(vpc) = vpc_id {
+            request = request.filters(Filter::builder().name("vpc-id").values(vpc).build());
+        }
+    } else {
+        request = request.set_subnet_ids(Some(subnet_ids.to_vec()));
+    }
+    let resource = if subnet_ids.is_empty() {
+        vpc_id.unwrap_or_default().to_string()
+    } else {
+        subnet_ids.join(",")
+    };
+    let subnets = request
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .map_err(|e| {
+            let text = aws_smithy_types::error::display::DisplayErrorContext(&e).to_string();
+            if text.contains("InvalidSubnetID.NotFound") {
+                AwsError::NotFound {
+                    kind: "subnet",
+                    id: resource.clone(),
+                    region: cloud.region().to_string(),
+                }
+            } else {
+                AwsError::call("DescribeSubnets", resource.clone(), e)
+            }
+        })?;
+
+    let mut vpcs: Vec<String> = subnets
+        .iter()
+        .filter_map(|s| s.vpc_id().map(str::to_string))
+        .collect();
+    vpcs.sort();
+    vpcs.dedup();
+    let network_id = match (vpc_id, vpcs.as_slice()) {
+        (Some(v), []) => v.to_string(),
+        (Some(v), [found]) if found == v => v.to_string(),
+        (Some(v), found) => {
+            return Err(AwsError::SubnetsInOtherVpc {
+                subnets: subnet_ids.to_vec(),
+                found: found.join(","),
+                expected: v.to_string(),
+            })
+        }
+        (None, [one]) => one.clone(),
+        (None, []) => {
+            return Err(AwsError::NotFound {
+                kind: "subnet",
+                id: resource,
+                region: cloud.region().to_string(),
+            })
+        }
+        (None, _) => {
+            return Err(AwsError::SubnetsInManyVpcs {
+                subnets: subnet_ids.to_vec(),
+            })
+        }
+    };
+
+    let vpcs = ec2
+        .describe_vpcs()
+        .vpc_ids(&network_id)
+        .send()
+        .await
+        .map_err(|e| {
+            let text = aws_smithy_types::error::display::DisplayErrorContext(&e).to_string();
+            if text.contains("InvalidVpcID.NotFound") {
+                AwsError::NotFound {
+                    kind: "VPC",
+                    id: network_id.clone(),
+                    region: cloud.region().to_string(),
+                }
+            } else {
+                AwsError::call("DescribeVpcs", network_id.clone(), e)
+            }
+        })?;
+    let vpc = vpcs.vpcs().first().ok_or_else(|| AwsError::NotFound {
+        kind: "VPC",
+        id: network_id.clone(),
+        region: cloud.region().to_string(),
+    })?;
+
+    let mut existing: Vec<ExistingSubnet> = subnets
+        .iter()
+        .map(|s| ExistingSubnet {
+            id: s.subnet_id().unwrap_or_default().to_string(),
+            zone: s.availability_zone().unwrap_or_default().to_string(),
+            cidr: s.cidr_block().map(str::to_string),
+        })
+        .collect();
+    // Keep the order the user gave.
+    if !subnet_ids.is_empty() {
+        existing.sort_by_key(|s| subnet_ids.iter().position(|id| *id == s.id));
+    }
+    Ok(ExistingNetwork {
+        network_id,
+        cidr: vpc.cidr_block().map(str::to_string),
+        subnets: existing,
+    })
+}
