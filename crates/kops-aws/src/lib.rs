@@ -8,11 +8,14 @@
 //! and AWS' own message.
 
 mod calls;
+pub mod context;
 mod network;
+pub mod tasks;
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 
 pub use calls::CallCounter;
+pub use context::AwsContext;
 pub use network::describe_existing_network;
 
 /// What went wrong talking to AWS.
@@ -61,6 +64,7 @@ pub struct AwsCloud {
     config: SdkConfig,
     calls: CallCounter,
     ec2: aws_sdk_ec2::Client,
+    iam: aws_sdk_iam::Client,
 }
 
 impl AwsCloud {
@@ -81,11 +85,17 @@ impl AwsCloud {
                 .interceptor(calls.clone())
                 .build(),
         );
+        let iam = aws_sdk_iam::Client::from_conf(
+            aws_sdk_iam::config::Builder::from(&config)
+                .interceptor(calls.clone())
+                .build(),
+        );
         AwsCloud {
             region: region.to_string(),
             config,
             calls,
             ec2,
+            iam,
         }
     }
 
@@ -99,6 +109,10 @@ impl AwsCloud {
 
     pub fn ec2(&self) -> &aws_sdk_ec2::Client {
         &self.ec2
+    }
+
+    pub fn iam(&self) -> &aws_sdk_iam::Client {
+        &self.iam
     }
 
     /// Every API call made through this cloud so far.

@@ -1,0 +1,353 @@
+//! The context every AWS task runs in: the clients, the cluster's identity,
+//! and batched discovery. Each resource type is described once per run with
+//! the cluster's tag filter and cached; tasks then look themselves up in the
+//! cache by their `Name` tag. A run of N subnets makes one DescribeSubnets
+//! call, not N.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_ec2::types::{Filter, Tag};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use kops_engine::TaskError;
+use tokio::sync::OnceCell;
+
+use crate::AwsCloud;
+
+/// The tag kops puts on everything it creates (legacy, still written).
+pub const TAG_CLUSTER: &str = "KubernetesCluster";
+/// The tag prefix of `kubernetes.io/cluster/<name>: owned|shared`.
+pub const TAG_CLUSTER_PREFIX: &str = "kubernetes.io/cluster/";
+pub const TAG_NAME: &str = "Name";
+
+/// Tags as a sorted map.
+pub type Tags = BTreeMap<String, String>;
+
+/// The context of one `update cluster` / `delete cluster` run.
+#[derive(Debug)]
+pub struct AwsContext {
+    pub cloud: AwsCloud,
+    pub cluster: String,
+    /// The cluster's `cloudLabels`, added to every resource's tags.
+    pub cloud_labels: Tags,
+    vpcs: OnceCell<Vec<aws_sdk_ec2::types::Vpc>>,
+    subnets: OnceCell<Vec<aws_sdk_ec2::types::Subnet>>,
+    dhcp_options: OnceCell<Vec<aws_sdk_ec2::types::DhcpOptions>>,
+    internet_gateways: OnceCell<Vec<aws_sdk_ec2::types::InternetGateway>>,
+    route_tables: OnceCell<Vec<aws_sdk_ec2::types::RouteTable>>,
+    nat_gateways: OnceCell<Vec<aws_sdk_ec2::types::NatGateway>>,
+    addresses: OnceCell<Vec<aws_sdk_ec2::types::Address>>,
+    security_groups: OnceCell<Vec<aws_sdk_ec2::types::SecurityGroup>>,
+    key_pairs: OnceCell<Vec<aws_sdk_ec2::types::KeyPairInfo>>,
+}
+
+impl AwsContext {
+    pub fn new(cloud: AwsCloud, cluster: impl Into<String>, cloud_labels: Tags) -> Self {
+        AwsContext {
+            cloud,
+            cluster: cluster.into(),
+            cloud_labels,
+            vpcs: OnceCell::new(),
+            subnets: OnceCell::new(),
+            dhcp_options: OnceCell::new(),
+            internet_gateways: OnceCell::new(),
+            route_tables: OnceCell::new(),
+            nat_gateways: OnceCell::new(),
+            addresses: OnceCell::new(),
+            security_groups: OnceCell::new(),
+            key_pairs: OnceCell::new(),
+        }
+    }
+
+    pub fn ec2(&self) -> &aws_sdk_ec2::Client {
+        self.cloud.ec2()
+    }
+
+    pub fn iam(&self) -> &aws_sdk_iam::Client {
+        self.cloud.iam()
+    }
+
+    /// The tags kops puts on an owned resource named `name`: the cluster tags,
+    /// `Name`, the cluster's cloud labels, then `extra`.
+    pub fn owned_tags(&self, name: &str, extra: &[(&str, &str)]) -> Tags {
+        owned_tags(&self.cluster, &self.cloud_labels, name, extra)
+    }
+
+    /// The filter that finds everything kops created for this cluster.
+    pub fn cluster_filter(&self) -> Filter {
+        Filter::builder()
+            .name(format!("tag:{TAG_CLUSTER}"))
+            .values(&self.cluster)
+            .build()
+    }
+
+    pub async fn vpcs(&self) -> Result<&[aws_sdk_ec2::types::Vpc], TaskError> {
+        self.vpcs
+            .get_or_try_init(|| async {
+                self.ec2()
+                    .describe_vpcs()
+                    .filters(self.cluster_filter())
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeVpcs", &self.cluster, e))
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    pub async fn subnets(&self) -> Result<&[aws_sdk_ec2::types::Subnet], TaskError> {
+        self.subnets
+            .get_or_try_init(|| async {
+                self.ec2()
+                    .describe_subnets()
+                    .filters(self.cluster_filter())
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeSubnets", &self.cluster, e))
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    pub async fn dhcp_options(&self) -> Result<&[aws_sdk_ec2::types::DhcpOptions], TaskError> {
+        self.dhcp_options
+            .get_or_try_init(|| async {
+                self.ec2()
+                    .describe_dhcp_options()
+                    .filters(self.cluster_filter())
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeDhcpOptions", &self.cluster, e))
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    pub async fn internet_gateways(
+        &self,
+    ) -> Result<&[aws_sdk_ec2::types::InternetGateway], TaskError> {
+        self.internet_gateways
+            .get_or_try_init(|| async {
+                self.ec2()
+                    .describe_internet_gateways()
+                    .filters(self.cluster_filter())
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeInternetGateways", &self.cluster, e))
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    pub async fn route_tables(&self) -> Result<&[aws_sdk_ec2::types::RouteTable], TaskError> {
+        self.route_tables
+            .get_or_try_init(|| async {
+                self.ec2()
+                    .describe_route_tables()
+                    .filters(self.cluster_filter())
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeRouteTables", &self.cluster, e))
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    pub async fn nat_gateways(&self) -> Result<&[aws_sdk_ec2::types::NatGateway], TaskError> {
+        self.nat_gateways
+            .get_or_try_init(|| async {
+                self.ec2()
+                    .describe_nat_gateways()
+                    .filter(self.cluster_filter())
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeNatGateways", &self.cluster, e))
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    pub async fn addresses(&self) -> Result<&[aws_sdk_ec2::types::Address], TaskError> {
+        self.addresses
+            .get_or_try_init(|| async {
+                let out = self
+                    .ec2()
+                    .describe_addresses()
+                    .filters(self.cluster_filter())
+                    .send()
+                    .await
+                    .map_err(|e| classify("DescribeAddresses", &self.cluster, e))?;
+                Ok(out.addresses().to_vec())
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    pub async fn security_groups(&self) -> Result<&[aws_sdk_ec2::types::SecurityGroup], TaskError> {
+        self.security_groups
+            .get_or_try_init(|| async {
+                self.ec2()
+                    .describe_security_groups()
+                    .filters(self.cluster_filter())
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeSecurityGroups", &self.cluster, e))
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    pub async fn key_pairs(&self) -> Result<&[aws_sdk_ec2::types::KeyPairInfo], TaskError> {
+        self.key_pairs
+            .get_or_try_init(|| async {
+                let out = self
+                    .ec2()
+                    .describe_key_pairs()
+                    .filters(self.cluster_filter())
+                    .send()
+                    .await
+                    .map_err(|e| classify("DescribeKeyPairs", &self.cluster, e))?;
+                Ok(out.key_pairs().to_vec())
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+}
+
+/// The tags kops puts on an owned resource of `cluster` named `name`: the
+/// cloud labels, `KubernetesCluster`, `kubernetes.io/cluster/<cluster>:
+/// owned`, `Name`, then `extra` (which wins).
+pub fn owned_tags(cluster: &str, cloud_labels: &Tags, name: &str, extra: &[(&str, &str)]) -> Tags {
+    let mut tags = cloud_labels.clone();
+    tags.insert(TAG_CLUSTER.to_string(), cluster.to_string());
+    tags.insert(
+        format!("{TAG_CLUSTER_PREFIX}{cluster}"),
+        "owned".to_string(),
+    );
+    tags.insert(TAG_NAME.to_string(), name.to_string());
+    for (k, v) in extra {
+        tags.insert((*k).to_string(), (*v).to_string());
+    }
+    tags
+}
+
+/// EC2 tags as a map.
+pub fn tag_map(tags: &[Tag]) -> Tags {
+    tags.iter()
+        .filter_map(|t| {
+            Some((
+                t.key()?.to_string(),
+                t.value().unwrap_or_default().to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// The value of the `Name` tag.
+pub fn name_tag(tags: &[Tag]) -> Option<&str> {
+    tags.iter()
+        .find(|t| t.key() == Some(TAG_NAME))
+        .and_then(|t| t.value())
+}
+
+/// EC2 tags from a map.
+pub fn ec2_tags(tags: &Tags) -> Vec<Tag> {
+    tags.iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build())
+        .collect()
+}
+
+/// A tag specification for a create call.
+pub fn tag_spec(
+    resource: aws_sdk_ec2::types::ResourceType,
+    tags: &Tags,
+) -> aws_sdk_ec2::types::TagSpecification {
+    aws_sdk_ec2::types::TagSpecification::builder()
+        .resource_type(resource)
+        .set_tags(Some(ec2_tags(tags)))
+        .build()
+}
+
+/// Error codes AWS asks us to retry, and the eventual-consistency codes seen
+/// right after a create (a new role not yet usable, a new id not yet visible).
+const RETRYABLE_CODES: &[&str] = &[
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "RequestThrottled",
+    "TooManyRequestsException",
+    "ServiceUnavailable",
+    "InternalError",
+    "InternalFailure",
+    "Unavailable",
+    "DependencyViolation",
+    "IncorrectState",
+    "InvalidVpcID.NotFound",
+    "InvalidSubnetID.NotFound",
+    "InvalidRouteTableID.NotFound",
+    "InvalidGroup.NotFound",
+    "InvalidInternetGatewayID.NotFound",
+    "InvalidDhcpOptionID.NotFound",
+    "InvalidAllocationID.NotFound",
+    "InvalidNatGatewayID.NotFound",
+    "NoSuchEntity",
+    "MalformedPolicyDocument.NotReady",
+];
+
+/// Turns an SDK error into a task error: retryable when AWS says so (or the
+/// object is not visible yet), fatal otherwise, always with the operation,
+/// the resource and AWS' own message.
+pub fn classify<E>(
+    operation: &'static str,
+    resource: &str,
+    err: SdkError<E, HttpResponse>,
+) -> TaskError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let code = err.code().map(str::to_string);
+    let status_5xx = err
+        .raw_response()
+        .is_some_and(|r| r.status().as_u16() >= 500);
+    let transport = matches!(
+        err,
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_)
+    );
+    let message = match err.message() {
+        Some(m) => format!("{}: {m}", code.as_deref().unwrap_or("error")),
+        None => aws_smithy_types::error::display::DisplayErrorContext(&err).to_string(),
+    };
+    let text = format!("{operation} on `{resource}`: {message}");
+    let retry = status_5xx
+        || transport
+        || code
+            .as_deref()
+            .is_some_and(|c| RETRYABLE_CODES.contains(&c));
+    if retry {
+        TaskError::retryable(text)
+    } else {
+        TaskError::fatal(text)
+    }
+}

@@ -1,0 +1,84 @@
+//! Model builders: from a kops Cluster and its InstanceGroups to the graph of
+//! AWS tasks that realise them (network, security groups, IAM, SSH key; the
+//! compute half follows). Names and tags are kops' own, so a cluster made by
+//! kops is found and kept, not recreated.
+//!
+//! Pure: no IO, no SDK calls. It depends on kops-api (the spec), kops-engine
+//! (the graph) and kops-aws (the task types) only.
+
+pub mod iam;
+pub mod network;
+pub mod security;
+pub mod ssh;
+
+use kops_api::{Cluster, InstanceGroup, Role};
+use kops_aws::context::{owned_tags, Tags};
+use kops_aws::AwsContext;
+use kops_engine::{EngineError, TaskGraph};
+
+/// What the builders read.
+#[derive(Debug, Clone)]
+pub struct Model<'a> {
+    pub cluster: &'a Cluster,
+    pub groups: &'a [InstanceGroup],
+    /// The admin SSH public key, if the cluster has one.
+    pub ssh_public_key: Option<&'a str>,
+    /// Where the cluster's state lives (`s3://bucket/prefix/<cluster>` or
+    /// `file://...`): IAM policies grant read access to it.
+    pub config_base: &'a str,
+}
+
+/// Something in the spec the builders cannot turn into tasks.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{path}: {message}\nhint: {hint}")]
+    Spec {
+        path: String,
+        message: String,
+        hint: String,
+    },
+    #[error(transparent)]
+    Graph(#[from] EngineError),
+}
+
+impl<'a> Model<'a> {
+    pub fn name(&self) -> &str {
+        self.cluster.name()
+    }
+
+    /// The cluster's `cloudLabels`.
+    pub fn cloud_labels(&self) -> Tags {
+        self.cluster.spec.cloud_labels.clone().unwrap_or_default()
+    }
+
+    /// kops' tags for an owned resource named `name`.
+    pub fn tags(&self, name: &str, extra: &[(&str, &str)]) -> Tags {
+        owned_tags(self.name(), &self.cloud_labels(), name, extra)
+    }
+
+    /// The instance groups with a role.
+    pub fn groups_with(&self, role: Role) -> impl Iterator<Item = &InstanceGroup> {
+        self.groups.iter().filter(move |g| g.role() == Some(role))
+    }
+
+    pub fn has_role(&self, role: Role) -> bool {
+        self.groups_with(role).next().is_some()
+    }
+
+    /// `<prefix>.<cluster>`, the way kops names per-role resources
+    /// (`masters.<cluster>`, `nodes.<cluster>`, `bastion.<cluster>`).
+    pub fn scoped(&self, prefix: &str) -> String {
+        format!("{prefix}.{}", self.name())
+    }
+}
+
+/// Builds every task the model knows for the cluster.
+pub fn build(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
+    let mut graph = TaskGraph::new();
+    network::build(model, &mut graph)?;
+    security::build(model, &mut graph)?;
+    iam::build(model, &mut graph)?;
+    ssh::build(model, &mut graph)?;
+    graph.validate()?;
+    Ok(graph)
+}
