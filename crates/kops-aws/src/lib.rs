@@ -9,6 +9,7 @@
 
 mod calls;
 pub mod context;
+pub mod delete;
 mod network;
 pub mod tasks;
 

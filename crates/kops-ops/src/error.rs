@@ -58,6 +58,15 @@ pub enum OpsError {
     #[error(transparent)]
     Aws(#[from] kops_aws::AwsError),
 
+    #[error("cluster `{cluster}` cannot be applied: {reason}")]
+    NotOnAws { cluster: String, reason: String },
+
+    #[error(transparent)]
+    Model(#[from] kops_model::ModelError),
+
+    #[error("{}", engine(.0))]
+    Engine(#[from] kops_engine::EngineError),
+
     #[error("cannot read `{path}`: {source}\nhint: check the path and that you may read it")]
     ReadFile {
         path: String,
@@ -81,6 +90,10 @@ fn cluster_name_required(known: &[String]) -> String {
         ));
     }
     s
+}
+
+fn engine(e: &kops_engine::EngineError) -> String {
+    e.to_string()
 }
 
 fn flags(errors: &[FieldError]) -> String {

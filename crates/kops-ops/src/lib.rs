@@ -6,17 +6,21 @@
 //! exits: it returns values and [`OpsError`]s to the binary, which owns the
 //! terminal. It depends on kops-api and kops-state only.
 
+pub mod delete;
 mod error;
+pub mod update;
 
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
+pub use delete::{delete_cluster, DeleteOutcome, DeleteRequest};
 pub use error::OpsError;
 use kops_api::manifest::{parse_objects, Object};
 use kops_api::new_cluster::{new_cluster, ExistingNetwork, NewCluster, NewClusterOptions};
 use kops_api::validation::{self, FieldError};
 use kops_api::{Cluster, InstanceGroup, Role};
 pub use kops_state::registry::{Registry, SshPublicKey};
+pub use update::{update_cluster, UpdateOutcome, UpdateRequest};
 
 /// Opens the state store named by `--state` / `KOPS_STATE_STORE`.
 pub async fn open_state(url: Option<&str>) -> Result<Registry, OpsError> {

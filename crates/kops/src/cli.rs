@@ -49,6 +49,8 @@ pub enum Command {
     Edit(EditArgs),
     /// Replace resources from a file.
     Replace(ReplaceArgs),
+    /// Apply the cluster's spec to the cloud (a dry run without --yes).
+    Update(UpdateArgs),
     /// Delete a resource.
     Delete(DeleteArgs),
     /// Print the kops version.
@@ -365,6 +367,41 @@ pub struct ReplaceArgs {
     pub force: bool,
 }
 
+// ------------------------------------------------------------------ update
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    #[command(subcommand)]
+    pub what: UpdateCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UpdateCommand {
+    /// Compare the cluster's spec with the cloud; with --yes, make the cloud match.
+    Cluster(UpdateClusterArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateClusterArgs {
+    #[arg(value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// Apply the changes (otherwise only show them).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Where to apply: `direct` (the AWS API).
+    #[arg(long, default_value = "direct", value_name = "TARGET")]
+    pub target: String,
+    /// Output directory for file targets.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Plan format: `table` (kops' text) or `json`.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// In a dry run, exit with 2 when there are changes (0 when none).
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
 // ------------------------------------------------------------------ delete
 
 #[derive(Debug, Args)]
@@ -384,7 +421,7 @@ pub enum DeleteCommand {
         #[arg(short = 'y', long)]
         yes: bool,
     },
-    /// Delete a cluster.
+    /// Delete a cluster: its cloud resources, then its state.
     Cluster {
         #[arg(value_name = "CLUSTER")]
         cluster_name: Option<String>,
@@ -394,6 +431,15 @@ pub enum DeleteCommand {
         /// Remove the cluster from the state store only, leaving cloud resources.
         #[arg(long)]
         unregister: bool,
+        /// The region, when the state store no longer has the cluster's spec.
+        #[arg(long, value_name = "REGION")]
+        region: Option<String>,
+        /// Passes over resources that still have dependencies before giving up.
+        #[arg(long, default_value_t = 30, value_name = "N")]
+        count: u32,
+        /// Time between passes.
+        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+        interval: std::time::Duration,
     },
     /// Delete an admin SSH public key.
     Sshpublickey {
@@ -416,4 +462,10 @@ pub struct VersionArgs {
 pub struct CompletionArgs {
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// Parses `10s`, `2m`, `500ms`, `1h30m`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. `10s` or `2m`"))
 }

@@ -47,6 +47,9 @@ pub async fn run(cli: Cli) -> Result<i32> {
             .await
         }
         Command::Delete(args) => delete(&global, args).await,
+        Command::Update(args) => match args.what {
+            UpdateCommand::Cluster(a) => update_cluster(&global, a).await,
+        },
     }
 }
 
@@ -588,6 +591,99 @@ async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
     }
 }
 
+// ---------------------------------------------------------------- update
+
+/// Prints one line per finished task (and per retry) on stderr.
+struct ProgressLines;
+
+impl kops_engine::Progress for ProgressLines {
+    fn event(&self, event: &kops_engine::ProgressEvent<'_>) {
+        use kops_engine::{Outcome, ProgressEvent};
+        match event {
+            ProgressEvent::Retrying {
+                key,
+                attempt,
+                reason,
+                delay,
+                ..
+            } => {
+                status(&format!(
+                    "  waiting  {key}: {reason} (attempt {attempt}, next in {:.1}s)",
+                    delay.as_secs_f64()
+                ));
+            }
+            ProgressEvent::Finished { report } => {
+                let what = match &report.outcome {
+                    Outcome::Created { .. } => "created",
+                    Outcome::Modified { .. } => "modified",
+                    Outcome::Failed { .. } => "FAILED",
+                    Outcome::Skipped { .. } => "skipped",
+                    // Unchanged objects and dry-run outcomes make no line.
+                    _ => return,
+                };
+                status(&format!(
+                    "  {what:8} {} ({:.1}s)",
+                    report.key,
+                    report.elapsed.as_secs_f64()
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
+    if a.target != "direct" {
+        bail!(
+            "target `{}` is not built yet in kops-rs\nhint: use `--target direct` (the default); Terraform and CloudFormation output are planned",
+            a.target
+        );
+    }
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, a.cluster_name.as_deref()).await?;
+    let started = std::time::Instant::now();
+    let outcome = kops_ops::update_cluster(
+        &registry,
+        kops_ops::UpdateRequest {
+            cluster: cluster.clone(),
+            apply: a.yes,
+            progress: a
+                .yes
+                .then(|| Box::new(ProgressLines) as Box<dyn kops_engine::Progress>),
+            sdk_config: None,
+        },
+    )
+    .await?;
+    let report = &outcome.report;
+    let plan = report.plan();
+    let calls: u64 = outcome.calls.values().sum();
+    if !a.yes {
+        match a.output {
+            Output::Json => print(&format!("{}\n", serde_json::to_string_pretty(&plan)?)),
+            _ => print(&plan.to_string()),
+        }
+    }
+    let summary = format!(
+        "{} tasks in {}, {calls} AWS calls, {:.1}s",
+        outcome.tasks,
+        outcome.region,
+        started.elapsed().as_secs_f64()
+    );
+    if a.yes {
+        status(&format!(
+            "Cluster changes have been applied to the cloud ({summary})."
+        ));
+        return Ok(0);
+    }
+    if report.has_changes() {
+        status(&format!("Must specify --yes to apply changes ({summary})."));
+        Ok(if a.exit_code { 2 } else { 0 })
+    } else {
+        status(&format!("No changes need to be applied ({summary})."));
+        Ok(0)
+    }
+}
+
 // ---------------------------------------------------------------- delete
 
 async fn delete(global: &GlobalArgs, args: DeleteArgs) -> Result<i32> {
@@ -616,28 +712,83 @@ async fn delete(global: &GlobalArgs, args: DeleteArgs) -> Result<i32> {
             cluster_name: c,
             yes,
             unregister,
+            region,
+            count,
+            interval,
         } => {
-            let cluster = cluster_name(&registry, global, c.as_deref()).await?;
-            kops_ops::require_cluster(&registry, &cluster).await?;
-            if !unregister {
-                bail!("deleting a cluster's cloud resources is not built yet in kops-rs\nhint: `kops delete cluster {cluster} --unregister --yes` removes only its state-store entries");
+            let cluster = match c.as_deref().or(global.name.as_deref()) {
+                Some(n) => n.to_string(),
+                None => kops_ops::resolve_cluster_name(&registry, None).await?,
+            };
+            if unregister {
+                kops_ops::require_cluster(&registry, &cluster).await?;
+                if !yes {
+                    let keys = registry.store().list(&format!("{cluster}/")).await?;
+                    let mut t = Table::new(&["TYPE", "NAME"]);
+                    for k in &keys {
+                        t.row(vec![
+                            "state-store object".into(),
+                            registry.store().url_of(k),
+                        ]);
+                    }
+                    print(&t.render());
+                    status("Must specify --yes to delete");
+                    return Ok(0);
+                }
+                let n = kops_ops::unregister_cluster(&registry, &cluster).await?;
+                status(&format!(
+                    "Removed cluster {cluster} from the state store ({n} objects)."
+                ));
+                return Ok(0);
             }
+            let progress = |r: &kops_aws::delete::Resource, blocked: Option<&str>| match blocked {
+                None => status(&format!("  deleted  {} {} ({})", r.kind, r.id, r.name)),
+                Some(why) => status(&format!("  waiting  {} {}: {why}", r.kind, r.id)),
+            };
+            let outcome = kops_ops::delete_cluster(
+                &registry,
+                kops_ops::DeleteRequest {
+                    cluster: cluster.clone(),
+                    yes,
+                    region,
+                    passes: count,
+                    interval,
+                    progress: Box::new(progress),
+                    sdk_config: None,
+                },
+            )
+            .await?;
             if !yes {
-                let keys = registry.store().list(&format!("{cluster}/")).await?;
-                let mut t = Table::new(&["TYPE", "NAME"]);
-                for k in &keys {
+                let mut t = Table::new(&["TYPE", "NAME", "ID"]);
+                for r in &outcome.resources {
+                    let kind = if r.shared {
+                        format!("{} (shared, kept)", r.kind)
+                    } else {
+                        r.kind.to_string()
+                    };
+                    t.row(vec![kind, r.name.clone(), r.id.clone()]);
+                }
+                for k in &outcome.state_keys {
                     t.row(vec![
                         "state-store object".into(),
+                        k.clone(),
                         registry.store().url_of(k),
                     ]);
                 }
                 print(&t.render());
-                status("Must specify --yes to delete");
+                status(&format!(
+                    "Must specify --yes to delete ({} AWS calls)",
+                    outcome.calls
+                ));
                 return Ok(0);
             }
-            let n = kops_ops::unregister_cluster(&registry, &cluster).await?;
+            let report = outcome.report.unwrap_or_default();
             status(&format!(
-                "Removed cluster {cluster} from the state store ({n} objects)."
+                "Deleted cluster {cluster}: {} cloud resources in {} passes, {} kept as shared, state removed ({} AWS calls).",
+                report.deleted.len(),
+                report.passes,
+                report.kept.len(),
+                outcome.calls
             ));
             Ok(0)
         }

@@ -1,0 +1,566 @@
+//! `kops delete cluster`: find everything tagged for the cluster (and its
+//! IAM roles by name), then delete it in dependency order. Resources tagged
+//! `kubernetes.io/cluster/<name>: shared` are listed as kept and never
+//! touched. Works on half-made clusters: discovery is by tag, not by spec.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use aws_sdk_ec2::types::{Filter, IpPermission, UserIdGroupPair};
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+
+use crate::context::{classify, name_tag, tag_map, TAG_CLUSTER, TAG_CLUSTER_PREFIX};
+use crate::{AwsCloud, AwsError};
+
+/// One cloud object of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Resource {
+    /// Deletion phase: lower goes first.
+    pub phase: u8,
+    pub kind: &'static str,
+    pub id: String,
+    pub name: String,
+    /// Tagged `shared`: kept.
+    pub shared: bool,
+    /// For internet gateways: the VPC to detach from first.
+    pub vpc: Option<String>,
+}
+
+fn ownership(cluster: &str, tags: &[aws_sdk_ec2::types::Tag]) -> Option<bool> {
+    let tags = tag_map(tags);
+    match tags
+        .get(&format!("{TAG_CLUSTER_PREFIX}{cluster}"))
+        .map(String::as_str)
+    {
+        Some("shared") => Some(true),
+        Some(_) => Some(false),
+        None if tags.get(TAG_CLUSTER).map(String::as_str) == Some(cluster) => Some(false),
+        None => None,
+    }
+}
+
+fn filters(cluster: &str) -> [Filter; 2] {
+    [
+        Filter::builder()
+            .name(format!("tag:{TAG_CLUSTER}"))
+            .values(cluster)
+            .build(),
+        Filter::builder()
+            .name("tag-key")
+            .values(format!("{TAG_CLUSTER_PREFIX}{cluster}"))
+            .build(),
+    ]
+}
+
+/// The IAM roles (and instance profiles) kops names after a cluster.
+fn iam_names(cluster: &str) -> Vec<String> {
+    ["masters", "nodes", "bastions", "apiservers"]
+        .iter()
+        .map(|r| format!("{r}.{cluster}"))
+        .collect()
+}
+
+/// Lists every resource of the cluster: one tagged Describe per EC2 type
+/// and filter, and a GetRole / GetInstanceProfile per kops role name.
+pub async fn list_cluster_resources(
+    cloud: &AwsCloud,
+    cluster: &str,
+) -> Result<Vec<Resource>, AwsError> {
+    let ec2 = cloud.ec2();
+    let mut out: BTreeSet<Resource> = BTreeSet::new();
+    let mut add = |phase: u8,
+                   kind: &'static str,
+                   id: Option<&str>,
+                   tags: &[aws_sdk_ec2::types::Tag],
+                   vpc: Option<&str>| {
+        let (Some(id), Some(shared)) = (id, ownership(cluster, tags)) else {
+            return;
+        };
+        out.insert(Resource {
+            phase,
+            kind,
+            id: id.to_string(),
+            name: name_tag(tags).unwrap_or_default().to_string(),
+            shared,
+            vpc: vpc.map(str::to_string),
+        });
+    };
+    for filter in filters(cluster) {
+        let r = ec2
+            .describe_instances()
+            .filters(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeInstances", cluster, e))?;
+        for i in r.reservations().iter().flat_map(|r| r.instances()) {
+            let state = i
+                .state()
+                .and_then(|s| s.name())
+                .map(|n| n.as_str().to_string());
+            if state.as_deref() != Some("terminated") && state.as_deref() != Some("shutting-down") {
+                add(0, "instance", i.instance_id(), i.tags(), None);
+            }
+        }
+        let r = ec2
+            .describe_nat_gateways()
+            .filter(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeNatGateways", cluster, e))?;
+        for n in r.nat_gateways() {
+            let state = n.state().map(|s| s.as_str().to_string());
+            if state.as_deref() != Some("deleted") && state.as_deref() != Some("deleting") {
+                add(1, "nat-gateway", n.nat_gateway_id(), n.tags(), None);
+            }
+        }
+        let r = ec2
+            .describe_addresses()
+            .filters(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeAddresses", cluster, e))?;
+        for a in r.addresses() {
+            add(2, "elastic-ip", a.allocation_id(), a.tags(), None);
+        }
+        let r = ec2
+            .describe_key_pairs()
+            .filters(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeKeyPairs", cluster, e))?;
+        for k in r.key_pairs() {
+            add(2, "keypair", k.key_name(), k.tags(), None);
+        }
+        let r = ec2
+            .describe_security_groups()
+            .filters(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeSecurityGroups", cluster, e))?;
+        for g in r.security_groups() {
+            add(4, "security-group", g.group_id(), g.tags(), None);
+        }
+        let r = ec2.describe_subnets().filters(filter.clone()).send().await;
+        let r = r.map_err(|e| AwsError::call("DescribeSubnets", cluster, e))?;
+        for s in r.subnets() {
+            add(3, "subnet", s.subnet_id(), s.tags(), None);
+        }
+        let r = ec2
+            .describe_internet_gateways()
+            .filters(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeInternetGateways", cluster, e))?;
+        for g in r.internet_gateways() {
+            let vpc = g.attachments().first().and_then(|a| a.vpc_id());
+            add(
+                3,
+                "internet-gateway",
+                g.internet_gateway_id(),
+                g.tags(),
+                vpc,
+            );
+        }
+        let r = ec2
+            .describe_route_tables()
+            .filters(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeRouteTables", cluster, e))?;
+        for t in r.route_tables() {
+            let main = t.associations().iter().any(|a| a.main() == Some(true));
+            if !main {
+                add(4, "route-table", t.route_table_id(), t.tags(), None);
+            }
+        }
+        let r = ec2.describe_vpcs().filters(filter.clone()).send().await;
+        let r = r.map_err(|e| AwsError::call("DescribeVpcs", cluster, e))?;
+        for v in r.vpcs() {
+            add(5, "vpc", v.vpc_id(), v.tags(), None);
+        }
+        let r = ec2
+            .describe_dhcp_options()
+            .filters(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeDhcpOptions", cluster, e))?;
+        for d in r.dhcp_options() {
+            add(6, "dhcp-options", d.dhcp_options_id(), d.tags(), None);
+        }
+    }
+    let iam = cloud.iam();
+    for name in iam_names(cluster) {
+        match iam
+            .get_instance_profile()
+            .instance_profile_name(&name)
+            .send()
+            .await
+        {
+            Ok(_) => {
+                out.insert(Resource {
+                    phase: 7,
+                    kind: "iam-instance-profile",
+                    id: name.clone(),
+                    name: name.clone(),
+                    shared: false,
+                    vpc: None,
+                });
+            }
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(AwsError::call("GetInstanceProfile", name, e)),
+        }
+        match iam.get_role().role_name(&name).send().await {
+            Ok(r) => {
+                let owned = r.role().is_some_and(|role| {
+                    role.tags().iter().any(|t| {
+                        t.key() == format!("{TAG_CLUSTER_PREFIX}{cluster}") && t.value() == "owned"
+                    })
+                });
+                out.insert(Resource {
+                    phase: 8,
+                    kind: "iam-role",
+                    id: name.clone(),
+                    name: name.clone(),
+                    shared: !owned,
+                    vpc: None,
+                });
+            }
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(AwsError::call("GetRole", name, e)),
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+fn is_not_found<E: ProvideErrorMetadata>(e: &E) -> bool {
+    e.code() == Some("NoSuchEntity")
+}
+
+/// How a deletion went.
+#[derive(Debug, Default)]
+pub struct DeleteReport {
+    pub deleted: Vec<Resource>,
+    pub kept: Vec<Resource>,
+    pub passes: u32,
+}
+
+/// Deletes the resources (skipping shared ones) in phases, retrying what AWS
+/// says still has dependencies, for at most `passes` rounds `interval` apart.
+pub async fn delete_resources(
+    cloud: &AwsCloud,
+    resources: Vec<Resource>,
+    passes: u32,
+    interval: Duration,
+    progress: &(dyn Fn(&Resource, Option<&str>) + Sync),
+) -> Result<DeleteReport, AwsError> {
+    let mut report = DeleteReport::default();
+    let (kept, mut todo): (Vec<_>, Vec<_>) = resources.into_iter().partition(|r| r.shared);
+    report.kept = kept;
+    // Rules that point at other groups make cycles between groups: revoke
+    // them first.
+    let groups: Vec<String> = todo
+        .iter()
+        .filter(|r| r.kind == "security-group")
+        .map(|r| r.id.clone())
+        .collect();
+    revoke_group_rules(cloud, &groups).await?;
+
+    let mut last_error = String::new();
+    while !todo.is_empty() {
+        report.passes += 1;
+        let mut remaining = Vec::new();
+        let mut progress_made = false;
+        let mut blocked_phase: Option<u8> = None;
+        for r in std::mem::take(&mut todo) {
+            // A later phase waits while an earlier one still has work.
+            if blocked_phase.is_some_and(|p| r.phase > p) {
+                remaining.push(r);
+                continue;
+            }
+            match delete_one(cloud, &r).await {
+                Ok(()) => {
+                    progress(&r, None);
+                    report.deleted.push(r);
+                    progress_made = true;
+                }
+                Err(Retry(msg)) => {
+                    progress(&r, Some(&msg));
+                    last_error = format!("{} `{}`: {msg}", r.kind, r.id);
+                    blocked_phase.get_or_insert(r.phase);
+                    remaining.push(r);
+                }
+                Err(Fatal(e)) => return Err(e),
+            }
+        }
+        todo = remaining;
+        if todo.is_empty() {
+            break;
+        }
+        if report.passes >= passes {
+            return Err(AwsError::Call {
+                operation: "delete",
+                resource: todo
+                    .iter()
+                    .map(|r| format!("{} {}", r.kind, r.id))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                message: format!(
+                    "still not deleted after {} passes; last error: {last_error}",
+                    report.passes
+                ),
+            });
+        }
+        // Give AWS time to settle (a NAT gateway deleting, an ENI detaching);
+        // after a pass that deleted something the next one may start sooner.
+        tokio::time::sleep(if progress_made {
+            interval / 2
+        } else {
+            interval
+        })
+        .await;
+    }
+    Ok(report)
+}
+
+enum DeleteError {
+    Retry(String),
+    Fatal(AwsError),
+}
+use DeleteError::{Fatal, Retry};
+
+fn sort_error<E>(
+    operation: &'static str,
+    r: &Resource,
+    e: aws_smithy_runtime_api::client::result::SdkError<
+        E,
+        aws_smithy_runtime_api::client::orchestrator::HttpResponse,
+    >,
+) -> Result<(), DeleteError>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let code = e.code().unwrap_or_default().to_string();
+    if code.ends_with(".NotFound") || code == "NoSuchEntity" {
+        return Ok(()); // already gone
+    }
+    match classify(operation, &r.id, e) {
+        kops_engine::TaskError::Retryable { reason } => Err(Retry(reason)),
+        other => Err(Fatal(AwsError::Call {
+            operation,
+            resource: r.id.clone(),
+            message: other.to_string(),
+        })),
+    }
+}
+
+async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
+    let ec2 = cloud.ec2();
+    let iam = cloud.iam();
+    match r.kind {
+        "instance" => ec2
+            .terminate_instances()
+            .instance_ids(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("TerminateInstances", r, e)),
+        "nat-gateway" => ec2
+            .delete_nat_gateway()
+            .nat_gateway_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteNatGateway", r, e)),
+        "elastic-ip" => ec2
+            .release_address()
+            .allocation_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("ReleaseAddress", r, e)),
+        "keypair" => ec2
+            .delete_key_pair()
+            .key_name(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteKeyPair", r, e)),
+        "subnet" => ec2
+            .delete_subnet()
+            .subnet_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteSubnet", r, e)),
+        "internet-gateway" => {
+            if let Some(vpc) = &r.vpc {
+                ec2.detach_internet_gateway()
+                    .internet_gateway_id(&r.id)
+                    .vpc_id(vpc)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .or_else(|e| sort_error("DetachInternetGateway", r, e))?;
+            }
+            ec2.delete_internet_gateway()
+                .internet_gateway_id(&r.id)
+                .send()
+                .await
+                .map(|_| ())
+                .or_else(|e| sort_error("DeleteInternetGateway", r, e))
+        }
+        "route-table" => ec2
+            .delete_route_table()
+            .route_table_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteRouteTable", r, e)),
+        "security-group" => ec2
+            .delete_security_group()
+            .group_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteSecurityGroup", r, e)),
+        "vpc" => ec2
+            .delete_vpc()
+            .vpc_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteVpc", r, e)),
+        "dhcp-options" => ec2
+            .delete_dhcp_options()
+            .dhcp_options_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteDhcpOptions", r, e)),
+        "iam-instance-profile" => {
+            if let Ok(p) = iam
+                .get_instance_profile()
+                .instance_profile_name(&r.id)
+                .send()
+                .await
+            {
+                for role in p.instance_profile().map(|p| p.roles()).unwrap_or_default() {
+                    iam.remove_role_from_instance_profile()
+                        .instance_profile_name(&r.id)
+                        .role_name(role.role_name())
+                        .send()
+                        .await
+                        .map(|_| ())
+                        .or_else(|e| sort_error("RemoveRoleFromInstanceProfile", r, e))?;
+                }
+            }
+            iam.delete_instance_profile()
+                .instance_profile_name(&r.id)
+                .send()
+                .await
+                .map(|_| ())
+                .or_else(|e| sort_error("DeleteInstanceProfile", r, e))
+        }
+        "iam-role" => {
+            let policies = iam.list_role_policies().role_name(&r.id).send().await;
+            if let Ok(p) = policies {
+                for name in p.policy_names() {
+                    iam.delete_role_policy()
+                        .role_name(&r.id)
+                        .policy_name(name)
+                        .send()
+                        .await
+                        .map(|_| ())
+                        .or_else(|e| sort_error("DeleteRolePolicy", r, e))?;
+                }
+            }
+            let attached = iam
+                .list_attached_role_policies()
+                .role_name(&r.id)
+                .send()
+                .await;
+            if let Ok(a) = attached {
+                for p in a.attached_policies() {
+                    iam.detach_role_policy()
+                        .role_name(&r.id)
+                        .set_policy_arn(p.policy_arn().map(str::to_string))
+                        .send()
+                        .await
+                        .map(|_| ())
+                        .or_else(|e| sort_error("DetachRolePolicy", r, e))?;
+                }
+            }
+            iam.delete_role()
+                .role_name(&r.id)
+                .send()
+                .await
+                .map(|_| ())
+                .or_else(|e| sort_error("DeleteRole", r, e))
+        }
+        other => Err(Fatal(AwsError::Call {
+            operation: "delete",
+            resource: r.id.clone(),
+            message: format!("kops-rs does not know how to delete a `{other}`"),
+        })),
+    }
+}
+
+/// Revokes the rules of `groups` that reference security groups, so groups
+/// that reference each other can be deleted.
+async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), AwsError> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let ec2 = cloud.ec2();
+    let described = ec2
+        .describe_security_groups()
+        .set_group_ids(Some(groups.to_vec()))
+        .send()
+        .await
+        .map_err(|e| AwsError::call("DescribeSecurityGroups", groups.join(","), e))?;
+    let referencing = |perms: &[IpPermission]| -> Vec<IpPermission> {
+        perms
+            .iter()
+            .filter(|p| !p.user_id_group_pairs().is_empty())
+            .map(|p| {
+                let pairs: Vec<UserIdGroupPair> = p
+                    .user_id_group_pairs()
+                    .iter()
+                    .map(|g| {
+                        UserIdGroupPair::builder()
+                            .set_group_id(g.group_id().map(str::to_string))
+                            .build()
+                    })
+                    .collect();
+                IpPermission::builder()
+                    .set_ip_protocol(p.ip_protocol().map(str::to_string))
+                    .set_from_port(p.from_port())
+                    .set_to_port(p.to_port())
+                    .set_user_id_group_pairs(Some(pairs))
+                    .build()
+            })
+            .collect()
+    };
+    for g in described.security_groups() {
+        let id = g.group_id().unwrap_or_default();
+        let ingress = referencing(g.ip_permissions());
+        if !ingress.is_empty() {
+            ec2.revoke_security_group_ingress()
+                .group_id(id)
+                .set_ip_permissions(Some(ingress))
+                .send()
+                .await
+                .map_err(|e| AwsError::call("RevokeSecurityGroupIngress", id, e))?;
+        }
+        let egress = referencing(g.ip_permissions_egress());
+        if !egress.is_empty() {
+            ec2.revoke_security_group_egress()
+                .group_id(id)
+                .set_ip_permissions(Some(egress))
+                .send()
+                .await
+                .map_err(|e| AwsError::call("RevokeSecurityGroupEgress", id, e))?;
+        }
+    }
+    Ok(())
+}

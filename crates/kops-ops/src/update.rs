@@ -1,0 +1,146 @@
+//! `kops update cluster`: the spec becomes a task graph, the graph is
+//! compared with what exists in AWS, and (with `--yes`) applied.
+
+use std::sync::Arc;
+
+use kops_api::validation;
+use kops_aws::{AwsCloud, AwsContext};
+use kops_engine::{Executor, ExecutorOptions, Mode, Progress, Report};
+use kops_model::Model;
+
+use crate::{require_cluster, OpsError, Registry};
+
+/// What `update cluster` was asked to do.
+pub struct UpdateRequest {
+    pub cluster: String,
+    /// Apply (`--yes`) or only compare (the default).
+    pub apply: bool,
+    /// Reports each task's start, retries and end.
+    pub progress: Option<Box<dyn Progress>>,
+    /// An SDK configuration to use instead of the environment's (tests).
+    pub sdk_config: Option<aws_config::SdkConfig>,
+}
+
+/// What it did.
+#[derive(Debug)]
+pub struct UpdateOutcome {
+    pub report: Report,
+    /// AWS API calls made, by `service:Operation`.
+    pub calls: std::collections::BTreeMap<String, u64>,
+    pub region: String,
+    /// How many tasks the model built.
+    pub tasks: usize,
+}
+
+/// The region of a cluster: the region of its subnets' zones.
+pub fn cluster_region(cluster: &kops_api::Cluster) -> Result<String, OpsError> {
+    cluster
+        .spec
+        .subnets
+        .iter()
+        .flatten()
+        .filter_map(|s| s.zone.as_deref())
+        .find_map(kops_api::new_cluster::aws_zone_region)
+        .ok_or_else(|| OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason: "its subnets name no AWS availability zone".into(),
+        })
+}
+
+pub async fn update_cluster(
+    registry: &Registry,
+    request: UpdateRequest,
+) -> Result<UpdateOutcome, OpsError> {
+    let cluster = require_cluster(registry, &request.cluster).await?;
+    let cloud_provider = cluster.spec.cloud_provider.as_deref().unwrap_or("");
+    if cloud_provider != "aws" {
+        return Err(OpsError::NotOnAws {
+            cluster: request.cluster.clone(),
+            reason: format!(
+                "its cloudProvider is `{cloud_provider}`; kops-rs applies clusters on AWS only"
+            ),
+        });
+    }
+    let groups = registry.list_instance_groups(&request.cluster).await?;
+    validation::validate_all(&cluster, &groups)?;
+    let region = cluster_region(&cluster)?;
+    let keys = registry.list_ssh_public_keys(&request.cluster).await?;
+    let config_base = cluster
+        .spec
+        .config_base
+        .clone()
+        .unwrap_or_else(|| registry.config_base(&request.cluster));
+    let model = Model {
+        cluster: &cluster,
+        groups: &groups,
+        ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
+        config_base: &config_base,
+    };
+    let graph = kops_model::build(&model)?;
+
+    let cloud = match request.sdk_config {
+        Some(config) => AwsCloud::from_config(&region, config),
+        None => AwsCloud::new(&region).await,
+    };
+    let ctx = Arc::new(AwsContext::new(
+        cloud.clone(),
+        request.cluster.clone(),
+        cluster.spec.cloud_labels.clone().unwrap_or_default(),
+    ));
+    let mut executor = Executor::new(ExecutorOptions::default());
+    if let Some(p) = request.progress {
+        executor = executor.with_progress(BoxedProgress(p));
+    }
+    let mode = if request.apply {
+        Mode::Apply
+    } else {
+        Mode::DryRun
+    };
+    let report = executor.run(&graph, ctx, mode).await?;
+    if request.apply {
+        registry
+            .put_completed_spec(&completed_spec(&cluster, &config_base))
+            .await?;
+    }
+    Ok(UpdateOutcome {
+        report,
+        calls: cloud.calls().snapshot(),
+        region,
+        tasks: graph.len(),
+    })
+}
+
+struct BoxedProgress(Box<dyn Progress>);
+
+impl Progress for BoxedProgress {
+    fn event(&self, event: &kops_engine::ProgressEvent<'_>) {
+        self.0.event(event)
+    }
+}
+
+/// The populated spec kops writes beside the user's: the spec with the
+/// values kops-rs derived filled in (config base, key and secret stores,
+/// API names, service and pod ranges).
+pub fn completed_spec(cluster: &kops_api::Cluster, config_base: &str) -> kops_api::Cluster {
+    let mut c = cluster.clone();
+    let s = &mut c.spec;
+    s.config_base.get_or_insert_with(|| config_base.to_string());
+    s.key_store
+        .get_or_insert_with(|| format!("{config_base}/pki"));
+    s.secret_store
+        .get_or_insert_with(|| format!("{config_base}/secrets"));
+    let name = cluster.name().to_string();
+    s.master_public_name
+        .get_or_insert_with(|| format!("api.{name}"));
+    s.master_internal_name
+        .get_or_insert_with(|| format!("api.internal.{name}"));
+    s.non_masquerade_cidr
+        .get_or_insert_with(|| "100.64.0.0/10".to_string());
+    s.service_cluster_ip_range
+        .get_or_insert_with(|| "100.64.0.0/13".to_string());
+    s.pod_cidr
+        .get_or_insert_with(|| "100.96.0.0/11".to_string());
+    s.cluster_dns_domain
+        .get_or_insert_with(|| "cluster.local".to_string());
+    c
+}
