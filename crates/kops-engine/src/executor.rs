@@ -448,6 +448,8 @@ where
         .seed
         .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
     let mut attempt = 0_u32;
+    // What an earlier attempt began to apply before it failed.
+    let mut attempted: Option<StepOutcome> = None;
     let finish = |result, attempts| Finished {
         result,
         attempts,
@@ -461,10 +463,31 @@ where
             .task
             .run_once(&*run.ctx, &run.outputs, run.mode, &run.tracker.operation)
             .await;
-        let StepError { operation, error } = match step {
-            Ok(step) => return finish(Ok(step), attempt),
+        let StepError {
+            operation,
+            error,
+            attempted: began,
+        } = match step {
+            Ok(mut step) => {
+                // The object was created (or changed) by an attempt that then
+                // failed: report that change, not what the retry found.
+                if let Some(first) = attempted.take() {
+                    let replace = match (&step.outcome, &first) {
+                        (StepOutcome::Unchanged, _) => true,
+                        (StepOutcome::Modified(_), StepOutcome::Created(_)) => true,
+                        _ => false,
+                    };
+                    if replace {
+                        step.outcome = first;
+                    }
+                }
+                return finish(Ok(step), attempt);
+            }
             Err(error) => error,
         };
+        if attempted.is_none() {
+            attempted = began;
+        }
         if !error.is_retryable() {
             return finish(Err((operation, error.to_string())), attempt);
         }

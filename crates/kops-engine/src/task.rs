@@ -224,6 +224,7 @@ pub struct StepResult {
 }
 
 /// The outcome of one successful attempt (timing is added by the executor).
+#[derive(Debug)]
 pub enum StepOutcome {
     Created(Changes),
     Modified(Changes),
@@ -237,6 +238,9 @@ pub enum StepOutcome {
 pub struct StepError {
     pub(crate) operation: Operation,
     pub(crate) error: TaskError,
+    /// For a failure inside `apply`: what the attempt set out to do. A retry
+    /// that then finds the object as wanted reports this, not `Unchanged`.
+    pub(crate) attempted: Option<StepOutcome>,
 }
 
 /// A boxed, `Send` future borrowing from the task and its inputs.
@@ -264,7 +268,11 @@ pub trait DynTask<C: ?Sized>: Debug + Send + Sync + 'static {
 }
 
 fn at(operation: Operation) -> impl FnOnce(TaskError) -> StepError {
-    move |error| StepError { operation, error }
+    move |error| StepError {
+        operation,
+        error,
+        attempted: None,
+    }
 }
 
 fn publish<T: Send + Sync + 'static>(output: T) -> OutputSlot {
@@ -328,7 +336,14 @@ where
                     let output = self
                         .apply(ctx, deps, actual.as_ref(), &changes)
                         .await
-                        .map_err(at(Operation::Apply))?;
+                        .map_err(|error| StepError {
+                            operation: Operation::Apply,
+                            error,
+                            attempted: Some(match actual {
+                                None => StepOutcome::Created(changes.clone()),
+                                Some(_) => StepOutcome::Modified(changes.clone()),
+                            }),
+                        })?;
                     let outcome = match actual {
                         None => StepOutcome::Created(changes),
                         Some(_) => StepOutcome::Modified(changes),

@@ -907,3 +907,58 @@ fn multi_line_values_render_line_by_line() {
          \n"
     );
 }
+
+/// Creates its object, then reports it pending once (like a NAT gateway):
+/// the run must report it created, not unchanged.
+#[derive(Debug, PartialEq)]
+struct Pending;
+
+impl Task<FakeCloud> for Pending {
+    type Actual = Stored;
+    type Output = ();
+
+    fn key(&self) -> TaskKey {
+        TaskKey::new("Pending", "nat")
+    }
+
+    async fn find(&self, cloud: &FakeCloud, _: &Outputs) -> Result<Option<Stored>, TaskError> {
+        Ok(cloud.get(&Task::key(self)))
+    }
+
+    fn diff(&self, actual: Option<&Stored>, _: &Outputs) -> Result<Changes, TaskError> {
+        let mut changes = Changes::new();
+        changes.compare("cidr", actual.map(|a| &a.cidr), &"10.1.0.0/16".to_string());
+        Ok(changes)
+    }
+
+    fn output(&self, _: &Stored) {}
+
+    async fn apply(
+        &self,
+        cloud: &FakeCloud,
+        _: &Outputs,
+        _: Option<&Stored>,
+        _: &Changes,
+    ) -> Result<(), TaskError> {
+        cloud.put(Task::key(self), "10.1.0.0/16", false);
+        Err(TaskError::retryable("pending: not available yet"))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_object_created_by_a_failed_attempt_is_reported_created() {
+    let cloud = Arc::new(FakeCloud::default());
+    let mut graph = TaskGraph::new();
+    graph.add(Pending).unwrap();
+    let report = Executor::new(tiny_backoff())
+        .run(&graph, Arc::clone(&cloud), Mode::Apply)
+        .await
+        .unwrap();
+    assert!(
+        matches!(report.tasks[0].outcome, Outcome::Created { .. }),
+        "{:?}",
+        report.tasks[0].outcome
+    );
+    assert_eq!(report.tasks[0].attempts, 2);
+    assert!(report.has_changes());
+}
