@@ -10,7 +10,7 @@ use aws_sdk_ec2::types::{Filter, Tag};
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
-use kops_engine::TaskError;
+use kops_engine::{TaskError, TaskKey};
 use tokio::sync::OnceCell;
 
 use crate::AwsCloud;
@@ -40,6 +40,11 @@ pub struct AwsContext {
     addresses: OnceCell<Vec<aws_sdk_ec2::types::Address>>,
     security_groups: OnceCell<Vec<aws_sdk_ec2::types::SecurityGroup>>,
     key_pairs: OnceCell<Vec<aws_sdk_ec2::types::KeyPairInfo>>,
+    /// Ids of objects created in this run, by task: the caches above were
+    /// filled before they existed, so a task retried after its create (a
+    /// later call of its apply failed, a NAT gateway still pending) finds
+    /// its object here instead of creating a second one.
+    created: std::sync::Mutex<BTreeMap<TaskKey, String>>,
 }
 
 impl AwsContext {
@@ -57,6 +62,7 @@ impl AwsContext {
             addresses: OnceCell::new(),
             security_groups: OnceCell::new(),
             key_pairs: OnceCell::new(),
+            created: std::sync::Mutex::default(),
         }
     }
 
@@ -82,6 +88,27 @@ impl AwsContext {
             .build()
     }
 
+    /// The filter that finds everything tagged `kubernetes.io/cluster/<name>`,
+    /// owned or shared (an existing subnet kops tagged `shared`).
+    pub fn cluster_key_filter(&self) -> Filter {
+        Filter::builder()
+            .name("tag-key")
+            .values(format!("{TAG_CLUSTER_PREFIX}{}", self.cluster))
+            .build()
+    }
+
+    /// Records that the task `key` created the object `id` in this run.
+    pub fn remember_created(&self, key: TaskKey, id: &str) {
+        if let Ok(mut created) = self.created.lock() {
+            created.insert(key, id.to_string());
+        }
+    }
+
+    /// The id of the object the task `key` created earlier in this run.
+    pub fn created_id(&self, key: &TaskKey) -> Option<String> {
+        self.created.lock().ok()?.get(key).cloned()
+    }
+
     pub async fn vpcs(&self) -> Result<&[aws_sdk_ec2::types::Vpc], TaskError> {
         self.vpcs
             .get_or_try_init(|| async {
@@ -102,9 +129,10 @@ impl AwsContext {
     pub async fn subnets(&self) -> Result<&[aws_sdk_ec2::types::Subnet], TaskError> {
         self.subnets
             .get_or_try_init(|| async {
+                // By tag key, so subnets kops tagged `shared` are found too.
                 self.ec2()
                     .describe_subnets()
-                    .filters(self.cluster_filter())
+                    .filters(self.cluster_key_filter())
                     .into_paginator()
                     .items()
                     .send()

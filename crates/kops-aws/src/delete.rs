@@ -297,17 +297,13 @@ pub async fn delete_resources(
             break;
         }
         if report.passes >= passes {
-            return Err(AwsError::Call {
-                operation: "delete",
-                resource: todo
+            return Err(AwsError::DeleteIncomplete {
+                remaining: todo
                     .iter()
                     .map(|r| format!("{} {}", r.kind, r.id))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                message: format!(
-                    "still not deleted after {} passes; last error: {last_error}",
-                    report.passes
-                ),
+                    .collect(),
+                passes: report.passes,
+                last_error,
             });
         }
         // Give AWS time to settle (a NAT gateway deleting, an ENI detaching);
@@ -409,13 +405,36 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
                 .map(|_| ())
                 .or_else(|e| sort_error("DeleteInternetGateway", r, e))
         }
-        "route-table" => ec2
-            .delete_route_table()
-            .route_table_id(&r.id)
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|e| sort_error("DeleteRouteTable", r, e)),
+        "route-table" => {
+            // Deleting a subnet does not always drop its association (moto
+            // keeps it); disassociate what is left first.
+            if let Ok(out) = ec2
+                .describe_route_tables()
+                .route_table_ids(&r.id)
+                .send()
+                .await
+            {
+                for a in out.route_tables().iter().flat_map(|t| t.associations()) {
+                    if a.main() == Some(true) {
+                        continue;
+                    }
+                    if let Some(id) = a.route_table_association_id() {
+                        ec2.disassociate_route_table()
+                            .association_id(id)
+                            .send()
+                            .await
+                            .map(|_| ())
+                            .or_else(|e| sort_error("DisassociateRouteTable", r, e))?;
+                    }
+                }
+            }
+            ec2.delete_route_table()
+                .route_table_id(&r.id)
+                .send()
+                .await
+                .map(|_| ())
+                .or_else(|e| sort_error("DeleteRouteTable", r, e))
+        }
         "security-group" => ec2
             .delete_security_group()
             .group_id(&r.id)

@@ -40,6 +40,12 @@ pub enum AwsError {
         found: String,
         expected: String,
     },
+    #[error("{} resources still exist after {passes} passes: {}\nlast error: {last_error}\nhint: run `kops delete cluster --yes` again; if something outside the cluster uses them (a load balancer, an ENI), remove that first", .remaining.len(), .remaining.join(", "))]
+    DeleteIncomplete {
+        remaining: Vec<String>,
+        passes: u32,
+        last_error: String,
+    },
     #[error("subnets {} are in more than one VPC\nhint: a cluster lives in one VPC", .subnets.join(", "))]
     SubnetsInManyVpcs { subnets: Vec<String> },
 }

@@ -472,11 +472,11 @@ where
                 // The object was created (or changed) by an attempt that then
                 // failed: report that change, not what the retry found.
                 if let Some(first) = attempted.take() {
-                    let replace = match (&step.outcome, &first) {
-                        (StepOutcome::Unchanged, _) => true,
-                        (StepOutcome::Modified(_), StepOutcome::Created(_)) => true,
-                        _ => false,
-                    };
+                    let replace = matches!(
+                        (&step.outcome, &first),
+                        (StepOutcome::Unchanged, _)
+                            | (StepOutcome::Modified(_), StepOutcome::Created(_))
+                    );
                     if replace {
                         step.outcome = first;
                     }

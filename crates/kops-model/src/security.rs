@@ -1,11 +1,1144 @@
-//! (security builder: being written)
+//! Security groups and their rules, per role, as kops makes them:
+//!
+//! - `masters.<cluster>` and `nodes.<cluster>`: all egress (IPv4 and IPv6);
+//!   masters reach masters and nodes on everything; nodes reach nodes on
+//!   everything, and masters on UDP and on TCP *except etcd's ports* (client
+//!   4001/4002 and peer 2380/2381, plus the leases and Cilium etcd ports when
+//!   those clusters exist), which is why node-to-master TCP is split into
+//!   ranges (`1-2379`, `2382-4000`, `4003-65535` by default).
+//! - SSH from `spec.sshAccess` straight to masters and nodes, unless there
+//!   is a bastion: then only the bastion reaches them, and only on port 22.
+//! - HTTPS from `spec.kubernetesApiAccess` to the masters, or to the API load
+//!   balancer's group (`api-elb.<cluster>`) when there is one, which then
+//!   forwards to the masters.
+//! - `bastion.<cluster>` and `bastion-elb.<cluster>` when there is a bastion
+//!   instance group; `spec.nodePortAccess` opens the node-port range on nodes.
+//!
+//! Rule names are kops' (`from-<source>-<direction>-<protocol>-<from>to<to>-<destination>`
+//! for most, fixed names like `https-elb-to-master` for the rest), so a
+//! cluster kops made is recognised. Per group, a
+//! [`SecurityGroupCleanup`] revokes permissions on kops' watched ports that
+//! the spec no longer asks for (an `sshAccess` CIDR taken out), after the
+//! wanted rules are in place. Every rule kops puts on its groups is built
+//! here (kops' firewall, external-access, bastion and API load balancer
+//! rules), so the cleanup knows them all; a rule added to these groups by
+//! another builder must be added here instead. Groups named by
+//! `securityGroupOverride` are not handled yet.
 
+use kops_api::{Role, SubnetType};
+use kops_aws::tasks::security_group::SecurityGroup;
+use kops_aws::tasks::security_group_cleanup::SecurityGroupCleanup;
+use kops_aws::tasks::security_group_rule::{RuleTarget, SecurityGroupRule};
+use kops_aws::tasks::vpc::Vpc;
 use kops_aws::AwsContext;
 use kops_engine::TaskGraph;
 
 use crate::{Model, ModelError};
 
-/// Adds the security tasks.
-pub fn build(_model: &Model<'_>, _graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
+/// etcd's client and peer ports for the `main` and `events` clusters:
+/// nodes must never reach them on a control-plane instance.
+pub const ETCD_PORTS: [i32; 4] = [2380, 2381, 4001, 4002];
+/// The leases etcd cluster's client and peer ports (when it exists).
+pub const ETCD_LEASES_PORTS: [i32; 2] = [4004, 2383];
+/// The Cilium etcd cluster's peer port (Cilium with `etcdManaged`).
+pub const ETCD_CILIUM_PEER_PORT: i32 = 2382;
+/// kops-controller, reached through the API load balancer when DNS is `None`.
+pub const KOPS_CONTROLLER_PORT: i32 = 3988;
+/// The Cilium etcd cluster's client port.
+pub const ETCD_CILIUM_CLIENT_PORT: i32 = 4003;
+/// The default `serviceNodePortRange`.
+pub const DEFAULT_NODE_PORT_RANGE: (i32, i32) = (30000, 32767);
+
+/// Adds the security groups, their rules, and per group the revocation of
+/// what kops no longer wants on its watched ports.
+pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
+    let rules = rules(model)?;
+    for group in groups(model) {
+        let keep: Vec<SecurityGroupRule> = rules
+            .iter()
+            .filter(|r| r.group.key().name == group.name)
+            .cloned()
+            .collect();
+        graph.ensure(SecurityGroupCleanup {
+            name: group.name.clone(),
+            group: SecurityGroup::id_ref(&group.name),
+            ports: watched_ports(model, &group.name),
+            keep: dedup(keep),
+        })?;
+        graph.ensure(group)?;
+    }
+    for rule in rules {
+        // Two sources can ask for the same rule (a utility subnet's CIDR also
+        // in sshAccess): equal tasks are one.
+        graph.ensure(rule)?;
+    }
     Ok(())
+}
+
+fn dedup(mut rules: Vec<SecurityGroupRule>) -> Vec<SecurityGroupRule> {
+    let mut seen = std::collections::BTreeSet::new();
+    rules.retain(|r| seen.insert(r.name.clone()));
+    rules
+}
+
+/// The ports on which kops revokes what it does not want (kops' "removal
+/// rules"): SSH and HTTPS everywhere it serves them; on the control plane
+/// also etcd, kops-controller, VXLAN, BGP, the secondary API port, ICMP and
+/// anything without ports (all traffic, ICMPv6). `(-1, -1)` stands for a
+/// permission without ports.
+pub fn watched_ports(model: &Model<'_>, group: &str) -> Vec<(i32, i32)> {
+    let one = |p: i32| (p, p);
+    if group == group_name(model, Role::ControlPlane) {
+        let mut ports = vec![
+            one(22),
+            one(443),
+            one(2380),
+            one(2381),
+            one(KOPS_CONTROLLER_PORT),
+            one(4001),
+            one(4002),
+            one(4789),
+            one(179),
+            one(8443),
+            (3, 4),
+            (-1, -1),
+        ];
+        if model
+            .cluster
+            .spec
+            .etcd_clusters
+            .iter()
+            .flatten()
+            .any(|c| c.name == "leases")
+        {
+            ports.extend(ETCD_LEASES_PORTS.map(one));
+        }
+        ports
+    } else if group == group_name(model, Role::Bastion) {
+        vec![one(22), (3, 4), (-1, -1)]
+    } else if group == elb_group_name(model, "api") {
+        let ssl = model
+            .cluster
+            .spec
+            .api
+            .as_ref()
+            .and_then(|a| a.load_balancer.as_ref())
+            .and_then(|l| l.ssl_certificate.as_deref())
+            .is_some_and(|c| !c.is_empty());
+        if ssl {
+            vec![one(443), one(8443)]
+        } else {
+            vec![one(443)]
+        }
+    } else {
+        // nodes, bastion-elb
+        vec![one(22)]
+    }
+}
+
+/// The name of the group of the instances of a role.
+pub fn group_name(model: &Model<'_>, role: Role) -> String {
+    match role {
+        Role::ControlPlane | Role::ApiServer => model.scoped("masters"),
+        Role::Node => model.scoped("nodes"),
+        Role::Bastion => model.scoped("bastion"),
+    }
+}
+
+/// The name of a load balancer's group: `api-elb.<cluster>`, `bastion-elb.<cluster>`.
+pub fn elb_group_name(model: &Model<'_>, prefix: &str) -> String {
+    model.scoped(&format!("{prefix}-elb"))
+}
+
+fn has_masters(model: &Model<'_>) -> bool {
+    model.has_role(Role::ControlPlane) || model.has_role(Role::ApiServer)
+}
+
+/// Whether the API is behind a load balancer (`spec.api.loadBalancer`).
+pub fn uses_api_load_balancer(model: &Model<'_>) -> bool {
+    model
+        .cluster
+        .spec
+        .api
+        .as_ref()
+        .is_some_and(|api| api.load_balancer.is_some())
+}
+
+/// Whether DNS is `None` (nodes then reach kops-controller through the API load balancer).
+fn uses_none_dns(model: &Model<'_>) -> bool {
+    model
+        .cluster
+        .spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.dns.as_ref())
+        .and_then(|d| d.kind.as_deref())
+        == Some("None")
+}
+
+fn cilium_etcd_managed(model: &Model<'_>) -> bool {
+    model
+        .cluster
+        .spec
+        .networking
+        .as_ref()
+        .and_then(|n| n.cilium.as_ref())
+        .is_some_and(|c| c.etcd_managed == Some(true))
+}
+
+/// `spec.kubernetesApiAccess` (or `spec.api.access`).
+pub fn api_access(model: &Model<'_>) -> Vec<String> {
+    let spec = &model.cluster.spec;
+    spec.kubernetes_api_access
+        .clone()
+        .or_else(|| spec.api.as_ref().and_then(|a| a.access.clone()))
+        .unwrap_or_default()
+}
+
+fn ssh_access(model: &Model<'_>) -> Vec<String> {
+    model.cluster.spec.ssh_access.clone().unwrap_or_default()
+}
+
+/// The groups the cluster needs.
+pub fn groups(model: &Model<'_>) -> Vec<SecurityGroup> {
+    let group = |name: String, description: &str| SecurityGroup {
+        tags: model.tags(&name, &[]),
+        name,
+        description: description.to_string(),
+        vpc: Vpc::id_ref(model.name()),
+    };
+    let mut out = Vec::new();
+    if has_masters(model) {
+        out.push(group(
+            group_name(model, Role::ControlPlane),
+            "Security group for masters",
+        ));
+    }
+    if model.has_role(Role::Node) {
+        out.push(group(
+            group_name(model, Role::Node),
+            "Security group for nodes",
+        ));
+    }
+    if model.has_role(Role::Bastion) {
+        out.push(group(
+            group_name(model, Role::Bastion),
+            "Security group for bastion",
+        ));
+        out.push(group(
+            elb_group_name(model, "bastion"),
+            "Security group for bastion ELB",
+        ));
+    }
+    if uses_api_load_balancer(model) {
+        out.push(group(
+            elb_group_name(model, "api"),
+            "Security group for api ELB",
+        ));
+    }
+    out
+}
+
+/// The TCP port ranges nodes may reach on control-plane instances: all of
+/// 1-65535 minus etcd's ports.
+pub fn node_to_master_tcp_ranges(model: &Model<'_>) -> Vec<(i32, i32)> {
+    let mut blocked: Vec<i32> = ETCD_PORTS.to_vec();
+    let has_leases = model
+        .cluster
+        .spec
+        .etcd_clusters
+        .iter()
+        .flatten()
+        .any(|c| c.name == "leases");
+    if has_leases {
+        blocked.extend(ETCD_LEASES_PORTS);
+    }
+    if cilium_etcd_managed(model) {
+        blocked.push(ETCD_CILIUM_PEER_PORT);
+    }
+    blocked.sort_unstable();
+    blocked.dedup();
+    let mut ranges = Vec::new();
+    let mut start = 1;
+    for port in blocked {
+        if port > start {
+            ranges.push((start, port - 1));
+        }
+        start = port + 1;
+    }
+    if start <= 65535 {
+        ranges.push((start, 65535));
+    }
+    ranges
+}
+
+/// `spec.kubeAPIServer.serviceNodePortRange` as (first, last).
+fn node_port_range(model: &Model<'_>) -> Result<(i32, i32), ModelError> {
+    let Some(range) = model
+        .cluster
+        .spec
+        .kube_api_server
+        .as_ref()
+        .and_then(|k| k.service_node_port_range.as_deref())
+    else {
+        return Ok(DEFAULT_NODE_PORT_RANGE);
+    };
+    let parsed = range.split_once('-').and_then(|(a, b)| {
+        let (a, b) = (a.trim().parse::<i32>().ok()?, b.trim().parse::<i32>().ok()?);
+        (a <= b).then_some((a, b))
+    });
+    parsed.ok_or_else(|| ModelError::Spec {
+        path: "spec.kubeAPIServer.serviceNodePortRange".into(),
+        message: format!("`{range}` is not a port range"),
+        hint: "write it as `FIRST-LAST`, e.g. `30000-32767`".into(),
+    })
+}
+
+/// The other end of a rule, before it becomes a [`RuleTarget`].
+#[derive(Debug, Clone)]
+enum Peer {
+    /// A CIDR or prefix list, as written in the spec.
+    Access(String),
+    /// A group of this cluster, by name.
+    Group(String),
+}
+
+impl Peer {
+    fn target(&self) -> RuleTarget {
+        match self {
+            Peer::Access(value) => RuleTarget::from_access(value),
+            Peer::Group(name) => RuleTarget::Group(SecurityGroup::id_ref(name)),
+        }
+    }
+
+    /// How kops names the peer in a rule name (a prefix list is named
+    /// `0.0.0.0/0`, as kops does).
+    fn label(&self) -> &str {
+        match self {
+            Peer::Access(value) if value.starts_with("pl-") => "0.0.0.0/0",
+            Peer::Access(value) | Peer::Group(value) => value,
+        }
+    }
+
+    fn is_ipv4(&self) -> bool {
+        matches!(self.target(), RuleTarget::Cidr(_))
+    }
+
+    fn is_ipv6(&self) -> bool {
+        matches!(self.target(), RuleTarget::Ipv6Cidr(_))
+    }
+}
+
+/// One rule, before naming.
+struct Rule<'a> {
+    group: &'a str,
+    egress: bool,
+    protocol: Option<&'a str>,
+    ports: Option<(i32, i32)>,
+    peer: Peer,
+}
+
+struct Rules<'m, 'a> {
+    model: &'m Model<'a>,
+    out: Vec<SecurityGroupRule>,
+}
+
+impl Rules<'_, '_> {
+    /// A rule named the way kops names most rules, tagged like its group
+    /// with its own `Name`.
+    fn directional(&mut self, rule: Rule<'_>) {
+        let (src, dst) = if rule.egress {
+            (rule.group, rule.peer.label())
+        } else {
+            (rule.peer.label(), rule.group)
+        };
+        let (from, to) = rule.ports.unwrap_or((0, 0));
+        let name = format!(
+            "from-{src}-{}-{}-{from}to{to}-{dst}",
+            if rule.egress { "egress" } else { "ingress" },
+            rule.protocol.unwrap_or("all"),
+        );
+        let tags = self.model.tags(&name, &[]);
+        self.push(name, rule, tags);
+    }
+
+    /// A rule with a fixed name and no tags (kops adds these without its
+    /// naming helper).
+    fn named(&mut self, name: String, rule: Rule<'_>) {
+        self.push(name, rule, Default::default());
+    }
+
+    fn push(&mut self, name: String, rule: Rule<'_>, tags: kops_aws::context::Tags) {
+        self.out.push(SecurityGroupRule {
+            name,
+            group: SecurityGroup::id_ref(rule.group),
+            egress: rule.egress,
+            protocol: rule.protocol.map(str::to_string),
+            from_port: rule.ports.map(|p| p.0),
+            to_port: rule.ports.map(|p| p.1),
+            target: rule.peer.target(),
+            tags,
+        });
+    }
+
+    /// All egress, IPv4 and IPv6.
+    fn egress_everywhere(&mut self, group: &str) {
+        for cidr in ["0.0.0.0/0", "::/0"] {
+            self.directional(Rule {
+                group,
+                egress: true,
+                protocol: None,
+                ports: None,
+                peer: Peer::Access(cidr.into()),
+            });
+        }
+    }
+}
+
+fn tcp(group: &str, port: i32, peer: Peer) -> Rule<'_> {
+    Rule {
+        group,
+        egress: false,
+        protocol: Some("tcp"),
+        ports: Some((port, port)),
+        peer,
+    }
+}
+
+/// ICMP "destination unreachable" (type 3, code 4): path-MTU discovery.
+fn icmp_pmtu(group: &str, peer: Peer) -> Rule<'_> {
+    Rule {
+        group,
+        egress: false,
+        protocol: Some("icmp"),
+        ports: Some((3, 4)),
+        peer,
+    }
+}
+
+fn icmpv6_all(group: &str, peer: Peer) -> Rule<'_> {
+    Rule {
+        group,
+        egress: false,
+        protocol: Some("icmpv6"),
+        ports: Some((-1, -1)),
+        peer,
+    }
+}
+
+/// Every rule the cluster needs.
+pub fn rules(model: &Model<'_>) -> Result<Vec<SecurityGroupRule>, ModelError> {
+    let masters = has_masters(model).then(|| group_name(model, Role::ControlPlane));
+    let nodes = model
+        .has_role(Role::Node)
+        .then(|| group_name(model, Role::Node));
+    let bastion = model
+        .has_role(Role::Bastion)
+        .then(|| group_name(model, Role::Bastion));
+    let mut rules = Rules {
+        model,
+        out: Vec::new(),
+    };
+
+    // Nodes: egress, and node to node.
+    if let Some(nodes) = &nodes {
+        rules.egress_everywhere(nodes);
+        rules.directional(Rule {
+            group: nodes,
+            egress: false,
+            protocol: None,
+            ports: None,
+            peer: Peer::Group(nodes.clone()),
+        });
+    }
+
+    // Masters: egress, master to master, master to node.
+    if let Some(masters) = &masters {
+        rules.egress_everywhere(masters);
+        rules.directional(Rule {
+            group: masters,
+            egress: false,
+            protocol: None,
+            ports: None,
+            peer: Peer::Group(masters.clone()),
+        });
+        if let Some(nodes) = &nodes {
+            rules.directional(Rule {
+                group: nodes,
+                egress: false,
+                protocol: None,
+                ports: None,
+                peer: Peer::Group(masters.clone()),
+            });
+        }
+    }
+
+    // Node to master: UDP, TCP around etcd, IPIP for Calico/kube-router,
+    // everything for the Amazon VPC CNI (pods on nodes reach pods on masters).
+    if let (Some(masters), Some(nodes)) = (&masters, &nodes) {
+        rules.directional(Rule {
+            group: masters,
+            egress: false,
+            protocol: Some("udp"),
+            ports: Some((1, 65535)),
+            peer: Peer::Group(nodes.clone()),
+        });
+        for range in node_to_master_tcp_ranges(model) {
+            rules.directional(Rule {
+                group: masters,
+                egress: false,
+                protocol: Some("tcp"),
+                ports: Some(range),
+                peer: Peer::Group(nodes.clone()),
+            });
+        }
+        let networking = model.cluster.spec.networking.as_ref();
+        let ipip = networking.is_some_and(|n| n.calico.is_some() || n.kuberouter.is_some());
+        if ipip {
+            rules.directional(Rule {
+                group: masters,
+                egress: false,
+                protocol: Some("4"),
+                ports: None,
+                peer: Peer::Group(nodes.clone()),
+            });
+        }
+        if networking.is_some_and(|n| n.amazonvpc.is_some()) {
+            rules.directional(Rule {
+                group: masters,
+                egress: false,
+                protocol: None,
+                ports: None,
+                peer: Peer::Group(nodes.clone()),
+            });
+        }
+    }
+
+    // SSH from sshAccess, straight to the instances only without a bastion.
+    if bastion.is_none() {
+        for cidr in ssh_access(model) {
+            for group in masters.iter().chain(nodes.iter()) {
+                rules.directional(tcp(group, 22, Peer::Access(cidr.clone())));
+            }
+        }
+    }
+
+    // Node ports from nodePortAccess.
+    if let Some(nodes) = &nodes {
+        let range = node_port_range(model)?;
+        for cidr in model.cluster.spec.node_port_access.iter().flatten() {
+            for protocol in ["tcp", "udp"] {
+                rules.named(
+                    format!("nodeport-{protocol}-external-to-node-{cidr}"),
+                    Rule {
+                        group: nodes,
+                        egress: false,
+                        protocol: Some(protocol),
+                        ports: Some(range),
+                        peer: Peer::Access(cidr.clone()),
+                    },
+                );
+            }
+        }
+    }
+
+    if uses_api_load_balancer(model) {
+        api_load_balancer_rules(model, &mut rules, masters.as_deref(), nodes.as_deref());
+    } else if let Some(masters) = &masters {
+        for cidr in api_access(model) {
+            rules.directional(tcp(masters, 443, Peer::Access(cidr)));
+        }
+    }
+
+    if let Some(bastion) = &bastion {
+        bastion_rules(
+            model,
+            &mut rules,
+            bastion,
+            masters.as_deref(),
+            nodes.as_deref(),
+        );
+    }
+
+    Ok(rules.out)
+}
+
+fn api_load_balancer_rules(
+    model: &Model<'_>,
+    rules: &mut Rules<'_, '_>,
+    masters: Option<&str>,
+    nodes: Option<&str>,
+) {
+    let lb = elb_group_name(model, "api");
+    let ssl = model
+        .cluster
+        .spec
+        .api
+        .as_ref()
+        .and_then(|a| a.load_balancer.as_ref())
+        .and_then(|l| l.ssl_certificate.as_deref())
+        .is_some_and(|c| !c.is_empty());
+    rules.egress_everywhere(&lb);
+    for cidr in api_access(model) {
+        let peer = Peer::Access(cidr.clone());
+        rules.directional(tcp(&lb, 443, peer.clone()));
+        if ssl {
+            rules.directional(tcp(&lb, 8443, peer.clone()));
+        }
+        if !peer.is_ipv4() {
+            rules.named(
+                format!("icmpv6-pmtu-api-elb-{cidr}"),
+                icmpv6_all(&lb, peer.clone()),
+            );
+        }
+        if !peer.is_ipv6() {
+            rules.named(format!("icmp-pmtu-api-elb-{cidr}"), icmp_pmtu(&lb, peer));
+        }
+    }
+    let none_dns = uses_none_dns(model);
+    if let (true, Some(nodes)) = (none_dns, nodes) {
+        rules.named(
+            "node-to-elb".into(),
+            Rule {
+                group: &lb,
+                egress: false,
+                protocol: None,
+                ports: None,
+                peer: Peer::Group(nodes.to_string()),
+            },
+        );
+    }
+    let Some(masters) = masters else { return };
+    let from_lb = Peer::Group(lb.clone());
+    if ssl {
+        rules.named("tcp-api-cp".into(), tcp(masters, 8443, from_lb.clone()));
+    }
+    rules.named(
+        "https-elb-to-master".into(),
+        tcp(masters, 443, from_lb.clone()),
+    );
+    rules.named(
+        "icmp-pmtu-elb-to-cp".into(),
+        icmp_pmtu(masters, from_lb.clone()),
+    );
+    rules.named(
+        "icmp-pmtu-cp-to-elb".into(),
+        icmp_pmtu(&lb, Peer::Group(masters.to_string())),
+    );
+    if none_dns {
+        rules.named(
+            "kops-controller-elb-to-cp".into(),
+            tcp(masters, KOPS_CONTROLLER_PORT, from_lb.clone()),
+        );
+        if cilium_etcd_managed(model) {
+            rules.named(
+                "etcd-cilium-elb-to-cp".into(),
+                tcp(masters, ETCD_CILIUM_CLIENT_PORT, from_lb),
+            );
+        }
+    }
+}
+
+/// Whether the bastion's load balancer is internal
+/// (`spec.topology.bastion.loadBalancer.type: Internal`; public by default).
+fn bastion_load_balancer_internal(model: &Model<'_>) -> bool {
+    model
+        .cluster
+        .spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.bastion.as_ref())
+        .and_then(|b| b.extra.get("loadBalancer"))
+        .and_then(|lb| lb.get("type"))
+        .and_then(|t| t.as_str())
+        == Some("Internal")
+}
+
+fn bastion_rules(
+    model: &Model<'_>,
+    rules: &mut Rules<'_, '_>,
+    bastion: &str,
+    masters: Option<&str>,
+    nodes: Option<&str>,
+) {
+    rules.egress_everywhere(bastion);
+    // The bastion reaches the instances on SSH and nothing else.
+    for group in masters.into_iter().chain(nodes) {
+        rules.directional(tcp(group, 22, Peer::Group(bastion.to_string())));
+    }
+
+    let lb = elb_group_name(model, "bastion");
+    rules.egress_everywhere(&lb);
+
+    // SSH reaches the bastion's load balancer from the subnets it lives in
+    // (public and utility ones for a public load balancer, private and
+    // dual-stack ones for an internal one) and from sshAccess.
+    let internal = bastion_load_balancer_internal(model);
+    let mut allowed: Vec<String> = model
+        .cluster
+        .spec
+        .subnets
+        .iter()
+        .flatten()
+        .filter(|s| match s.subnet_type() {
+            Some(SubnetType::Public | SubnetType::Utility) => !internal,
+            Some(SubnetType::Private | SubnetType::DualStack) => internal,
+            None => false,
+        })
+        .filter_map(|s| s.cidr.clone())
+        .collect();
+    allowed.extend(ssh_access(model));
+    for cidr in allowed {
+        let peer = Peer::Access(cidr.clone());
+        rules.directional(tcp(&lb, 22, peer.clone()));
+        if !peer.is_ipv4() {
+            rules.named(
+                format!("icmpv6-pmtu-ssh-nlb-{cidr}"),
+                icmpv6_all(&lb, peer.clone()),
+            );
+        }
+        if !peer.is_ipv6() {
+            rules.named(format!("icmp-pmtu-ssh-nlb-{cidr}"), icmp_pmtu(&lb, peer));
+        }
+    }
+
+    rules.directional(tcp(bastion, 22, Peer::Group(lb.clone())));
+    rules.directional(icmp_pmtu(bastion, Peer::Group(lb.clone())));
+    rules.directional(icmp_pmtu(&lb, Peer::Group(bastion.to_string())));
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+
+    use kops_api::{Cluster, InstanceGroup, Object};
+
+    use super::*;
+
+    /// A cluster and its groups from manifests.
+    pub(crate) fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
+        let mut cluster = None;
+        let mut groups = Vec::new();
+        for object in kops_api::parse_objects("test.yaml", yaml).expect("valid manifests") {
+            match object {
+                Object::Cluster(c) => cluster = Some(*c),
+                Object::InstanceGroup(g) => groups.push(*g),
+                _ => {}
+            }
+        }
+        (cluster.expect("a Cluster"), groups)
+    }
+
+    pub(crate) fn model<'a>(cluster: &'a Cluster, groups: &'a [InstanceGroup]) -> Model<'a> {
+        Model {
+            cluster,
+            groups,
+            ssh_public_key: None,
+            config_base: cluster
+                .spec
+                .config_base
+                .as_deref()
+                .unwrap_or("s3://state/c"),
+        }
+    }
+
+    /// A conformance case of kops' own tests, when ../shared is there.
+    pub(crate) fn conformance_case(name: &str) -> Option<PathBuf> {
+        let dir = kops_testkit::shared_dir()?
+            .join("conformance/kops/update_cluster")
+            .join(name);
+        dir.is_dir().then_some(dir)
+    }
+
+    pub(crate) const PUBLIC: &str = r#"
+apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata:
+  name: pub.example.com
+spec:
+  cloudProvider: aws
+  configBase: s3://state-bucket/pub.example.com
+  kubernetesApiAccess: [203.0.113.0/24]
+  sshAccess: [198.51.100.7/32, "2001:db8::/64"]
+  networkCIDR: 172.20.0.0/16
+  networking: {cilium: {}}
+  etcdClusters:
+  - {name: main, etcdMembers: [{name: a, instanceGroup: control-plane}]}
+  - {name: events, etcdMembers: [{name: a, instanceGroup: control-plane}]}
+  subnets:
+  - {name: us-east-1a, zone: us-east-1a, cidr: 172.20.32.0/19, type: Public}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: control-plane, labels: {kops.k8s.io/cluster: pub.example.com}}
+spec: {role: Master, subnets: [us-east-1a]}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: nodes, labels: {kops.k8s.io/cluster: pub.example.com}}
+spec: {role: Node, subnets: [us-east-1a]}
+"#;
+
+    pub(crate) fn private_with_bastion() -> String {
+        PUBLIC
+            .replace("pub.example.com", "priv.example.com")
+            .replace(
+                "  - {name: us-east-1a, zone: us-east-1a, cidr: 172.20.32.0/19, type: Public}",
+                "  - {name: us-east-1a, zone: us-east-1a, cidr: 172.20.32.0/19, type: Private}\n  - {name: utility-us-east-1a, zone: us-east-1a, cidr: 172.20.4.0/22, type: Utility}",
+            )
+            .replace(
+                "  networkCIDR:",
+                "  api: {loadBalancer: {type: Public, class: Network}}\n  networkCIDR:",
+            )
+            + r#"---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: bastions, labels: {kops.k8s.io/cluster: priv.example.com}}
+spec: {role: Bastion, subnets: [utility-us-east-1a]}
+"#
+    }
+
+    fn rule<'r>(rules: &'r [SecurityGroupRule], name: &str) -> &'r SecurityGroupRule {
+        rules
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no rule `{name}` in {:#?}", names(rules)))
+    }
+
+    fn names(rules: &[SecurityGroupRule]) -> BTreeSet<String> {
+        rules.iter().map(|r| r.name.clone()).collect()
+    }
+
+    fn source_group(rule: &SecurityGroupRule) -> Option<&str> {
+        match &rule.target {
+            RuleTarget::Group(g) => Some(g.key().name.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The rules that let `source`'s instances into `group`.
+    fn from_group<'r>(
+        rules: &'r [SecurityGroupRule],
+        source: &str,
+        group: &str,
+    ) -> Vec<&'r SecurityGroupRule> {
+        rules
+            .iter()
+            .filter(|r| !r.egress && r.group.key().name == group && source_group(r) == Some(source))
+            .collect()
+    }
+
+    /// Whether a rule lets TCP `port` in.
+    fn opens_tcp(rule: &SecurityGroupRule, port: i32) -> bool {
+        match rule.protocol.as_deref() {
+            None => true,
+            Some("tcp") => {
+                rule.from_port.unwrap_or(0) <= port && port <= rule.to_port.unwrap_or(65535)
+            }
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn nodes_never_reach_etcd_on_the_control_plane() {
+        for yaml in [PUBLIC.to_string(), private_with_bastion()] {
+            let (cluster, groups) = load(&yaml);
+            let m = model(&cluster, &groups);
+            let rules = rules(&m).unwrap();
+            let (masters, nodes) = (m.scoped("masters"), m.scoped("nodes"));
+            let node_to_master = from_group(&rules, &nodes, &masters);
+            assert_eq!(node_to_master.len(), 4, "udp + three tcp ranges");
+            for port in ETCD_PORTS {
+                assert!(
+                    node_to_master.iter().all(|r| !opens_tcp(r, port)),
+                    "port {port} open to nodes"
+                );
+            }
+            // And every other TCP port is open to them.
+            for port in [1, 22, 443, 2379, 2382, 3988, 4000, 4003, 10250, 65535] {
+                assert!(
+                    node_to_master.iter().any(|r| opens_tcp(r, port)),
+                    "port {port}"
+                );
+            }
+            let tcp: Vec<(i32, i32)> = node_to_master
+                .iter()
+                .filter(|r| r.protocol.as_deref() == Some("tcp"))
+                .map(|r| (r.from_port.unwrap(), r.to_port.unwrap()))
+                .collect();
+            assert_eq!(tcp, [(1, 2379), (2382, 4000), (4003, 65535)]);
+            let udp = rule(
+                &rules,
+                &format!("from-{nodes}-ingress-udp-1to65535-{masters}"),
+            );
+            assert_eq!(source_group(udp), Some(nodes.as_str()));
+        }
+    }
+
+    #[test]
+    fn leases_and_cilium_etcd_ports_are_closed_too() {
+        let yaml = PUBLIC
+            .replace("networking: {cilium: {}}", "networking: {cilium: {etcdManaged: true}}")
+            .replace(
+                "  - {name: events,",
+                "  - {name: leases, etcdMembers: [{name: a, instanceGroup: control-plane}]}\n  - {name: events,",
+            );
+        let (cluster, groups) = load(&yaml);
+        let m = model(&cluster, &groups);
+        assert_eq!(
+            node_to_master_tcp_ranges(&m),
+            [(1, 2379), (2384, 4000), (4003, 4003), (4005, 65535)]
+        );
+    }
+
+    #[test]
+    fn public_cluster_opens_ssh_and_api_from_the_spec_cidrs_only() {
+        let (cluster, groups) = load(PUBLIC);
+        let m = model(&cluster, &groups);
+        let rules = rules(&m).unwrap();
+        let (masters, nodes) = (m.scoped("masters"), m.scoped("nodes"));
+        let from_cidrs: BTreeSet<(String, Option<i32>, String)> = rules
+            .iter()
+            .filter(|r| !r.egress)
+            .filter_map(|r| match &r.target {
+                RuleTarget::Cidr(c) | RuleTarget::Ipv6Cidr(c) => {
+                    Some((r.group.key().name.clone(), r.from_port, c.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let expected: BTreeSet<(String, Option<i32>, String)> = [
+            (masters.clone(), Some(22), "198.51.100.7/32".to_string()),
+            (masters.clone(), Some(22), "2001:db8::/64".to_string()),
+            (nodes.clone(), Some(22), "198.51.100.7/32".to_string()),
+            (nodes.clone(), Some(22), "2001:db8::/64".to_string()),
+            (masters.clone(), Some(443), "203.0.113.0/24".to_string()),
+        ]
+        .into();
+        assert_eq!(from_cidrs, expected);
+        let ssh = rule(
+            &rules,
+            &format!("from-198.51.100.7/32-ingress-tcp-22to22-{masters}"),
+        );
+        assert_eq!((ssh.from_port, ssh.to_port), (Some(22), Some(22)));
+        assert_eq!(ssh.tags.get("Name"), Some(&ssh.name));
+        assert_eq!(
+            ssh.tags.get("KubernetesCluster").map(String::as_str),
+            Some("pub.example.com")
+        );
+        let egress: Vec<_> = rules.iter().filter(|r| r.egress).collect();
+        assert_eq!(
+            egress.len(),
+            4,
+            "IPv4 and IPv6 egress for masters and nodes"
+        );
+        assert!(egress.iter().all(|r| r.protocol.is_none()));
+        let group_names: Vec<String> = super::groups(&m).into_iter().map(|g| g.name).collect();
+        assert_eq!(group_names, [masters, nodes]);
+    }
+
+    #[test]
+    fn with_a_bastion_only_the_bastion_reaches_instances_and_only_on_ssh() {
+        let yaml = private_with_bastion();
+        let (cluster, groups) = load(&yaml);
+        let m = model(&cluster, &groups);
+        let rules = rules(&m).unwrap();
+        let (masters, nodes, bastion) =
+            (m.scoped("masters"), m.scoped("nodes"), m.scoped("bastion"));
+        let bastion_elb = m.scoped("bastion-elb");
+        let api_elb = m.scoped("api-elb");
+        for group in [&masters, &nodes] {
+            let from_bastion = from_group(&rules, &bastion, group);
+            assert_eq!(from_bastion.len(), 1);
+            let r = from_bastion[0];
+            assert_eq!(
+                (r.protocol.as_deref(), r.from_port, r.to_port),
+                (Some("tcp"), Some(22), Some(22))
+            );
+            // No CIDR reaches the instances directly.
+            assert!(rules
+                .iter()
+                .filter(|r| !r.egress && &r.group.key().name == group)
+                .all(|r| matches!(r.target, RuleTarget::Group(_))));
+        }
+        // SSH reaches the bastion's load balancer from the utility subnet and sshAccess.
+        let ssh_to_lb: BTreeSet<String> = rules
+            .iter()
+            .filter(|r| r.group.key().name == bastion_elb && r.from_port == Some(22))
+            .filter_map(|r| match &r.target {
+                RuleTarget::Cidr(c) | RuleTarget::Ipv6Cidr(c) => Some(c.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ssh_to_lb,
+            ["172.20.4.0/22", "198.51.100.7/32", "2001:db8::/64"]
+                .map(String::from)
+                .into()
+        );
+        // The bastion itself is reached only from its load balancer.
+        assert!(rules
+            .iter()
+            .filter(|r| !r.egress && r.group.key().name == bastion)
+            .all(|r| source_group(r) == Some(bastion_elb.as_str())));
+        // The API goes through its load balancer.
+        let https = rule(&rules, "https-elb-to-master");
+        assert_eq!(source_group(https), Some(api_elb.as_str()));
+        rule(
+            &rules,
+            &format!("from-203.0.113.0/24-ingress-tcp-443to443-{api_elb}"),
+        );
+        rule(&rules, "icmpv6-pmtu-ssh-nlb-2001:db8::/64");
+        rule(&rules, "icmp-pmtu-ssh-nlb-172.20.4.0/22");
+        let group_names: BTreeSet<String> = super::groups(&m).into_iter().map(|g| g.name).collect();
+        assert_eq!(
+            group_names,
+            [api_elb, bastion, bastion_elb, masters, nodes].into()
+        );
+    }
+
+    /// kops' Terraform resource name of a task name.
+    fn terraform_name(name: &str) -> String {
+        name.replace('.', "-").replace('/', "--").replace(':', "_")
+    }
+
+    fn terraform_resources(tf: &str, kind: &str) -> BTreeSet<String> {
+        let prefix = format!("resource \"{kind}\" \"");
+        tf.lines()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .filter_map(|rest| rest.split('"').next())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Cases whose rules need what is not built yet (`securityGroupOverride`).
+    const UNSUPPORTED_CASES: &[&str] = &["existing_sg"];
+
+    #[test]
+    fn groups_and_rules_match_kops_golden_terraform_in_every_aws_case() {
+        let Some(root) = conformance_case("") else {
+            return;
+        };
+        let mut checked = Vec::new();
+        for entry in std::fs::read_dir(root).unwrap() {
+            let dir = entry.unwrap().path();
+            let case = dir.file_name().unwrap().to_string_lossy().to_string();
+            let (Ok(tf), Ok(yaml)) = (
+                std::fs::read_to_string(dir.join("kubernetes.tf")),
+                std::fs::read_to_string(dir.join("in-v1alpha2.yaml")),
+            ) else {
+                continue;
+            };
+            if !tf.contains("resource \"aws_security_group\"")
+                || UNSUPPORTED_CASES.contains(&case.as_str())
+            {
+                continue;
+            }
+            let (cluster, groups) = load(&yaml);
+            let m = model(&cluster, &groups);
+            let ours: BTreeSet<String> = rules(&m)
+                .unwrap()
+                .iter()
+                .map(|r| terraform_name(&r.name))
+                .collect();
+            assert_eq!(
+                ours,
+                terraform_resources(&tf, "aws_security_group_rule"),
+                "rules of {case}"
+            );
+            let ours: BTreeSet<String> = super::groups(&m)
+                .iter()
+                .map(|g| terraform_name(&g.name))
+                .collect();
+            assert_eq!(
+                ours,
+                terraform_resources(&tf, "aws_security_group"),
+                "groups of {case}"
+            );
+            checked.push(case);
+        }
+        for case in ["minimal-aws", "privatecilium", "complex"] {
+            assert!(checked.iter().any(|c| c == case), "{case} was not checked");
+        }
+        assert!(checked.len() >= 40, "only {} cases", checked.len());
+    }
+
+    #[test]
+    fn groups_hang_off_the_network_builders_vpc() {
+        for yaml in [PUBLIC.to_string(), private_with_bastion()] {
+            let (cluster, groups) = load(&yaml);
+            let m = model(&cluster, &groups);
+            // `build` validates the graph: every group's VPC dependency is there.
+            let graph = crate::build(&m).unwrap();
+            let key = kops_engine::TaskKey::new(SecurityGroup::KIND, m.scoped("masters"));
+            assert_eq!(
+                graph.dependencies_of(&key),
+                Some(&[kops_engine::TaskKey::new(Vpc::KIND, m.name())][..])
+            );
+        }
+    }
+
+    #[test]
+    fn every_group_gets_a_cleanup_that_keeps_all_its_rules() {
+        let yaml = private_with_bastion();
+        let (cluster, groups) = load(&yaml);
+        let m = model(&cluster, &groups);
+        let mut graph = TaskGraph::new();
+        build(&m, &mut graph).unwrap();
+        let all_rules = rules(&m).unwrap();
+        for group in super::groups(&m) {
+            let key = kops_engine::TaskKey::new(SecurityGroupCleanup::KIND, group.name.clone());
+            let task = graph.get(&key).unwrap_or_else(|| panic!("no {key}"));
+            let cleanup = task
+                .as_any()
+                .downcast_ref::<SecurityGroupCleanup>()
+                .unwrap();
+            let kept: BTreeSet<&str> = cleanup.keep.iter().map(|r| r.name.as_str()).collect();
+            let wanted: BTreeSet<&str> = all_rules
+                .iter()
+                .filter(|r| r.group.key().name == group.name)
+                .map(|r| r.name.as_str())
+                .collect();
+            assert_eq!(kept, wanted, "{}", group.name);
+            assert!(cleanup.ports.contains(&(22, 22)) || cleanup.ports.contains(&(443, 443)));
+            // It runs after every rule of its group.
+            let deps = graph.dependencies_of(&key).unwrap();
+            for rule in &cleanup.keep {
+                let rule_key =
+                    kops_engine::TaskKey::new(SecurityGroupRule::KIND, rule.name.clone());
+                assert!(deps.contains(&rule_key), "{key} before {rule_key}");
+            }
+        }
+        let masters = watched_ports(&m, &m.scoped("masters"));
+        for port in ETCD_PORTS {
+            assert!(masters.contains(&(port, port)), "etcd port {port} watched");
+        }
+        assert_eq!(watched_ports(&m, &m.scoped("nodes")), [(22, 22)]);
+    }
+
+    #[test]
+    fn node_port_range_comes_from_the_api_server_spec() {
+        let yaml = PUBLIC.replace(
+            "  networkCIDR:",
+            "  nodePortAccess: [10.0.0.0/8]\n  kubeAPIServer: {serviceNodePortRange: 28000-32767}\n  networkCIDR:",
+        );
+        let (cluster, groups) = load(&yaml);
+        let m = model(&cluster, &groups);
+        let rules = rules(&m).unwrap();
+        let tcp = rule(&rules, "nodeport-tcp-external-to-node-10.0.0.0/8");
+        assert_eq!((tcp.from_port, tcp.to_port), (Some(28000), Some(32767)));
+        assert!(tcp.tags.is_empty());
+        rule(&rules, "nodeport-udp-external-to-node-10.0.0.0/8");
+
+        let bad = PUBLIC.replace(
+            "  networkCIDR:",
+            "  nodePortAccess: [10.0.0.0/8]\n  kubeAPIServer: {serviceNodePortRange: lots}\n  networkCIDR:",
+        );
+        let (cluster, groups) = load(&bad);
+        let err = super::rules(&model(&cluster, &groups))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("serviceNodePortRange"), "{err}");
+    }
 }

@@ -9,7 +9,27 @@
 //! - AWS errors go through [`crate::context::classify`], so throttling and
 //!   eventual consistency are retried by the executor.
 
+pub mod dhcp_options;
+pub mod ec2;
+pub mod elastic_ip;
+pub mod iam_instance_profile;
+pub mod iam_role;
+pub mod iam_role_policy;
+pub mod internet_gateway;
+pub mod nat_gateway;
+pub mod policy_document;
+pub mod route;
+pub mod route_table;
+pub mod route_table_association;
+pub mod security_group;
+pub mod security_group_cleanup;
+pub mod security_group_rule;
+pub mod ssh_key;
+pub mod subnet;
 pub mod vpc;
+pub mod vpc_amazon_ipv6_cidr_block;
+pub mod vpc_cidr_block;
+pub mod vpc_dhcp_options_association;
 
 use crate::context::Tags;
 

@@ -5,6 +5,7 @@ use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType, VpcAttributeName};
 use kops_engine::{Changes, FieldValue, OutputRef, Outputs, Task, TaskError, TaskKey};
 
 use crate::context::{classify, ec2_tags, name_tag, tag_map, tag_spec, AwsContext, Tags};
+use crate::tasks::ec2::{not_visible_yet, unless_not_found};
 use crate::tasks::{managed_tags, tags_to_write};
 
 /// A VPC id, what dependants read.
@@ -78,21 +79,39 @@ impl Task<AwsContext> for Vpc {
     async fn find(&self, ctx: &AwsContext, _: &Outputs) -> Result<Option<VpcActual>, TaskError> {
         let found = match &self.shared_id {
             Some(id) => {
-                let out = ctx
-                    .ec2()
-                    .describe_vpcs()
-                    .vpc_ids(id)
-                    .send()
-                    .await
-                    .map_err(|e| classify("DescribeVpcs", id, e))?;
-                out.vpcs().first().cloned()
+                // Not there is an answer (refused by check_changes), not
+                // something to retry.
+                let out = unless_not_found(
+                    "DescribeVpcs",
+                    id,
+                    ctx.ec2().describe_vpcs().vpc_ids(id).send().await,
+                )?;
+                out.and_then(|o| o.vpcs().first().cloned())
             }
-            None => ctx
-                .vpcs()
-                .await?
-                .iter()
-                .find(|v| name_tag(v.tags()) == Some(self.name.as_str()))
-                .cloned(),
+            None => {
+                let cached = ctx
+                    .vpcs()
+                    .await?
+                    .iter()
+                    .find(|v| name_tag(v.tags()) == Some(self.name.as_str()))
+                    .cloned();
+                match (cached, ctx.created_id(&self.key())) {
+                    // Created by an earlier attempt of this run (the cache
+                    // predates it): find it, do not create a second VPC.
+                    (None, Some(id)) => {
+                        let out = ctx
+                            .ec2()
+                            .describe_vpcs()
+                            .vpc_ids(&id)
+                            .send()
+                            .await
+                            .map_err(|e| classify("DescribeVpcs", &id, e))?;
+                        let vpc = out.vpcs().first().cloned();
+                        Some(vpc.ok_or_else(|| not_visible_yet("VPC", &id))?)
+                    }
+                    (cached, _) => cached,
+                }
+            }
         };
         let Some(vpc) = found else { return Ok(None) };
         let id = vpc.vpc_id().unwrap_or_default().to_string();
@@ -147,7 +166,7 @@ impl Task<AwsContext> for Vpc {
     fn check_changes(&self, actual: Option<&VpcActual>, _: &Changes) -> Result<(), TaskError> {
         match (actual, &self.shared_id) {
             (None, Some(id)) => Err(TaskError::fatal(format!(
-                "the VPC `{id}` (spec.networkID) does not exist in region `this one`\nhint: check spec.networkID and the cluster's zones"
+                "the VPC `{id}` (spec.networkID) does not exist in the cluster's region\nhint: check spec.networkID and the cluster's zones"
             ))),
             (Some(a), None) if a.cidr != self.cidr => Err(TaskError::immutable("cidr", &a.cidr, &self.cidr)),
             _ => Ok(()),
@@ -176,12 +195,15 @@ impl Task<AwsContext> for Vpc {
                     .send()
                     .await
                     .map_err(|e| classify("CreateVpc", &self.name, e))?;
-                out.vpc()
+                let id = out
+                    .vpc()
                     .and_then(|v| v.vpc_id())
                     .ok_or_else(|| {
                         TaskError::fatal(format!("CreateVpc for `{}` returned no id", self.name))
                     })?
-                    .to_string()
+                    .to_string();
+                ctx.remember_created(self.key(), &id);
+                id
             }
         };
         let flag = |on: bool| AttributeBooleanValue::builder().value(on).build();

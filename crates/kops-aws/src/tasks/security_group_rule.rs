@@ -1,0 +1,412 @@
+//! One ingress or egress permission of a security group: a protocol, a port
+//! range and one source (an IPv4 or IPv6 CIDR, a prefix list, or another
+//! security group).
+//!
+//! Rules are found without a call of their own: the group's `IpPermissions`
+//! (or `IpPermissionsEgress`) come with the batched `DescribeSecurityGroups`
+//! the context makes once per run, and a rule exists when one permission
+//! there has its protocol, ports and source. A rule has nothing to modify: it
+//! exists or it is authorized. A group created in this run is not in that
+//! cache: it holds only the egress-to-everywhere rule AWS gives every new VPC
+//! group (which is kops' IPv4 egress rule, so it is kept, not revoked), and
+//! its other rules are authorized. AWS answering
+//! `InvalidPermission.Duplicate` (a rule written by an interrupted run)
+//! counts as success.
+
+use aws_sdk_ec2::types::{
+    IpPermission, IpRange, Ipv6Range, PrefixListId, ResourceType, UserIdGroupPair,
+};
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use kops_engine::{Changes, OutputRef, Outputs, Task, TaskError, TaskKey};
+
+use crate::context::{classify, tag_spec, AwsContext, Tags};
+use crate::tasks::security_group::SecurityGroupId;
+
+/// Where the traffic of a rule comes from (ingress) or goes to (egress).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RuleTarget {
+    /// An IPv4 CIDR, `0.0.0.0/0`.
+    Cidr(String),
+    /// An IPv6 CIDR, `::/0`.
+    Ipv6Cidr(String),
+    /// A managed prefix list, `pl-...`.
+    PrefixList(String),
+    /// Another security group (or the same one).
+    Group(OutputRef<SecurityGroupId>),
+}
+
+impl RuleTarget {
+    /// A CIDR or prefix list as kops accepts it in `sshAccess`,
+    /// `kubernetesApiAccess` and `nodePortAccess`.
+    pub fn from_access(value: &str) -> RuleTarget {
+        if value.starts_with("pl-") {
+            RuleTarget::PrefixList(value.to_string())
+        } else if value.contains(':') {
+            RuleTarget::Ipv6Cidr(value.to_string())
+        } else {
+            RuleTarget::Cidr(value.to_string())
+        }
+    }
+}
+
+/// What the rule should be.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SecurityGroupRule {
+    /// The task name: kops' rule name (`from-nodes.<c>-ingress-tcp-1to2379-masters.<c>`).
+    pub name: String,
+    /// The group the rule belongs to.
+    pub group: OutputRef<SecurityGroupId>,
+    pub egress: bool,
+    /// `tcp`, `udp`, `icmp`, `icmpv6`, a protocol number (`4`), or `None` for all.
+    pub protocol: Option<String>,
+    /// The first port (ICMP: the type); `None` for all ports.
+    pub from_port: Option<i32>,
+    /// The last port (ICMP: the code); `None` for all ports.
+    pub to_port: Option<i32>,
+    pub target: RuleTarget,
+    /// Written when the rule is authorized. Not compared afterwards: the
+    /// group's permissions, which is how rules are found, carry no tags.
+    pub tags: Tags,
+}
+
+/// The rule exists in this group.
+#[derive(Debug, Clone)]
+pub struct SecurityGroupRuleActual {
+    pub group_id: String,
+}
+
+impl SecurityGroupRule {
+    pub const KIND: &'static str = "SecurityGroupRule";
+
+    /// The protocol as AWS spells it, `-1` for all.
+    pub fn aws_protocol(&self) -> &str {
+        self.protocol.as_deref().unwrap_or("-1")
+    }
+
+    /// Whether AWS stores ports for this protocol (tcp, udp, icmp, icmpv6).
+    fn has_ports(&self) -> bool {
+        matches!(
+            self.aws_protocol(),
+            "tcp" | "udp" | "icmp" | "icmpv6" | "6" | "17" | "1" | "58"
+        )
+    }
+
+    /// Whether a permission AWS reports for the group covers this rule,
+    /// `source_group` being the id of the target group when the target is one.
+    pub fn matches(&self, permission: &IpPermission, source_group: Option<&str>) -> bool {
+        if !same_protocol(
+            permission.ip_protocol().unwrap_or("-1"),
+            self.aws_protocol(),
+        ) {
+            return false;
+        }
+        if self.has_ports()
+            && (permission.from_port() != self.from_port || permission.to_port() != self.to_port)
+        {
+            return false;
+        }
+        match &self.target {
+            RuleTarget::Cidr(cidr) => permission
+                .ip_ranges()
+                .iter()
+                .any(|r| r.cidr_ip() == Some(cidr.as_str())),
+            RuleTarget::Ipv6Cidr(cidr) => permission
+                .ipv6_ranges()
+                .iter()
+                .any(|r| r.cidr_ipv6() == Some(cidr.as_str())),
+            RuleTarget::PrefixList(id) => permission
+                .prefix_list_ids()
+                .iter()
+                .any(|p| p.prefix_list_id() == Some(id.as_str())),
+            RuleTarget::Group(_) => permission
+                .user_id_group_pairs()
+                .iter()
+                .any(|p| p.group_id().is_some() && p.group_id() == source_group),
+        }
+    }
+
+    fn permission(&self, source_group: Option<&str>) -> IpPermission {
+        let mut p = IpPermission::builder().ip_protocol(self.aws_protocol());
+        if self.has_ports() {
+            p = p.set_from_port(self.from_port).set_to_port(self.to_port);
+        }
+        p = match &self.target {
+            RuleTarget::Cidr(cidr) => p.ip_ranges(IpRange::builder().cidr_ip(cidr).build()),
+            RuleTarget::Ipv6Cidr(cidr) => {
+                p.ipv6_ranges(Ipv6Range::builder().cidr_ipv6(cidr).build())
+            }
+            RuleTarget::PrefixList(id) => {
+                p.prefix_list_ids(PrefixListId::builder().prefix_list_id(id).build())
+            }
+            RuleTarget::Group(_) => p.user_id_group_pairs(
+                UserIdGroupPair::builder()
+                    .set_group_id(source_group.map(str::to_string))
+                    .build(),
+            ),
+        };
+        p.build()
+    }
+
+    fn direction(&self) -> &'static str {
+        if self.egress {
+            "egress"
+        } else {
+            "ingress"
+        }
+    }
+}
+
+/// `tcp` and `6` are the same protocol; AWS answers with names when it has one.
+fn same_protocol(actual: &str, expected: &str) -> bool {
+    fn normal(p: &str) -> &str {
+        match p {
+            "6" => "tcp",
+            "17" => "udp",
+            "1" => "icmp",
+            "58" => "icmpv6",
+            "all" => "-1",
+            other => other,
+        }
+    }
+    normal(&actual.to_ascii_lowercase()) == normal(&expected.to_ascii_lowercase())
+}
+
+impl Task<AwsContext> for SecurityGroupRule {
+    type Actual = SecurityGroupRuleActual;
+    type Output = ();
+
+    fn key(&self) -> TaskKey {
+        TaskKey::new(Self::KIND, &self.name)
+    }
+
+    fn dependencies(&self) -> Vec<TaskKey> {
+        let mut deps = vec![self.group.key().clone()];
+        if let RuleTarget::Group(source) = &self.target {
+            deps.push(source.key().clone());
+        }
+        deps
+    }
+
+    async fn find(
+        &self,
+        ctx: &AwsContext,
+        deps: &Outputs,
+    ) -> Result<Option<SecurityGroupRuleActual>, TaskError> {
+        // Groups that would be created have no rules yet.
+        let Some(group_id) = deps.try_get(&self.group)? else {
+            return Ok(None);
+        };
+        let source = match &self.target {
+            RuleTarget::Group(source) => match deps.try_get(source)? {
+                Some(id) => Some(id.0.as_str()),
+                None => return Ok(None),
+            },
+            _ => None,
+        };
+        let groups = ctx.security_groups().await?;
+        let Some(group) = groups
+            .iter()
+            .find(|g| g.group_id() == Some(group_id.0.as_str()))
+        else {
+            // Not in this run's discovery: the group was created in this
+            // run, and AWS gave it only its default rule, all egress to
+            // 0.0.0.0/0 (kops' own IPv4 egress rule).
+            let default_egress = self.egress
+                && self.aws_protocol() == "-1"
+                && self.target == RuleTarget::Cidr("0.0.0.0/0".into());
+            return Ok(default_egress.then(|| SecurityGroupRuleActual {
+                group_id: group_id.0.clone(),
+            }));
+        };
+        let permissions = if self.egress {
+            group.ip_permissions_egress()
+        } else {
+            group.ip_permissions()
+        };
+        Ok(permissions
+            .iter()
+            .any(|p| self.matches(p, source))
+            .then(|| SecurityGroupRuleActual {
+                group_id: group_id.0.clone(),
+            }))
+    }
+
+    fn diff(
+        &self,
+        actual: Option<&SecurityGroupRuleActual>,
+        deps: &Outputs,
+    ) -> Result<Changes, TaskError> {
+        let mut changes = Changes::new();
+        if actual.is_some() {
+            return Ok(changes);
+        }
+        let group = deps.try_get(&self.group)?.map(|g| g.0.as_str());
+        changes
+            .compare_reference("securityGroup", None, group, self.group.key())
+            .compare("direction", None, self.direction())
+            .compare("protocol", None, self.aws_protocol());
+        if self.has_ports() {
+            changes.compare("fromPort", None, &self.from_port).compare(
+                "toPort",
+                None,
+                &self.to_port,
+            );
+        }
+        match &self.target {
+            RuleTarget::Cidr(cidr) => changes.compare("cidr", None, cidr.as_str()),
+            RuleTarget::Ipv6Cidr(cidr) => changes.compare("ipv6Cidr", None, cidr.as_str()),
+            RuleTarget::PrefixList(id) => changes.compare("prefixList", None, id.as_str()),
+            RuleTarget::Group(source) => {
+                let id = deps.try_get(source)?.map(|g| g.0.as_str());
+                changes.compare_reference("sourceGroup", None, id, source.key())
+            }
+        };
+        Ok(changes)
+    }
+
+    fn output(&self, _: &SecurityGroupRuleActual) {}
+
+    async fn apply(
+        &self,
+        ctx: &AwsContext,
+        deps: &Outputs,
+        actual: Option<&SecurityGroupRuleActual>,
+        _: &Changes,
+    ) -> Result<(), TaskError> {
+        if actual.is_some() {
+            return Ok(());
+        }
+        let group_id = deps.get(&self.group)?.0.clone();
+        let source = match &self.target {
+            RuleTarget::Group(source) => Some(deps.get(source)?.0.clone()),
+            _ => None,
+        };
+        let permission = self.permission(source.as_deref());
+        let tags =
+            (!self.tags.is_empty()).then(|| tag_spec(ResourceType::SecurityGroupRule, &self.tags));
+        let result = if self.egress {
+            ctx.ec2()
+                .authorize_security_group_egress()
+                .group_id(&group_id)
+                .ip_permissions(permission)
+                .set_tag_specifications(tags.map(|t| vec![t]))
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| duplicate_is_done("AuthorizeSecurityGroupEgress", &self.name, e))
+        } else {
+            ctx.ec2()
+                .authorize_security_group_ingress()
+                .group_id(&group_id)
+                .ip_permissions(permission)
+                .set_tag_specifications(tags.map(|t| vec![t]))
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| duplicate_is_done("AuthorizeSecurityGroupIngress", &self.name, e))
+        };
+        match result {
+            Ok(()) | Err(None) => Ok(()),
+            Err(Some(e)) => Err(e),
+        }
+    }
+}
+
+/// `None` when AWS says the permission is already there; the classified
+/// error otherwise.
+fn duplicate_is_done<E>(
+    operation: &'static str,
+    rule: &str,
+    err: aws_smithy_runtime_api::client::result::SdkError<
+        E,
+        aws_smithy_runtime_api::client::orchestrator::HttpResponse,
+    >,
+) -> Option<TaskError>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    if err.code() == Some("InvalidPermission.Duplicate") {
+        return None;
+    }
+    Some(classify(operation, rule, err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(
+        protocol: Option<&str>,
+        ports: Option<(i32, i32)>,
+        target: RuleTarget,
+    ) -> SecurityGroupRule {
+        SecurityGroupRule {
+            name: "r".into(),
+            group: OutputRef::new(TaskKey::new("SecurityGroup", "masters.c")),
+            egress: false,
+            protocol: protocol.map(str::to_string),
+            from_port: ports.map(|p| p.0),
+            to_port: ports.map(|p| p.1),
+            target,
+            tags: Tags::new(),
+        }
+    }
+
+    #[test]
+    fn permissions_match_on_protocol_ports_and_source() {
+        let tcp = rule(
+            Some("tcp"),
+            Some((1, 2379)),
+            RuleTarget::Group(OutputRef::new(TaskKey::new("SecurityGroup", "nodes.c"))),
+        );
+        let p = IpPermission::builder()
+            .ip_protocol("tcp")
+            .from_port(1)
+            .to_port(2379)
+            .user_id_group_pairs(UserIdGroupPair::builder().group_id("sg-n").build())
+            .build();
+        assert!(tcp.matches(&p, Some("sg-n")));
+        assert!(!tcp.matches(&p, Some("sg-other")));
+        let wider = IpPermission::builder()
+            .ip_protocol("tcp")
+            .from_port(1)
+            .to_port(65535)
+            .user_id_group_pairs(UserIdGroupPair::builder().group_id("sg-n").build())
+            .build();
+        assert!(
+            !tcp.matches(&wider, Some("sg-n")),
+            "a wider range is another rule"
+        );
+    }
+
+    #[test]
+    fn all_traffic_ignores_ports_and_cidrs_are_exact() {
+        let all = rule(None, None, RuleTarget::Cidr("0.0.0.0/0".into()));
+        let p = IpPermission::builder()
+            .ip_protocol("-1")
+            .ip_ranges(IpRange::builder().cidr_ip("10.0.0.0/8").build())
+            .ip_ranges(IpRange::builder().cidr_ip("0.0.0.0/0").build())
+            .build();
+        assert!(all.matches(&p, None));
+        let v6 = rule(None, None, RuleTarget::Ipv6Cidr("::/0".into()));
+        assert!(!v6.matches(&p, None));
+    }
+
+    #[test]
+    fn access_values_become_targets() {
+        assert_eq!(
+            RuleTarget::from_access("pl-1234"),
+            RuleTarget::PrefixList("pl-1234".into())
+        );
+        assert_eq!(
+            RuleTarget::from_access("::/0"),
+            RuleTarget::Ipv6Cidr("::/0".into())
+        );
+        assert_eq!(
+            RuleTarget::from_access("1.2.3.4/32"),
+            RuleTarget::Cidr("1.2.3.4/32".into())
+        );
+        assert!(same_protocol("6", "tcp"));
+        assert!(!same_protocol("udp", "tcp"));
+    }
+}
