@@ -225,3 +225,291 @@ fn public_cluster_lifecycle() {
 fn private_cluster_lifecycle() {
     lifecycle("private", "priv.example.com");
 }
+
+/// An apply killed half way is finished by the next update, without
+/// duplicates.
+#[test]
+fn an_interrupted_apply_is_finished_by_the_next_update() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    let cluster = "killed.example.com";
+    let tmp = tempfile::tempdir().unwrap();
+    let state = file_url(&tmp.path().join("state"));
+    let r = kops_on(
+        moto,
+        &[
+            "create",
+            "cluster",
+            cluster,
+            "--zones",
+            "us-east-1a,us-east-1b",
+            "--topology",
+            "private",
+            "--bastion",
+            "--state",
+            &state,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+
+    let mut cmd = command(&["update", "cluster", cluster, "--yes", "--state", &state]);
+    for (k, v) in moto.env() {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut created = 0;
+    for line in stderr.lines() {
+        if line.unwrap().contains("created") {
+            created += 1;
+            if created == 3 {
+                child.kill().unwrap();
+                break;
+            }
+        }
+    }
+    let _ = child.wait();
+    assert_eq!(
+        created, 3,
+        "the first apply should have created something before it was killed"
+    );
+
+    let r = kops_on(
+        moto,
+        &["update", "cluster", cluster, "--yes", "--state", &state],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = kops_on(
+        moto,
+        &[
+            "update",
+            "cluster",
+            cluster,
+            "--exit-code",
+            "--state",
+            &state,
+        ],
+    );
+    assert_eq!(
+        r.code, 0,
+        "nothing left to do after the second apply:\n{}",
+        r.stdout
+    );
+
+    // No duplicates: every Name tag appears once per resource type.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let config = aws_config::defaults(BehaviorVersion::latest())
+            .endpoint_url(moto.endpoint())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+            .load()
+            .await;
+        let ec2 = aws_sdk_ec2::Client::new(&config);
+        let filter = Filter::builder()
+            .name("tag:KubernetesCluster")
+            .values(cluster)
+            .build();
+        let vpcs = ec2
+            .describe_vpcs()
+            .filters(filter.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(vpcs.vpcs().len(), 1);
+        let subnets = ec2
+            .describe_subnets()
+            .filters(filter.clone())
+            .send()
+            .await
+            .unwrap();
+        let mut names: Vec<String> = subnets
+            .subnets()
+            .iter()
+            .filter_map(|s| {
+                s.tags()
+                    .iter()
+                    .find(|t| t.key() == Some("Name"))
+                    .and_then(|t| t.value())
+                    .map(str::to_string)
+            })
+            .collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n, "duplicate subnets: {names:?}");
+        let groups = ec2
+            .describe_security_groups()
+            .filters(filter.clone())
+            .send()
+            .await
+            .unwrap();
+        let mut names: Vec<&str> = groups
+            .security_groups()
+            .iter()
+            .filter_map(|g| g.group_name())
+            .collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n, "duplicate security groups: {names:?}");
+        let nats = ec2
+            .describe_nat_gateways()
+            .filter(filter.clone())
+            .send()
+            .await
+            .unwrap();
+        let live = nats
+            .nat_gateways()
+            .iter()
+            .filter(|g| g.state().map(|s| s.as_str()) != Some("deleted"))
+            .count();
+        assert_eq!(live, 2, "one NAT gateway per private zone");
+    });
+    let r = kops_on(
+        moto,
+        &[
+            "delete",
+            "cluster",
+            cluster,
+            "--yes",
+            "--interval",
+            "100ms",
+            "--state",
+            &state,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+/// A cluster in an existing VPC creates nothing in the owner's resources,
+/// and delete leaves the VPC and its subnets in place.
+#[test]
+fn shared_vpc_is_left_in_place() {
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = rt.block_on(
+        aws_config::defaults(BehaviorVersion::latest())
+            .endpoint_url(moto.endpoint())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+            .load(),
+    );
+    let ec2 = aws_sdk_ec2::Client::new(&config);
+    let (vpc, subnet) = rt.block_on(async {
+        let vpc = ec2
+            .create_vpc()
+            .cidr_block("10.30.0.0/16")
+            .send()
+            .await
+            .unwrap();
+        let vpc = vpc.vpc().unwrap().vpc_id().unwrap().to_string();
+        let igw = ec2.create_internet_gateway().send().await.unwrap();
+        let igw = igw
+            .internet_gateway()
+            .unwrap()
+            .internet_gateway_id()
+            .unwrap()
+            .to_string();
+        ec2.attach_internet_gateway()
+            .vpc_id(&vpc)
+            .internet_gateway_id(&igw)
+            .send()
+            .await
+            .unwrap();
+        let s = ec2
+            .create_subnet()
+            .vpc_id(&vpc)
+            .cidr_block("10.30.1.0/24")
+            .availability_zone("us-east-1a")
+            .send()
+            .await
+            .unwrap();
+        (vpc, s.subnet().unwrap().subnet_id().unwrap().to_string())
+    });
+    let cluster = "shared.example.com";
+    let tmp = tempfile::tempdir().unwrap();
+    let state = file_url(&tmp.path().join("state"));
+    let r = kops_on(
+        moto,
+        &[
+            "create",
+            "cluster",
+            cluster,
+            "--zones",
+            "us-east-1a",
+            "--subnets",
+            &subnet,
+            "--state",
+            &state,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = kops_on(
+        moto,
+        &["update", "cluster", cluster, "--yes", "--state", &state],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("VPC/"),
+        "the shared VPC must not be created or modified:\n{}",
+        r.stderr
+    );
+    let r = kops_on(
+        moto,
+        &[
+            "update",
+            "cluster",
+            cluster,
+            "--exit-code",
+            "--state",
+            &state,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let r = kops_on(
+        moto,
+        &[
+            "delete",
+            "cluster",
+            cluster,
+            "--yes",
+            "--interval",
+            "100ms",
+            "--state",
+            &state,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    rt.block_on(async {
+        let v = ec2.describe_vpcs().vpc_ids(&vpc).send().await.unwrap();
+        assert_eq!(v.vpcs().len(), 1, "the shared VPC must survive delete");
+        let s = ec2
+            .describe_subnets()
+            .subnet_ids(&subnet)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            s.subnets().len(),
+            1,
+            "the shared subnet must survive delete"
+        );
+    });
+}
