@@ -24,6 +24,30 @@ pub const TAG_NAME: &str = "Name";
 /// Tags as a sorted map.
 pub type Tags = BTreeMap<String, String>;
 
+/// Defines a batched, cached discovery accessor: one paginated, filtered
+/// Describe call per run for the resource type, kept in the field of the
+/// same name.
+macro_rules! discover {
+    ($name:ident, $ty:ident, $call:ident, $filter_method:ident, $filter:ident, $operation:literal) => {
+        pub async fn $name(&self) -> Result<&[aws_sdk_ec2::types::$ty], TaskError> {
+            self.$name
+                .get_or_try_init(|| async {
+                    self.ec2()
+                        .$call()
+                        .$filter_method(self.$filter())
+                        .into_paginator()
+                        .items()
+                        .send()
+                        .collect::<Result<Vec<_>, _>>()
+                        .await
+                        .map_err(|e| classify($operation, &self.cluster, e))
+                })
+                .await
+                .map(Vec::as_slice)
+        }
+    };
+}
+
 /// The context of one `update cluster` / `delete cluster` run.
 #[derive(Debug)]
 pub struct AwsContext {
@@ -109,22 +133,14 @@ impl AwsContext {
         self.created.lock().ok()?.get(key).cloned()
     }
 
-    pub async fn vpcs(&self) -> Result<&[aws_sdk_ec2::types::Vpc], TaskError> {
-        self.vpcs
-            .get_or_try_init(|| async {
-                self.ec2()
-                    .describe_vpcs()
-                    .filters(self.cluster_filter())
-                    .into_paginator()
-                    .items()
-                    .send()
-                    .collect::<Result<Vec<_>, _>>()
-                    .await
-                    .map_err(|e| classify("DescribeVpcs", &self.cluster, e))
-            })
-            .await
-            .map(Vec::as_slice)
-    }
+    discover!(
+        vpcs,
+        Vpc,
+        describe_vpcs,
+        filters,
+        cluster_filter,
+        "DescribeVpcs"
+    );
 
     pub async fn subnets(&self) -> Result<&[aws_sdk_ec2::types::Subnet], TaskError> {
         self.subnets
@@ -144,22 +160,14 @@ impl AwsContext {
             .map(Vec::as_slice)
     }
 
-    pub async fn dhcp_options(&self) -> Result<&[aws_sdk_ec2::types::DhcpOptions], TaskError> {
-        self.dhcp_options
-            .get_or_try_init(|| async {
-                self.ec2()
-                    .describe_dhcp_options()
-                    .filters(self.cluster_filter())
-                    .into_paginator()
-                    .items()
-                    .send()
-                    .collect::<Result<Vec<_>, _>>()
-                    .await
-                    .map_err(|e| classify("DescribeDhcpOptions", &self.cluster, e))
-            })
-            .await
-            .map(Vec::as_slice)
-    }
+    discover!(
+        dhcp_options,
+        DhcpOptions,
+        describe_dhcp_options,
+        filters,
+        cluster_filter,
+        "DescribeDhcpOptions"
+    );
 
     pub async fn internet_gateways(
         &self,
@@ -180,39 +188,23 @@ impl AwsContext {
             .map(Vec::as_slice)
     }
 
-    pub async fn route_tables(&self) -> Result<&[aws_sdk_ec2::types::RouteTable], TaskError> {
-        self.route_tables
-            .get_or_try_init(|| async {
-                self.ec2()
-                    .describe_route_tables()
-                    .filters(self.cluster_filter())
-                    .into_paginator()
-                    .items()
-                    .send()
-                    .collect::<Result<Vec<_>, _>>()
-                    .await
-                    .map_err(|e| classify("DescribeRouteTables", &self.cluster, e))
-            })
-            .await
-            .map(Vec::as_slice)
-    }
+    discover!(
+        route_tables,
+        RouteTable,
+        describe_route_tables,
+        filters,
+        cluster_filter,
+        "DescribeRouteTables"
+    );
 
-    pub async fn nat_gateways(&self) -> Result<&[aws_sdk_ec2::types::NatGateway], TaskError> {
-        self.nat_gateways
-            .get_or_try_init(|| async {
-                self.ec2()
-                    .describe_nat_gateways()
-                    .filter(self.cluster_filter())
-                    .into_paginator()
-                    .items()
-                    .send()
-                    .collect::<Result<Vec<_>, _>>()
-                    .await
-                    .map_err(|e| classify("DescribeNatGateways", &self.cluster, e))
-            })
-            .await
-            .map(Vec::as_slice)
-    }
+    discover!(
+        nat_gateways,
+        NatGateway,
+        describe_nat_gateways,
+        filter,
+        cluster_filter,
+        "DescribeNatGateways"
+    );
 
     pub async fn addresses(&self) -> Result<&[aws_sdk_ec2::types::Address], TaskError> {
         self.addresses
@@ -230,22 +222,14 @@ impl AwsContext {
             .map(Vec::as_slice)
     }
 
-    pub async fn security_groups(&self) -> Result<&[aws_sdk_ec2::types::SecurityGroup], TaskError> {
-        self.security_groups
-            .get_or_try_init(|| async {
-                self.ec2()
-                    .describe_security_groups()
-                    .filters(self.cluster_filter())
-                    .into_paginator()
-                    .items()
-                    .send()
-                    .collect::<Result<Vec<_>, _>>()
-                    .await
-                    .map_err(|e| classify("DescribeSecurityGroups", &self.cluster, e))
-            })
-            .await
-            .map(Vec::as_slice)
-    }
+    discover!(
+        security_groups,
+        SecurityGroup,
+        describe_security_groups,
+        filters,
+        cluster_filter,
+        "DescribeSecurityGroups"
+    );
 
     pub async fn key_pairs(&self) -> Result<&[aws_sdk_ec2::types::KeyPairInfo], TaskError> {
         self.key_pairs
