@@ -64,6 +64,12 @@ pub struct AwsContext {
     addresses: OnceCell<Vec<aws_sdk_ec2::types::Address>>,
     security_groups: OnceCell<Vec<aws_sdk_ec2::types::SecurityGroup>>,
     key_pairs: OnceCell<Vec<aws_sdk_ec2::types::KeyPairInfo>>,
+    launch_templates: OnceCell<Vec<aws_sdk_ec2::types::LaunchTemplate>>,
+    volumes: OnceCell<Vec<aws_sdk_ec2::types::Volume>>,
+    autoscaling_groups: OnceCell<Vec<aws_sdk_autoscaling::types::AutoScalingGroup>>,
+    /// Machine images by the spec's text (`ami-...` or `owner/name`),
+    /// resolved once per run however many groups share them.
+    images: std::sync::Mutex<BTreeMap<String, std::sync::Arc<OnceCell<Image>>>>,
     /// Ids of objects created in this run, by task: the caches above were
     /// filled before they existed, so a task retried after its create (a
     /// later call of its apply failed, a NAT gateway still pending) finds
@@ -86,6 +92,10 @@ impl AwsContext {
             addresses: OnceCell::new(),
             security_groups: OnceCell::new(),
             key_pairs: OnceCell::new(),
+            launch_templates: OnceCell::new(),
+            volumes: OnceCell::new(),
+            autoscaling_groups: OnceCell::new(),
+            images: std::sync::Mutex::default(),
             created: std::sync::Mutex::default(),
         }
     }
@@ -96,6 +106,10 @@ impl AwsContext {
 
     pub fn iam(&self) -> &aws_sdk_iam::Client {
         self.cloud.iam()
+    }
+
+    pub fn autoscaling(&self) -> &aws_sdk_autoscaling::Client {
+        self.cloud.autoscaling()
     }
 
     /// The tags kops puts on an owned resource named `name`: the cluster tags,
@@ -246,6 +260,125 @@ impl AwsContext {
             .await
             .map(Vec::as_slice)
     }
+
+    discover!(
+        launch_templates,
+        LaunchTemplate,
+        describe_launch_templates,
+        filters,
+        cluster_filter,
+        "DescribeLaunchTemplates"
+    );
+
+    discover!(
+        volumes,
+        Volume,
+        describe_volumes,
+        filters,
+        cluster_filter,
+        "DescribeVolumes"
+    );
+
+    /// The cluster's autoscaling groups: one DescribeAutoScalingGroups
+    /// filtered by the `KubernetesCluster` tag per run.
+    pub async fn autoscaling_groups(
+        &self,
+    ) -> Result<&[aws_sdk_autoscaling::types::AutoScalingGroup], TaskError> {
+        self.autoscaling_groups
+            .get_or_try_init(|| async {
+                self.autoscaling()
+                    .describe_auto_scaling_groups()
+                    .filters(
+                        aws_sdk_autoscaling::types::Filter::builder()
+                            .name(format!("tag:{TAG_CLUSTER}"))
+                            .values(&self.cluster)
+                            .build(),
+                    )
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeAutoScalingGroups", &self.cluster, e))
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    /// The machine image `spec` names (`ami-...`, or `owner/name` for the
+    /// newest image of that name) for the instance group `group`: one
+    /// DescribeImages per distinct image and run.
+    pub async fn image(&self, group: &str, spec: &str) -> Result<Image, TaskError> {
+        let cell = {
+            let mut images = self
+                .images
+                .lock()
+                .map_err(|_| TaskError::fatal("the image cache lock was poisoned"))?;
+            std::sync::Arc::clone(images.entry(spec.to_string()).or_default())
+        };
+        cell.get_or_try_init(|| self.describe_image(group, spec))
+            .await
+            .cloned()
+    }
+
+    async fn describe_image(&self, group: &str, spec: &str) -> Result<Image, TaskError> {
+        let request = self.ec2().describe_images();
+        let request = if spec.starts_with("ami-") {
+            request.image_ids(spec)
+        } else {
+            let (owner, name) = match spec.split_once('/') {
+                Some((owner, name)) if !owner.is_empty() => (Some(owner_alias(owner)), name),
+                _ => (None, spec),
+            };
+            request
+                .set_owners(owner.map(|o| vec![o.to_string()]))
+                .filters(Filter::builder().name("name").values(name).build())
+        };
+        let out = match request.send().await {
+            Ok(out) => out,
+            Err(e) if e.code().is_some_and(|c| c.starts_with("InvalidAMIID")) => {
+                return Err(image_not_found(group, spec))
+            }
+            Err(e) => return Err(classify("DescribeImages", spec, e)),
+        };
+        // Newest first: AWS' creation dates are ISO 8601, so they sort as text.
+        let newest = out
+            .images()
+            .iter()
+            .filter(|i| i.image_id().is_some())
+            .max_by(|a, b| a.creation_date().cmp(&b.creation_date()))
+            .ok_or_else(|| image_not_found(group, spec))?;
+        Ok(Image {
+            id: newest.image_id().unwrap_or_default().to_string(),
+            root_device_name: newest.root_device_name().unwrap_or("/dev/xvda").to_string(),
+        })
+    }
+}
+
+/// A resolved machine image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub id: String,
+    /// Where the root volume is attached (`/dev/xvda`, `/dev/sda1`).
+    pub root_device_name: String,
+}
+
+/// kops' owner aliases for well-known image publishers.
+fn owner_alias(owner: &str) -> &str {
+    match owner {
+        "amazon" => "amazon",
+        "ubuntu" | "canonical" => "099720109477",
+        "debian" => "136693071363",
+        "redhat" | "redhat.com" => "309956199498",
+        "flatcar" => "075585003325",
+        other => other,
+    }
+}
+
+fn image_not_found(group: &str, spec: &str) -> TaskError {
+    TaskError::fatal(format!(
+        "the image `{spec}` of instance group `{group}` was not found in this region\nhint: set `spec.image` of the group to an image that exists here (an `ami-...` id, or `owner/name`), e.g. with `kops edit instancegroup {group}`"
+    ))
 }
 
 /// The tags kops puts on an owned resource of `cluster` named `name`: the

@@ -85,7 +85,60 @@ pub async fn list_cluster_resources(
             vpc: vpc.map(str::to_string),
         });
     };
+    // Autoscaling groups first: deleting one (forced) terminates its
+    // instances, which would otherwise be replaced as they are terminated.
+    let groups = cloud
+        .autoscaling()
+        .describe_auto_scaling_groups()
+        .filters(
+            aws_sdk_autoscaling::types::Filter::builder()
+                .name("tag-key")
+                .values(format!("{TAG_CLUSTER_PREFIX}{cluster}"))
+                .build(),
+        )
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .map_err(|e| AwsError::call("DescribeAutoScalingGroups", cluster, e))?;
+    for g in &groups {
+        let tags: Vec<aws_sdk_ec2::types::Tag> = g
+            .tags()
+            .iter()
+            .map(|t| {
+                aws_sdk_ec2::types::Tag::builder()
+                    .set_key(t.key().map(str::to_string))
+                    .set_value(t.value().map(str::to_string))
+                    .build()
+            })
+            .collect();
+        add(
+            0,
+            "autoscaling-group",
+            g.auto_scaling_group_name(),
+            &tags,
+            None,
+        );
+    }
     for filter in filters(cluster) {
+        let r = ec2
+            .describe_launch_templates()
+            .filters(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeLaunchTemplates", cluster, e))?;
+        for t in r.launch_templates() {
+            add(1, "launch-template", t.launch_template_id(), t.tags(), None);
+        }
+        let r = ec2.describe_volumes().filters(filter.clone()).send().await;
+        let r = r.map_err(|e| AwsError::call("DescribeVolumes", cluster, e))?;
+        for v in r.volumes() {
+            let state = v.state().map(|s| s.as_str().to_string());
+            if state.as_deref() != Some("deleting") && state.as_deref() != Some("deleted") {
+                add(2, "volume", v.volume_id(), v.tags(), None);
+            }
+        }
         let r = ec2
             .describe_instances()
             .filters(filter.clone())
@@ -353,6 +406,48 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
     let ec2 = cloud.ec2();
     let iam = cloud.iam();
     match r.kind {
+        "autoscaling-group" => cloud
+            .autoscaling()
+            .delete_auto_scaling_group()
+            .auto_scaling_group_name(&r.id)
+            .force_delete(true)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| {
+                // Gone already, or its deletion under way.
+                let message = e.message().unwrap_or_default().to_string();
+                if message.contains("not found") || message.contains("does not exist") {
+                    Ok(())
+                } else if e.code() == Some("ScalingActivityInProgress")
+                    || e.code() == Some("ResourceInUse")
+                {
+                    Err(Retry(message))
+                } else {
+                    sort_error("DeleteAutoScalingGroup", r, e)
+                }
+            }),
+        "launch-template" => ec2
+            .delete_launch_template()
+            .launch_template_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteLaunchTemplate", r, e)),
+        "volume" => ec2
+            .delete_volume()
+            .volume_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| {
+                // Still attached to an instance that is terminating.
+                if e.code() == Some("VolumeInUse") {
+                    Err(Retry(e.message().unwrap_or("in use").to_string()))
+                } else {
+                    sort_error("DeleteVolume", r, e)
+                }
+            }),
         "instance" => ec2
             .terminate_instances()
             .instance_ids(&r.id)

@@ -72,6 +72,7 @@ pub struct AwsCloud {
     calls: CallCounter,
     ec2: aws_sdk_ec2::Client,
     iam: aws_sdk_iam::Client,
+    autoscaling: aws_sdk_autoscaling::Client,
 }
 
 impl AwsCloud {
@@ -97,12 +98,18 @@ impl AwsCloud {
                 .interceptor(calls.clone())
                 .build(),
         );
+        let autoscaling = aws_sdk_autoscaling::Client::from_conf(
+            aws_sdk_autoscaling::config::Builder::from(&config)
+                .interceptor(calls.clone())
+                .build(),
+        );
         AwsCloud {
             region: region.to_string(),
             config,
             calls,
             ec2,
             iam,
+            autoscaling,
         }
     }
 
@@ -120,6 +127,10 @@ impl AwsCloud {
 
     pub fn iam(&self) -> &aws_sdk_iam::Client {
         &self.iam
+    }
+
+    pub fn autoscaling(&self) -> &aws_sdk_autoscaling::Client {
+        &self.autoscaling
     }
 
     /// Every API call made through this cloud so far.

@@ -772,12 +772,12 @@ spec:
 apiVersion: kops.k8s.io/v1alpha2
 kind: InstanceGroup
 metadata: {name: control-plane, labels: {kops.k8s.io/cluster: pub.example.com}}
-spec: {role: Master, subnets: [us-east-1a]}
+spec: {role: Master, image: ami-12345678, machineType: t3.medium, subnets: [us-east-1a]}
 ---
 apiVersion: kops.k8s.io/v1alpha2
 kind: InstanceGroup
 metadata: {name: nodes, labels: {kops.k8s.io/cluster: pub.example.com}}
-spec: {role: Node, subnets: [us-east-1a]}
+spec: {role: Node, image: ami-12345678, machineType: t3.medium, subnets: [us-east-1a]}
 "#;
 
     pub(crate) fn private_with_bastion() -> String {
@@ -795,7 +795,7 @@ spec: {role: Node, subnets: [us-east-1a]}
 apiVersion: kops.k8s.io/v1alpha2
 kind: InstanceGroup
 metadata: {name: bastions, labels: {kops.k8s.io/cluster: priv.example.com}}
-spec: {role: Bastion, subnets: [utility-us-east-1a]}
+spec: {role: Bastion, image: ami-12345678, machineType: t3.micro, subnets: [utility-us-east-1a]}
 "#
     }
 

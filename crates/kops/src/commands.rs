@@ -259,7 +259,20 @@ async fn create_cluster(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32
         status(&format!("Added SSH public key {id}"));
     }
     if a.yes {
-        status("Note: applying the cluster to the cloud (update cluster --yes) is not built yet in kops-rs; the spec is stored.");
+        // As kops: `create cluster --yes` also applies the cluster.
+        let target = a.target.as_deref().unwrap_or("direct");
+        return update_cluster(
+            global,
+            UpdateClusterArgs {
+                cluster_name: Some(name),
+                yes: true,
+                target: target.to_string(),
+                out: None,
+                output: Output::Table,
+                exit_code: false,
+            },
+        )
+        .await;
     }
     status(&format!(
         "\nSuggestions:\n * list clusters with: kops get cluster\n * edit this cluster with: kops edit cluster {name}\n * edit your node instance group: kops edit ig --name={name} nodes\n * review the spec with: kops get all {name} -o yaml"

@@ -10,6 +10,10 @@ use aws_sdk_ec2::config::Credentials;
 use aws_sdk_ec2::types::Filter;
 use common::{command, file_url, Run};
 
+/// An image moto has (moto ships a fixed set; kops' default Ubuntu image
+/// is not among them), named as `owner/name` so the look-up is exercised.
+const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+
 fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
     let mut c = command(args);
     for (k, v) in moto.env() {
@@ -91,6 +95,29 @@ async fn tagged_left(endpoint: &str, cluster: &str) -> Vec<String> {
     {
         left.push(format!("dhcp {}", d.dhcp_options_id().unwrap()));
     }
+    for t in ec2
+        .describe_launch_templates()
+        .filters(filter.clone())
+        .send()
+        .await
+        .unwrap()
+        .launch_templates()
+    {
+        left.push(format!(
+            "launch template {}",
+            t.launch_template_name().unwrap()
+        ));
+    }
+    for v in ec2
+        .describe_volumes()
+        .filters(filter.clone())
+        .send()
+        .await
+        .unwrap()
+        .volumes()
+    {
+        left.push(format!("volume {}", v.volume_id().unwrap()));
+    }
     let iam = aws_sdk_iam::Client::new(&config);
     for r in iam.list_roles().send().await.unwrap().roles() {
         if r.role_name().ends_with(cluster) {
@@ -122,6 +149,8 @@ fn lifecycle(topology: &str, cluster: &str) {
         &state,
         "--topology",
         topology,
+        "--image",
+        IMAGE,
     ];
     if topology == "private" {
         args.push("--bastion");
@@ -250,6 +279,8 @@ fn an_interrupted_apply_is_finished_by_the_next_update() {
             "--topology",
             "private",
             "--bastion",
+            "--image",
+            IMAGE,
             "--state",
             &state,
         ],
@@ -370,10 +401,17 @@ fn an_interrupted_apply_is_finished_by_the_next_update() {
             .send()
             .await
             .unwrap();
+        // moto ignores tag filters on DescribeNatGateways: count this
+        // cluster's by their tag (other tests' clusters share the server).
         let live = nats
             .nat_gateways()
             .iter()
             .filter(|g| g.state().map(|s| s.as_str()) != Some("deleted"))
+            .filter(|g| {
+                g.tags()
+                    .iter()
+                    .any(|t| t.key() == Some("KubernetesCluster") && t.value() == Some(cluster))
+            })
             .count();
         assert_eq!(live, 2, "one NAT gateway per private zone");
     });
@@ -456,6 +494,8 @@ fn shared_vpc_is_left_in_place() {
             "us-east-1a",
             "--subnets",
             &subnet,
+            "--image",
+            IMAGE,
             "--state",
             &state,
         ],

@@ -9,13 +9,16 @@
 //! - AWS errors go through [`crate::context::classify`], so throttling and
 //!   eventual consistency are retried by the executor.
 
+pub mod autoscaling_group;
 pub mod dhcp_options;
+pub mod ebs_volume;
 pub mod ec2;
 pub mod elastic_ip;
 pub mod iam_instance_profile;
 pub mod iam_role;
 pub mod iam_role_policy;
 pub mod internet_gateway;
+pub mod launch_template;
 pub mod nat_gateway;
 pub mod policy_document;
 pub mod route;

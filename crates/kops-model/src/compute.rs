@@ -1,0 +1,643 @@
+//! The compute half on AWS, as kops lays it out:
+//!
+//! - per instance group (not those Karpenter manages): a launch template and
+//!   an autoscaling group, both `<group>.<cluster>` (`<group>.masters.<cluster>`
+//!   for control-plane groups), with kops' tags (`k8s.io/role/<role>`,
+//!   `kops.k8s.io/instancegroup`, the cluster-autoscaler node-template
+//!   labels and taints, the node-termination-handler tag, cloud labels);
+//! - per etcd member of each etcd cluster (`main`, `events`): its data
+//!   volume `<member>.etcd-<etcd cluster>.<cluster>` in the zone of the
+//!   member's control-plane group, tagged so etcd-manager on a control-plane
+//!   node finds it.
+//!
+//! Control-plane nodes are tainted by the node bootstrap (kubelet flags), not
+//! by the cloud: kops' own tags carry no taint for them, so neither do these.
+//!
+//! Not yet: the node bootstrap itself (the user data is a placeholder that
+//! says so), instance-store block devices, additional volumes, mixed
+//! instances policies, warm pools, target groups, lifecycle hooks and
+//! metrics collection.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kops_api::{InstanceGroup, Role, SubnetType};
+use kops_aws::context::Tags;
+use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
+use kops_aws::tasks::ebs_volume::EbsVolume;
+use kops_aws::tasks::iam_instance_profile::IamInstanceProfile;
+use kops_aws::tasks::launch_template::{LaunchTemplate, RootVolume};
+use kops_aws::tasks::security_group::SecurityGroup;
+use kops_aws::tasks::ssh_key::SshKey;
+use kops_aws::AwsContext;
+use kops_engine::TaskGraph;
+
+use crate::network::subnet_ref;
+use crate::{iam, security, ssh, Model, ModelError};
+
+/// Root volume sizes (GiB) kops uses when a group sets none.
+pub const DEFAULT_ROOT_VOLUME_SIZE_CONTROL_PLANE: i32 = 64;
+pub const DEFAULT_ROOT_VOLUME_SIZE_NODE: i32 = 128;
+pub const DEFAULT_ROOT_VOLUME_SIZE_BASTION: i32 = 32;
+pub const DEFAULT_VOLUME_TYPE: &str = "gp3";
+pub const DEFAULT_GP3_IOPS: i32 = 3000;
+pub const DEFAULT_GP3_THROUGHPUT: i32 = 125;
+pub const DEFAULT_IO_IOPS: i32 = 100;
+/// etcd volume size (GiB) when a member sets none.
+pub const DEFAULT_ETCD_VOLUME_SIZE: i32 = 20;
+
+/// The tag prefix of the cluster-autoscaler's node-template labels.
+pub const TAG_NODE_TEMPLATE_LABEL: &str = "k8s.io/cluster-autoscaler/node-template/label/";
+/// The tag prefix of the cluster-autoscaler's node-template taints.
+pub const TAG_NODE_TEMPLATE_TAINT: &str = "k8s.io/cluster-autoscaler/node-template/taint/";
+/// The tag prefix of an instance's role (`k8s.io/role/node: 1`).
+pub const TAG_ROLE_PREFIX: &str = "k8s.io/role/";
+/// The tag naming an instance's group.
+pub const TAG_INSTANCE_GROUP: &str = "kops.k8s.io/instancegroup";
+/// The tag prefix of etcd volumes (`k8s.io/etcd/main: <member>/<members>`).
+pub const TAG_ETCD_PREFIX: &str = "k8s.io/etcd/";
+/// The node-termination-handler's default managed-ASG tag.
+pub const DEFAULT_NTH_MANAGED_TAG: &str = "aws-node-termination-handler/managed";
+
+/// Adds the launch templates, autoscaling groups and etcd volumes.
+pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
+    for (index, group) in model.groups.iter().enumerate() {
+        if group.spec.manager.as_deref() == Some("Karpenter") {
+            continue;
+        }
+        let (template, autoscaling) = instance_group(model, index, group)?;
+        graph.add(template)?;
+        graph.add(autoscaling)?;
+    }
+    for volume in etcd_volumes(model)? {
+        graph.add(volume)?;
+    }
+    Ok(())
+}
+
+/// The name of a group's launch template and autoscaling group.
+pub fn group_name(model: &Model<'_>, group: &InstanceGroup) -> String {
+    match group.role() {
+        Some(Role::ControlPlane) => format!("{}.masters.{}", group.name(), model.name()),
+        _ => format!("{}.{}", group.name(), model.name()),
+    }
+}
+
+fn spec_error(index: usize, field: &str, message: String, hint: &str) -> ModelError {
+    ModelError::Spec {
+        path: format!("instanceGroups[{index}].spec.{field}"),
+        message,
+        hint: hint.to_string(),
+    }
+}
+
+/// The tags of a group's instances (and of its template and ASG).
+pub fn group_tags(model: &Model<'_>, group: &InstanceGroup, role: Role) -> Tags {
+    let name = group_name(model, group);
+    let mut tags = model.tags(&name, &[]);
+    for (k, v) in group.spec.cloud_labels.iter().flatten() {
+        tags.insert(k.clone(), v.clone());
+    }
+    let nth = model.cluster.spec.node_termination_handler.as_ref();
+    if kops_api::cluster::NodeTerminationHandlerSpec::queue_mode(nth) {
+        let key = nth
+            .and_then(|n| n.managed_asg_tag.clone())
+            .unwrap_or_else(|| DEFAULT_NTH_MANAGED_TAG.to_string());
+        if !key.is_empty() {
+            tags.entry(key).or_default();
+        }
+    }
+    for (k, v) in node_labels(group, role) {
+        tags.insert(format!("{TAG_NODE_TEMPLATE_LABEL}{k}"), v);
+    }
+    for taint in group.spec.taints.iter().flatten() {
+        if let Some((key, value, effect)) = parse_taint(taint) {
+            tags.insert(
+                format!("{TAG_NODE_TEMPLATE_TAINT}{key}"),
+                format!("{value}:{effect}"),
+            );
+        }
+    }
+    let roles: &[&str] = match role {
+        Role::ControlPlane => &["master", "control-plane"],
+        Role::ApiServer => &["apiserver"],
+        Role::Node => &["node"],
+        Role::Bastion => &["bastion"],
+    };
+    for r in roles {
+        tags.insert(format!("{TAG_ROLE_PREFIX}{r}"), "1".to_string());
+    }
+    tags.insert(TAG_INSTANCE_GROUP.to_string(), group.name().to_string());
+    tags
+}
+
+/// The Kubernetes labels a group's nodes get: the role's own, then the
+/// group's `nodeLabels`.
+fn node_labels(group: &InstanceGroup, role: Role) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    let own: &[&str] = match role {
+        Role::ControlPlane => &[
+            "node-role.kubernetes.io/control-plane",
+            "node.kubernetes.io/exclude-from-external-load-balancers",
+            "kops.k8s.io/kops-controller-pki",
+        ],
+        Role::ApiServer => &["node-role.kubernetes.io/api-server"],
+        Role::Node => &["node-role.kubernetes.io/node"],
+        Role::Bastion => &[],
+    };
+    for k in own {
+        labels.insert((*k).to_string(), String::new());
+    }
+    for (k, v) in group.spec.node_labels.iter().flatten() {
+        labels.insert(k.clone(), v.clone());
+    }
+    labels
+}
+
+/// `key=value:Effect` or `key:Effect` as (key, value, effect); `None`
+/// without an effect.
+fn parse_taint(taint: &str) -> Option<(String, String, String)> {
+    let (rest, effect) = taint.rsplit_once(':')?;
+    if effect.is_empty() {
+        return None;
+    }
+    let (key, value) = rest.split_once('=').unwrap_or((rest, ""));
+    Some((key.to_string(), value.to_string(), effect.to_string()))
+}
+
+/// A Go duration (`48h20m`, `0`, `90s`) in seconds.
+pub fn parse_go_duration(text: &str) -> Option<i64> {
+    let text = text.trim();
+    if text == "0" {
+        return Some(0);
+    }
+    let mut seconds = 0f64;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let factor = match &rest[..unit_len] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            "us" | "µs" => 0.000_001,
+            "ns" => 0.000_000_001,
+            _ => return None,
+        };
+        seconds += number * factor;
+        rest = &rest[unit_len..];
+    }
+    Some(seconds.round() as i64)
+}
+
+/// The user data until the node bootstrap exists: a script that says, on
+/// the instance's console and in its log, that it does nothing yet.
+pub fn placeholder_user_data(model: &Model<'_>, group: &InstanceGroup) -> String {
+    format!(
+        "#!/bin/bash\n\
+         # Written by kops-rs for instance group `{group}` of cluster `{cluster}`.\n\
+         # kops-rs does not build the node bootstrap (nodeup) yet: this script does\n\
+         # not install or configure Kubernetes, so this instance will not join the\n\
+         # cluster. It only says so.\n\
+         echo \"kops-rs: node bootstrap is not implemented yet; instance group {group} of cluster {cluster} will not join the cluster\" | tee /dev/console >&2 || true\n",
+        group = group.name(),
+        cluster = model.name(),
+    )
+}
+
+fn to_i32(index: usize, field: &str, value: i64) -> Result<i32, ModelError> {
+    i32::try_from(value).map_err(|_| {
+        spec_error(
+            index,
+            field,
+            format!("`{value}` is out of range"),
+            "use a smaller value",
+        )
+    })
+}
+
+/// The root volume of a group's instances, with kops' defaults.
+fn root_volume(index: usize, group: &InstanceGroup, role: Role) -> Result<RootVolume, ModelError> {
+    let spec = &group.spec;
+    let nested = spec.root_volume.as_ref();
+    let size = match nested.and_then(|r| r.size).or(spec.root_volume_size) {
+        Some(size) => to_i32(index, "rootVolume.size", size)?,
+        None => match role {
+            Role::ControlPlane => DEFAULT_ROOT_VOLUME_SIZE_CONTROL_PLANE,
+            Role::Bastion => DEFAULT_ROOT_VOLUME_SIZE_BASTION,
+            Role::Node | Role::ApiServer => DEFAULT_ROOT_VOLUME_SIZE_NODE,
+        },
+    };
+    let volume_type = nested
+        .and_then(|r| r.kind.clone())
+        .or_else(|| spec.root_volume_type.clone())
+        .unwrap_or_else(|| DEFAULT_VOLUME_TYPE.to_string());
+    let iops = nested.and_then(|r| r.volume_iops).or(spec.root_volume_iops);
+    let throughput = nested
+        .and_then(|r| r.volume_throughput)
+        .or(spec.root_volume_throughput);
+    let (iops, throughput) = match volume_type.as_str() {
+        "gp3" => (
+            Some(match iops {
+                Some(i) => to_i32(index, "rootVolume.iops", i)?.max(DEFAULT_GP3_IOPS),
+                None => DEFAULT_GP3_IOPS,
+            }),
+            Some(match throughput {
+                Some(t) => to_i32(index, "rootVolume.throughput", t)?.max(DEFAULT_GP3_THROUGHPUT),
+                None => DEFAULT_GP3_THROUGHPUT,
+            }),
+        ),
+        "io1" | "io2" => (
+            Some(match iops {
+                Some(i) => to_i32(index, "rootVolume.iops", i)?.max(DEFAULT_IO_IOPS),
+                None => DEFAULT_IO_IOPS,
+            }),
+            None,
+        ),
+        _ => (None, None),
+    };
+    Ok(RootVolume {
+        size,
+        volume_type,
+        iops,
+        throughput,
+        encrypted: nested
+            .and_then(|r| r.encryption)
+            .or(spec.root_volume_encryption)
+            .unwrap_or(true),
+        kms_key_id: nested
+            .and_then(|r| r.encryption_key.clone())
+            .or_else(|| spec.root_volume_encryption_key.clone()),
+    })
+}
+
+/// The launch template and autoscaling group of one group.
+fn instance_group(
+    model: &Model<'_>,
+    index: usize,
+    group: &InstanceGroup,
+) -> Result<(LaunchTemplate, AutoscalingGroup), ModelError> {
+    let spec = &group.spec;
+    let role = group.role().ok_or_else(|| {
+        spec_error(
+            index,
+            "role",
+            format!("instance group `{}` has no known role", group.name()),
+            "set `spec.role` to Master, Node, Bastion or APIServer",
+        )
+    })?;
+    let name = group_name(model, group);
+    let image = spec
+        .image
+        .clone()
+        .filter(|i| !i.is_empty())
+        .ok_or_else(|| {
+            spec_error(
+                index,
+                "image",
+                format!("instance group `{}` has no image", group.name()),
+                "set `spec.image` to an `ami-...` id or `owner/name`",
+            )
+        })?;
+    let machine_type = spec
+        .machine_type
+        .as_deref()
+        .and_then(|m| m.split(',').next())
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| {
+            spec_error(
+                index,
+                "machineType",
+                format!("instance group `{}` has no machine type", group.name()),
+                "set `spec.machineType`, e.g. `t3.medium`",
+            )
+        })?
+        .to_string();
+    let subnet_names = spec.subnets.clone().unwrap_or_default();
+    let cluster_subnets = model.cluster.spec.subnets.clone().unwrap_or_default();
+    let mut subnet_types = Vec::new();
+    for subnet in &subnet_names {
+        let found = cluster_subnets.iter().find(|s| &s.name == subnet);
+        let Some(found) = found else {
+            return Err(spec_error(
+                index,
+                "subnets",
+                format!(
+                    "instance group `{}` names the subnet `{subnet}`, which the cluster does not have",
+                    group.name()
+                ),
+                "name subnets from the cluster's spec.subnets",
+            ));
+        };
+        subnet_types.push(found.subnet_type());
+    }
+    if subnet_names.is_empty() {
+        return Err(spec_error(
+            index,
+            "subnets",
+            format!("instance group `{}` has no subnets", group.name()),
+            "list the cluster subnets the group's instances go in",
+        ));
+    }
+    let associate_public_ip = match subnet_types.first().copied().flatten() {
+        Some(SubnetType::Public) | Some(SubnetType::Utility) => {
+            spec.associate_public_ip.unwrap_or(true)
+        }
+        _ => false,
+    };
+    let metadata = spec.instance_metadata.as_ref();
+    let hop_limit = metadata
+        .and_then(|m| m.http_put_response_hop_limit)
+        .unwrap_or(1);
+    let tags = group_tags(model, group, role);
+    let security_groups = match &spec.security_group_override {
+        Some(_) => Vec::new(),
+        None => vec![SecurityGroup::id_ref(&security::group_name(model, role))],
+    };
+    let mut additional: Vec<String> = spec.security_group_override.iter().cloned().collect();
+    additional.extend(spec.additional_security_groups.iter().flatten().cloned());
+    let template = LaunchTemplate {
+        name: name.clone(),
+        instance_group: group.name().to_string(),
+        image,
+        instance_type: machine_type,
+        root_volume: root_volume(index, group, role)?,
+        http_tokens: metadata
+            .and_then(|m| m.http_tokens.clone())
+            .unwrap_or_else(|| "required".to_string()),
+        http_put_response_hop_limit: to_i32(
+            index,
+            "instanceMetadata.httpPutResponseHopLimit",
+            hop_limit,
+        )?,
+        instance_profile: IamInstanceProfile::output_ref(&iam::iam_name(model, role)),
+        security_groups,
+        additional_security_group_ids: additional,
+        ssh_key: ssh::ssh_key(model)?.map(|k| SshKey::name_ref(&k.name)),
+        associate_public_ip,
+        detailed_monitoring: spec.detailed_instance_monitoring.unwrap_or(false),
+        user_data: placeholder_user_data(model, group),
+        tags: tags.clone(),
+    };
+    let (default_min, default_max) = match role {
+        Role::Node => (2, 2),
+        _ => (1, 1),
+    };
+    let min_size = to_i32(index, "minSize", spec.min_size.unwrap_or(default_min))?;
+    let max_size = to_i32(index, "maxSize", spec.max_size.unwrap_or(default_max))?;
+    let max_instance_lifetime = match spec.max_instance_lifetime.as_deref() {
+        None => 0,
+        Some(text) => {
+            let seconds = parse_go_duration(text).ok_or_else(|| {
+                spec_error(
+                    index,
+                    "maxInstanceLifetime",
+                    format!("`{text}` is not a duration"),
+                    "write a duration such as `168h` or `48h20m`, or `0` for none",
+                )
+            })?;
+            to_i32(index, "maxInstanceLifetime", seconds)?
+        }
+    };
+    let autoscaling = AutoscalingGroup {
+        name: name.clone(),
+        launch_template: LaunchTemplate::output_ref(&name),
+        min_size,
+        max_size,
+        subnets: subnet_names.iter().map(|s| subnet_ref(model, s)).collect(),
+        tags,
+        suspended_processes: spec
+            .suspend_processes
+            .iter()
+            .flatten()
+            .cloned()
+            .collect::<BTreeSet<_>>(),
+        max_instance_lifetime,
+    };
+    Ok((template, autoscaling))
+}
+
+/// One data volume per etcd member and etcd cluster.
+pub fn etcd_volumes(model: &Model<'_>) -> Result<Vec<EbsVolume>, ModelError> {
+    let mut volumes = Vec::new();
+    let subnets = model.cluster.spec.subnets.clone().unwrap_or_default();
+    for (ci, etcd) in model
+        .cluster
+        .spec
+        .etcd_clusters
+        .iter()
+        .flatten()
+        .enumerate()
+    {
+        let members: Vec<&str> = etcd.etcd_members.iter().map(|m| m.name.as_str()).collect();
+        for (mi, member) in etcd.etcd_members.iter().enumerate() {
+            let path = format!("spec.etcdClusters[{ci}].etcdMembers[{mi}]");
+            let group_name = member.instance_group.as_deref().unwrap_or_default();
+            let group = model.groups.iter().find(|g| g.name() == group_name);
+            let zone = group
+                .and_then(|g| g.spec.subnets.as_ref())
+                .and_then(|s| s.first())
+                .and_then(|s| subnets.iter().find(|c| &c.name == s))
+                .and_then(|s| s.zone.clone())
+                .ok_or_else(|| ModelError::Spec {
+                    path: format!("{path}.instanceGroup"),
+                    message: format!(
+                        "etcd member `{}` is on instance group `{group_name}`, which is not a group with a subnet in a zone",
+                        member.name
+                    ),
+                    hint: "name the control-plane instance group the member runs on".into(),
+                })?;
+            let volume_type = member
+                .volume_type
+                .clone()
+                .unwrap_or_else(|| DEFAULT_VOLUME_TYPE.to_string());
+            let size = match member.volume_size {
+                Some(s) => i32::try_from(s).unwrap_or(i32::MAX),
+                None => DEFAULT_ETCD_VOLUME_SIZE,
+            };
+            let iops = member
+                .volume_iops
+                .map(|i| i32::try_from(i).unwrap_or(i32::MAX));
+            let throughput = member
+                .volume_throughput
+                .map(|t| i32::try_from(t).unwrap_or(i32::MAX));
+            let (iops, throughput) = match volume_type.as_str() {
+                "gp3" => (
+                    Some(iops.unwrap_or(0).max(DEFAULT_GP3_IOPS)),
+                    Some(throughput.unwrap_or(0).max(DEFAULT_GP3_THROUGHPUT)),
+                ),
+                "io1" | "io2" => (Some(iops.unwrap_or(0).max(DEFAULT_IO_IOPS)), None),
+                _ => (None, None),
+            };
+            let name = format!("{}.etcd-{}.{}", member.name, etcd.name, model.name());
+            let etcd_tag = format!("{TAG_ETCD_PREFIX}{}", etcd.name);
+            let etcd_value = format!("{}/{}", member.name, members.join(","));
+            let tags = model.tags(
+                &name,
+                &[
+                    (etcd_tag.as_str(), etcd_value.as_str()),
+                    ("k8s.io/role/control-plane", "1"),
+                    ("k8s.io/role/master", "1"),
+                ],
+            );
+            volumes.push(EbsVolume {
+                name,
+                availability_zone: zone,
+                size,
+                volume_type,
+                iops,
+                throughput,
+                // As kops: encrypted when the member says so (`kops create
+                // cluster` writes `encryptedVolume: true`).
+                encrypted: member.encrypted_volume.unwrap_or(false),
+                kms_key_id: member.kms_key_id.clone(),
+                tags,
+            });
+        }
+    }
+    Ok(volumes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata: {name: minimal-aws.example.com}
+spec:
+  cloudProvider: aws
+  networkCIDR: 172.20.0.0/16
+  etcdClusters:
+  - {name: main, etcdMembers: [{name: us-test-1a, instanceGroup: master-us-test-1a}]}
+  - {name: events, etcdMembers: [{name: us-test-1a, instanceGroup: master-us-test-1a}]}
+  subnets:
+  - {name: us-test-1a, zone: us-test-1a, cidr: 172.20.32.0/19, type: Public}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: nodes, labels: {kops.k8s.io/cluster: minimal-aws.example.com}}
+spec: {role: Node, image: ami-12345678, machineType: t2.medium, minSize: 2, maxSize: 2, maxInstanceLifetime: 48h20m, subnets: [us-test-1a]}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: master-us-test-1a, labels: {kops.k8s.io/cluster: minimal-aws.example.com}}
+spec: {role: Master, image: ami-12345678, machineType: m3.medium, minSize: 1, maxSize: 1, subnets: [us-test-1a]}
+"#;
+
+    fn load() -> (kops_api::Cluster, Vec<InstanceGroup>) {
+        let mut cluster = None;
+        let mut groups = Vec::new();
+        for object in kops_api::parse_objects("minimal.yaml", MINIMAL).unwrap() {
+            match object {
+                kops_api::Object::Cluster(c) => cluster = Some(*c),
+                kops_api::Object::InstanceGroup(g) => groups.push(*g),
+                _ => {}
+            }
+        }
+        (cluster.unwrap(), groups)
+    }
+
+    /// Names, tags and defaults as in kops' minimal-aws golden output.
+    #[test]
+    fn minimal_aws_matches_kops() {
+        let (cluster, groups) = load();
+        let model = Model {
+            cluster: &cluster,
+            groups: &groups,
+            ssh_public_key: None,
+            config_base: "memfs://tests/minimal-aws.example.com",
+        };
+        let (template, asg) = instance_group(&model, 1, &groups[1]).unwrap();
+        assert_eq!(
+            template.name,
+            "master-us-test-1a.masters.minimal-aws.example.com"
+        );
+        assert_eq!(template.root_volume.size, 64);
+        assert_eq!(template.root_volume.volume_type, "gp3");
+        assert_eq!(template.root_volume.iops, Some(3000));
+        assert_eq!(template.root_volume.throughput, Some(125));
+        assert!(template.root_volume.encrypted);
+        assert_eq!(template.http_tokens, "required");
+        assert_eq!(template.http_put_response_hop_limit, 1);
+        assert!(template.associate_public_ip);
+        let keys: Vec<&str> = template.tags.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "KubernetesCluster",
+                "Name",
+                "aws-node-termination-handler/managed",
+                "k8s.io/cluster-autoscaler/node-template/label/kops.k8s.io/kops-controller-pki",
+                "k8s.io/cluster-autoscaler/node-template/label/node-role.kubernetes.io/control-plane",
+                "k8s.io/cluster-autoscaler/node-template/label/node.kubernetes.io/exclude-from-external-load-balancers",
+                "k8s.io/role/control-plane",
+                "k8s.io/role/master",
+                "kops.k8s.io/instancegroup",
+                "kubernetes.io/cluster/minimal-aws.example.com",
+            ]
+        );
+        assert_eq!(
+            (asg.min_size, asg.max_size, asg.max_instance_lifetime),
+            (1, 1, 0)
+        );
+
+        let (template, asg) = instance_group(&model, 0, &groups[0]).unwrap();
+        assert_eq!(template.name, "nodes.minimal-aws.example.com");
+        assert_eq!(template.root_volume.size, 128);
+        assert_eq!(asg.max_instance_lifetime, 174_000);
+        assert_eq!(
+            asg.tags.get("k8s.io/role/node").map(String::as_str),
+            Some("1")
+        );
+
+        let volumes = etcd_volumes(&model).unwrap();
+        let main = &volumes[0];
+        assert_eq!(main.name, "us-test-1a.etcd-main.minimal-aws.example.com");
+        assert_eq!(main.availability_zone, "us-test-1a");
+        assert_eq!(
+            (main.size, main.iops, main.throughput, main.encrypted),
+            (20, Some(3000), Some(125), false)
+        );
+        assert_eq!(
+            main.tags.get("k8s.io/etcd/main").map(String::as_str),
+            Some("us-test-1a/us-test-1a")
+        );
+        assert_eq!(
+            volumes[1].name,
+            "us-test-1a.etcd-events.minimal-aws.example.com"
+        );
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration("48h20m"), Some(174_000));
+        assert_eq!(parse_go_duration("0"), Some(0));
+        assert_eq!(parse_go_duration("90s"), Some(90));
+        assert_eq!(parse_go_duration("1.5h"), Some(5400));
+        assert_eq!(parse_go_duration("3 days"), None);
+        assert_eq!(parse_go_duration(""), None);
+    }
+
+    #[test]
+    fn taints() {
+        assert_eq!(
+            parse_taint("dedicated=gpu:NoSchedule"),
+            Some(("dedicated".into(), "gpu".into(), "NoSchedule".into()))
+        );
+        assert_eq!(
+            parse_taint("spot:NoExecute"),
+            Some(("spot".into(), String::new(), "NoExecute".into()))
+        );
+        assert_eq!(parse_taint("novalue"), None);
+    }
+}
