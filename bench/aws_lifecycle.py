@@ -74,7 +74,9 @@ def main():
                     f.write(KEY)
                 cluster = f"{name}.bench.example.com"
                 subprocess.run([kops, "create", "cluster", cluster, "--zones", zones, "--topology", topology,
-                                "--bastion", "--networking", "cilium", "--ssh-public-key", key, "--state", state],
+                                "--bastion", "--networking", "cilium", "--ssh-public-key", key, "--state", state,
+                                # kops' default Ubuntu 24.04 image is not among moto's AMIs.
+                                "--image", "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721"],
                                env=env, check=True, capture_output=True)
                 for step, args in [("first apply", ["update", "cluster", cluster, "--yes"]),
                                    ("no-op update", ["update", "cluster", cluster]),
