@@ -67,6 +67,8 @@ pub struct AwsContext {
     launch_templates: OnceCell<Vec<aws_sdk_ec2::types::LaunchTemplate>>,
     volumes: OnceCell<Vec<aws_sdk_ec2::types::Volume>>,
     autoscaling_groups: OnceCell<Vec<aws_sdk_autoscaling::types::AutoScalingGroup>>,
+    load_balancers: OnceCell<Vec<(aws_sdk_elasticloadbalancingv2::types::LoadBalancer, Tags)>>,
+    target_groups: OnceCell<Vec<(aws_sdk_elasticloadbalancingv2::types::TargetGroup, Tags)>>,
     /// Machine images by the spec's text (`ami-...` or `owner/name`),
     /// resolved once per run however many groups share them.
     images: std::sync::Mutex<BTreeMap<String, std::sync::Arc<OnceCell<Image>>>>,
@@ -95,6 +97,8 @@ impl AwsContext {
             launch_templates: OnceCell::new(),
             volumes: OnceCell::new(),
             autoscaling_groups: OnceCell::new(),
+            load_balancers: OnceCell::new(),
+            target_groups: OnceCell::new(),
             images: std::sync::Mutex::default(),
             created: std::sync::Mutex::default(),
         }
@@ -110,6 +114,81 @@ impl AwsContext {
 
     pub fn autoscaling(&self) -> &aws_sdk_autoscaling::Client {
         self.cloud.autoscaling()
+    }
+
+    pub fn elbv2(&self) -> &aws_sdk_elasticloadbalancingv2::Client {
+        self.cloud.elbv2()
+    }
+
+    /// The cluster's ELBv2 load balancers with their tags: one paginated
+    /// DescribeLoadBalancers per run, then DescribeTags in batches of 20
+    /// ARNs; kept when tagged `KubernetesCluster: <cluster>`.
+    pub async fn load_balancers(
+        &self,
+    ) -> Result<&[(aws_sdk_elasticloadbalancingv2::types::LoadBalancer, Tags)], TaskError> {
+        self.load_balancers
+            .get_or_try_init(|| async {
+                let all = self
+                    .elbv2()
+                    .describe_load_balancers()
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeLoadBalancers", &self.cluster, e))?;
+                let arns: Vec<String> = all
+                    .iter()
+                    .filter_map(|l| l.load_balancer_arn().map(str::to_string))
+                    .collect();
+                let tags = elbv2_tags(self.elbv2(), &arns)
+                    .await
+                    .map_err(|e| classify("DescribeTags", &self.cluster, e))?;
+                Ok(all
+                    .into_iter()
+                    .filter_map(|l| {
+                        let t = tags.get(l.load_balancer_arn()?)?.clone();
+                        (t.get(TAG_CLUSTER) == Some(&self.cluster)).then_some((l, t))
+                    })
+                    .collect())
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    /// The cluster's target groups with their tags: one paginated
+    /// DescribeTargetGroups per run, then DescribeTags in batches of 20.
+    pub async fn target_groups(
+        &self,
+    ) -> Result<&[(aws_sdk_elasticloadbalancingv2::types::TargetGroup, Tags)], TaskError> {
+        self.target_groups
+            .get_or_try_init(|| async {
+                let all = self
+                    .elbv2()
+                    .describe_target_groups()
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+                    .await
+                    .map_err(|e| classify("DescribeTargetGroups", &self.cluster, e))?;
+                let arns: Vec<String> = all
+                    .iter()
+                    .filter_map(|g| g.target_group_arn().map(str::to_string))
+                    .collect();
+                let tags = elbv2_tags(self.elbv2(), &arns)
+                    .await
+                    .map_err(|e| classify("DescribeTags", &self.cluster, e))?;
+                Ok(all
+                    .into_iter()
+                    .filter_map(|g| {
+                        let t = tags.get(g.target_group_arn()?)?.clone();
+                        (t.get(TAG_CLUSTER) == Some(&self.cluster)).then_some((g, t))
+                    })
+                    .collect())
+            })
+            .await
+            .map(Vec::as_slice)
     }
 
     /// The tags kops puts on an owned resource named `name`: the cluster tags,
@@ -355,6 +434,57 @@ impl AwsContext {
     }
 }
 
+/// The tags of ELBv2 resources by ARN: DescribeTags in batches of 20 (the
+/// API's limit), none for no ARNs.
+pub async fn elbv2_tags(
+    client: &aws_sdk_elasticloadbalancingv2::Client,
+    arns: &[String],
+) -> Result<
+    BTreeMap<String, Tags>,
+    SdkError<
+        aws_sdk_elasticloadbalancingv2::operation::describe_tags::DescribeTagsError,
+        HttpResponse,
+    >,
+> {
+    let mut out = BTreeMap::new();
+    for chunk in arns.chunks(20) {
+        let described = client
+            .describe_tags()
+            .set_resource_arns(Some(chunk.to_vec()))
+            .send()
+            .await?;
+        for d in described.tag_descriptions() {
+            let Some(arn) = d.resource_arn() else {
+                continue;
+            };
+            let tags = d
+                .tags()
+                .iter()
+                .filter_map(|t| {
+                    Some((
+                        t.key()?.to_string(),
+                        t.value().unwrap_or_default().to_string(),
+                    ))
+                })
+                .collect();
+            out.insert(arn.to_string(), tags);
+        }
+    }
+    Ok(out)
+}
+
+/// ELBv2 tags from a map.
+pub fn elbv2_tag_list(tags: &Tags) -> Vec<aws_sdk_elasticloadbalancingv2::types::Tag> {
+    tags.iter()
+        .map(|(k, v)| {
+            aws_sdk_elasticloadbalancingv2::types::Tag::builder()
+                .key(k)
+                .value(v)
+                .build()
+        })
+        .collect()
+}
+
 /// A resolved machine image.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Image {
@@ -459,6 +589,7 @@ const RETRYABLE_CODES: &[&str] = &[
     "InvalidNatGatewayID.NotFound",
     "NoSuchEntity",
     "MalformedPolicyDocument.NotReady",
+    "ResourceInUse",
 ];
 
 /// Turns an SDK error into a task error: retryable when AWS says so (or the

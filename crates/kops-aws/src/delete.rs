@@ -9,7 +9,7 @@ use std::time::Duration;
 use aws_sdk_ec2::types::{Filter, IpPermission, UserIdGroupPair};
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
-use crate::context::{classify, name_tag, tag_map, TAG_CLUSTER, TAG_CLUSTER_PREFIX};
+use crate::context::{classify, elbv2_tags, name_tag, tag_map, TAG_CLUSTER, TAG_CLUSTER_PREFIX};
 use crate::{AwsCloud, AwsError};
 
 /// One cloud object of the cluster.
@@ -120,6 +120,48 @@ pub async fn list_cluster_resources(
             &tags,
             None,
         );
+    }
+    // ELBv2: load balancers (deleting one removes its listeners) before
+    // their security groups and subnets; target groups once no listener
+    // uses them.
+    let elbv2 = cloud.elbv2();
+    let lbs = elbv2
+        .describe_load_balancers()
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .map_err(|e| AwsError::call("DescribeLoadBalancers", cluster, e))?;
+    let tgs = elbv2
+        .describe_target_groups()
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .map_err(|e| AwsError::call("DescribeTargetGroups", cluster, e))?;
+    let arns: Vec<String> = lbs
+        .iter()
+        .filter_map(|l| l.load_balancer_arn())
+        .chain(tgs.iter().filter_map(|g| g.target_group_arn()))
+        .map(str::to_string)
+        .collect();
+    let elb_tags = elbv2_tags(elbv2, &arns)
+        .await
+        .map_err(|e| AwsError::call("DescribeTags", cluster, e))?;
+    let as_ec2 = |arn: Option<&str>| -> Vec<aws_sdk_ec2::types::Tag> {
+        arn.and_then(|a| elb_tags.get(a))
+            .map(crate::context::ec2_tags)
+            .unwrap_or_default()
+    };
+    for l in &lbs {
+        let tags = as_ec2(l.load_balancer_arn());
+        add(1, "load-balancer", l.load_balancer_arn(), &tags, None);
+    }
+    for g in &tgs {
+        let tags = as_ec2(g.target_group_arn());
+        add(2, "target-group", g.target_group_arn(), &tags, None);
     }
     for filter in filters(cluster) {
         let r = ec2
@@ -425,6 +467,34 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
                     Err(Retry(message))
                 } else {
                     sort_error("DeleteAutoScalingGroup", r, e)
+                }
+            }),
+        "load-balancer" => cloud
+            .elbv2()
+            .delete_load_balancer()
+            .load_balancer_arn(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| {
+                if e.code() == Some("LoadBalancerNotFound") {
+                    Ok(())
+                } else {
+                    sort_error("DeleteLoadBalancer", r, e)
+                }
+            }),
+        "target-group" => cloud
+            .elbv2()
+            .delete_target_group()
+            .target_group_arn(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| {
+                if e.code() == Some("TargetGroupNotFound") {
+                    Ok(())
+                } else {
+                    sort_error("DeleteTargetGroup", r, e)
                 }
             }),
         "launch-template" => ec2

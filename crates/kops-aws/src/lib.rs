@@ -73,6 +73,7 @@ pub struct AwsCloud {
     ec2: aws_sdk_ec2::Client,
     iam: aws_sdk_iam::Client,
     autoscaling: aws_sdk_autoscaling::Client,
+    elbv2: aws_sdk_elasticloadbalancingv2::Client,
 }
 
 impl AwsCloud {
@@ -103,6 +104,11 @@ impl AwsCloud {
                 .interceptor(calls.clone())
                 .build(),
         );
+        let elbv2 = aws_sdk_elasticloadbalancingv2::Client::from_conf(
+            aws_sdk_elasticloadbalancingv2::config::Builder::from(&config)
+                .interceptor(calls.clone())
+                .build(),
+        );
         AwsCloud {
             region: region.to_string(),
             config,
@@ -110,6 +116,7 @@ impl AwsCloud {
             ec2,
             iam,
             autoscaling,
+            elbv2,
         }
     }
 
@@ -131,6 +138,10 @@ impl AwsCloud {
 
     pub fn autoscaling(&self) -> &aws_sdk_autoscaling::Client {
         &self.autoscaling
+    }
+
+    pub fn elbv2(&self) -> &aws_sdk_elasticloadbalancingv2::Client {
+        &self.elbv2
     }
 
     /// Every API call made through this cloud so far.

@@ -15,7 +15,7 @@
 //!
 //! Not yet: the node bootstrap itself (the user data is a placeholder that
 //! says so), instance-store block devices, additional volumes, mixed
-//! instances policies, warm pools, target groups, lifecycle hooks and
+//! instances policies, warm pools, lifecycle hooks and
 //! metrics collection.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -422,6 +422,7 @@ fn instance_group(
             .cloned()
             .collect::<BTreeSet<_>>(),
         max_instance_lifetime,
+        target_groups: crate::api_load_balancer::target_groups_for(model, group.role()),
     };
     Ok((template, autoscaling))
 }

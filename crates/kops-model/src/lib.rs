@@ -1,11 +1,13 @@
 //! Model builders: from a kops Cluster and its InstanceGroups to the graph of
-//! AWS tasks that realise them (network, security groups, IAM, SSH key, and the compute
-//! half: launch templates, autoscaling groups, etcd volumes). Names and tags are kops' own, so a cluster made by
+//! AWS tasks that realise them (network, security groups, IAM, SSH key, the compute
+//! half: launch templates, autoscaling groups, etcd volumes, and the API
+//! load balancer). Names and tags are kops' own, so a cluster made by
 //! kops is found and kept, not recreated.
 //!
 //! Pure: no IO, no SDK calls. It depends on kops-api (the spec), kops-engine
 //! (the graph) and kops-aws (the task types) only.
 
+pub mod api_load_balancer;
 pub mod compute;
 pub mod iam;
 pub mod network;
@@ -81,6 +83,7 @@ pub fn build(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
     iam::build(model, &mut graph)?;
     ssh::build(model, &mut graph)?;
     compute::build(model, &mut graph)?;
+    api_load_balancer::build(model, &mut graph)?;
     graph.validate()?;
     Ok(graph)
 }

@@ -15,6 +15,7 @@ use kops_engine::{Changes, OutputRef, Outputs, Task, TaskError, TaskKey};
 use crate::context::{classify, AwsContext, Tags};
 use crate::tasks::launch_template::LaunchTemplateOutput;
 use crate::tasks::subnet::SubnetId;
+use crate::tasks::target_group::TargetGroupArn;
 use crate::tasks::{managed_tags, tags_to_write};
 
 /// What the group should be.
@@ -32,6 +33,9 @@ pub struct AutoscalingGroup {
     pub suspended_processes: BTreeSet<String>,
     /// Seconds; 0 for none.
     pub max_instance_lifetime: i32,
+    /// Target groups the group registers its instances in (the API's, for
+    /// the control plane).
+    pub target_groups: Vec<OutputRef<TargetGroupArn>>,
 }
 
 /// What exists.
@@ -47,6 +51,8 @@ pub struct AutoscalingGroupActual {
     pub tags: Tags,
     pub suspended_processes: BTreeSet<String>,
     pub max_instance_lifetime: i32,
+    /// Sorted target group ARNs.
+    pub target_groups: Vec<String>,
 }
 
 impl AutoscalingGroup {
@@ -77,6 +83,19 @@ impl AutoscalingGroup {
         }
         ids.sort();
         Ok(ids)
+    }
+
+    /// Target group ARNs, sorted; unknown ones (a dry run) as `<TargetGroup/name>`.
+    fn target_group_arns(&self, deps: &Outputs) -> Result<Vec<String>, TaskError> {
+        let mut arns = Vec::new();
+        for group in &self.target_groups {
+            arns.push(match deps.try_get(group)? {
+                Some(arn) => arn.0.clone(),
+                None => format!("<{}>", group.key()),
+            });
+        }
+        arns.sort();
+        Ok(arns)
     }
 }
 
@@ -119,6 +138,11 @@ fn actual_of(group: &aws_sdk_autoscaling::types::AutoScalingGroup) -> Autoscalin
             .filter_map(|p| p.process_name().map(str::to_string))
             .collect(),
         max_instance_lifetime: group.max_instance_lifetime().unwrap_or_default(),
+        target_groups: {
+            let mut arns = group.target_group_arns().to_vec();
+            arns.sort();
+            arns
+        },
     }
 }
 
@@ -133,6 +157,7 @@ impl Task<AwsContext> for AutoscalingGroup {
     fn dependencies(&self) -> Vec<TaskKey> {
         let mut keys = vec![self.launch_template.key().clone()];
         keys.extend(self.subnets.iter().map(|s| s.key().clone()));
+        keys.extend(self.target_groups.iter().map(|g| g.key().clone()));
         keys
     }
 
@@ -204,6 +229,13 @@ impl Task<AwsContext> for AutoscalingGroup {
                 &self.suspended_processes,
             );
         }
+        if actual.is_some() || !self.target_groups.is_empty() {
+            changes.compare(
+                "targetGroups",
+                actual.map(|a| &a.target_groups),
+                &self.target_group_arns(deps)?,
+            );
+        }
         if actual.is_some() || self.max_instance_lifetime != 0 {
             changes.compare(
                 "maxInstanceLifetime",
@@ -233,6 +265,11 @@ impl Task<AwsContext> for AutoscalingGroup {
             subnets.push(deps.get(subnet)?.0.clone());
         }
         subnets.sort();
+        let mut target_groups = Vec::new();
+        for group in &self.target_groups {
+            target_groups.push(deps.get(group)?.0.clone());
+        }
+        target_groups.sort();
         let lifetime = (self.max_instance_lifetime > 0).then_some(self.max_instance_lifetime);
         let autoscaling = ctx.autoscaling();
         let current_processes = match actual {
@@ -246,6 +283,9 @@ impl Task<AwsContext> for AutoscalingGroup {
                     .vpc_zone_identifier(subnets.join(","))
                     .set_tags(Some(self.tags_for_api(&self.tags)))
                     .set_max_instance_lifetime(lifetime)
+                    .set_target_group_arns(
+                        (!target_groups.is_empty()).then(|| target_groups.clone()),
+                    )
                     .send()
                     .await;
                 match created {
@@ -282,6 +322,35 @@ impl Task<AwsContext> for AutoscalingGroup {
                         .send()
                         .await
                         .map_err(|e| classify("UpdateAutoScalingGroup", &self.name, e))?;
+                }
+                let attach: Vec<String> = target_groups
+                    .iter()
+                    .filter(|a| !actual.target_groups.contains(a))
+                    .cloned()
+                    .collect();
+                if !attach.is_empty() {
+                    autoscaling
+                        .attach_load_balancer_target_groups()
+                        .auto_scaling_group_name(&self.name)
+                        .set_target_group_arns(Some(attach))
+                        .send()
+                        .await
+                        .map_err(|e| classify("AttachLoadBalancerTargetGroups", &self.name, e))?;
+                }
+                let detach: Vec<String> = actual
+                    .target_groups
+                    .iter()
+                    .filter(|a| !target_groups.contains(a))
+                    .cloned()
+                    .collect();
+                if !detach.is_empty() {
+                    autoscaling
+                        .detach_load_balancer_target_groups()
+                        .auto_scaling_group_name(&self.name)
+                        .set_target_group_arns(Some(detach))
+                        .send()
+                        .await
+                        .map_err(|e| classify("DetachLoadBalancerTargetGroups", &self.name, e))?;
                 }
                 let missing = tags_to_write(&actual.tags, &self.tags);
                 if !missing.is_empty() {

@@ -1,0 +1,239 @@
+//! The API endpoint behind a load balancer (`spec.api.loadBalancer`,
+//! class `Network`), as kops lays it out:
+//!
+//! - the Network Load Balancer `api.<cluster>` (its `Name` tag; its AWS name
+//!   is `api-<cluster with dashes>` cut to 32 characters with a hash),
+//!   `internet-facing` for type `Public` (in the public or utility subnets)
+//!   or `internal` for type `Internal` (in the private subnets), one subnet
+//!   per zone, with the `api-elb.<cluster>` security group;
+//! - the target group `tcp-<cluster>...` (TCP 443, TCP health check every
+//!   10 s, 2 healthy / 2 unhealthy, 30 s deregistration delay closing
+//!   connections), which the control-plane autoscaling groups register in;
+//! - the listener `api.<cluster>-443`, TCP 443 to that target group.
+//!
+//! Not yet: the TLS listener and target group for `sslCertificate`, the
+//! kops-controller and cilium-etcd listeners for `dns: None`, explicit
+//! `subnets` with private addresses or elastic IPs, access logs, the
+//! cross-zone attribute, additional security groups, the Classic class.
+
+use std::collections::BTreeMap;
+
+use kops_api::{ClusterSubnetSpec, Role, SubnetType};
+use kops_aws::tasks::listener::Listener;
+use kops_aws::tasks::network_load_balancer::NetworkLoadBalancer;
+use kops_aws::tasks::security_group::SecurityGroup;
+use kops_aws::tasks::target_group::{TargetGroup, TargetGroupArn};
+use kops_aws::AwsContext;
+use kops_engine::{OutputRef, TaskGraph};
+
+use crate::iam::hash6;
+use crate::network::{subnet_ref, vpc_ref};
+use crate::security::{elb_group_name, uses_api_load_balancer};
+use crate::{Model, ModelError};
+
+/// The API port.
+pub const API_PORT: i32 = 443;
+
+/// kops' 32-character AWS names for load balancers and target groups:
+/// `<prefix>-<cluster with dashes>`, cut to 25 characters, then `-` and a
+/// hash of the whole (always added).
+pub fn resource_name32(cluster: &str, prefix: &str) -> String {
+    let name = format!("{prefix}-{}", cluster.replace('.', "-"));
+    let mut base_len = name.len().min(32 - 7);
+    while !name.is_char_boundary(base_len) {
+        base_len -= 1;
+    }
+    format!("{}-{}", &name[..base_len], hash6(&name))
+}
+
+/// The load balancer task's name (and `Name` tag): `api.<cluster>`.
+pub fn load_balancer_name(model: &Model<'_>) -> String {
+    model.scoped("api")
+}
+
+/// The API target group's name.
+pub fn target_group_name(model: &Model<'_>) -> String {
+    resource_name32(model.name(), "tcp")
+}
+
+/// The target groups an instance group's autoscaling group registers in:
+/// the API's for control-plane and API-server groups when there is one.
+pub fn target_groups_for(model: &Model<'_>, role: Option<Role>) -> Vec<OutputRef<TargetGroupArn>> {
+    match role {
+        Some(Role::ControlPlane | Role::ApiServer) if uses_api_load_balancer(model) => {
+            vec![TargetGroup::arn_ref(&target_group_name(model))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn spec_error(field: &str, message: String, hint: &str) -> ModelError {
+    ModelError::Spec {
+        path: format!("spec.api.loadBalancer.{field}"),
+        message,
+        hint: hint.to_string(),
+    }
+}
+
+/// The subnets the load balancer is placed in: one per zone, of the kinds
+/// its type calls for, preferring utility subnets and those of the
+/// control plane.
+fn subnets<'a>(model: &Model<'a>, internal: bool) -> Vec<&'a ClusterSubnetSpec> {
+    let control_plane: Vec<&str> = model
+        .groups_with(Role::ControlPlane)
+        .flat_map(|g| g.spec.subnets.iter().flatten().map(String::as_str))
+        .collect();
+    let mut by_zone: BTreeMap<&str, Vec<&ClusterSubnetSpec>> = BTreeMap::new();
+    for subnet in model.cluster.spec.subnets.iter().flatten() {
+        let fits = match subnet.subnet_type() {
+            Some(SubnetType::Public | SubnetType::Utility) => !internal,
+            Some(SubnetType::Private | SubnetType::DualStack) => internal,
+            None => false,
+        };
+        if fits {
+            by_zone
+                .entry(subnet.zone.as_deref().unwrap_or_default())
+                .or_default()
+                .push(subnet);
+        }
+    }
+    let score = |s: &ClusterSubnetSpec| {
+        let mut score = 0;
+        if control_plane.contains(&s.name.as_str()) {
+            score += 1;
+        }
+        match s.subnet_type() {
+            Some(SubnetType::DualStack) => score += 2,
+            Some(SubnetType::Utility) => score += 3,
+            _ => {}
+        }
+        score
+    };
+    by_zone
+        .into_values()
+        .filter_map(|candidates| {
+            // The first of the best, so the choice is stable.
+            let best = candidates.iter().map(|s| score(s)).max()?;
+            candidates.into_iter().find(|s| score(s) == best)
+        })
+        .collect()
+}
+
+/// Adds the load balancer, its target group and listener when the spec
+/// asks for one.
+pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
+    let Some(lb) = model
+        .cluster
+        .spec
+        .api
+        .as_ref()
+        .and_then(|a| a.load_balancer.as_ref())
+    else {
+        return Ok(());
+    };
+    match lb.class.as_deref() {
+        None | Some("Network") => {}
+        Some(other) => {
+            return Err(spec_error(
+                "class",
+                format!("load balancer class `{other}` is not supported"),
+                "use `class: Network`",
+            ))
+        }
+    }
+    let internal = match lb.kind.as_deref() {
+        Some("Public") | None => false,
+        Some("Internal") => true,
+        Some(other) => {
+            return Err(spec_error(
+                "type",
+                format!("unknown load balancer type `{other}`"),
+                "use `Public` or `Internal`",
+            ))
+        }
+    };
+    if lb.subnets.as_ref().is_some_and(|s| !s.is_empty()) {
+        return Err(spec_error(
+            "subnets",
+            "kops-rs does not place the API load balancer in explicit subnets yet".to_string(),
+            "remove spec.api.loadBalancer.subnets to use one subnet per zone",
+        ));
+    }
+    let placed = subnets(model, internal);
+    if placed.is_empty() {
+        return Err(spec_error(
+            "type",
+            format!(
+                "no {} subnet for the {} load balancer",
+                if internal {
+                    "private"
+                } else {
+                    "public or utility"
+                },
+                if internal { "internal" } else { "public" },
+            ),
+            "add such a subnet, or change the load balancer's type",
+        ));
+    }
+    let name = load_balancer_name(model);
+    let group_name = target_group_name(model);
+    graph.add(NetworkLoadBalancer {
+        load_balancer_name: resource_name32(model.name(), "api"),
+        scheme: if internal {
+            "internal"
+        } else {
+            "internet-facing"
+        }
+        .to_string(),
+        subnets: placed.iter().map(|s| subnet_ref(model, &s.name)).collect(),
+        security_groups: vec![SecurityGroup::id_ref(&elb_group_name(model, "api"))],
+        tags: model.tags(&name, &[]),
+        name: name.clone(),
+    })?;
+    graph.add(TargetGroup {
+        vpc: vpc_ref(model),
+        protocol: "TCP".to_string(),
+        port: API_PORT,
+        health_check_protocol: "TCP".to_string(),
+        health_check_interval: 10,
+        healthy_threshold: 2,
+        unhealthy_threshold: 2,
+        deregistration_delay: 30,
+        connection_termination: true,
+        tags: model.tags(&group_name, &[]),
+        name: group_name.clone(),
+    })?;
+    graph.add(Listener {
+        name: format!("{name}-{API_PORT}"),
+        load_balancer: NetworkLoadBalancer::output_ref(&name),
+        port: API_PORT,
+        protocol: "TCP".to_string(),
+        target_group: TargetGroup::arn_ref(&group_name),
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_kops() {
+        assert_eq!(
+            resource_name32("privatecilium.example.com", "api"),
+            "api-privatecilium-example-fnt793"
+        );
+        assert_eq!(
+            resource_name32("privatecilium.example.com", "tcp"),
+            "tcp-privatecilium-example-rga1vh"
+        );
+        assert_eq!(
+            resource_name32("complex.example.com", "api"),
+            "api-complex-example-com-vd3t5n"
+        );
+        assert_eq!(
+            resource_name32("complex.example.com", "tcp"),
+            "tcp-complex-example-com-vpjolq"
+        );
+    }
+}
