@@ -22,13 +22,18 @@ fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
     c.output().unwrap().into()
 }
 
-async fn tagged_left(endpoint: &str, cluster: &str) -> Vec<String> {
-    let config = aws_config::defaults(BehaviorVersion::latest())
+/// SDK configuration for this test process' moto.
+async fn moto_config(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
         .load()
-        .await;
+        .await
+}
+
+async fn tagged_left(endpoint: &str, cluster: &str) -> Vec<String> {
+    let config = moto_config(endpoint).await;
     let ec2 = aws_sdk_ec2::Client::new(&config);
     let filter = Filter::builder()
         .name("tag:KubernetesCluster")
@@ -341,12 +346,7 @@ fn an_interrupted_apply_is_finished_by_the_next_update() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let config = aws_config::defaults(BehaviorVersion::latest())
-            .endpoint_url(moto.endpoint())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
-            .load()
-            .await;
+        let config = moto_config(&moto.endpoint()).await;
         let ec2 = aws_sdk_ec2::Client::new(&config);
         let filter = Filter::builder()
             .name("tag:KubernetesCluster")
@@ -442,13 +442,7 @@ fn shared_vpc_is_left_in_place() {
         .enable_all()
         .build()
         .unwrap();
-    let config = rt.block_on(
-        aws_config::defaults(BehaviorVersion::latest())
-            .endpoint_url(moto.endpoint())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
-            .load(),
-    );
+    let config = rt.block_on(moto_config(&moto.endpoint()));
     let ec2 = aws_sdk_ec2::Client::new(&config);
     let (vpc, subnet) = rt.block_on(async {
         let vpc = ec2
