@@ -18,93 +18,25 @@
 //! (`InvalidKeyPair.Format`, so the test key is a real one), and URL-encodes
 //! the inline policy documents it returns.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use aws_config::{BehaviorVersion, Region};
-use aws_sdk_ec2::config::Credentials;
+use std::collections::{BTreeMap, BTreeSet};
+
 use aws_sdk_ec2::types::{Filter, IpPermission, UserIdGroupPair};
-use kops_api::{Cluster, InstanceGroup, Object};
 use kops_aws::context::owned_tags;
 use kops_aws::tasks::policy_document::PolicyDocument;
 use kops_aws::tasks::vpc::Vpc;
 use kops_aws::{AwsCloud, AwsContext};
-use kops_engine::{Executor, ExecutorOptions, Mode, Report, RetryPolicy, TaskGraph};
+use kops_engine::{Mode, TaskGraph};
 use kops_model::Model;
 
-const REGION: &str = "us-east-1";
-const SSH_KEY: &str = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC69tGREgszkqbXuftnhguY/GNFyTjLQklgvGUzpBT9B4kZ3oPfceH04RjSFmMo31WErWoAAjbhackIaI2JgY9qo8hNlBvLTk8AhoPG/h4c0c6dyOC3UMTVEFlJV1Fcwh8rNwWBx3TEvHD/M2zKMOCxF+4c6l//B1wbxLL3fBJnQQ== test@example";
+use common::{cloud, load, Run, SSH_KEY};
 
-async fn cloud() -> Option<AwsCloud> {
-    let moto = kops_testkit::require_moto()?;
-    let config = aws_config::defaults(BehaviorVersion::latest())
-        .endpoint_url(moto.endpoint())
-        .region(Region::new(REGION))
-        .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
-        .load()
-        .await;
-    Some(AwsCloud::from_config(REGION, config))
-}
-
-fn executor() -> Executor {
-    Executor::new(ExecutorOptions {
-        retry: RetryPolicy {
-            base: Duration::from_millis(20),
-            max: Duration::from_millis(500),
-            seed: Some(1),
-        },
-        task_deadline: Duration::from_secs(60),
-        ..ExecutorOptions::default()
-    })
-}
-
-/// What one run did: its report, its calls by operation, and the totals.
-struct Run {
-    report: Report,
-    calls: BTreeMap<String, u64>,
-    total: u64,
-    writes: u64,
-}
-
+/// One run, which must succeed.
 async fn run(cloud: &AwsCloud, cluster: &str, graph: &TaskGraph<AwsContext>, mode: Mode) -> Run {
-    let before = cloud.calls().snapshot();
-    let (t0, w0) = (cloud.calls().total(), cloud.calls().writes());
-    // A fresh context per run: fresh discovery caches, as in `kops update cluster`.
-    let ctx = Arc::new(AwsContext::new(cloud.clone(), cluster, Default::default()));
-    let report = executor()
-        .run(graph, ctx, mode)
+    common::run(cloud, cluster, graph, mode)
         .await
-        .unwrap_or_else(|e| panic!("run failed: {e}"));
-    let calls = cloud
-        .calls()
-        .snapshot()
-        .into_iter()
-        .map(|(k, v)| {
-            let d = v - before.get(&k).copied().unwrap_or(0);
-            (k, d)
-        })
-        .filter(|(_, v)| *v > 0)
-        .collect();
-    Run {
-        report,
-        calls,
-        total: cloud.calls().total() - t0,
-        writes: cloud.calls().writes() - w0,
-    }
-}
-
-fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
-    let mut cluster = None;
-    let mut groups = Vec::new();
-    for object in kops_api::parse_objects("test.yaml", yaml).unwrap() {
-        match object {
-            Object::Cluster(c) => cluster = Some(*c),
-            Object::InstanceGroup(g) => groups.push(*g),
-            _ => {}
-        }
-    }
-    (cluster.unwrap(), groups)
+        .unwrap_or_else(|e| panic!("run failed: {e}"))
 }
 
 fn manifests(name: &str, private: bool) -> String {

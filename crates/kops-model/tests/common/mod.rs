@@ -1,0 +1,95 @@
+//! Shared set-up for the kops-model tests against moto: a cloud on this test
+//! process' moto, a fast-retrying executor, runs that count their calls, and
+//! manifests parsed into a cluster and its groups.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_ec2::config::Credentials;
+use kops_api::{Cluster, InstanceGroup, Object};
+use kops_aws::{AwsCloud, AwsContext};
+use kops_engine::{Executor, ExecutorOptions, Mode, Report, RetryPolicy, TaskGraph};
+
+pub const REGION: &str = "us-east-1";
+/// An image moto ships (kops' default Ubuntu 24.04 image is not among them).
+pub const IMAGE: &str =
+    "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+pub const SSH_KEY: &str = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC69tGREgszkqbXuftnhguY/GNFyTjLQklgvGUzpBT9B4kZ3oPfceH04RjSFmMo31WErWoAAjbhackIaI2JgY9qo8hNlBvLTk8AhoPG/h4c0c6dyOC3UMTVEFlJV1Fcwh8rNwWBx3TEvHD/M2zKMOCxF+4c6l//B1wbxLL3fBJnQQ== test@example";
+
+pub async fn cloud() -> Option<AwsCloud> {
+    let moto = kops_testkit::require_moto()?;
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(moto.endpoint())
+        .region(Region::new(REGION))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+        .load()
+        .await;
+    Some(AwsCloud::from_config(REGION, config))
+}
+
+pub fn executor() -> Executor {
+    Executor::new(ExecutorOptions {
+        retry: RetryPolicy {
+            base: Duration::from_millis(20),
+            max: Duration::from_millis(500),
+            seed: Some(1),
+        },
+        task_deadline: Duration::from_secs(60),
+        ..ExecutorOptions::default()
+    })
+}
+
+pub struct Run {
+    pub report: Report,
+    pub calls: BTreeMap<String, u64>,
+    pub total: u64,
+    pub writes: u64,
+}
+
+pub async fn run(
+    cloud: &AwsCloud,
+    cluster: &str,
+    graph: &TaskGraph<AwsContext>,
+    mode: Mode,
+) -> Result<Run, String> {
+    let before = cloud.calls().snapshot();
+    let (t0, w0) = (cloud.calls().total(), cloud.calls().writes());
+    let ctx = Arc::new(AwsContext::new(cloud.clone(), cluster, Default::default()));
+    let report = executor()
+        .run(graph, ctx, mode)
+        .await
+        .map_err(|e| e.to_string())?;
+    let calls = cloud
+        .calls()
+        .snapshot()
+        .into_iter()
+        .map(|(k, v)| {
+            let d = v - before.get(&k).copied().unwrap_or(0);
+            (k, d)
+        })
+        .filter(|(_, v)| *v > 0)
+        .collect();
+    Ok(Run {
+        report,
+        calls,
+        total: cloud.calls().total() - t0,
+        writes: cloud.calls().writes() - w0,
+    })
+}
+
+pub fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
+    let mut cluster = None;
+    let mut groups = Vec::new();
+    for object in kops_api::parse_objects("test.yaml", yaml).unwrap() {
+        match object {
+            Object::Cluster(c) => cluster = Some(*c),
+            Object::InstanceGroup(g) => groups.push(*g),
+            _ => {}
+        }
+    }
+    (cluster.unwrap(), groups)
+}
