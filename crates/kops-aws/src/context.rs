@@ -137,20 +137,8 @@ impl AwsContext {
                     .collect::<Result<Vec<_>, _>>()
                     .await
                     .map_err(|e| classify("DescribeLoadBalancers", &self.cluster, e))?;
-                let arns: Vec<String> = all
-                    .iter()
-                    .filter_map(|l| l.load_balancer_arn().map(str::to_string))
-                    .collect();
-                let tags = elbv2_tags(self.elbv2(), &arns)
+                self.tagged_for_cluster(all, |l| l.load_balancer_arn())
                     .await
-                    .map_err(|e| classify("DescribeTags", &self.cluster, e))?;
-                Ok(all
-                    .into_iter()
-                    .filter_map(|l| {
-                        let t = tags.get(l.load_balancer_arn()?)?.clone();
-                        (t.get(TAG_CLUSTER) == Some(&self.cluster)).then_some((l, t))
-                    })
-                    .collect())
             })
             .await
             .map(Vec::as_slice)
@@ -172,23 +160,33 @@ impl AwsContext {
                     .collect::<Result<Vec<_>, _>>()
                     .await
                     .map_err(|e| classify("DescribeTargetGroups", &self.cluster, e))?;
-                let arns: Vec<String> = all
-                    .iter()
-                    .filter_map(|g| g.target_group_arn().map(str::to_string))
-                    .collect();
-                let tags = elbv2_tags(self.elbv2(), &arns)
-                    .await
-                    .map_err(|e| classify("DescribeTags", &self.cluster, e))?;
-                Ok(all
-                    .into_iter()
-                    .filter_map(|g| {
-                        let t = tags.get(g.target_group_arn()?)?.clone();
-                        (t.get(TAG_CLUSTER) == Some(&self.cluster)).then_some((g, t))
-                    })
-                    .collect())
+                self.tagged_for_cluster(all, |g| g.target_group_arn()).await
             })
             .await
             .map(Vec::as_slice)
+    }
+
+    /// Keeps the ELBv2 resources tagged `KubernetesCluster: <cluster>`, with
+    /// their tags (DescribeTags in batches of 20 ARNs).
+    async fn tagged_for_cluster<T>(
+        &self,
+        all: Vec<T>,
+        arn: impl Fn(&T) -> Option<&str>,
+    ) -> Result<Vec<(T, Tags)>, TaskError> {
+        let arns: Vec<String> = all
+            .iter()
+            .filter_map(|x| arn(x).map(str::to_string))
+            .collect();
+        let tags = elbv2_tags(self.elbv2(), &arns)
+            .await
+            .map_err(|e| classify("DescribeTags", &self.cluster, e))?;
+        Ok(all
+            .into_iter()
+            .filter_map(|x| {
+                let t = tags.get(arn(&x)?)?.clone();
+                (t.get(TAG_CLUSTER) == Some(&self.cluster)).then_some((x, t))
+            })
+            .collect())
     }
 
     /// The tags kops puts on an owned resource named `name`: the cluster tags,
