@@ -62,6 +62,9 @@ pub enum OpsError {
     NotOnAws { cluster: String, reason: String },
 
     #[error(transparent)]
+    Pki(#[from] kops_pki::PkiError),
+
+    #[error(transparent)]
     Model(#[from] kops_model::ModelError),
 
     #[error("{}", engine(.0))]

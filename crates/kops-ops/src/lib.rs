@@ -8,6 +8,7 @@
 
 pub mod delete;
 mod error;
+pub mod pki;
 pub mod update;
 
 use std::collections::BTreeSet;

@@ -63,6 +63,10 @@ pub async fn update_cluster(
     }
     let groups = registry.list_instance_groups(&request.cluster).await?;
     validation::validate_all(&cluster, &groups)?;
+    if request.apply {
+        // The CA keysets and secrets first: nodes' bootstrap reads them.
+        crate::pki::ensure_cluster_pki(registry, &cluster).await?;
+    }
     let region = cluster_region(&cluster)?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
     let config_base = cluster

@@ -53,6 +53,8 @@ pub enum Command {
     Update(UpdateArgs),
     /// Delete a resource.
     Delete(DeleteArgs),
+    /// Export configuration: a kubeconfig for kubectl.
+    Export(ExportArgs),
     /// Print the kops version.
     Version(VersionArgs),
     /// Print a shell completion script.
@@ -65,6 +67,27 @@ pub enum Output {
     Table,
     Yaml,
     Json,
+}
+
+/// `kops get`'s formats: the usual ones, and `plaintext` for secrets' values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum GetOutput {
+    #[default]
+    Table,
+    Yaml,
+    Json,
+    /// The values themselves (`get secrets` only).
+    Plaintext,
+}
+
+impl From<GetOutput> for Output {
+    fn from(o: GetOutput) -> Output {
+        match o {
+            GetOutput::Yaml => Output::Yaml,
+            GetOutput::Json => Output::Json,
+            GetOutput::Table | GetOutput::Plaintext => Output::Table,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -94,6 +117,8 @@ pub enum CreateCommand {
     Instancegroup(CreateInstanceGroupArgs),
     /// Add an admin SSH public key.
     Sshpublickey(CreateSshPublicKeyArgs),
+    /// Store a secret: dockerconfig, encryptionconfig or ciliumpassword.
+    Secret(CreateSecretArgs),
 }
 
 #[derive(Debug, Args, Default)]
@@ -306,8 +331,8 @@ pub struct GetArgs {
     #[command(subcommand)]
     pub what: Option<GetCommand>,
     /// Output format.
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
-    pub output: Output,
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = GetOutput::Table)]
+    pub output: GetOutput,
 }
 
 #[derive(Debug, Subcommand)]
@@ -327,6 +352,21 @@ pub enum GetCommand {
     /// List the admin SSH public keys of a cluster.
     #[command(visible_aliases = ["sshpublickey"])]
     Sshpublickeys,
+    /// List the keypairs of a cluster's keysets (CAs).
+    #[command(visible_aliases = ["keypair"])]
+    Keypairs {
+        #[arg(value_name = "KEYSET")]
+        names: Vec<String>,
+        /// Include distrusted keypairs.
+        #[arg(long)]
+        distrusted: bool,
+    },
+    /// List the secrets of a cluster (`-o plaintext` prints their values).
+    #[command(visible_aliases = ["secret"])]
+    Secrets {
+        #[arg(value_name = "SECRET")]
+        names: Vec<String>,
+    },
     /// The cluster and its instance groups.
     All {
         #[arg(value_name = "CLUSTER")]
@@ -441,6 +481,11 @@ pub enum DeleteCommand {
         #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
         interval: std::time::Duration,
     },
+    /// Delete secrets of a cluster.
+    Secret {
+        #[arg(value_name = "SECRET", required = true)]
+        names: Vec<String>,
+    },
     /// Delete an admin SSH public key.
     Sshpublickey {
         /// The key's id as `get sshpublickeys` prints it.
@@ -468,4 +513,59 @@ pub struct CompletionArgs {
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     humantime::parse_duration(text)
         .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. `10s` or `2m`"))
+}
+
+// ------------------------------------------------------------------ keypairs, secrets, kubeconfig
+
+#[derive(Debug, Args)]
+pub struct CreateSecretArgs {
+    /// The secret's type: dockerconfig, encryptionconfig or ciliumpassword.
+    #[arg(value_name = "TYPE")]
+    pub kind: String,
+    /// Cluster name (positional form of --name).
+    #[arg(value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// The file holding the secret (`-` reads stdin).
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    pub filename: PathBuf,
+    /// Replace the secret if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    pub what: ExportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// Write a kubeconfig for a cluster (merged into $KUBECONFIG or ~/.kube/config).
+    #[command(visible_aliases = ["kubecfg"])]
+    Kubeconfig(ExportKubeconfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportKubeconfigArgs {
+    #[arg(value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// Also write an admin user (client certificate from the cluster CA) valid this long; `--admin` alone is 18h.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "18h", value_name = "DURATION")]
+    pub admin: Option<String>,
+    /// Use this existing kubeconfig user in the context.
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// Use the cluster's internal API name (api.internal.CLUSTER).
+    #[arg(long)]
+    pub internal: bool,
+    /// The kubeconfig file to write (instead of $KUBECONFIG or ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The API server URL to write, as is.
+    #[arg(long, value_name = "URL")]
+    pub api_server: Option<String>,
+    /// Export every cluster in the state store.
+    #[arg(long)]
+    pub all: bool,
 }

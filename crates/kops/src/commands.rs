@@ -47,6 +47,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
             .await
         }
         Command::Delete(args) => delete(&global, args).await,
+        Command::Export(args) => crate::pki_commands::export(&global, args).await,
         Command::Update(args) => match args.what {
             UpdateCommand::Cluster(a) => update_cluster(&global, a).await,
         },
@@ -101,6 +102,7 @@ async fn create(global: &GlobalArgs, args: CreateArgs) -> Result<i32> {
         }
         Some(CreateCommand::Cluster(a)) => create_cluster(global, *a).await,
         Some(CreateCommand::Instancegroup(a)) => create_instance_group(global, a).await,
+        Some(CreateCommand::Secret(a)) => crate::pki_commands::create_secret(global, a).await,
         Some(CreateCommand::Sshpublickey(a)) => {
             let registry = state(global).await?;
             let name = cluster_name(&registry, global, a.cluster_name.as_deref()).await?;
@@ -372,7 +374,7 @@ fn group_zones(ig: &InstanceGroup, cluster: &Cluster) -> String {
 
 async fn get(global: &GlobalArgs, args: GetArgs) -> Result<i32> {
     let registry = state(global).await?;
-    let format = manifest_format(args.output);
+    let format = manifest_format(args.output.into());
     match args.what {
         Some(GetCommand::Clusters { names }) => {
             let mut clusters = registry.list_clusters().await?;
@@ -461,10 +463,16 @@ async fn get(global: &GlobalArgs, args: GetArgs) -> Result<i32> {
                 }
             }
         }
-        Some(GetCommand::All { cluster_name: c }) => {
-            get_all(&registry, global, c.as_deref(), args.output).await?
+        Some(GetCommand::Keypairs { names, distrusted }) => {
+            return crate::pki_commands::get_keypairs(global, &names, distrusted, args.output).await
         }
-        None => get_all(&registry, global, None, args.output).await?,
+        Some(GetCommand::Secrets { names }) => {
+            return crate::pki_commands::get_secrets(global, &names, args.output).await
+        }
+        Some(GetCommand::All { cluster_name: c }) => {
+            get_all(&registry, global, c.as_deref(), args.output.into()).await?
+        }
+        None => get_all(&registry, global, None, args.output.into()).await?,
     }
     Ok(0)
 }
@@ -805,6 +813,7 @@ async fn delete(global: &GlobalArgs, args: DeleteArgs) -> Result<i32> {
             ));
             Ok(0)
         }
+        DeleteCommand::Secret { names } => crate::pki_commands::delete_secret(global, &names).await,
         DeleteCommand::Sshpublickey { id } => {
             let cluster = cluster_name(&registry, global, None).await?;
             kops_ops::require_cluster(&registry, &cluster).await?;

@@ -1,0 +1,569 @@
+//! Keypairs, secrets and kubeconfig: `kops get keypairs`, `kops get
+//! secrets`, `kops create secret`, `kops export kubeconfig`. The PKI itself
+//! (formats, certificates, merging) lives in kops-pki; this module adds the
+//! cluster look-ups, the input checks and the API server address.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kops_api::Cluster;
+use kops_pki::{
+    IssueRequest, KeysetItem, Keystore, KubeconfigEntry, KubeconfigFiles, KubeconfigUser, PkiError,
+    Secret, SecretStore, ADMIN_GROUP, KUBERNETES_CA,
+};
+
+use crate::{require_cluster, OpsError, Registry};
+
+/// What can go wrong with keypairs, secrets and kubeconfig.
+#[derive(Debug, thiserror::Error)]
+pub enum PkiOpsError {
+    #[error(transparent)]
+    Ops(#[from] OpsError),
+
+    #[error(transparent)]
+    Pki(#[from] PkiError),
+
+    #[error(
+        "unknown secret type `{kind}`\nhint: kops creates secrets of type {}",
+        known_secret_types()
+    )]
+    UnknownSecretType { kind: String },
+
+    #[error("the {kind} secret is not valid {format}: {reason}\nhint: {hint}")]
+    BadSecret {
+        kind: &'static str,
+        format: &'static str,
+        reason: String,
+        hint: &'static str,
+    },
+
+    #[error("the {kind} secret already exists in cluster `{cluster}`\nhint: pass `--force` to replace it")]
+    SecretExists { kind: &'static str, cluster: String },
+
+    #[error("no secrets found for cluster `{cluster}`{}\nhint: `kops update cluster --yes` creates the cluster's secrets; `kops create secret TYPE -f FILE` adds one", names_suffix(.names))]
+    NoSecrets { cluster: String, names: Vec<String> },
+
+    #[error("no keypairs found for cluster `{cluster}`{}\nhint: `kops update cluster --yes` creates the cluster's keypairs", names_suffix(.names))]
+    NoKeypairs { cluster: String, names: Vec<String> },
+
+    #[error("cannot use both --admin and --user\nhint: --admin writes a new admin credential; --user points the context at an existing kubeconfig user")]
+    AdminAndUser,
+
+    #[error("the admin credential lifetime must be more than zero\nhint: write e.g. `--admin=18h` or `--admin=1h30m`")]
+    ZeroLifetime,
+
+    #[error("cannot look up the API load balancer of cluster `{cluster}`: {reason}\nhint: pass `--api-server https://...` or `--internal` to skip the look-up")]
+    LoadBalancerLookup { cluster: String, reason: String },
+}
+
+fn names_suffix(names: &[String]) -> String {
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(" named {}", names.join(", "))
+    }
+}
+
+// ---------------------------------------------------------------- secrets
+
+/// The secrets users create (`kops create secret TYPE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretKind {
+    /// `~/.docker/config.json` for pulling images from private registries.
+    DockerConfig,
+    /// The API server's encryption-at-rest configuration (YAML).
+    EncryptionConfig,
+    /// Cilium's IPsec key (YAML).
+    CiliumPassword,
+}
+
+const SECRET_KINDS: [SecretKind; 3] = [
+    SecretKind::DockerConfig,
+    SecretKind::EncryptionConfig,
+    SecretKind::CiliumPassword,
+];
+
+fn known_secret_types() -> String {
+    SECRET_KINDS
+        .iter()
+        .map(|k| format!("`{}`", k.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl SecretKind {
+    /// The secret's name in the store, which is also the type's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SecretKind::DockerConfig => "dockerconfig",
+            SecretKind::EncryptionConfig => "encryptionconfig",
+            SecretKind::CiliumPassword => "ciliumpassword",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, PkiOpsError> {
+        SECRET_KINDS
+            .into_iter()
+            .find(|k| k.name() == text.to_ascii_lowercase())
+            .ok_or_else(|| PkiOpsError::UnknownSecretType {
+                kind: text.to_string(),
+            })
+    }
+
+    /// Checks the content the way kops does: JSON for docker, YAML otherwise.
+    fn check(self, data: &[u8]) -> Result<(), PkiOpsError> {
+        let text = std::str::from_utf8(data).map_err(|_| PkiOpsError::BadSecret {
+            kind: self.name(),
+            format: "text",
+            reason: "it is not UTF-8".into(),
+            hint: "pass the file itself, not an archive or an encrypted copy",
+        })?;
+        match self {
+            SecretKind::DockerConfig => {
+                let v: serde_json::Value =
+                    serde_json::from_str(text).map_err(|e| PkiOpsError::BadSecret {
+                        kind: "dockerconfig",
+                        format: "JSON",
+                        reason: e.to_string(),
+                        hint: "pass a Docker config such as ~/.docker/config.json: {\"auths\": {...}}",
+                    })?;
+                if !v.is_object() {
+                    return Err(PkiOpsError::BadSecret {
+                        kind: "dockerconfig",
+                        format: "JSON",
+                        reason: "it is not a JSON object".into(),
+                        hint:
+                            "pass a Docker config such as ~/.docker/config.json: {\"auths\": {...}}",
+                    });
+                }
+            }
+            SecretKind::EncryptionConfig | SecretKind::CiliumPassword => {
+                let hint = if self == SecretKind::EncryptionConfig {
+                    "pass an EncryptionConfiguration (apiVersion: apiserver.config.k8s.io/v1)"
+                } else {
+                    "pass a YAML file such as `keys: \"3 rfc4106(gcm(aes)) <hex> 128\"`"
+                };
+                let v: serde_json::Value =
+                    serde_yaml_ng::from_str(text).map_err(|e| PkiOpsError::BadSecret {
+                        kind: self.name(),
+                        format: "YAML",
+                        reason: e.to_string(),
+                        hint,
+                    })?;
+                if !v.is_object() {
+                    return Err(PkiOpsError::BadSecret {
+                        kind: self.name(),
+                        format: "YAML",
+                        reason: "it is not a YAML mapping".into(),
+                        hint,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn secret_store(registry: &Registry, cluster: &str) -> SecretStore {
+    SecretStore::new(registry.store().clone(), cluster)
+}
+
+fn keystore(registry: &Registry, cluster: &str) -> Keystore {
+    Keystore::new(registry.store().clone(), cluster)
+}
+
+/// `kops create secret TYPE -f FILE [--force]`: checks the content, then
+/// stores it (refusing to replace an existing one without `force`).
+pub async fn create_secret(
+    registry: &Registry,
+    cluster: &str,
+    kind: &str,
+    data: &[u8],
+    force: bool,
+) -> Result<SecretKind, PkiOpsError> {
+    let kind = SecretKind::parse(kind)?;
+    require_cluster(registry, cluster).await?;
+    kind.check(data)?;
+    let secrets = secret_store(registry, cluster);
+    let secret = Secret {
+        data: data.to_vec(),
+    };
+    if force {
+        secrets.replace(kind.name(), &secret).await?;
+    } else if !secrets.create(kind.name(), &secret).await? {
+        return Err(PkiOpsError::SecretExists {
+            kind: kind.name(),
+            cluster: cluster.to_string(),
+        });
+    }
+    Ok(kind)
+}
+
+/// The names of a cluster's secrets (all, or those in `names`).
+pub async fn list_secrets(
+    registry: &Registry,
+    cluster: &str,
+    names: &[String],
+) -> Result<Vec<String>, PkiOpsError> {
+    require_cluster(registry, cluster).await?;
+    let mut items = secret_store(registry, cluster).list().await?;
+    if !names.is_empty() {
+        items.retain(|i| names.contains(i));
+    }
+    if items.is_empty() {
+        return Err(PkiOpsError::NoSecrets {
+            cluster: cluster.to_string(),
+            names: names.to_vec(),
+        });
+    }
+    Ok(items)
+}
+
+/// The secrets' values (`kops get secrets -o plaintext`), by name.
+pub async fn secret_values(
+    registry: &Registry,
+    cluster: &str,
+    names: &[String],
+) -> Result<Vec<(String, Vec<u8>)>, PkiOpsError> {
+    let items = list_secrets(registry, cluster, names).await?;
+    let store = secret_store(registry, cluster);
+    let mut out = Vec::new();
+    for name in items {
+        if let Some(s) = store.get(&name).await? {
+            out.push((name, s.data));
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- keypairs
+
+/// One keypair as `kops get keypairs` shows it (the JSON/YAML field names
+/// are kops').
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeypairRow {
+    pub name: String,
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distrust_timestamp: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_primary: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub issuer: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternate_names: Vec<String>,
+    #[serde(rename = "isCA", skip_serializing_if = "std::ops::Not::not")]
+    pub is_ca: bool,
+    /// Seconds since the Unix epoch.
+    #[serde(skip)]
+    pub not_before: Option<i64>,
+    #[serde(skip)]
+    pub not_after: Option<i64>,
+    #[serde(rename = "notBefore", skip_serializing_if = "Option::is_none")]
+    pub not_before_text: Option<String>,
+    #[serde(rename = "notAfter", skip_serializing_if = "Option::is_none")]
+    pub not_after_text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_length: Option<usize>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub has_private_key: bool,
+}
+
+fn rfc3339(unix: i64) -> Option<String> {
+    let t = std::time::UNIX_EPOCH.checked_add(Duration::from_secs(u64::try_from(unix).ok()?))?;
+    Some(humantime::format_rfc3339_seconds(t).to_string())
+}
+
+fn row(name: &str, primary: Option<&str>, item: &KeysetItem) -> KeypairRow {
+    let info = item.certificate_info().and_then(Result::ok);
+    KeypairRow {
+        name: name.to_string(),
+        id: item.id.clone(),
+        distrust_timestamp: item.distrust_timestamp.clone(),
+        is_primary: primary == Some(item.id.as_str()),
+        subject: info.as_ref().map(|i| i.subject.clone()).unwrap_or_default(),
+        issuer: info.as_ref().map(|i| i.issuer.clone()).unwrap_or_default(),
+        alternate_names: info
+            .as_ref()
+            .map(|i| i.alternate_names.clone())
+            .unwrap_or_default(),
+        is_ca: info.as_ref().is_some_and(|i| i.is_ca),
+        not_before: info.as_ref().map(|i| i.not_before),
+        not_after: info.as_ref().map(|i| i.not_after),
+        not_before_text: info.as_ref().and_then(|i| rfc3339(i.not_before)),
+        not_after_text: info.as_ref().and_then(|i| rfc3339(i.not_after)),
+        key_length: info.as_ref().and_then(|i| i.key_bits),
+        has_private_key: item.private_key_pem.is_some(),
+    }
+}
+
+/// The keypairs of a cluster's keysets (all, or those named), sorted by
+/// keyset name then id (oldest first). Distrusted keypairs and items without
+/// a certificate only with `include_distrusted`, as kops does.
+pub async fn list_keypairs(
+    registry: &Registry,
+    cluster: &str,
+    names: &[String],
+    include_distrusted: bool,
+) -> Result<Vec<KeypairRow>, PkiOpsError> {
+    require_cluster(registry, cluster).await?;
+    let mut rows = Vec::new();
+    for keyset in keystore(registry, cluster).list().await? {
+        if !names.is_empty() && !names.contains(&keyset.name) {
+            continue;
+        }
+        for item in &keyset.items {
+            let trusted = item.distrust_timestamp.is_none() && item.certificate_pem.is_some();
+            if include_distrusted || trusted {
+                rows.push(row(&keyset.name, keyset.primary_id.as_deref(), item));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return Err(PkiOpsError::NoKeypairs {
+            cluster: cluster.to_string(),
+            names: names.to_vec(),
+        });
+    }
+    Ok(rows)
+}
+
+// ---------------------------------------------------------------- kubeconfig
+
+/// How long `--admin` credentials last when no duration is given.
+pub const DEFAULT_ADMIN_LIFETIME: Duration = Duration::from_secs(18 * 3600);
+
+/// What `kops export kubeconfig` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ExportKubeconfigRequest {
+    pub cluster: String,
+    /// `--admin[=DURATION]`: issue an admin client certificate this long.
+    pub admin: Option<Duration>,
+    /// `--user`: an existing kubeconfig user for the context.
+    pub user: Option<String>,
+    /// `--internal`: use `https://api.internal.<cluster>`.
+    pub internal: bool,
+    /// `--api-server`: use this URL as is.
+    pub api_server: Option<String>,
+    /// The files to merge into (from `--kubeconfig`, KUBECONFIG or HOME).
+    pub files: KubeconfigFiles,
+    /// The local user's name, for the admin certificate's `kubecfg-<name>`.
+    pub local_user: Option<String>,
+    /// Look the API load balancer's DNS name up in AWS when the spec has one
+    /// (kops does); `false` keeps `api.<cluster>` (tests without AWS).
+    pub lookup_load_balancer: bool,
+    /// An SDK configuration to use instead of the environment's (tests).
+    pub sdk_config: Option<aws_config::SdkConfig>,
+}
+
+/// What it wrote.
+#[derive(Debug, Clone)]
+pub struct ExportKubeconfigOutcome {
+    /// The context (and cluster, and admin user) name: the cluster's name.
+    pub context: String,
+    pub server: String,
+    pub files_written: Vec<PathBuf>,
+    /// Whether an admin client certificate was written.
+    pub admin: bool,
+    /// Things the user should know (no user credentials, no load balancer found).
+    pub warnings: Vec<String>,
+}
+
+fn load_balancer_class(cluster: &Cluster) -> Option<String> {
+    let lb = cluster.spec.api.as_ref()?.load_balancer.as_ref()?;
+    Some(lb.class.clone().unwrap_or_else(|| "Network".to_string()))
+}
+
+fn ssl_certificate(cluster: &Cluster) -> Option<&str> {
+    cluster
+        .spec
+        .api
+        .as_ref()?
+        .load_balancer
+        .as_ref()?
+        .ssl_certificate
+        .as_deref()
+        .filter(|s| !s.is_empty())
+}
+
+/// The DNS name of the cluster's API network load balancer (`Name` tag
+/// `api.<cluster>`, the newest if several), if AWS has one.
+pub async fn api_load_balancer_dns_name(
+    cluster: &Cluster,
+    sdk_config: Option<aws_config::SdkConfig>,
+) -> Result<Option<String>, PkiOpsError> {
+    let name = cluster.name().to_string();
+    let region = crate::update::cluster_region(cluster)?;
+    let cloud = match sdk_config {
+        Some(config) => kops_aws::AwsCloud::from_config(&region, config),
+        None => kops_aws::AwsCloud::new(&region).await,
+    };
+    let ctx = kops_aws::AwsContext::new(cloud, name.clone(), Default::default());
+    let lbs = ctx
+        .load_balancers()
+        .await
+        .map_err(|e| PkiOpsError::LoadBalancerLookup {
+            cluster: name.clone(),
+            reason: e.to_string(),
+        })?;
+    let wanted = format!("api.{name}");
+    let newest = lbs
+        .iter()
+        .filter(|(_, tags)| tags.get("Name") == Some(&wanted))
+        .max_by_key(|(lb, _)| lb.created_time().map(|t| (t.secs(), t.subsec_nanos())));
+    Ok(newest
+        .and_then(|(lb, _)| lb.dns_name())
+        .filter(|d| !d.is_empty())
+        .map(str::to_string))
+}
+
+fn wrap_ipv6(host: &str) -> String {
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(_)) => format!("[{host}]"),
+        _ => host.to_string(),
+    }
+}
+
+/// `kops export kubeconfig`: the cluster, a context named after it and (with
+/// `--admin`) an admin user with a client certificate from the cluster CA
+/// (`CN=kubecfg-<user>`, `O=system:masters`), merged into the kubeconfig
+/// files and made current.
+pub async fn export_kubeconfig(
+    registry: &Registry,
+    request: ExportKubeconfigRequest,
+) -> Result<ExportKubeconfigOutcome, PkiOpsError> {
+    if request.admin.is_some() && request.user.is_some() {
+        return Err(PkiOpsError::AdminAndUser);
+    }
+    if request.admin == Some(Duration::ZERO) {
+        return Err(PkiOpsError::ZeroLifetime);
+    }
+    let cluster = require_cluster(registry, &request.cluster).await?;
+    let name = cluster.name().to_string();
+    let keyset = keystore(registry, &name).require(KUBERNETES_CA).await?;
+    let mut warnings = Vec::new();
+
+    let lb_class = load_balancer_class(&cluster);
+    let network_lb = lb_class.as_deref() == Some("Network");
+    let ssl = ssl_certificate(&cluster);
+    let mut server = if let Some(s) = request.api_server.clone() {
+        s
+    } else if request.internal {
+        format!("https://api.internal.{name}")
+    } else {
+        let public = cluster
+            .spec
+            .api
+            .as_ref()
+            .and_then(|a| a.public_name.clone())
+            .filter(|p| !p.is_empty());
+        let mut server = match public {
+            Some(p) => format!("https://{}", wrap_ipv6(&p)),
+            None => format!("https://api.{name}"),
+        };
+        let wants_lb = lb_class.is_some() && (ssl.is_none() || request.admin.is_some());
+        if wants_lb && network_lb && request.lookup_load_balancer {
+            match api_load_balancer_dns_name(&cluster, request.sdk_config.clone()).await? {
+                Some(dns) => server = format!("https://{}", wrap_ipv6(&dns)),
+                None => warnings.push(format!(
+                    "did not find the API load balancer `api.{name}`; using {server}, which may not be reachable yet"
+                )),
+            }
+        }
+        server
+    };
+    if request.admin.is_some() && ssl.is_some() && network_lb && request.api_server.is_none() {
+        server.push_str(":8443");
+    }
+
+    let trust_ca = lb_class.is_none() || ssl.is_none() || network_lb || request.internal;
+    let certificate_authority_pem = trust_ca.then(|| keyset.trusted_certificates_pem());
+
+    let user = match (&request.admin, &request.user) {
+        (Some(lifetime), _) => {
+            let ca = keyset.certificate_authority()?;
+            let mut issue = IssueRequest::client(
+                &kops_pki::admin_common_name(request.local_user.as_deref()),
+                Some(ADMIN_GROUP),
+            );
+            issue.validity = Some(*lifetime);
+            let issued = ca.issue(&issue)?;
+            KubeconfigUser::Certificate {
+                certificate_pem: issued.certificate_pem,
+                private_key_pem: issued.private_key_pem,
+            }
+        }
+        (None, Some(u)) if *u != name => KubeconfigUser::Existing(u.clone()),
+        _ => {
+            warnings.push(
+                "exported a kubeconfig with no user credentials; pass --admin or --user to add them"
+                    .to_string(),
+            );
+            KubeconfigUser::None
+        }
+    };
+    let admin = matches!(user, KubeconfigUser::Certificate { .. });
+    let entry = KubeconfigEntry {
+        name: name.clone(),
+        server: server.clone(),
+        tls_server_name: Some(format!("api.internal.{name}")),
+        certificate_authority_pem,
+        user,
+    };
+    let files_written = request.files.write_entry(&entry)?;
+    Ok(ExportKubeconfigOutcome {
+        context: name,
+        server,
+        files_written,
+        admin,
+        warnings,
+    })
+}
+
+/// The store of a cluster's PKI, for callers that need kops-pki directly
+/// (nodeup, update).
+pub fn cluster_keystore(registry: &Registry, cluster: &str) -> (Keystore, SecretStore) {
+    (keystore(registry, cluster), secret_store(registry, cluster))
+}
+
+/// Creates the keysets and secrets `cluster` needs that do not exist yet.
+pub async fn ensure_cluster_pki(
+    registry: &Registry,
+    cluster: &Cluster,
+) -> Result<kops_pki::PkiChanges, PkiError> {
+    let store: Arc<dyn kops_state::ObjectStore> = registry.store().clone();
+    kops_pki::ensure_cluster_pki(&store, cluster).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_kinds() {
+        assert_eq!(
+            SecretKind::parse("dockerconfig").unwrap(),
+            SecretKind::DockerConfig
+        );
+        let err = SecretKind::parse("weavepassword").unwrap_err().to_string();
+        assert!(err.contains("unknown secret type `weavepassword`"), "{err}");
+        assert!(err.contains("`ciliumpassword`"), "{err}");
+        assert!(SecretKind::DockerConfig.check(br#"{"auths":{}}"#).is_ok());
+        assert!(SecretKind::DockerConfig.check(b"[1]").is_err());
+        assert!(SecretKind::DockerConfig.check(b"{").is_err());
+        assert!(SecretKind::EncryptionConfig
+            .check(b"kind: EncryptionConfiguration\n")
+            .is_ok());
+        assert!(SecretKind::EncryptionConfig.check(b"just text").is_err());
+        assert!(SecretKind::CiliumPassword.check(&[0xff, 0xfe]).is_err());
+    }
+
+    #[test]
+    fn dates_print_like_kops() {
+        assert_eq!(rfc3339(0).unwrap(), "1970-01-01T00:00:00Z");
+    }
+}
