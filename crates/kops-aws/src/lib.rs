@@ -10,6 +10,7 @@
 mod calls;
 pub mod context;
 pub mod delete;
+pub mod instances;
 mod network;
 pub mod tasks;
 

@@ -55,6 +55,10 @@ pub enum Command {
     Delete(DeleteArgs),
     /// Export configuration: a kubeconfig for kubectl.
     Export(ExportArgs),
+    /// Check that a cluster is healthy.
+    Validate(crate::roll_commands::ValidateArgs),
+    /// Replace instances that run an outdated spec.
+    RollingUpdate(crate::roll_commands::RollingUpdateArgs),
     /// Print the kops version.
     Version(VersionArgs),
     /// Print a shell completion script.

@@ -47,6 +47,8 @@ pub async fn run(cli: Cli) -> Result<i32> {
             .await
         }
         Command::Delete(args) => delete(&global, args).await,
+        Command::Validate(args) => crate::roll_commands::validate(&global, args).await,
+        Command::RollingUpdate(args) => crate::roll_commands::rolling_update(&global, args).await,
         Command::Export(args) => crate::pki_commands::export(&global, args).await,
         Command::Update(args) => match args.what {
             UpdateCommand::Cluster(a) => update_cluster(&global, a).await,

@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod editor;
 mod output;
+mod roll_commands;
 mod pki_commands;
 
 use clap::Parser;
