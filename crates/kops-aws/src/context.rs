@@ -48,6 +48,18 @@ macro_rules! discover {
     };
 }
 
+/// Values computed once per key and run (an image per spec text, a zone's
+/// records per zone id), however many tasks ask at the same time.
+type PerKey<T> = std::sync::Mutex<BTreeMap<String, std::sync::Arc<OnceCell<T>>>>;
+
+/// The cell of `key` in `map`, made on first use.
+fn cell_of<T>(map: &PerKey<T>, key: &str) -> Result<std::sync::Arc<OnceCell<T>>, TaskError> {
+    let mut map = map
+        .lock()
+        .map_err(|_| TaskError::fatal("a discovery cache lock was poisoned"))?;
+    Ok(std::sync::Arc::clone(map.entry(key.to_string()).or_default()))
+}
+
 /// The context of one `update cluster` / `delete cluster` run.
 #[derive(Debug)]
 pub struct AwsContext {
@@ -69,9 +81,12 @@ pub struct AwsContext {
     autoscaling_groups: OnceCell<Vec<aws_sdk_autoscaling::types::AutoScalingGroup>>,
     load_balancers: OnceCell<Vec<(aws_sdk_elasticloadbalancingv2::types::LoadBalancer, Tags)>>,
     target_groups: OnceCell<Vec<(aws_sdk_elasticloadbalancingv2::types::TargetGroup, Tags)>>,
+    event_rules: OnceCell<Vec<aws_sdk_eventbridge::types::Rule>>,
+    /// Route 53 records by hosted zone id, listed once per zone and run.
+    record_sets: PerKey<Vec<aws_sdk_route53::types::ResourceRecordSet>>,
     /// Machine images by the spec's text (`ami-...` or `owner/name`),
     /// resolved once per run however many groups share them.
-    images: std::sync::Mutex<BTreeMap<String, std::sync::Arc<OnceCell<Image>>>>,
+    images: PerKey<Image>,
     /// Ids of objects created in this run, by task: the caches above were
     /// filled before they existed, so a task retried after its create (a
     /// later call of its apply failed, a NAT gateway still pending) finds
@@ -99,6 +114,8 @@ impl AwsContext {
             autoscaling_groups: OnceCell::new(),
             load_balancers: OnceCell::new(),
             target_groups: OnceCell::new(),
+            event_rules: OnceCell::new(),
+            record_sets: std::sync::Mutex::default(),
             images: std::sync::Mutex::default(),
             created: std::sync::Mutex::default(),
         }
@@ -382,18 +399,34 @@ impl AwsContext {
             .map(Vec::as_slice)
     }
 
+    /// The cluster's EventBridge rules: one `ListRules` per run with the
+    /// cluster name's first 33 characters as prefix (kops' rule names start
+    /// with the cluster name, shortened to 40 with a hash suffix).
+    pub async fn event_rules(&self) -> Result<&[aws_sdk_eventbridge::types::Rule], TaskError> {
+        self.event_rules
+            .get_or_try_init(|| list_event_rules(self.cloud.eventbridge(), &self.cluster))
+            .await
+            .map(Vec::as_slice)
+    }
+
+    /// The records of the hosted zone `zone_id`: one paginated
+    /// `ListResourceRecordSets` per zone and run.
+    pub async fn record_sets(
+        &self,
+        zone_id: &str,
+    ) -> Result<Vec<aws_sdk_route53::types::ResourceRecordSet>, TaskError> {
+        cell_of(&self.record_sets, zone_id)?
+            .get_or_try_init(|| list_record_sets(self.cloud.route53(), zone_id))
+            .await
+            .cloned()
+    }
+
     /// The machine image `spec` names (`ami-...`, or `owner/name` for the
     /// newest image of that name) for the instance group `group`: one
     /// DescribeImages per distinct image and run.
     pub async fn image(&self, group: &str, spec: &str) -> Result<Image, TaskError> {
-        let cell = {
-            let mut images = self
-                .images
-                .lock()
-                .map_err(|_| TaskError::fatal("the image cache lock was poisoned"))?;
-            std::sync::Arc::clone(images.entry(spec.to_string()).or_default())
-        };
-        cell.get_or_try_init(|| self.describe_image(group, spec))
+        cell_of(&self.images, spec)?
+            .get_or_try_init(|| self.describe_image(group, spec))
             .await
             .cloned()
     }
@@ -429,6 +462,54 @@ impl AwsContext {
             id: newest.image_id().unwrap_or_default().to_string(),
             root_device_name: newest.root_device_name().unwrap_or("/dev/xvda").to_string(),
         })
+    }
+}
+
+/// The EventBridge rules whose names start like the cluster's.
+pub async fn list_event_rules(
+    client: &aws_sdk_eventbridge::Client,
+    cluster: &str,
+) -> Result<Vec<aws_sdk_eventbridge::types::Rule>, TaskError> {
+    let prefix: String = cluster.chars().take(33).collect();
+    let mut rules = Vec::new();
+    let mut next = None;
+    loop {
+        let out = client
+            .list_rules()
+            .name_prefix(&prefix)
+            .set_next_token(next)
+            .send()
+            .await
+            .map_err(|e| classify("ListRules", cluster, e))?;
+        rules.extend(out.rules().iter().cloned());
+        next = out.next_token().map(str::to_string);
+        if next.is_none() {
+            return Ok(rules);
+        }
+    }
+}
+
+/// Every record of a hosted zone.
+pub async fn list_record_sets(
+    client: &aws_sdk_route53::Client,
+    zone_id: &str,
+) -> Result<Vec<aws_sdk_route53::types::ResourceRecordSet>, TaskError> {
+    let mut records = Vec::new();
+    let mut start: Option<(String, aws_sdk_route53::types::RrType)> = None;
+    loop {
+        let mut request = client.list_resource_record_sets().hosted_zone_id(zone_id);
+        if let Some((name, kind)) = start.take() {
+            request = request.start_record_name(name).start_record_type(kind);
+        }
+        let out = request
+            .send()
+            .await
+            .map_err(|e| classify("ListResourceRecordSets", zone_id, e))?;
+        records.extend(out.resource_record_sets().iter().cloned());
+        match (out.is_truncated(), out.next_record_name(), out.next_record_type()) {
+            (true, Some(name), Some(kind)) => start = Some((name.to_string(), kind.clone())),
+            _ => return Ok(records),
+        }
     }
 }
 

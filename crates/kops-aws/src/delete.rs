@@ -283,6 +283,8 @@ pub async fn list_cluster_resources(
             add(6, "dhcp-options", d.dhcp_options_id(), d.tags(), None);
         }
     }
+    out.extend(list_messaging(cloud, cluster).await?);
+    out.extend(list_records(cloud, cluster).await?);
     let iam = cloud.iam();
     for name in iam_names(cluster) {
         match iam
@@ -325,6 +327,215 @@ pub async fn list_cluster_resources(
         }
     }
     Ok(out.into_iter().collect())
+}
+
+fn owned_by(cluster: &str, tags: &std::collections::HashMap<String, String>) -> Option<bool> {
+    match tags.get(&format!("{TAG_CLUSTER_PREFIX}{cluster}")).map(String::as_str) {
+        Some("shared") => Some(true),
+        Some(_) => Some(false),
+        None if tags.get(TAG_CLUSTER).map(String::as_str) == Some(cluster) => Some(false),
+        None => None,
+    }
+}
+
+/// The node-termination-handler's queue and EventBridge rules: listed by
+/// name prefix (one `ListQueues`, one `ListRules`), kept when tagged for
+/// the cluster.
+async fn list_messaging(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>, AwsError> {
+    let mut out = Vec::new();
+    let prefix: String = cluster.replace('.', "-").chars().take(60).collect();
+    let queues = cloud
+        .sqs()
+        .list_queues()
+        .queue_name_prefix(&prefix)
+        .send()
+        .await
+        .map_err(|e| AwsError::call("ListQueues", cluster, e))?;
+    for url in queues.queue_urls() {
+        let tags = cloud
+            .sqs()
+            .list_queue_tags()
+            .queue_url(url)
+            .send()
+            .await
+            .map_err(|e| AwsError::call("ListQueueTags", url.as_str(), e))?;
+        if let Some(shared) = owned_by(cluster, tags.tags().unwrap_or(&Default::default())) {
+            out.push(Resource {
+                phase: 0,
+                kind: "sqs-queue",
+                id: url.clone(),
+                name: url.rsplit('/').next().unwrap_or_default().to_string(),
+                shared,
+                vpc: None,
+            });
+        }
+    }
+    let rules = crate::context::list_event_rules(cloud.eventbridge(), cluster)
+        .await
+        .map_err(|e| AwsError::Call {
+            operation: "ListRules",
+            resource: cluster.to_string(),
+            message: e.to_string(),
+        })?;
+    for rule in rules {
+        let (Some(name), Some(arn)) = (rule.name(), rule.arn()) else {
+            continue;
+        };
+        let tags = cloud
+            .eventbridge()
+            .list_tags_for_resource()
+            .resource_arn(arn)
+            .send()
+            .await
+            .map_err(|e| AwsError::call("ListTagsForResource", name, e))?;
+        let tags = tags
+            .tags()
+            .iter()
+            .map(|t| (t.key().to_string(), t.value().to_string()))
+            .collect();
+        if let Some(shared) = owned_by(cluster, &tags) {
+            out.push(Resource {
+                phase: 0,
+                kind: "eventbridge-rule",
+                id: name.to_string(),
+                name: name.to_string(),
+                shared,
+                vpc: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The cluster's Route 53 records: in every hosted zone whose name ends the
+/// cluster name, the A, AAAA, CNAME and TXT records named `<x>.<cluster>`
+/// (the API, internal API and bastion names, and those dns-controller
+/// made). One `ListHostedZones`, one `ListResourceRecordSets` per zone.
+/// The id is `zone|name|type`.
+async fn list_records(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>, AwsError> {
+    use crate::tasks::dns_name::normalise_dns_name;
+    let zones = cloud
+        .route53()
+        .list_hosted_zones()
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .map_err(|e| AwsError::call("ListHostedZones", cluster, e))?;
+    let cluster = normalise_dns_name(cluster);
+    let under = format!(".{cluster}");
+    let mut out = Vec::new();
+    for zone in zones {
+        let zone_name = normalise_dns_name(zone.name());
+        if cluster != zone_name && !cluster.ends_with(&format!(".{zone_name}")) {
+            continue;
+        }
+        let zone_id = zone.id().trim_start_matches("/hostedzone/").to_string();
+        let records = crate::context::list_record_sets(cloud.route53(), &zone_id)
+            .await
+            .map_err(|e| AwsError::Call {
+                operation: "ListResourceRecordSets",
+                resource: zone_id.clone(),
+                message: e.to_string(),
+            })?;
+        for r in records {
+            let name = normalise_dns_name(r.name());
+            let kind = r.r#type().as_str();
+            if name.ends_with(&under) && matches!(kind, "A" | "AAAA" | "CNAME" | "TXT") {
+                out.push(Resource {
+                    phase: 0,
+                    kind: "dns-record",
+                    id: format!("{zone_id}|{name}|{kind}"),
+                    name: format!("{name} {kind}"),
+                    shared: false,
+                    vpc: None,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn delete_record(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
+    use aws_sdk_route53::types::{Change, ChangeAction, ChangeBatch, RrType};
+    let mut parts = r.id.splitn(3, '|');
+    let (Some(zone), Some(name), Some(kind)) = (parts.next(), parts.next(), parts.next()) else {
+        return Ok(());
+    };
+    let found = cloud
+        .route53()
+        .list_resource_record_sets()
+        .hosted_zone_id(zone)
+        .start_record_name(name)
+        .start_record_type(RrType::from(kind))
+        .max_items(1)
+        .send()
+        .await;
+    let found = match found {
+        Ok(f) => f,
+        Err(e) => return sort_error("ListResourceRecordSets", r, e),
+    };
+    let Some(set) = found.resource_record_sets().first().filter(|s| {
+        crate::tasks::dns_name::normalise_dns_name(s.name()) == name && s.r#type().as_str() == kind
+    }) else {
+        return Ok(()); // already gone
+    };
+    let change = Change::builder()
+        .action(ChangeAction::Delete)
+        .resource_record_set(set.clone())
+        .build()
+        .map_err(|e| Fatal(AwsError::Call {
+            operation: "ChangeResourceRecordSets",
+            resource: r.id.clone(),
+            message: e.to_string(),
+        }))?;
+    let batch = ChangeBatch::builder()
+        .changes(change)
+        .build()
+        .map_err(|e| Fatal(AwsError::Call {
+            operation: "ChangeResourceRecordSets",
+            resource: r.id.clone(),
+            message: e.to_string(),
+        }))?;
+    match cloud
+        .route53()
+        .change_resource_record_sets()
+        .hosted_zone_id(zone)
+        .change_batch(batch)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == Some("InvalidChangeBatch") => Ok(()), // gone meanwhile
+        Err(e) => sort_error("ChangeResourceRecordSets", r, e),
+    }
+}
+
+async fn delete_rule(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
+    let events = cloud.eventbridge();
+    let targets = match events.list_targets_by_rule().rule(&r.id).send().await {
+        Ok(t) => t,
+        Err(e) if e.code() == Some("ResourceNotFoundException") => return Ok(()),
+        Err(e) => return sort_error("ListTargetsByRule", r, e),
+    };
+    let ids: Vec<String> = targets.targets().iter().map(|t| t.id().to_string()).collect();
+    if !ids.is_empty() {
+        if let Err(e) = events
+            .remove_targets()
+            .rule(&r.id)
+            .set_ids(Some(ids))
+            .send()
+            .await
+        {
+            return sort_error("RemoveTargets", r, e);
+        }
+    }
+    match events.delete_rule().name(&r.id).send().await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == Some("ResourceNotFoundException") => Ok(()),
+        Err(e) => sort_error("DeleteRule", r, e),
+    }
 }
 
 fn is_not_found<E: ProvideErrorMetadata>(e: &E) -> bool {
@@ -448,6 +659,19 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
     let ec2 = cloud.ec2();
     let iam = cloud.iam();
     match r.kind {
+        "dns-record" => delete_record(cloud, r).await,
+        "eventbridge-rule" => delete_rule(cloud, r).await,
+        "sqs-queue" => match cloud.sqs().delete_queue().queue_url(&r.id).send().await {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.code().is_some_and(|c| {
+                    c.contains("NonExistentQueue") || c.contains("QueueDoesNotExist")
+                }) =>
+            {
+                Ok(())
+            }
+            Err(e) => sort_error("DeleteQueue", r, e),
+        },
         "autoscaling-group" => cloud
             .autoscaling()
             .delete_auto_scaling_group()

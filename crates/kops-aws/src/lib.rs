@@ -10,6 +10,7 @@
 mod calls;
 pub mod context;
 pub mod delete;
+pub mod dns;
 pub mod instances;
 mod network;
 pub mod tasks;
@@ -75,6 +76,9 @@ pub struct AwsCloud {
     iam: aws_sdk_iam::Client,
     autoscaling: aws_sdk_autoscaling::Client,
     elbv2: aws_sdk_elasticloadbalancingv2::Client,
+    sqs: aws_sdk_sqs::Client,
+    eventbridge: aws_sdk_eventbridge::Client,
+    route53: aws_sdk_route53::Client,
 }
 
 impl AwsCloud {
@@ -110,6 +114,21 @@ impl AwsCloud {
                 .interceptor(calls.clone())
                 .build(),
         );
+        let sqs = aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::config::Builder::from(&config)
+                .interceptor(calls.clone())
+                .build(),
+        );
+        let eventbridge = aws_sdk_eventbridge::Client::from_conf(
+            aws_sdk_eventbridge::config::Builder::from(&config)
+                .interceptor(calls.clone())
+                .build(),
+        );
+        let route53 = aws_sdk_route53::Client::from_conf(
+            aws_sdk_route53::config::Builder::from(&config)
+                .interceptor(calls.clone())
+                .build(),
+        );
         AwsCloud {
             region: region.to_string(),
             config,
@@ -118,6 +137,9 @@ impl AwsCloud {
             iam,
             autoscaling,
             elbv2,
+            sqs,
+            eventbridge,
+            route53,
         }
     }
 
@@ -143,6 +165,18 @@ impl AwsCloud {
 
     pub fn elbv2(&self) -> &aws_sdk_elasticloadbalancingv2::Client {
         &self.elbv2
+    }
+
+    pub fn sqs(&self) -> &aws_sdk_sqs::Client {
+        &self.sqs
+    }
+
+    pub fn eventbridge(&self) -> &aws_sdk_eventbridge::Client {
+        &self.eventbridge
+    }
+
+    pub fn route53(&self) -> &aws_sdk_route53::Client {
+        &self.route53
     }
 
     /// Every API call made through this cloud so far.

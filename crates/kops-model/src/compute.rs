@@ -22,7 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kops_api::{InstanceGroup, Role, SubnetType};
 use kops_aws::context::Tags;
-use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
+use kops_api::cluster::WarmPoolSpec;
+use kops_aws::tasks::autoscaling_group::{AutoscalingGroup, MixedInstances, WarmPool};
+use kops_aws::tasks::lifecycle_hook::LifecycleHook;
 use kops_aws::tasks::ebs_volume::EbsVolume;
 use kops_aws::tasks::iam_instance_profile::IamInstanceProfile;
 use kops_aws::tasks::launch_template::{LaunchTemplate, RootVolume};
@@ -58,6 +60,14 @@ pub const TAG_ETCD_PREFIX: &str = "k8s.io/etcd/";
 /// The node-termination-handler's default managed-ASG tag.
 pub const DEFAULT_NTH_MANAGED_TAG: &str = "aws-node-termination-handler/managed";
 
+/// The groups kops runs as autoscaling groups: all but those Karpenter manages.
+pub fn cloud_groups<'a>(model: &Model<'a>) -> impl Iterator<Item = &'a InstanceGroup> {
+    model
+        .groups
+        .iter()
+        .filter(|g| g.spec.manager.as_deref() != Some("Karpenter"))
+}
+
 /// Adds the launch templates, autoscaling groups and etcd volumes.
 pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
     for (index, group) in model.groups.iter().enumerate() {
@@ -67,6 +77,9 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         let (template, autoscaling) = instance_group(model, index, group)?;
         graph.add(template)?;
         graph.add(autoscaling)?;
+        if let Some(hook) = warm_pool_hook(model, group) {
+            graph.add(hook)?;
+        }
     }
     for volume in etcd_volumes(model)? {
         graph.add(volume)?;
@@ -423,8 +436,113 @@ fn instance_group(
             .collect::<BTreeSet<_>>(),
         max_instance_lifetime,
         target_groups: crate::api_load_balancer::target_groups_for(model, group.role()),
+        mixed_instances: spec.mixed_instances_policy.as_ref().map(mixed_instances),
+        enabled_metrics: enabled_metrics(warm_pool(model, group).is_some()),
+        warm_pool: warm_pool(model, group).map(|w| WarmPool {
+            min_size: w.min_size.unwrap_or(0) as i32,
+            max_group_prepared_capacity: w.max_size.map(|m| m as i32),
+        }),
     };
     Ok((template, autoscaling))
+}
+
+/// The group metrics kops collects: the group's sizes and instance
+/// counts, and the warm pool's when there is one.
+pub fn enabled_metrics(with_warm_pool: bool) -> BTreeSet<String> {
+    const GROUP: &[&str] = &[
+        "GroupDesiredCapacity",
+        "GroupInServiceInstances",
+        "GroupMaxSize",
+        "GroupMinSize",
+        "GroupPendingInstances",
+        "GroupStandbyInstances",
+        "GroupTerminatingInstances",
+        "GroupTotalInstances",
+    ];
+    const WARM_POOL: &[&str] = &[
+        "WarmPoolMinSize",
+        "WarmPoolDesiredCapacity",
+        "WarmPoolPendingCapacity",
+        "WarmPoolTerminatingCapacity",
+        "WarmPoolWarmedCapacity",
+        "WarmPoolTotalCapacity",
+        "GroupAndWarmPoolDesiredCapacity",
+        "GroupAndWarmPoolTotalCapacity",
+    ];
+    let extra: &[&str] = if with_warm_pool { WARM_POOL } else { &[] };
+    GROUP.iter().chain(extra).map(|m| m.to_string()).collect()
+}
+
+fn mixed_instances(policy: &kops_api::instance_group::MixedInstancesPolicy) -> MixedInstances {
+    let int = |v: Option<i64>| v.map(|v| v as i32);
+    MixedInstances {
+        instance_types: policy.instances.clone().unwrap_or_default(),
+        on_demand_allocation_strategy: policy.on_demand_allocation_strategy.clone(),
+        on_demand_base: int(policy.on_demand_base),
+        on_demand_above_base: int(policy.on_demand_above_base),
+        spot_allocation_strategy: policy.spot_allocation_strategy.clone(),
+        spot_instance_pools: int(policy.spot_instance_pools),
+        spot_max_price: policy
+            .extra
+            .get("spotMaxPrice")
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .or_else(|| Some(String::new())),
+    }
+}
+
+/// A group's warm pool, as kops resolves it: the group's own settings,
+/// completed from the cluster's `spec.warmPool` for nodes (control-plane
+/// and bastion groups only have one of their own); none when its maximum
+/// size is 0.
+pub fn warm_pool(model: &Model<'_>, group: &InstanceGroup) -> Option<WarmPoolSpec> {
+    let cluster = model.cluster.spec.warm_pool.as_ref();
+    let own = group.spec.warm_pool.as_ref();
+    let node_like = !matches!(group.role(), Some(Role::ControlPlane | Role::Bastion));
+    let resolved = match (own, cluster) {
+        (None, Some(c)) if node_like => c.clone(),
+        (None, _) => return None,
+        (Some(g), Some(c)) if node_like => {
+            let mut spec = g.clone();
+            spec.max_size = spec.max_size.or(c.max_size);
+            if spec.min_size.unwrap_or(0) == 0 {
+                spec.min_size = c.min_size;
+            }
+            if spec.enable_lifecycle_hook != Some(true) {
+                spec.enable_lifecycle_hook = c.enable_lifecycle_hook;
+            }
+            if !spec.extra.contains_key("lifecycleHookTimeout") {
+                if let Some(t) = c.extra.get("lifecycleHookTimeout") {
+                    spec.extra.insert("lifecycleHookTimeout".into(), t.clone());
+                }
+            }
+            spec
+        }
+        (Some(g), _) => g.clone(),
+    };
+    (resolved.max_size != Some(0)).then_some(resolved)
+}
+
+/// The launching hook kops adds with `warmPool.enableLifecycleHook`: a warm
+/// instance waits (up to 600 s, or `lifecycleHookTimeout`) for nodeup.
+pub fn warm_pool_hook(model: &Model<'_>, group: &InstanceGroup) -> Option<LifecycleHook> {
+    let pool = warm_pool(model, group)?;
+    if pool.enable_lifecycle_hook != Some(true) {
+        return None;
+    }
+    let timeout = pool
+        .extra
+        .get("lifecycleHookTimeout")
+        .and_then(|v| v.as_i64())
+        .unwrap_or(600) as i32;
+    Some(LifecycleHook {
+        id: format!("kops-warmpool-{}", group.name()),
+        name: "kops-warmpool".into(),
+        autoscaling_group: group_name(model, group),
+        transition: "autoscaling:EC2_INSTANCE_LAUNCHING".into(),
+        heartbeat_timeout: timeout,
+        default_result: "ABANDON".into(),
+    })
 }
 
 /// One data volume per etcd member and etcd cluster.

@@ -90,18 +90,7 @@ fn hosted_zone_id(model: &Model<'_>) -> Option<String> {
         && zone
             .chars()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-    (is_id && !uses_none_dns(model)).then(|| zone.to_string())
-}
-
-fn uses_none_dns(model: &Model<'_>) -> bool {
-    model
-        .cluster
-        .spec
-        .topology
-        .as_ref()
-        .and_then(|t| t.dns.as_ref())
-        .and_then(|d| d.kind.as_deref())
-        == Some("None")
+    (is_id && !model.uses_none_dns()).then(|| zone.to_string())
 }
 
 /// The key of a role in `spec.additionalPolicies` / `spec.externalPolicies`

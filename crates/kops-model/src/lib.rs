@@ -9,8 +9,10 @@
 
 pub mod api_load_balancer;
 pub mod compute;
+pub mod dns;
 pub mod iam;
 pub mod network;
+pub mod nth;
 pub mod security;
 pub mod ssh;
 
@@ -68,6 +70,29 @@ impl<'a> Model<'a> {
         self.groups_with(role).next().is_some()
     }
 
+    /// `spec.topology.dns.type`: `Public` (the default), `Private` or `None`.
+    pub fn dns_type(&self) -> &str {
+        self.cluster
+            .spec
+            .topology
+            .as_ref()
+            .and_then(|t| t.dns.as_ref())
+            .and_then(|d| d.kind.as_deref())
+            .unwrap_or("Public")
+    }
+
+    /// Whether DNS is `None` (no records; nodes reach the control plane
+    /// through the API load balancer).
+    pub fn uses_none_dns(&self) -> bool {
+        self.dns_type() == "None"
+    }
+
+    /// Whether kops publishes the cluster's names in Route 53: not with
+    /// gossip (`*.k8s.local`) nor with DNS `None`.
+    pub fn publishes_dns_records(&self) -> bool {
+        !self.cluster.is_gossip() && !self.uses_none_dns()
+    }
+
     /// `<prefix>.<cluster>`, the way kops names per-role resources
     /// (`masters.<cluster>`, `nodes.<cluster>`, `bastion.<cluster>`).
     pub fn scoped(&self, prefix: &str) -> String {
@@ -84,6 +109,8 @@ pub fn build(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
     ssh::build(model, &mut graph)?;
     compute::build(model, &mut graph)?;
     api_load_balancer::build(model, &mut graph)?;
+    nth::build(model, &mut graph)?;
+    dns::build(model, &mut graph)?;
     graph.validate()?;
     Ok(graph)
 }

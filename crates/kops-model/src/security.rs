@@ -164,18 +164,6 @@ pub fn uses_api_load_balancer(model: &Model<'_>) -> bool {
         .is_some_and(|api| api.load_balancer.is_some())
 }
 
-/// Whether DNS is `None` (nodes then reach kops-controller through the API load balancer).
-fn uses_none_dns(model: &Model<'_>) -> bool {
-    model
-        .cluster
-        .spec
-        .topology
-        .as_ref()
-        .and_then(|t| t.dns.as_ref())
-        .and_then(|d| d.kind.as_deref())
-        == Some("None")
-}
-
 fn cilium_etcd_managed(model: &Model<'_>) -> bool {
     model
         .cluster
@@ -595,7 +583,7 @@ fn api_load_balancer_rules(
             rules.named(format!("icmp-pmtu-api-elb-{cidr}"), icmp_pmtu(&lb, peer));
         }
     }
-    let none_dns = uses_none_dns(model);
+    let none_dns = model.uses_none_dns();
     if let (true, Some(nodes)) = (none_dns, nodes) {
         rules.named(
             "node-to-elb".into(),

@@ -61,6 +61,9 @@ pub enum OpsError {
     #[error("cluster `{cluster}` cannot be applied: {reason}")]
     NotOnAws { cluster: String, reason: String },
 
+    #[error("cluster `{cluster}`: {message}")]
+    DnsZone { cluster: String, message: String },
+
     #[error(transparent)]
     Pki(#[from] kops_pki::PkiError),
 

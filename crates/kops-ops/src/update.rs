@@ -74,18 +74,19 @@ pub async fn update_cluster(
         .config_base
         .clone()
         .unwrap_or_else(|| registry.config_base(&request.cluster));
+    let cloud = match request.sdk_config {
+        Some(config) => AwsCloud::from_config(&region, config),
+        None => AwsCloud::new(&region).await,
+    };
+    let modelled = with_resolved_zone(&cloud, &cluster).await?;
     let model = Model {
-        cluster: &cluster,
+        cluster: &modelled,
         groups: &groups,
         ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
         config_base: &config_base,
     };
     let graph = kops_model::build(&model)?;
 
-    let cloud = match request.sdk_config {
-        Some(config) => AwsCloud::from_config(&region, config),
-        None => AwsCloud::new(&region).await,
-    };
     let ctx = Arc::new(AwsContext::new(
         cloud.clone(),
         request.cluster.clone(),
@@ -112,6 +113,40 @@ pub async fn update_cluster(
         region,
         tasks: graph.len(),
     })
+}
+
+/// The cluster as the model sees it: when it publishes its names in Route
+/// 53, `spec.dnsZone` holds the hosted zone's id, looked up once here (by
+/// id, by name, or as the longest zone suffix of the cluster name), so the
+/// API records and the IAM policies name the zone itself.
+async fn with_resolved_zone(
+    cloud: &AwsCloud,
+    cluster: &kops_api::Cluster,
+) -> Result<kops_api::Cluster, OpsError> {
+    let mut modelled = cluster.clone();
+    let probe = Model {
+        cluster,
+        groups: &[],
+        ssh_public_key: None,
+        config_base: "",
+    };
+    if !probe.publishes_dns_records() {
+        return Ok(modelled);
+    }
+    let private = probe.dns_type() == "Private";
+    let zone = kops_aws::dns::find_hosted_zone(
+        cloud,
+        cluster.name(),
+        cluster.spec.dns_zone.as_deref(),
+        private,
+    )
+    .await
+    .map_err(|e| OpsError::DnsZone {
+        cluster: cluster.name().to_string(),
+        message: e.to_string(),
+    })?;
+    modelled.spec.dns_zone = Some(zone.id);
+    Ok(modelled)
 }
 
 struct BoxedProgress(Box<dyn Progress>);

@@ -227,6 +227,47 @@ impl Moto {
         }
     }
 
+    /// Makes sure a public Route 53 hosted zone `name` exists (one per name,
+    /// however many tests of the process ask) and returns its id. Plain
+    /// HTTP against moto's Route 53 REST API, no SDK needed.
+    pub fn ensure_hosted_zone(&self, name: &str) -> io::Result<String> {
+        static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let name = name.trim_end_matches('.');
+        let (_, listed) = http_request_with(
+            self.port,
+            "GET",
+            "/2013-04-01/hostedzone",
+            ROUTE53_HEADERS,
+            "",
+        )?;
+        let listed = String::from_utf8_lossy(&listed).to_string();
+        if let Some(id) = zone_id_named(&listed, name) {
+            return Ok(id);
+        }
+        let body = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+             <CreateHostedZoneRequest xmlns=\"https://route53.amazonaws.com/doc/2013-04-01/\">\
+             <Name>{name}.</Name><CallerReference>kops-testkit-{name}</CallerReference>\
+             </CreateHostedZoneRequest>"
+        );
+        let (status, created) =
+            http_request_with(
+            self.port,
+            "POST",
+            "/2013-04-01/hostedzone",
+            ROUTE53_HEADERS,
+            &body,
+        )?;
+        let created = String::from_utf8_lossy(&created).to_string();
+        match zone_id_named(&created, name) {
+            Some(id) if status < 300 => Ok(id),
+            _ => Err(io::Error::other(format!(
+                "moto create hosted zone `{name}` answered {status}: {created}"
+            ))),
+        }
+    }
+
     /// Environment for child processes (e.g. the `kops` binary) so their AWS
     /// SDK talks to this moto with dummy credentials.
     pub fn env(&self) -> Vec<(String, String)> {
@@ -252,6 +293,21 @@ impl Drop for Moto {
             let _ = watchdog.wait();
         }
     }
+}
+
+/// The id of the hosted zone `name` in a Route 53 XML answer.
+fn zone_id_named(xml: &str, name: &str) -> Option<String> {
+    xml.split("<HostedZone>").skip(1).find_map(|zone| {
+        let field = |tag: &str| {
+            let start = zone.find(&format!("<{tag}>"))? + tag.len() + 2;
+            let end = zone[start..].find(&format!("</{tag}>"))? + start;
+            Some(zone[start..end].to_string())
+        };
+        (field("Name")?.trim_end_matches('.') == name)
+            .then(|| field("Id"))
+            .flatten()
+            .map(|id| id.trim_start_matches("/hostedzone/").to_string())
+    })
 }
 
 /// A port that was free a moment ago.
@@ -280,13 +336,28 @@ fn spawn_watchdog(moto_pid: u32) -> Option<Child> {
 /// A minimal HTTP/1.1 request without a body to 127.0.0.1:`port`; returns
 /// the status code and the raw response body.
 fn http_request(port: u16, method: &str, path: &str) -> io::Result<(u16, Vec<u8>)> {
+    http_request_with(port, method, path, "", "")
+}
+
+/// Headers that make moto route a request to Route 53 (it picks the
+/// service from the credential scope of the Authorization header).
+const ROUTE53_HEADERS: &str = "Content-Type: application/xml\r\nAuthorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/route53/aws4_request, SignedHeaders=host, Signature=0\r\n";
+
+fn http_request_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> io::Result<(u16, Vec<u8>)> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     stream.set_write_timeout(Some(Duration::from_secs(10)))?;
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     )?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response)?;
@@ -339,5 +410,16 @@ mod tests {
         let port = moto.port();
         drop(moto);
         assert!(http_request(port, "GET", "/moto-api/").is_err());
+    }
+
+    #[test]
+    fn hosted_zones_are_made_once() {
+        let Some(moto) = require_moto() else {
+            return;
+        };
+        let first = moto.ensure_hosted_zone("testkit.example.org").unwrap();
+        let again = moto.ensure_hosted_zone("testkit.example.org.").unwrap();
+        assert_eq!(first, again);
+        assert!(!first.is_empty() && !first.contains('/'));
     }
 }

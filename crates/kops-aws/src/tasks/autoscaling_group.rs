@@ -2,14 +2,18 @@
 //! template: sizes, subnets, the launch template version to run, the tags
 //! propagated to instances (how kops, the cloud controller and the cluster
 //! autoscaler find them), suspended processes and the maximum instance
-//! lifetime.
+//! lifetime, a mixed-instances policy (several instance types, spot and
+//! on-demand shares) and a warm pool.
 //!
 //! Found in one `DescribeAutoScalingGroups` per run, filtered by the
 //! `KubernetesCluster` tag (see [`AwsContext::autoscaling_groups`]).
 
 use std::collections::BTreeSet;
 
-use aws_sdk_autoscaling::types::{LaunchTemplateSpecification, Tag};
+use aws_sdk_autoscaling::types::{
+    InstancesDistribution, LaunchTemplate, LaunchTemplateOverrides, LaunchTemplateSpecification,
+    MixedInstancesPolicy, Tag,
+};
 use kops_engine::{Changes, OutputRef, Outputs, Task, TaskError, TaskKey};
 
 use crate::context::{classify, AwsContext, Tags};
@@ -36,6 +40,41 @@ pub struct AutoscalingGroup {
     /// Target groups the group registers its instances in (the API's, for
     /// the control plane).
     pub target_groups: Vec<OutputRef<TargetGroupArn>>,
+    /// Several instance types and the spot/on-demand split
+    /// (`spec.mixedInstancesPolicy`); `None`: the template's type only.
+    pub mixed_instances: Option<MixedInstances>,
+    /// Pre-initialised instances kept stopped (`spec.warmPool`).
+    pub warm_pool: Option<WarmPool>,
+    /// Group metrics collected every minute (kops enables the group sizes,
+    /// and the warm pool's with one).
+    pub enabled_metrics: BTreeSet<String>,
+}
+
+/// The granularity of the group metrics.
+pub const METRICS_GRANULARITY: &str = "1Minute";
+
+/// A mixed-instances policy: the launch template with instance-type
+/// overrides, and how capacity splits between on-demand and spot.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MixedInstances {
+    /// Instance types, in order of preference.
+    pub instance_types: Vec<String>,
+    pub on_demand_allocation_strategy: Option<String>,
+    pub on_demand_base: Option<i32>,
+    /// Percent of the capacity above the base that is on-demand.
+    pub on_demand_above_base: Option<i32>,
+    pub spot_allocation_strategy: Option<String>,
+    pub spot_instance_pools: Option<i32>,
+    /// Empty: the on-demand price.
+    pub spot_max_price: Option<String>,
+}
+
+/// A warm pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WarmPool {
+    pub min_size: i32,
+    /// `None`: up to the group's maximum size.
+    pub max_group_prepared_capacity: Option<i32>,
 }
 
 /// What exists.
@@ -53,6 +92,9 @@ pub struct AutoscalingGroupActual {
     pub max_instance_lifetime: i32,
     /// Sorted target group ARNs.
     pub target_groups: Vec<String>,
+    pub mixed_instances: Option<MixedInstances>,
+    pub warm_pool: Option<WarmPool>,
+    pub enabled_metrics: BTreeSet<String>,
 }
 
 impl AutoscalingGroup {
@@ -99,8 +141,116 @@ impl AutoscalingGroup {
     }
 }
 
+fn mixed_of(policy: &MixedInstancesPolicy) -> MixedInstances {
+    let distribution = policy.instances_distribution();
+    MixedInstances {
+        instance_types: policy
+            .launch_template()
+            .map(|t| {
+                t.overrides()
+                    .iter()
+                    .filter_map(|o| o.instance_type().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        on_demand_allocation_strategy: distribution
+            .and_then(|d| d.on_demand_allocation_strategy())
+            .map(str::to_string),
+        on_demand_base: distribution.and_then(|d| d.on_demand_base_capacity()),
+        on_demand_above_base: distribution
+            .and_then(|d| d.on_demand_percentage_above_base_capacity()),
+        spot_allocation_strategy: distribution
+            .and_then(|d| d.spot_allocation_strategy())
+            .map(str::to_string),
+        spot_instance_pools: distribution.and_then(|d| d.spot_instance_pools()),
+        spot_max_price: distribution
+            .and_then(|d| d.spot_max_price())
+            .map(str::to_string),
+    }
+}
+
+impl MixedInstances {
+    /// The policy for the API, running `template`.
+    fn to_api(&self, template: LaunchTemplateSpecification) -> MixedInstancesPolicy {
+        let overrides = self
+            .instance_types
+            .iter()
+            .map(|t| LaunchTemplateOverrides::builder().instance_type(t).build())
+            .collect();
+        MixedInstancesPolicy::builder()
+            .launch_template(
+                LaunchTemplate::builder()
+                    .launch_template_specification(template)
+                    .set_overrides(Some(overrides))
+                    .build(),
+            )
+            .instances_distribution(
+                InstancesDistribution::builder()
+                    .set_on_demand_allocation_strategy(self.on_demand_allocation_strategy.clone())
+                    .set_on_demand_base_capacity(self.on_demand_base)
+                    .set_on_demand_percentage_above_base_capacity(self.on_demand_above_base)
+                    .set_spot_allocation_strategy(self.spot_allocation_strategy.clone())
+                    .set_spot_instance_pools(self.spot_instance_pools)
+                    .set_spot_max_price(self.spot_max_price.clone())
+                    .build(),
+            )
+            .build()
+    }
+
+    /// The fields AWS defaults when they are not given, compared only
+    /// when the spec sets them.
+    fn compare(&self, actual: Option<&MixedInstances>, changes: &mut Changes) {
+        changes.compare(
+            "mixedInstances.instanceTypes",
+            actual.map(|a| &a.instance_types),
+            &self.instance_types,
+        );
+        let mut optional = |field: &'static str, a: Option<Option<&i32>>, e: &Option<i32>| {
+            if let Some(e) = e {
+                changes.compare(field, a.map(|a| a.unwrap_or(&-1)), e);
+            }
+        };
+        optional(
+            "mixedInstances.onDemandBase",
+            actual.map(|a| a.on_demand_base.as_ref()),
+            &self.on_demand_base,
+        );
+        optional(
+            "mixedInstances.onDemandAboveBase",
+            actual.map(|a| a.on_demand_above_base.as_ref()),
+            &self.on_demand_above_base,
+        );
+        optional(
+            "mixedInstances.spotInstancePools",
+            actual.map(|a| a.spot_instance_pools.as_ref()),
+            &self.spot_instance_pools,
+        );
+        for (field, a, e) in [
+            (
+                "mixedInstances.onDemandAllocationStrategy",
+                actual.map(|a| a.on_demand_allocation_strategy.clone().unwrap_or_default()),
+                &self.on_demand_allocation_strategy,
+            ),
+            (
+                "mixedInstances.spotAllocationStrategy",
+                actual.map(|a| a.spot_allocation_strategy.clone().unwrap_or_default()),
+                &self.spot_allocation_strategy,
+            ),
+        ] {
+            if let Some(e) = e {
+                changes.compare(field, a.as_ref(), e);
+            }
+        }
+    }
+}
+
 fn actual_of(group: &aws_sdk_autoscaling::types::AutoScalingGroup) -> AutoscalingGroupActual {
-    let template = group.launch_template();
+    let mixed = group.mixed_instances_policy();
+    let template = group.launch_template().or_else(|| {
+        mixed
+            .and_then(|m| m.launch_template())
+            .and_then(|t| t.launch_template_specification())
+    });
     let mut subnets: Vec<String> = group
         .vpc_zone_identifier()
         .unwrap_or_default()
@@ -143,6 +293,18 @@ fn actual_of(group: &aws_sdk_autoscaling::types::AutoScalingGroup) -> Autoscalin
             arns.sort();
             arns
         },
+        mixed_instances: mixed.map(mixed_of),
+        enabled_metrics: group
+            .enabled_metrics()
+            .iter()
+            .filter_map(|m| m.metric().map(str::to_string))
+            .collect(),
+        warm_pool: group.warm_pool_configuration().map(|w| WarmPool {
+            min_size: w.min_size().unwrap_or_default(),
+            max_group_prepared_capacity: w
+                .max_group_prepared_capacity()
+                .filter(|c| *c >= 0),
+        }),
     }
 }
 
@@ -236,6 +398,38 @@ impl Task<AwsContext> for AutoscalingGroup {
                 &self.target_group_arns(deps)?,
             );
         }
+        match (&self.mixed_instances, actual.and_then(|a| a.mixed_instances.as_ref())) {
+            (Some(expected), found) => expected.compare(found, &mut changes),
+            (None, Some(found)) => {
+                changes.compare(
+                    "mixedInstances.instanceTypes",
+                    Some(&found.instance_types),
+                    &Vec::new(),
+                );
+            }
+            (None, None) => {}
+        }
+        if actual.is_some() || !self.enabled_metrics.is_empty() {
+            changes.compare(
+                "enabledMetrics",
+                actual.map(|a| &a.enabled_metrics),
+                &self.enabled_metrics,
+            );
+        }
+        if actual.is_some() || self.warm_pool.is_some() {
+            changes.compare(
+                "warmPool.minSize",
+                actual.map(|a| a.warm_pool.as_ref().map(|w| w.min_size)).as_ref(),
+                &self.warm_pool.as_ref().map(|w| w.min_size),
+            );
+            changes.compare(
+                "warmPool.maxGroupPreparedCapacity",
+                actual
+                    .map(|a| a.warm_pool.as_ref().and_then(|w| w.max_group_prepared_capacity))
+                    .as_ref(),
+                &self.warm_pool.as_ref().and_then(|w| w.max_group_prepared_capacity),
+            );
+        }
         if actual.is_some() || self.max_instance_lifetime != 0 {
             changes.compare(
                 "maxInstanceLifetime",
@@ -274,10 +468,15 @@ impl Task<AwsContext> for AutoscalingGroup {
         let autoscaling = ctx.autoscaling();
         let current_processes = match actual {
             None => {
+                let (plain, mixed) = match &self.mixed_instances {
+                    Some(m) => (None, Some(m.to_api(template_spec))),
+                    None => (Some(template_spec), None),
+                };
                 let created = autoscaling
                     .create_auto_scaling_group()
                     .auto_scaling_group_name(&self.name)
-                    .launch_template(template_spec)
+                    .set_launch_template(plain)
+                    .set_mixed_instances_policy(mixed)
                     .min_size(self.min_size)
                     .max_size(self.max_size)
                     .vpc_zone_identifier(subnets.join(","))
@@ -309,12 +508,18 @@ impl Task<AwsContext> for AutoscalingGroup {
                     "maxInstanceLifetime",
                 ]
                 .iter()
-                .any(|f| changes.has(f));
+                .any(|f| changes.has(f))
+                    || changes.iter().any(|c| c.field.starts_with("mixedInstances."));
                 if update {
+                    let (plain, mixed) = match &self.mixed_instances {
+                        Some(m) => (None, Some(m.to_api(template_spec))),
+                        None => (Some(template_spec), None),
+                    };
                     autoscaling
                         .update_auto_scaling_group()
                         .auto_scaling_group_name(&self.name)
-                        .launch_template(template_spec)
+                        .set_launch_template(plain)
+                        .set_mixed_instances_policy(mixed)
                         .min_size(self.min_size)
                         .max_size(self.max_size)
                         .vpc_zone_identifier(subnets.join(","))
@@ -364,6 +569,54 @@ impl Task<AwsContext> for AutoscalingGroup {
                 actual.suspended_processes.clone()
             }
         };
+        if changes.has("enabledMetrics") {
+            let current = actual.map(|a| a.enabled_metrics.clone()).unwrap_or_default();
+            let disable: Vec<String> = current.difference(&self.enabled_metrics).cloned().collect();
+            if !disable.is_empty() {
+                autoscaling
+                    .disable_metrics_collection()
+                    .auto_scaling_group_name(&self.name)
+                    .set_metrics(Some(disable))
+                    .send()
+                    .await
+                    .map_err(|e| classify("DisableMetricsCollection", &self.name, e))?;
+            }
+            if !self.enabled_metrics.is_empty() {
+                autoscaling
+                    .enable_metrics_collection()
+                    .auto_scaling_group_name(&self.name)
+                    .granularity(METRICS_GRANULARITY)
+                    .set_metrics(Some(self.enabled_metrics.iter().cloned().collect()))
+                    .send()
+                    .await
+                    .map_err(|e| classify("EnableMetricsCollection", &self.name, e))?;
+            }
+        }
+        if changes.has("warmPool.minSize") || changes.has("warmPool.maxGroupPreparedCapacity") {
+            match &self.warm_pool {
+                Some(pool) => {
+                    autoscaling
+                        .put_warm_pool()
+                        .auto_scaling_group_name(&self.name)
+                        .min_size(pool.min_size)
+                        .max_group_prepared_capacity(
+                            pool.max_group_prepared_capacity.unwrap_or(-1),
+                        )
+                        .send()
+                        .await
+                        .map_err(|e| classify("PutWarmPool", &self.name, e))?;
+                }
+                None => {
+                    autoscaling
+                        .delete_warm_pool()
+                        .auto_scaling_group_name(&self.name)
+                        .force_delete(true)
+                        .send()
+                        .await
+                        .map_err(|e| classify("DeleteWarmPool", &self.name, e))?;
+                }
+            }
+        }
         let suspend: Vec<String> = self
             .suspended_processes
             .difference(&current_processes)

@@ -11,14 +11,17 @@
 
 pub mod autoscaling_group;
 pub mod dhcp_options;
+pub mod dns_name;
 pub mod ebs_volume;
 pub mod ec2;
 pub mod elastic_ip;
+pub mod eventbridge;
 pub mod iam_instance_profile;
 pub mod iam_role;
 pub mod iam_role_policy;
 pub mod internet_gateway;
 pub mod launch_template;
+pub mod lifecycle_hook;
 pub mod listener;
 pub mod nat_gateway;
 pub mod network_load_balancer;
@@ -29,6 +32,7 @@ pub mod route_table_association;
 pub mod security_group;
 pub mod security_group_cleanup;
 pub mod security_group_rule;
+pub mod sqs_queue;
 pub mod ssh_key;
 pub mod subnet;
 pub mod target_group;

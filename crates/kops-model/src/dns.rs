@@ -1,0 +1,98 @@
+//! The cluster's names in Route 53, when it publishes DNS records (not
+//! gossip, not DNS `None`) and its API is behind a load balancer: alias
+//! records `api.<cluster>` (A and AAAA) at the API load balancer, and
+//! `api.internal.<cluster>` too when the load balancer is also used for
+//! the internal API (`useForInternalAPI`). Without a load balancer the API
+//! records are dns-controller's, in the cluster.
+//!
+//! The zone is `spec.dnsZone`; `update cluster` resolves a zone name (or the
+//! default, the longest zone suffix of the cluster name) to its id before
+//! building the model, so here it is normally an id.
+
+use kops_aws::tasks::dns_name::DnsName;
+use kops_aws::tasks::network_load_balancer::{LoadBalancerOutput, NetworkLoadBalancer};
+use kops_aws::AwsContext;
+use kops_engine::{OutputRef, TaskGraph};
+
+use crate::api_load_balancer::load_balancer_name;
+use crate::{Model, ModelError};
+
+/// The API's public name: `spec.api.publicName`, else `api.<cluster>`.
+pub fn api_public_name(model: &Model<'_>) -> String {
+    model
+        .cluster
+        .spec
+        .api
+        .as_ref()
+        .and_then(|a| a.public_name.clone())
+        .unwrap_or_else(|| model.scoped("api"))
+}
+
+/// The API's internal name: `api.internal.<cluster>`.
+pub fn api_internal_name(model: &Model<'_>) -> String {
+    model.scoped("api.internal")
+}
+
+/// The hosted zone records go to: `spec.dnsZone` (an id once resolved),
+/// else the cluster name's parent domain (the zone's name, for an offline
+/// render; `update cluster` resolves the real zone first).
+pub fn zone(model: &Model<'_>) -> String {
+    match model.cluster.spec.dns_zone.as_deref() {
+        Some(z) => z.trim_start_matches("/hostedzone/").to_string(),
+        None => model
+            .name()
+            .split_once('.')
+            .map_or(model.name(), |(_, parent)| parent)
+            .to_string(),
+    }
+}
+
+/// Whether `update cluster` must resolve a hosted zone for this cluster.
+pub fn needs_zone(model: &Model<'_>) -> bool {
+    model.publishes_dns_records() && api_load_balancer(model).is_some()
+}
+
+fn api_load_balancer<'a>(model: &Model<'a>) -> Option<&'a kops_api::cluster::LoadBalancerAccessSpec> {
+    model
+        .cluster
+        .spec
+        .api
+        .as_ref()
+        .and_then(|a| a.load_balancer.as_ref())
+}
+
+/// Adds the alias records of `name` (A and AAAA) at `target`.
+pub fn alias_records(
+    graph: &mut TaskGraph<AwsContext>,
+    zone: &str,
+    name: &str,
+    target: &OutputRef<LoadBalancerOutput>,
+) -> Result<(), ModelError> {
+    for (record_type, suffix) in [("A", ""), ("AAAA", "-AAAA")] {
+        graph.ensure(DnsName {
+            name: format!("{name}{suffix}"),
+            record_name: name.to_string(),
+            record_type: record_type.to_string(),
+            zone_id: zone.to_string(),
+            target: target.clone(),
+        })?;
+    }
+    Ok(())
+}
+
+/// Adds the API records.
+pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
+    if !model.publishes_dns_records() {
+        return Ok(());
+    }
+    let Some(lb) = api_load_balancer(model) else {
+        return Ok(());
+    };
+    let zone = zone(model);
+    let target = NetworkLoadBalancer::output_ref(&load_balancer_name(model));
+    alias_records(graph, &zone, &api_public_name(model), &target)?;
+    if lb.use_for_internal_api == Some(true) {
+        alias_records(graph, &zone, &api_internal_name(model), &target)?;
+    }
+    Ok(())
+}
