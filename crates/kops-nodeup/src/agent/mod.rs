@@ -1,0 +1,330 @@
+//! The nodeup agent: boot config → node config from the state store (hash
+//! checked) → assets downloaded and checked → the node's files written under
+//! a root directory.
+//!
+//! Everything is planned before anything is written: assets are downloaded
+//! and checked into memory, certificates issued, file contents rendered.
+//! Only then are files written, each atomically (a temporary file in the
+//! same directory, then a rename), and only those whose content or mode
+//! differ. A failure before the write phase (a bad hash, a missing keyset,
+//! an unreachable mirror) leaves the root untouched; a second run with the
+//! same inputs writes nothing.
+
+mod fetch;
+mod files;
+mod pki;
+mod render;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kops_api::Role;
+
+use crate::assets::{Arch, Asset, AssetKind};
+use crate::bootstrap::BootConfig;
+use crate::config::{self, NodeupConfig};
+
+pub use fetch::Fetcher;
+pub use files::{Change, ChangeKind, PlannedFile};
+
+/// How nodeup was asked to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The boot config the user data wrote.
+    pub conf: PathBuf,
+    /// Where the node's file system is (`/` on a real node).
+    pub root: PathBuf,
+    /// Report what would change; write nothing.
+    pub dry_run: bool,
+    /// The node's name (kubelet's client certificate is issued for it);
+    /// `None` reads the host name.
+    pub node_name: Option<String>,
+    /// The node's address (API server certificate, etcd); `None` omits it.
+    pub node_ip: Option<String>,
+    /// The architecture to install for; `None` is this machine's.
+    pub arch: Option<Arch>,
+    /// Attempts per URL for transient download errors.
+    pub attempts: u32,
+    /// First delay between attempts (doubles each time).
+    pub retry_delay: Duration,
+}
+
+impl Options {
+    pub fn new(conf: impl Into<PathBuf>, root: impl Into<PathBuf>) -> Self {
+        Options {
+            conf: conf.into(),
+            root: root.into(),
+            dry_run: false,
+            node_name: None,
+            node_ip: None,
+            arch: None,
+            attempts: 4,
+            retry_delay: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What a run did (or, in a dry run, would do).
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub cluster: String,
+    pub instance_group: String,
+    pub role: Role,
+    /// Every file nodeup manages, sorted by path, with what happened to it.
+    pub changes: Vec<Change>,
+    /// Assets downloaded (not already installed).
+    pub downloaded: Vec<String>,
+    pub services: ServiceAction,
+}
+
+impl Outcome {
+    pub fn changed(&self) -> usize {
+        self.changes
+            .iter()
+            .filter(|c| c.kind != ChangeKind::Unchanged)
+            .count()
+    }
+}
+
+/// What nodeup did about systemd services.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServiceAction {
+    /// Not a real node: `--root` is not `/`.
+    SkippedNotRoot { root: String },
+    /// A dry run.
+    SkippedDryRun,
+    /// `systemctl` ran: daemon-reload, enable --now, restart of the changed units.
+    Started { units: Vec<String> },
+}
+
+/// Everything nodeup can fail at.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeupError {
+    #[error("cannot read the boot config `{path}`: {reason}\nhint: the instance's user data writes it; check that it ran")]
+    BootConfig { path: String, reason: String },
+    #[error("the boot config `{path}` has no ConfigBase\nhint: kops-rs nodes read their config from the state store; rewrite the user data with `kops update cluster --yes`")]
+    NoConfigBase { path: String },
+    #[error("the boot config's role `{role}` is not one nodeup sets up\nhint: InstanceGroupRole is ControlPlane, Node or APIServer")]
+    BadRole { role: String },
+    #[error(transparent)]
+    Store(#[from] kops_state::StoreError),
+    #[error("the node config `{url}` does not exist\nhint: run `kops update cluster --yes`, which writes it")]
+    MissingConfig { url: String },
+    #[error("the node config `{url}` has hash `{actual}`, but the boot config expects `{expected}`; nothing was installed\nhint: the config changed after this instance was launched: run `kops update cluster --yes` and replace the instance (`kops rolling-update cluster`)")]
+    ConfigHashMismatch {
+        url: String,
+        expected: String,
+        actual: String,
+    },
+    #[error(transparent)]
+    Config(Box<config::ConfigError>),
+    #[error(transparent)]
+    Asset(Box<crate::assets::AssetError>),
+    #[error("the node config lists no assets for `{arch}`\nhint: run `kops update cluster --yes` to rewrite it")]
+    NoAssets { arch: String },
+    #[error("cannot download {asset} from any of {urls:?}: {reason}; nothing was installed")]
+    Download {
+        asset: String,
+        urls: Vec<String>,
+        reason: String,
+    },
+    #[error("{asset} downloaded from `{url}` has sha256 `{actual}`, but the node config expects `{expected}`; nothing was installed\nhint: the mirror serves a different file; fix the mirror (`spec.assets.fileRepository`) or the asset's hash")]
+    HashMismatch {
+        asset: String,
+        url: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("cannot unpack {asset} (`{url}`): {reason}")]
+    Unpack {
+        asset: String,
+        url: String,
+        reason: String,
+    },
+    #[error("keyset `{name}` is not in `{url}`\nhint: `kops update cluster --yes` creates the cluster's keysets")]
+    MissingKeyset { name: String, url: String },
+    #[error("certificates: {0}")]
+    Pki(Box<kops_pki::PkiError>),
+    #[error("cannot {action} `{path}`: {source}")]
+    Io {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot determine this node's name: {reason}\nhint: pass --node-name")]
+    NodeName { reason: String },
+    #[error("`{command}` failed: {reason}")]
+    Service { command: String, reason: String },
+}
+
+impl From<config::ConfigError> for NodeupError {
+    fn from(e: config::ConfigError) -> Self {
+        NodeupError::Config(Box::new(e))
+    }
+}
+
+impl From<crate::assets::AssetError> for NodeupError {
+    fn from(e: crate::assets::AssetError) -> Self {
+        NodeupError::Asset(Box::new(e))
+    }
+}
+
+impl From<kops_pki::PkiError> for NodeupError {
+    fn from(e: kops_pki::PkiError) -> Self {
+        NodeupError::Pki(Box::new(e))
+    }
+}
+
+/// The loaded boot config and node config.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub boot: BootConfig,
+    pub role: Role,
+    pub config: NodeupConfig,
+    pub config_base: String,
+}
+
+/// Reads the boot config, then the node config from the state store, and
+/// checks the node config's hash.
+pub async fn load(conf: &Path) -> Result<Loaded, NodeupError> {
+    let text = std::fs::read_to_string(conf).map_err(|e| NodeupError::BootConfig {
+        path: conf.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let boot = BootConfig::parse(&text).map_err(|reason| NodeupError::BootConfig {
+        path: conf.display().to_string(),
+        reason,
+    })?;
+    let role = boot
+        .role()
+        .filter(|r| *r != Role::Bastion)
+        .ok_or_else(|| NodeupError::BadRole {
+            role: boot.instance_group_role.clone(),
+        })?;
+    let config_base = boot
+        .config_base
+        .clone()
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| NodeupError::NoConfigBase {
+            path: conf.display().to_string(),
+        })?;
+    let store = kops_state::open(&config_base).await?;
+    let key = config::nodeup_config_path(role, &boot.instance_group_name);
+    let url = store.url_of(&key);
+    let bytes = store
+        .read(&key)
+        .await?
+        .ok_or_else(|| NodeupError::MissingConfig { url: url.clone() })?;
+    let actual = config::config_hash(&bytes);
+    if actual != boot.nodeup_config_hash {
+        return Err(NodeupError::ConfigHashMismatch {
+            url,
+            expected: boot.nodeup_config_hash.clone(),
+            actual,
+        });
+    }
+    let config = config::parse_yaml(&url, &String::from_utf8_lossy(&bytes))?;
+    Ok(Loaded {
+        boot,
+        role,
+        config,
+        config_base,
+    })
+}
+
+/// Runs nodeup: load, plan, then (unless a dry run) apply.
+pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
+    let loaded = load(&options.conf).await?;
+    let arch = options.arch.or_else(Arch::host).unwrap_or(Arch::Amd64);
+    let node_name = match &options.node_name {
+        Some(n) => n.clone(),
+        None => host_name()?,
+    };
+    let fetcher = Fetcher::new(options.attempts, options.retry_delay);
+
+    // 1. Assets: skip those already installed as recorded; download and
+    //    check the rest, in memory.
+    let list = loaded
+        .config
+        .assets
+        .get(arch.as_str())
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| NodeupError::NoAssets {
+            arch: arch.as_str().to_string(),
+        })?;
+    let mut planned: Vec<PlannedFile> = Vec::new();
+    let mut downloaded = Vec::new();
+    for text in list {
+        let asset = Asset::parse(text)?;
+        let Some(kind) = asset.kind() else {
+            continue;
+        };
+        if let Some(files) = files::installed_asset(&options.root, &asset)? {
+            planned.extend(files);
+            continue;
+        }
+        let bytes = fetcher.fetch_verified(kind.as_str(), &asset).await?;
+        downloaded.push(asset.urls[0].clone());
+        let installed = render::install_asset(kind, &asset, &bytes)?;
+        planned.push(files::asset_stamp(&asset, &installed));
+        planned.extend(installed);
+    }
+
+    // 2. Certificates (kept when still valid), then configuration files.
+    let keystore = pki::Keystore::open(&loaded).await?;
+    keystore.load(&render::keyset_names(&loaded)).await?;
+    let ctx = render::Context {
+        loaded: &loaded,
+        node_name: &node_name,
+        node_ip: options.node_ip.as_deref(),
+        root: &options.root,
+    };
+    planned.extend(render::node_files(&ctx, &keystore)?);
+    if matches!(loaded.role, Role::ControlPlane | Role::ApiServer) {
+        planned.extend(render::control_plane_files(&ctx, &keystore)?);
+    }
+
+    // 3. Write what differs.
+    let changes = files::apply(&options.root, planned, options.dry_run)?;
+    let services = if options.dry_run {
+        ServiceAction::SkippedDryRun
+    } else if options.root != Path::new("/") {
+        ServiceAction::SkippedNotRoot {
+            root: options.root.display().to_string(),
+        }
+    } else {
+        render::start_services(&changes)?
+    };
+    Ok(Outcome {
+        cluster: loaded.config.cluster_name.clone(),
+        instance_group: loaded.boot.instance_group_name.clone(),
+        role: loaded.role,
+        changes,
+        downloaded,
+        services,
+    })
+}
+
+fn host_name() -> Result<String, NodeupError> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| NodeupError::NodeName {
+            reason: "/proc/sys/kernel/hostname is unreadable or empty".into(),
+        })
+}
+
+impl AssetKind {
+    /// Where a single-file asset is installed.
+    pub fn install_path(self) -> Option<&'static str> {
+        match self {
+            AssetKind::Kubelet => Some("/usr/local/bin/kubelet"),
+            AssetKind::Kubectl => Some("/usr/local/bin/kubectl"),
+            AssetKind::EcrCredentialProvider => Some("/opt/kops/bin/ecr-credential-provider"),
+            AssetKind::Runc => Some("/usr/local/sbin/runc"),
+            AssetKind::Containerd | AssetKind::CniPlugins => None,
+        }
+    }
+}

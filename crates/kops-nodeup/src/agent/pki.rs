@@ -1,0 +1,141 @@
+//! Keysets from the state store and the node's certificates: issued from
+//! the cluster's CAs, kept when the existing one is still good.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use kops_pki::{IssueRequest, Keyset};
+use kops_state::ObjectStore;
+
+use super::files::{under, PlannedFile};
+use super::{Loaded, NodeupError};
+
+/// Certificates closer than this to expiry are issued again.
+const RENEW_BEFORE_SECONDS: i64 = 30 * 24 * 3600;
+
+/// The cluster's keysets, read on demand.
+pub struct Keystore {
+    store: Arc<dyn ObjectStore>,
+    cache: std::sync::Mutex<BTreeMap<String, Keyset>>,
+}
+
+impl Keystore {
+    pub async fn open(loaded: &Loaded) -> Result<Keystore, NodeupError> {
+        let url = loaded
+            .config
+            .config_store
+            .as_ref()
+            .and_then(|c| c.keypairs.clone())
+            .unwrap_or_else(|| format!("{}/pki", loaded.config_base.trim_end_matches('/')));
+        Ok(Keystore {
+            store: kops_state::open(&url).await?,
+            cache: Default::default(),
+        })
+    }
+
+    /// Loads the keysets a role needs (before anything is planned, so a
+    /// missing one stops the run early).
+    pub async fn load(&self, names: &[String]) -> Result<(), NodeupError> {
+        for name in names {
+            let key = format!("private/{name}/keyset.yaml");
+            let url = self.store.url_of(&key);
+            let bytes = self
+                .store
+                .read(&key)
+                .await?
+                .ok_or_else(|| NodeupError::MissingKeyset {
+                    name: name.clone(),
+                    url: url.clone(),
+                })?;
+            let keyset = Keyset::parse(&url, &String::from_utf8_lossy(&bytes))?;
+            self.cache
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(name.clone(), keyset);
+        }
+        Ok(())
+    }
+
+    fn keyset(&self, name: &str) -> Result<Keyset, NodeupError> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+            .ok_or_else(|| NodeupError::MissingKeyset {
+                name: name.to_string(),
+                url: self.store.url_of(&format!("private/{name}/keyset.yaml")),
+            })
+    }
+
+    /// The CA bundle (trusted certificates) of a keyset.
+    pub fn bundle(&self, name: &str) -> Result<String, NodeupError> {
+        Ok(self.keyset(name)?.trusted_certificates_pem())
+    }
+
+    /// The primary certificate and private key of a keyset, PEM.
+    pub fn primary_pem(&self, name: &str) -> Result<(String, String), NodeupError> {
+        let ca = self.keyset(name)?.certificate_authority()?;
+        Ok((
+            ca.certificate_pem().to_string(),
+            ca.private_key_pem().to_string(),
+        ))
+    }
+
+    /// A certificate and key at `cert_path`/`key_path` signed by keyset
+    /// `ca`: the ones on disk when they are still good (signed by that CA,
+    /// same subject and names, not about to expire), else newly issued.
+    pub fn certificate(
+        &self,
+        root: &Path,
+        ca: &str,
+        cert_path: &str,
+        key_path: &str,
+        request: &IssueRequest,
+    ) -> Result<Vec<PlannedFile>, NodeupError> {
+        let keyset = self.keyset(ca)?;
+        let authority = keyset.certificate_authority()?;
+        let existing_cert = std::fs::read_to_string(under(root, cert_path)).ok();
+        let existing_key = std::fs::read(under(root, key_path)).ok();
+        if let (Some(cert), Some(key)) = (existing_cert, existing_key) {
+            if still_good(&cert, authority.certificate_pem(), request) {
+                return Ok(vec![
+                    PlannedFile::new(cert_path, 0o644, cert),
+                    PlannedFile::secret(key_path, key),
+                ]);
+            }
+        }
+        let issued = authority.issue(request)?;
+        Ok(vec![
+            PlannedFile::new(cert_path, 0o644, issued.certificate_pem),
+            PlannedFile::secret(key_path, issued.private_key_pem),
+        ])
+    }
+}
+
+fn still_good(cert: &str, ca_pem: &str, request: &IssueRequest) -> bool {
+    let Ok(info) = kops_pki::certificate_info(cert) else {
+        return false;
+    };
+    if !matches!(kops_pki::verify_signed_by(cert, ca_pem), Ok(true)) {
+        return false;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    if info.not_after - now < RENEW_BEFORE_SECONDS {
+        return false;
+    }
+    let mut wanted = request.alternate_names.clone();
+    wanted.sort();
+    wanted.dedup();
+    let mut have = info.alternate_names.clone();
+    have.sort();
+    have.dedup();
+    wanted == have
+        && info
+            .subject
+            .contains(&format!("CN={}", request.common_name))
+}

@@ -1,0 +1,844 @@
+//! The contents of the node's files: unpacked assets, containerd and
+//! kubelet configuration, systemd units, sysctls, kubeconfigs, and on
+//! control-plane nodes the static pods and their certificates.
+
+use std::io::Read;
+use std::path::Path;
+
+use kops_api::Role;
+use kops_pki::{CertificateUsage, IssueRequest};
+use serde_json::{json, Value};
+
+use super::files::{Change, ChangeKind, PlannedFile};
+use super::pki::Keystore;
+use super::{Loaded, NodeupError, ServiceAction};
+use crate::assets::{Asset, AssetKind};
+use crate::config::Settings;
+
+/// What the renderers read.
+pub struct Context<'a> {
+    pub loaded: &'a Loaded,
+    pub node_name: &'a str,
+    pub node_ip: Option<&'a str>,
+    pub root: &'a Path,
+}
+
+/// The files an asset installs.
+pub fn install_asset(
+    kind: AssetKind,
+    asset: &Asset,
+    bytes: &[u8],
+) -> Result<Vec<PlannedFile>, NodeupError> {
+    if let Some(path) = kind.install_path() {
+        return Ok(vec![PlannedFile::new(path, 0o755, bytes.to_vec())]);
+    }
+    let unpack = |reason: String| NodeupError::Unpack {
+        asset: kind.as_str().to_string(),
+        url: asset.urls[0].clone(),
+        reason,
+    };
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    let mut out = Vec::new();
+    for entry in archive.entries().map_err(|e| unpack(e.to_string()))? {
+        let mut entry = entry.map_err(|e| unpack(e.to_string()))?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let path = entry
+            .path()
+            .map_err(|e| unpack(e.to_string()))?
+            .to_string_lossy()
+            .into_owned();
+        let path = path.trim_start_matches("./");
+        let Some(name) = path.rsplit('/').next().filter(|n| !n.is_empty()) else {
+            continue;
+        };
+        let target = match kind {
+            // containerd-<v>-linux-<arch>.tar.gz: bin/containerd, bin/ctr, ...
+            AssetKind::Containerd if path.starts_with("bin/") => {
+                format!("/usr/local/bin/{name}")
+            }
+            AssetKind::CniPlugins if !path.contains('/') => format!("/opt/cni/bin/{name}"),
+            _ => continue,
+        };
+        let mut contents = Vec::new();
+        entry
+            .read_to_end(&mut contents)
+            .map_err(|e| unpack(e.to_string()))?;
+        out.push(PlannedFile::new(target, 0o755, contents));
+    }
+    if out.is_empty() {
+        return Err(unpack(
+            "the archive holds none of the expected files".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// The keysets a role reads.
+pub fn keyset_names(loaded: &Loaded) -> Vec<String> {
+    let mut names = vec!["kubernetes-ca".to_string()];
+    if matches!(loaded.role, Role::ControlPlane | Role::ApiServer) {
+        names.extend(
+            [
+                "service-account",
+                "etcd-clients-ca",
+                "apiserver-aggregator-ca",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        );
+    }
+    if loaded.role == Role::ControlPlane {
+        for etcd in &loaded.config.etcd_cluster_names {
+            names.push(format!("etcd-manager-ca-{etcd}"));
+            names.push(format!("etcd-peers-ca-{etcd}"));
+        }
+    }
+    names
+}
+
+fn yaml(value: &Value) -> String {
+    serde_yaml_ng::to_string(value).unwrap_or_default()
+}
+
+fn str_of<'a>(settings: &'a Settings, key: &str) -> Option<&'a str> {
+    settings.get(key).and_then(Value::as_str)
+}
+
+/// A kubeconfig that reads its client certificate from files.
+fn kubeconfig(server: &str, ca_file: &str, cert_file: &str, key_file: &str, user: &str) -> String {
+    yaml(&json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "local", "cluster": {"certificate-authority": ca_file, "server": server}}],
+        "contexts": [{"name": "service-account-context", "context": {"cluster": "local", "user": user}}],
+        "current-context": "service-account-context",
+        "users": [{"name": user, "user": {"client-certificate": cert_file, "client-key": key_file}}],
+    }))
+}
+
+/// Files every node gets.
+pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, NodeupError> {
+    let config = &ctx.loaded.config;
+    let control_plane = matches!(ctx.loaded.role, Role::ControlPlane | Role::ApiServer);
+    let mut out = Vec::new();
+
+    // sysctls kubelet (protectKernelDefaults) and the network need.
+    let mut sysctl = String::from("# Written by kops-rs nodeup.\n");
+    for line in [
+        "fs.inotify.max_user_instances=8192",
+        "fs.inotify.max_user_watches=524288",
+        "kernel.panic=10",
+        "kernel.panic_on_oops=1",
+        "net.bridge.bridge-nf-call-iptables=1",
+        "net.ipv4.conf.all.rp_filter=0",
+        "net.ipv4.ip_forward=1",
+        "net.ipv4.ip_local_reserved_ports=2380-2381,4001-4002,3994-3999",
+        "vm.overcommit_memory=1",
+        "vm.panic_on_oom=0",
+    ] {
+        sysctl.push_str(line);
+        sysctl.push('\n');
+    }
+    for p in &config.sysctl_parameters {
+        sysctl.push_str(p);
+        sysctl.push('\n');
+    }
+    out.push(PlannedFile::new(
+        "/etc/sysctl.d/99-k8s-general.conf",
+        0o644,
+        sysctl,
+    ));
+
+    // containerd.
+    let containerd = config.containerd_config.clone().unwrap_or_default();
+    let sandbox = str_of(&containerd, "sandboxImage").unwrap_or(crate::config::SANDBOX_IMAGE);
+    let log_level = str_of(&containerd, "logLevel").unwrap_or("info");
+    out.push(PlannedFile::new(
+        "/etc/containerd/config.toml",
+        0o644,
+        format!(
+            "# Written by kops-rs nodeup.\nversion = 3\n\n[debug]\n  level = \"{log_level}\"\n\n\
+             [plugins.\"io.containerd.cri.v1.images\".pinned_images]\n  sandbox = \"{sandbox}\"\n\n\
+             [plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n\n\
+             [plugins.\"io.containerd.cri.v1.runtime\".cni]\n  bin_dir = \"/opt/cni/bin\"\n  conf_dir = \"/etc/cni/net.d\"\n\n\
+             [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\n\
+             [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc.options]\n  BinaryName = \"/usr/local/sbin/runc\"\n  SystemdCgroup = true\n"
+        ),
+    ));
+    out.push(PlannedFile::new(
+        "/etc/systemd/system/containerd.service",
+        0o644,
+        "# Written by kops-rs nodeup.\n[Unit]\nDescription=containerd container runtime\nAfter=network.target local-fs.target\n\n\
+         [Service]\nExecStartPre=-/sbin/modprobe overlay\nExecStartPre=-/sbin/modprobe br_netfilter\nExecStart=/usr/local/bin/containerd\n\
+         Type=notify\nDelegate=yes\nKillMode=process\nRestart=always\nRestartSec=5\nLimitNPROC=infinity\nLimitCORE=infinity\nLimitNOFILE=infinity\nTasksMax=infinity\nOOMScoreAdjust=-999\n\n\
+         [Install]\nWantedBy=multi-user.target\n",
+    ));
+    out.push(PlannedFile::new(
+        "/etc/crictl.yaml",
+        0o644,
+        "runtime-endpoint: unix:///run/containerd/containerd.sock\n",
+    ));
+
+    // kubelet.
+    let kubelet = &config.kubelet_config;
+    let ca_file = "/srv/kubernetes/ca.crt";
+    out.push(PlannedFile::new(
+        ca_file,
+        0o644,
+        ks.bundle("kubernetes-ca")?,
+    ));
+    let mut node_request = IssueRequest::client(
+        &format!("system:node:{}", ctx.node_name),
+        Some("system:nodes"),
+    );
+    node_request.usage = CertificateUsage::Client;
+    out.extend(ks.certificate(
+        ctx.root,
+        "kubernetes-ca",
+        "/var/lib/kubelet/pki/kubelet-client.crt",
+        "/var/lib/kubelet/pki/kubelet-client.key",
+        &node_request,
+    )?);
+    let server = if control_plane {
+        "https://127.0.0.1".to_string()
+    } else {
+        format!("https://api.internal.{}", config.cluster_name)
+    };
+    let kubeconfig_path =
+        str_of(kubelet, "kubeconfigPath").unwrap_or("/var/lib/kubelet/kubeconfig");
+    out.push(PlannedFile::secret(
+        kubeconfig_path,
+        kubeconfig(
+            &server,
+            ca_file,
+            "/var/lib/kubelet/pki/kubelet-client.crt",
+            "/var/lib/kubelet/pki/kubelet-client.key",
+            "kubelet",
+        ),
+    ));
+    out.push(PlannedFile::new(
+        "/var/lib/kubelet/kubelet.conf",
+        0o644,
+        kubelet_configuration(kubelet, ca_file),
+    ));
+    let mut flags = vec![
+        "--config=/var/lib/kubelet/kubelet.conf".to_string(),
+        format!("--kubeconfig={kubeconfig_path}"),
+        "--container-runtime-endpoint=unix:///run/containerd/containerd.sock".into(),
+        format!("--hostname-override={}", ctx.node_name),
+        format!(
+            "--cloud-provider={}",
+            str_of(kubelet, "cloudProvider").unwrap_or("external")
+        ),
+        format!(
+            "--v={}",
+            kubelet.get("logLevel").and_then(Value::as_i64).unwrap_or(2)
+        ),
+    ];
+    if let Some(Value::Object(labels)) = kubelet.get("nodeLabels") {
+        let list: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect();
+        flags.push(format!("--node-labels={}", list.join(",")));
+    }
+    if let Some(ip) = ctx.node_ip {
+        flags.push(format!("--node-ip={ip}"));
+    }
+    if config
+        .assets
+        .values()
+        .flatten()
+        .any(|a| a.contains("ecr-credential-provider"))
+    {
+        out.push(PlannedFile::new(
+            "/var/lib/kubelet/credential-provider.conf",
+            0o644,
+            yaml(&json!({
+                "apiVersion": "kubelet.config.k8s.io/v1",
+                "kind": "CredentialProviderConfig",
+                "providers": [{
+                    "name": "ecr-credential-provider",
+                    "apiVersion": "credentialprovider.kubelet.k8s.io/v1",
+                    "defaultCacheDuration": "12h",
+                    "matchImages": ["*.dkr.ecr.*.amazonaws.com", "*.dkr.ecr.*.amazonaws.com.cn"],
+                }],
+            })),
+        ));
+        flags.push(
+            "--image-credential-provider-config=/var/lib/kubelet/credential-provider.conf".into(),
+        );
+        flags.push("--image-credential-provider-bin-dir=/opt/kops/bin".into());
+    }
+    out.push(PlannedFile::new(
+        "/etc/sysconfig/kubelet",
+        0o644,
+        format!("DAEMON_ARGS=\"{}\"\n", flags.join(" ")),
+    ));
+    out.push(PlannedFile::new(
+        "/etc/systemd/system/kubelet.service",
+        0o644,
+        "# Written by kops-rs nodeup.\n[Unit]\nDescription=Kubernetes Kubelet Server\nAfter=containerd.service\nWants=containerd.service\n\n\
+         [Service]\nEnvironmentFile=/etc/sysconfig/kubelet\nExecStart=/usr/local/bin/kubelet \"$DAEMON_ARGS\"\nRestart=always\nRestartSec=2s\nStartLimitInterval=0\nKillMode=process\n\n\
+         [Install]\nWantedBy=multi-user.target\n",
+    ));
+    Ok(out)
+}
+
+/// kubelet's KubeletConfiguration from kops' kubelet settings.
+fn kubelet_configuration(kubelet: &Settings, ca_file: &str) -> String {
+    let mut c = serde_json::Map::new();
+    c.insert("apiVersion".into(), json!("kubelet.config.k8s.io/v1beta1"));
+    c.insert("kind".into(), json!("KubeletConfiguration"));
+    c.insert(
+        "authentication".into(),
+        json!({"anonymous": {"enabled": kubelet.get("anonymousAuth").and_then(Value::as_bool).unwrap_or(false)},
+               "webhook": {"enabled": true}, "x509": {"clientCAFile": ca_file}}),
+    );
+    c.insert("authorization".into(), json!({"mode": "Webhook"}));
+    let copy = [
+        ("cgroupDriver", "cgroupDriver"),
+        ("cgroupRoot", "cgroupRoot"),
+        ("clusterDomain", "clusterDomain"),
+        ("enableDebuggingHandlers", "enableDebuggingHandlers"),
+        ("protectKernelDefaults", "protectKernelDefaults"),
+        ("shutdownGracePeriod", "shutdownGracePeriod"),
+        (
+            "shutdownGracePeriodCriticalPods",
+            "shutdownGracePeriodCriticalPods",
+        ),
+        ("podManifestPath", "staticPodPath"),
+        ("featureGates", "featureGates"),
+        ("maxPods", "maxPods"),
+        ("kubeReserved", "kubeReserved"),
+        ("systemReserved", "systemReserved"),
+    ];
+    for (from, to) in copy {
+        if let Some(v) = kubelet.get(from) {
+            let v = match (from, v) {
+                // kops writes feature gates as strings.
+                ("featureGates", Value::Object(m)) => Value::Object(
+                    m.iter()
+                        .map(|(k, v)| {
+                            (
+                                k.clone(),
+                                json!(v
+                                    .as_str()
+                                    .map_or(v.as_bool() == Some(true), |s| s == "true")),
+                            )
+                        })
+                        .collect(),
+                ),
+                _ => v.clone(),
+            };
+            c.insert(to.into(), v);
+        }
+    }
+    if let Some(dns) = str_of(kubelet, "clusterDNS") {
+        c.insert(
+            "clusterDNS".into(),
+            json!(dns.split(',').map(str::trim).collect::<Vec<_>>()),
+        );
+    }
+    if let Some(hard) = str_of(kubelet, "evictionHard") {
+        let map: serde_json::Map<String, Value> = hard
+            .split(',')
+            .filter_map(|p| p.split_once('<'))
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        c.insert("evictionHard".into(), Value::Object(map));
+    }
+    if let Some(Value::Array(taints)) = kubelet.get("taints") {
+        let list: Vec<Value> = taints
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(|t| {
+                let (rest, effect) = t.rsplit_once(':')?;
+                let (key, value) = rest.split_once('=').unwrap_or((rest, ""));
+                Some(json!({"key": key, "value": value, "effect": effect}))
+            })
+            .collect();
+        c.insert("registerWithTaints".into(), Value::Array(list));
+    }
+    yaml(&Value::Object(c))
+}
+
+/// `serviceClusterIPRange`'s first address (the `kubernetes` service).
+fn first_service_ip(range: &str) -> Option<String> {
+    let ip: std::net::Ipv4Addr = range.split_once('/')?.0.parse().ok()?;
+    Some(std::net::Ipv4Addr::from(u32::from(ip).wrapping_add(1)).to_string())
+}
+
+/// A component's flags from its kops settings.
+fn flags(settings: &Settings, skip: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (key, value) in settings {
+        if skip.contains(&key.as_str())
+            || matches!(
+                key.as_str(),
+                "image" | "cpuRequest" | "cpuLimit" | "memoryRequest" | "memoryLimit"
+            )
+        {
+            continue;
+        }
+        let flag = flag_name(key);
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Bool(b) => b.to_string(),
+            Value::Number(n) => n.to_string(),
+            Value::Array(items) => items
+                .iter()
+                .map(|i| {
+                    i.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| i.to_string())
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            Value::Object(m) if key == "leaderElection" => {
+                let on = m
+                    .get("leaderElect")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true);
+                out.push(format!("--leader-elect={on}"));
+                continue;
+            }
+            Value::Object(m) if key == "featureGates" => m
+                .iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{k}={}",
+                        v.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| v.to_string())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            _ => continue,
+        };
+        out.push(format!("--{flag}={text}"));
+    }
+    out
+}
+
+/// kops' setting name → the component's flag name.
+fn flag_name(key: &str) -> String {
+    match key {
+        "logLevel" => return "v".into(),
+        "apiServerCount" => return "apiserver-count".into(),
+        "serviceAccountJWKSURI" => return "service-account-jwks-uri".into(),
+        "allocateNodeCIDRs" => return "allocate-node-cidrs".into(),
+        "clusterCIDR" => return "cluster-cidr".into(),
+        _ => {}
+    }
+    let chars: Vec<char> = key.chars().collect();
+    let mut out = String::new();
+    for (i, c) in chars.iter().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            let prev_lower = chars[i - 1].is_ascii_lowercase() || chars[i - 1].is_ascii_digit();
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            if prev_lower || (chars[i - 1].is_ascii_uppercase() && next_lower) {
+                out.push('-');
+            }
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// A static pod.
+/// `mounts`: (host path, path in the container, hostPath type, read-only).
+fn pod(
+    name: &str,
+    image: &str,
+    command: Vec<String>,
+    mounts: &[(&str, &str, &str, bool)],
+    cpu: &str,
+) -> String {
+    let volume_name = |p: &str| p.trim_matches('/').replace(['/', '.'], "-");
+    yaml(&json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "kube-system", "labels": {"k8s-app": name}},
+        "spec": {
+            "hostNetwork": true,
+            "priorityClassName": "system-cluster-critical",
+            "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+            "containers": [{
+                "name": name,
+                "image": image,
+                "command": command,
+                "resources": {"requests": {"cpu": cpu}},
+                "volumeMounts": mounts.iter().map(|(_, path, _, ro)| json!({"name": volume_name(path), "mountPath": path, "readOnly": ro})).collect::<Vec<_>>(),
+            }],
+            "volumes": mounts.iter().map(|(host, path, kind, _)| json!({"name": volume_name(path), "hostPath": {"path": host, "type": kind}})).collect::<Vec<_>>(),
+        },
+    }))
+}
+
+/// Files of nodes that run the API server (and, on the control plane,
+/// controller manager, scheduler and etcd-manager).
+pub fn control_plane_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+) -> Result<Vec<PlannedFile>, NodeupError> {
+    let config = &ctx.loaded.config;
+    let cluster = &config.cluster_name;
+    let mut out = Vec::new();
+    let api = config.api_server_config.clone().unwrap_or_default();
+    let dir = "/srv/kubernetes/kube-apiserver";
+    let domain = if api.cluster_dns_domain.is_empty() {
+        "cluster.local".to_string()
+    } else {
+        api.cluster_dns_domain.clone()
+    };
+    let mut names = vec![
+        "kubernetes".to_string(),
+        "kubernetes.default".into(),
+        "kubernetes.default.svc".into(),
+        format!("kubernetes.default.svc.{domain}"),
+        format!("api.internal.{cluster}"),
+        "127.0.0.1".into(),
+    ];
+    if let Some(public) = api.api.get("publicName").and_then(Value::as_str) {
+        names.push(public.to_string());
+    }
+    if let Some(ip) =
+        str_of(&api.kube_api_server, "serviceClusterIPRange").and_then(first_service_ip)
+    {
+        names.push(ip);
+    }
+    if let Some(ip) = ctx.node_ip {
+        names.push(ip.to_string());
+    }
+    names.sort();
+    names.dedup();
+    out.extend(ks.certificate(
+        ctx.root,
+        "kubernetes-ca",
+        &format!("{dir}/server.crt"),
+        &format!("{dir}/server.key"),
+        &IssueRequest::server("kubernetes-master", &names),
+    )?);
+    out.extend(ks.certificate(
+        ctx.root,
+        "etcd-clients-ca",
+        &format!("{dir}/etcd-client.crt"),
+        &format!("{dir}/etcd-client.key"),
+        &IssueRequest::client("kube-apiserver", None),
+    )?);
+    out.extend(ks.certificate(
+        ctx.root,
+        "kubernetes-ca",
+        &format!("{dir}/kubelet-api.crt"),
+        &format!("{dir}/kubelet-api.key"),
+        &IssueRequest::client("kubelet-api", None),
+    )?);
+    out.extend(ks.certificate(
+        ctx.root,
+        "apiserver-aggregator-ca",
+        &format!("{dir}/apiserver-aggregator.crt"),
+        &format!("{dir}/apiserver-aggregator.key"),
+        &IssueRequest::client("aggregator", None),
+    )?);
+    out.push(PlannedFile::new(
+        format!("{dir}/etcd-ca.crt"),
+        0o644,
+        ks.bundle("etcd-clients-ca")?,
+    ));
+    out.push(PlannedFile::new(
+        format!("{dir}/apiserver-aggregator-ca.crt"),
+        0o644,
+        ks.bundle("apiserver-aggregator-ca")?,
+    ));
+    let (_, sa_key) = ks.primary_pem("service-account")?;
+    out.push(PlannedFile::secret(
+        "/srv/kubernetes/service-account.key",
+        sa_key,
+    ));
+
+    let mut api_flags = flags(&api.kube_api_server, &[]);
+    api_flags.extend([
+        "--client-ca-file=/srv/kubernetes/ca.crt".to_string(),
+        format!("--tls-cert-file={dir}/server.crt"),
+        format!("--tls-private-key-file={dir}/server.key"),
+        format!("--etcd-cafile={dir}/etcd-ca.crt"),
+        format!("--etcd-certfile={dir}/etcd-client.crt"),
+        format!("--etcd-keyfile={dir}/etcd-client.key"),
+        format!("--kubelet-client-certificate={dir}/kubelet-api.crt"),
+        format!("--kubelet-client-key={dir}/kubelet-api.key"),
+        format!("--proxy-client-cert-file={dir}/apiserver-aggregator.crt"),
+        format!("--proxy-client-key-file={dir}/apiserver-aggregator.key"),
+        format!("--requestheader-client-ca-file={dir}/apiserver-aggregator-ca.crt"),
+        "--service-account-key-file=/srv/kubernetes/service-account.key".into(),
+        "--service-account-signing-key-file=/srv/kubernetes/service-account.key".into(),
+        "--cloud-provider=external".into(),
+    ]);
+    api_flags.sort();
+    let mut command = vec!["/usr/local/bin/kube-apiserver".to_string()];
+    command.extend(api_flags);
+    let image = str_of(&api.kube_api_server, "image").unwrap_or("registry.k8s.io/kube-apiserver");
+    out.push(PlannedFile::new(
+        "/etc/kubernetes/manifests/kube-apiserver.manifest",
+        0o644,
+        pod(
+            "kube-apiserver",
+            image,
+            command,
+            &[
+                ("/srv/kubernetes", "/srv/kubernetes", "Directory", true),
+                ("/etc/ssl", "/etc/ssl", "DirectoryOrCreate", true),
+            ],
+            "150m",
+        ),
+    ));
+
+    if ctx.loaded.role != Role::ControlPlane {
+        return Ok(out);
+    }
+    let cp = config.control_plane_config.clone().unwrap_or_default();
+    // controller manager
+    let kcm = "/srv/kubernetes/kube-controller-manager";
+    out.extend(ks.certificate(
+        ctx.root,
+        "kubernetes-ca",
+        &format!("{kcm}/client.crt"),
+        &format!("{kcm}/client.key"),
+        &IssueRequest::client("system:kube-controller-manager", None),
+    )?);
+    out.push(PlannedFile::secret(
+        format!("{kcm}/kubeconfig"),
+        kubeconfig(
+            "https://127.0.0.1",
+            "/srv/kubernetes/ca.crt",
+            &format!("{kcm}/client.crt"),
+            &format!("{kcm}/client.key"),
+            "kube-controller-manager",
+        ),
+    ));
+    let mut kcm_flags = flags(&cp.kube_controller_manager, &[]);
+    kcm_flags.extend([
+        format!("--kubeconfig={kcm}/kubeconfig"),
+        format!("--authentication-kubeconfig={kcm}/kubeconfig"),
+        format!("--authorization-kubeconfig={kcm}/kubeconfig"),
+        "--root-ca-file=/srv/kubernetes/ca.crt".into(),
+        "--service-account-private-key-file=/srv/kubernetes/service-account.key".into(),
+    ]);
+    kcm_flags.sort();
+    let mut command = vec!["/usr/local/bin/kube-controller-manager".to_string()];
+    command.extend(kcm_flags);
+    let image = str_of(&cp.kube_controller_manager, "image")
+        .unwrap_or("registry.k8s.io/kube-controller-manager");
+    out.push(PlannedFile::new(
+        "/etc/kubernetes/manifests/kube-controller-manager.manifest",
+        0o644,
+        pod(
+            "kube-controller-manager",
+            image,
+            command,
+            &[("/srv/kubernetes", "/srv/kubernetes", "Directory", true)],
+            "100m",
+        ),
+    ));
+
+    // scheduler
+    let ks_dir = "/var/lib/kube-scheduler";
+    out.extend(ks.certificate(
+        ctx.root,
+        "kubernetes-ca",
+        &format!("{ks_dir}/client.crt"),
+        &format!("{ks_dir}/client.key"),
+        &IssueRequest::client("system:kube-scheduler", None),
+    )?);
+    out.push(PlannedFile::secret(
+        format!("{ks_dir}/kubeconfig"),
+        kubeconfig(
+            "https://127.0.0.1",
+            "/srv/kubernetes/ca.crt",
+            &format!("{ks_dir}/client.crt"),
+            &format!("{ks_dir}/client.key"),
+            "kube-scheduler",
+        ),
+    ));
+    out.push(PlannedFile::new(
+        format!("{ks_dir}/config.yaml"),
+        0o644,
+        yaml(&json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": format!("{ks_dir}/kubeconfig")},
+        })),
+    ));
+    let mut sched_flags = flags(&cp.kube_scheduler, &["leaderElection"]);
+    sched_flags.push(format!("--config={ks_dir}/config.yaml"));
+    sched_flags.push(format!("--authentication-kubeconfig={ks_dir}/kubeconfig"));
+    sched_flags.push(format!("--authorization-kubeconfig={ks_dir}/kubeconfig"));
+    sched_flags.sort();
+    let mut command = vec!["/usr/local/bin/kube-scheduler".to_string()];
+    command.extend(sched_flags);
+    let image = str_of(&cp.kube_scheduler, "image").unwrap_or("registry.k8s.io/kube-scheduler");
+    out.push(PlannedFile::new(
+        "/etc/kubernetes/manifests/kube-scheduler.manifest",
+        0o644,
+        pod(
+            "kube-scheduler",
+            image,
+            command,
+            &[
+                (ks_dir, ks_dir, "Directory", true),
+                ("/srv/kubernetes", "/srv/kubernetes", "Directory", true),
+            ],
+            "100m",
+        ),
+    ));
+
+    // etcd-manager, one per etcd cluster, with its CAs (it issues its own
+    // peer and client certificates from them).
+    for (index, etcd) in config.etcd_cluster_names.iter().enumerate() {
+        let pki = format!("/etc/kubernetes/pki/etcd-manager-{etcd}");
+        for (keyset, file) in [
+            (format!("etcd-manager-ca-{etcd}"), "etcd-manager-ca"),
+            (format!("etcd-peers-ca-{etcd}"), "etcd-peers-ca"),
+            ("etcd-clients-ca".to_string(), "etcd-clients-ca"),
+        ] {
+            let (cert, key) = ks.primary_pem(&keyset)?;
+            out.push(PlannedFile::new(format!("{pki}/{file}.crt"), 0o644, cert));
+            out.push(PlannedFile::secret(format!("{pki}/{file}.key"), key));
+        }
+        let (client, peer, grpc, quarantine) = match etcd.as_str() {
+            "main" => (4001, 2380, 3996, 3994),
+            "events" => (4002, 2381, 3997, 3995),
+            _ => (4003 + index, 2382 + index, 3998 + index, 3990 + index),
+        };
+        let config_base = ctx.loaded.config_base.trim_end_matches('/');
+        let command = vec![
+            "/ko-app/etcd-manager".to_string(),
+            format!("--backup-store={config_base}/backups/etcd/{etcd}"),
+            format!("--client-urls=https://__name__:{client}"),
+            "--cluster-name=etcd".to_string(),
+            "--containerized=true".to_string(),
+            format!("--dns-suffix=.internal.{cluster}"),
+            format!("--grpc-port={grpc}"),
+            format!("--peer-urls=https://__name__:{peer}"),
+            format!("--quarantine-client-urls=https://__name__:{quarantine}"),
+            "--v=6".to_string(),
+            format!("--volume-name-tag=k8s.io/etcd/{etcd}"),
+            "--volume-provider=aws".to_string(),
+            format!("--volume-tag=k8s.io/etcd/{etcd}"),
+            "--volume-tag=k8s.io/role/control-plane=1".to_string(),
+            format!("--volume-tag=kubernetes.io/cluster/{cluster}=owned"),
+        ];
+        out.push(PlannedFile::new(
+            format!("/etc/kubernetes/manifests/etcd-manager-{etcd}.manifest"),
+            0o644,
+            pod(
+                &format!("etcd-manager-{etcd}"),
+                ETCD_MANAGER_IMAGE,
+                command,
+                &[
+                    ("/", "/rootfs", "Directory", false),
+                    ("/run", "/run", "DirectoryOrCreate", false),
+                    (
+                        &pki,
+                        "/etc/kubernetes/pki/etcd-manager",
+                        "DirectoryOrCreate",
+                        false,
+                    ),
+                ],
+                "200m",
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// The etcd-manager image kops runs.
+pub const ETCD_MANAGER_IMAGE: &str = "registry.k8s.io/etcd-manager/etcd-manager-slim:v3.0.20260707";
+
+/// On a real node (`--root /`): reload systemd, apply sysctls, enable and
+/// (re)start the units whose files changed.
+pub fn start_services(changes: &[Change]) -> Result<ServiceAction, NodeupError> {
+    let changed = |prefix: &str| {
+        changes
+            .iter()
+            .any(|c| c.kind != ChangeKind::Unchanged && c.path.starts_with(prefix))
+    };
+    let run = |args: &[&str]| -> Result<(), NodeupError> {
+        let command = args.join(" ");
+        let status = std::process::Command::new(args[0])
+            .args(&args[1..])
+            .status()
+            .map_err(|e| NodeupError::Service {
+                command: command.clone(),
+                reason: e.to_string(),
+            })?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(NodeupError::Service {
+                command,
+                reason: status.to_string(),
+            })
+        }
+    };
+    run(&["systemctl", "daemon-reload"])?;
+    if changed("/etc/sysctl.d/") {
+        run(&["sysctl", "--system"])?;
+    }
+    let mut units = Vec::new();
+    for (unit, prefixes) in [
+        (
+            "containerd.service",
+            &[
+                "/etc/containerd/",
+                "/usr/local/bin/containerd",
+                "/etc/systemd/system/containerd.service",
+                "/usr/local/sbin/runc",
+            ][..],
+        ),
+        (
+            "kubelet.service",
+            &[
+                "/etc/sysconfig/kubelet",
+                "/var/lib/kubelet/",
+                "/usr/local/bin/kubelet",
+                "/etc/systemd/system/kubelet.service",
+                "/srv/kubernetes/ca.crt",
+            ][..],
+        ),
+    ] {
+        run(&["systemctl", "enable", "--now", unit])?;
+        if prefixes.iter().any(|p| changed(p)) {
+            run(&["systemctl", "restart", unit])?;
+        }
+        units.push(unit.to_string());
+    }
+    Ok(ServiceAction::Started { units })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_names() {
+        assert_eq!(
+            flag_name("serviceClusterIPRange"),
+            "service-cluster-ip-range"
+        );
+        assert_eq!(flag_name("etcdServersOverrides"), "etcd-servers-overrides");
+        assert_eq!(
+            flag_name("enableAdmissionPlugins"),
+            "enable-admission-plugins"
+        );
+        assert_eq!(
+            flag_name("requestheaderAllowedNames"),
+            "requestheader-allowed-names"
+        );
+        assert_eq!(flag_name("allocateNodeCIDRs"), "allocate-node-cidrs");
+        assert_eq!(flag_name("logLevel"), "v");
+    }
+}

@@ -1,0 +1,528 @@
+//! The nodeup agent end to end, against a temp root: the state store is a
+//! `file://` directory holding the node config (written as `update cluster`
+//! writes it) and the cluster's keysets (made by kops-pki); assets are
+//! test-made binaries and archives with known hashes, served by a small
+//! HTTP server on 127.0.0.1 started by the test.
+//!
+//! Checked: the file tree of a control-plane node and of a worker (paths,
+//! modes, key contents with certificates and keys redacted); a second run
+//! changes nothing and downloads nothing; a tampered asset and a changed
+//! node config are refused with a clear error before anything is written.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kops_api::{Cluster, InstanceGroup, Object};
+use kops_nodeup::agent::{self, ChangeKind, NodeupError, Options, ServiceAction};
+use kops_nodeup::{bootstrap, config, Arch};
+use sha2::{Digest, Sha256};
+
+const CLUSTER: &str = "nodeup.example.com";
+
+type Files = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
+
+/// A tiny HTTP/1.1 server: GET path → 200 with the bytes, or 404. It serves
+/// until the test process ends.
+struct Server {
+    base: String,
+    files: Files,
+    requests: Arc<AtomicUsize>,
+}
+
+fn serve(files: BTreeMap<String, Vec<u8>>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let files: Files = Arc::new(Mutex::new(files));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let (f, r) = (files.clone(), requests.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 1024];
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            r.fetch_add(1, Ordering::SeqCst);
+            let text = String::from_utf8_lossy(&buf);
+            let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let body = f.lock().unwrap().get(&path).cloned();
+            let _ = match body {
+                Some(body) => stream
+                    .write_all(
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    )
+                    .and_then(|_| stream.write_all(&body)),
+                None => stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                ),
+            };
+        }
+    });
+    Server {
+        base,
+        files,
+        requests,
+    }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A deterministic .tar.gz of `(path, contents)`.
+fn tar_gz(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::default(),
+    ));
+    for (path, contents) in entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(contents.len() as u64);
+        header.set_mode(0o755);
+        header.set_mtime(0);
+        header.set_cksum();
+        builder.append_data(&mut header, path, *contents).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+/// The test's assets: URL path → bytes.
+fn assets() -> BTreeMap<String, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    m.insert(
+        "/k8s/v1.34.0/kubelet".into(),
+        b"#!/bin/sh\necho kubelet\n".to_vec(),
+    );
+    m.insert(
+        "/k8s/v1.34.0/kubectl".into(),
+        b"#!/bin/sh\necho kubectl\n".to_vec(),
+    );
+    m.insert(
+        "/aws/ecr-credential-provider-linux-amd64".into(),
+        b"#!/bin/sh\necho ecr\n".to_vec(),
+    );
+    m.insert(
+        "/cni/cni-plugins-linux-amd64-v1.7.1.tgz".into(),
+        tar_gz(&[
+            ("./bridge", b"bridge"),
+            ("./host-local", b"host-local"),
+            ("./loopback", b"loopback"),
+        ]),
+    );
+    m.insert(
+        "/containerd/containerd-2.3.4-linux-amd64.tar.gz".into(),
+        tar_gz(&[
+            ("bin/containerd", b"containerd"),
+            ("bin/containerd-shim-runc-v2", b"shim"),
+            ("bin/ctr", b"ctr"),
+        ]),
+    );
+    m.insert("/runc/runc.amd64".into(), b"runc".to_vec());
+    m
+}
+
+fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
+    let mut cluster = None;
+    let mut groups = Vec::new();
+    for object in kops_api::parse_objects("test.yaml", yaml).unwrap() {
+        match object {
+            Object::Cluster(c) => cluster = Some(*c),
+            Object::InstanceGroup(g) => groups.push(*g),
+            _ => {}
+        }
+    }
+    (cluster.unwrap(), groups)
+}
+
+const SPEC: &str = r#"apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata: {name: nodeup.example.com}
+spec:
+  cloudProvider: aws
+  kubernetesVersion: v1.34.0
+  networkCIDR: 172.20.0.0/16
+  etcdClusters:
+  - {name: main, etcdMembers: [{name: a, instanceGroup: control-plane-us-test-1a}]}
+  - {name: events, etcdMembers: [{name: a, instanceGroup: control-plane-us-test-1a}]}
+  subnets:
+  - {name: us-test-1a, zone: us-test-1a, cidr: 172.20.32.0/19, type: Public}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: control-plane-us-test-1a, labels: {kops.k8s.io/cluster: nodeup.example.com}}
+spec: {role: Master, image: ami-1, machineType: m5.large, subnets: [us-test-1a]}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: nodes, labels: {kops.k8s.io/cluster: nodeup.example.com}}
+spec: {role: Node, image: ami-1, machineType: m5.large, subnets: [us-test-1a], nodeLabels: {team: a}, taints: ["dedicated=a:NoSchedule"]}
+"#;
+
+struct Env {
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+    server: Server,
+    conf: PathBuf,
+    state: Arc<dyn kops_state::ObjectStore>,
+    key: String,
+}
+
+/// Writes the keysets and the group's node config (its assets pointing at
+/// the test server) to a file:// store, and the boot config beside it.
+async fn setup(group_index: usize) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let server = serve(assets());
+    let state_url = format!("file://{}/state", path.display());
+    let state = kops_state::open(&state_url).await.unwrap();
+    let (cluster, groups) = load(SPEC);
+    kops_pki::ensure_cluster_pki(&state, &cluster)
+        .await
+        .unwrap();
+    let config_base = state.url_of(CLUSTER);
+    let group = &groups[group_index];
+    let mut cfg = config::nodeup_config(&cluster, group, &config_base).unwrap();
+    let list: Vec<String> = [
+        "/k8s/v1.34.0/kubelet",
+        "/k8s/v1.34.0/kubectl",
+        "/aws/ecr-credential-provider-linux-amd64",
+        "/cni/cni-plugins-linux-amd64-v1.7.1.tgz",
+        "/containerd/containerd-2.3.4-linux-amd64.tar.gz",
+        "/runc/runc.amd64",
+    ]
+    .iter()
+    .map(|p| {
+        let bytes = server.files.lock().unwrap()[*p].clone();
+        format!("{}@{}{p}", sha256(&bytes), server.base)
+    })
+    .collect();
+    cfg.assets = BTreeMap::from([("amd64".to_string(), list)]);
+    let yaml = config::render_yaml(&cfg);
+    let role = group.role().unwrap();
+    let key = config::nodeup_config_key(CLUSTER, role, group.name());
+    state
+        .write(&key, yaml.as_bytes(), Default::default())
+        .await
+        .unwrap();
+    let boot = bootstrap::boot_config(
+        &cluster,
+        group,
+        role,
+        &config_base,
+        &config::config_hash(yaml.as_bytes()),
+    );
+    let conf = path.join("kube_env.yaml");
+    std::fs::write(&conf, boot.to_yaml()).unwrap();
+    Env {
+        _dir: dir,
+        dir: path,
+        server,
+        conf,
+        state,
+        key,
+    }
+}
+
+fn options(env: &Env, root: &str) -> Options {
+    let mut o = Options::new(&env.conf, env.dir.join(root));
+    o.node_name = Some("i-0123456789abcdef0".into());
+    o.node_ip = Some("172.20.32.10".into());
+    o.arch = Some(Arch::Amd64);
+    o.attempts = 2;
+    o.retry_delay = Duration::from_millis(10);
+    o
+}
+
+/// Every file under `root`: path, mode, and for text files their content
+/// with certificates and keys redacted; binaries by size.
+fn tree(root: &Path) -> String {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(root, &mut files);
+    files.sort();
+    let mut listing = String::new();
+    let mut contents = String::new();
+    for f in files {
+        use std::os::unix::fs::PermissionsExt;
+        let rel = format!("/{}", f.strip_prefix(root).unwrap().display());
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o7777;
+        let bytes = std::fs::read(&f).unwrap();
+        listing.push_str(&format!("{mode:04o} {rel}\n"));
+        let shown = [
+            "/etc/",
+            "/var/lib/kubelet/kubeconfig",
+            "/var/lib/kubelet/kubelet.conf",
+            "/var/lib/kube-scheduler/config.yaml",
+            "/var/lib/nodeup/",
+        ];
+        if shown.iter().any(|s| rel.starts_with(s)) {
+            contents.push_str(&format!(
+                "--- {rel}\n{}\n",
+                redact(&String::from_utf8_lossy(&bytes))
+            ));
+        }
+    }
+    format!("{listing}\n{contents}")
+}
+
+fn redact(text: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("-----BEGIN") {
+            inside = true;
+            out.push_str("[pem redacted]\n");
+        }
+        if !inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if line.trim_start().starts_with("-----END") {
+            inside = false;
+        }
+    }
+    out
+}
+
+fn settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.add_filter(r"http://127\.0\.0\.1:\d+", "http://[server]");
+    s.add_filter(r"file:///[^ \n]*/state", "file://[state]");
+    s
+}
+
+async fn first_and_second_run(group_index: usize, name: &str) {
+    let env = setup(group_index).await;
+    let opts = options(&env, "root");
+
+    // A dry run writes nothing and says what would change.
+    let mut dry = opts.clone();
+    dry.dry_run = true;
+    let planned = agent::run(&dry).await.unwrap();
+    assert!(planned
+        .changes
+        .iter()
+        .all(|c| c.kind == ChangeKind::Created));
+    assert_eq!(planned.services, ServiceAction::SkippedDryRun);
+    assert!(!env.dir.join("root").exists(), "a dry run writes nothing");
+
+    let first = agent::run(&opts).await.unwrap();
+    assert_eq!(first.changed(), first.changes.len());
+    assert_eq!(first.downloaded.len(), 6);
+    assert!(matches!(
+        first.services,
+        ServiceAction::SkippedNotRoot { .. }
+    ));
+    let root = env.dir.join("root");
+    let snapshot = tree(&root);
+    settings().bind(|| insta::assert_snapshot!(name, snapshot));
+
+    // Second run: nothing changes, nothing is downloaded, certificates are kept.
+    let requests = env.server.requests.load(Ordering::SeqCst);
+    let second = agent::run(&opts).await.unwrap();
+    assert_eq!(second.changed(), 0, "{:#?}", second.changes);
+    assert!(second.downloaded.is_empty());
+    assert_eq!(env.server.requests.load(Ordering::SeqCst), requests);
+    assert_eq!(tree(&root), snapshot);
+    assert!(second
+        .changes
+        .iter()
+        .all(|c| c.kind == ChangeKind::Unchanged));
+
+    // Certificates chain to the cluster CA.
+    let ca = std::fs::read_to_string(root.join("srv/kubernetes/ca.crt")).unwrap();
+    let cert =
+        std::fs::read_to_string(root.join("var/lib/kubelet/pki/kubelet-client.crt")).unwrap();
+    assert!(kops_pki::verify_signed_by(&cert, &ca).unwrap());
+    let info = kops_pki::certificate_info(&cert).unwrap();
+    assert!(
+        info.subject.contains("CN=system:node:i-0123456789abcdef0"),
+        "{}",
+        info.subject
+    );
+    assert!(info.subject.contains("O=system:nodes"), "{}", info.subject);
+    let mode = |p: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(root.join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("var/lib/kubelet/pki/kubelet-client.key"), 0o600);
+    assert_eq!(mode("usr/local/bin/kubelet"), 0o755);
+}
+
+#[tokio::test]
+async fn control_plane_node() {
+    first_and_second_run(0, "control_plane_tree").await;
+    let env = setup(0).await;
+    let outcome = agent::run(&options(&env, "root")).await.unwrap();
+    let root = env.dir.join("root");
+    let server =
+        std::fs::read_to_string(root.join("srv/kubernetes/kube-apiserver/server.crt")).unwrap();
+    let info = kops_pki::certificate_info(&server).unwrap();
+    for name in [
+        "api.internal.nodeup.example.com",
+        "api.nodeup.example.com",
+        "100.64.0.1",
+        "172.20.32.10",
+        "kubernetes.default",
+    ] {
+        assert!(
+            info.alternate_names.iter().any(|n| n == name),
+            "{name} not in {:?}",
+            info.alternate_names
+        );
+    }
+    assert!(outcome
+        .changes
+        .iter()
+        .any(|c| c.path == "/etc/kubernetes/manifests/etcd-manager-events.manifest"));
+}
+
+#[tokio::test]
+async fn worker_node() {
+    first_and_second_run(1, "worker_tree").await;
+}
+
+#[tokio::test]
+async fn tampered_asset_is_refused_and_nothing_is_written() {
+    let env = setup(1).await;
+    env.server
+        .files
+        .lock()
+        .unwrap()
+        .insert("/runc/runc.amd64".into(), b"not runc".to_vec());
+    let err = agent::run(&options(&env, "root")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, NodeupError::HashMismatch { .. }), "{text}");
+    assert!(
+        text.contains("runc downloaded from `http://127.0.0.1:"),
+        "{text}"
+    );
+    assert!(text.contains("nothing was installed"), "{text}");
+    assert!(!env.dir.join("root").exists(), "the root is untouched");
+
+    // On an installed node too: a changed asset is refused and the node's
+    // files stay as they were.
+    env.server
+        .files
+        .lock()
+        .unwrap()
+        .insert("/runc/runc.amd64".into(), b"runc".to_vec());
+    agent::run(&options(&env, "root")).await.unwrap();
+    let before = tree(&env.dir.join("root"));
+    std::fs::remove_file(env.dir.join("root/var/lib/nodeup/assets/runc.amd64")).unwrap();
+    let before_minus_stamp = tree(&env.dir.join("root"));
+    assert_ne!(before, before_minus_stamp);
+    env.server
+        .files
+        .lock()
+        .unwrap()
+        .insert("/runc/runc.amd64".into(), b"evil".to_vec());
+    let err = agent::run(&options(&env, "root")).await.unwrap_err();
+    assert!(matches!(err, NodeupError::HashMismatch { .. }), "{err}");
+    assert_eq!(tree(&env.dir.join("root")), before_minus_stamp);
+}
+
+#[tokio::test]
+async fn changed_node_config_is_refused() {
+    let env = setup(1).await;
+    let mut bytes = env.state.read(&env.key).await.unwrap().unwrap();
+    bytes.extend_from_slice(b"# edited\n");
+    env.state
+        .write(&env.key, &bytes, Default::default())
+        .await
+        .unwrap();
+    let err = agent::run(&options(&env, "root")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        matches!(err, NodeupError::ConfigHashMismatch { .. }),
+        "{text}"
+    );
+    assert!(text.contains("nothing was installed"), "{text}");
+    assert!(text.contains("hint:"), "{text}");
+    assert!(!env.dir.join("root").exists());
+}
+
+#[tokio::test]
+async fn unreachable_mirror_is_a_clear_error() {
+    let env = setup(1).await;
+    env.server
+        .files
+        .lock()
+        .unwrap()
+        .remove("/k8s/v1.34.0/kubectl");
+    let err = agent::run(&options(&env, "root")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("cannot download kubectl"), "{text}");
+    assert!(text.contains("HTTP 404"), "{text}");
+    assert!(!env.dir.join("root").exists());
+}
+
+#[test]
+fn the_binary_runs_and_says_services_are_not_started() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let env = runtime.block_on(setup(1));
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nodeup"))
+            .arg("--conf")
+            .arg(&env.conf)
+            .arg("--root")
+            .arg(env.dir.join("root"))
+            .args(["--node-name", "i-1", "--arch", "amd64", "--attempts", "1"])
+            .output()
+            .unwrap()
+    };
+    // The server thread lives in this process; the runtime is only for setup.
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("services not started: --root is"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("created      0755 /usr/local/bin/kubelet"),
+        "{stdout}"
+    );
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nothing to change"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .all(|l| l.starts_with("unchanged")));
+}
