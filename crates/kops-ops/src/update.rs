@@ -86,6 +86,20 @@ pub async fn update_cluster(
         config_base: &config_base,
     };
     let graph = kops_model::build(&model)?;
+    if request.apply {
+        // The node configs the launch templates' user data pin by hash,
+        // stored before any instance can boot and ask for them.
+        for node in kops_model::compute::node_configs(&model)? {
+            registry
+                .put_nodeup_config(
+                    &request.cluster,
+                    node.role,
+                    &node.group,
+                    node.yaml.as_bytes(),
+                )
+                .await?;
+        }
+    }
 
     let ctx = Arc::new(AwsContext::new(
         cloud.clone(),
@@ -134,18 +148,25 @@ async fn with_resolved_zone(
         return Ok(modelled);
     }
     let private = probe.dns_type() == "Private";
-    let zone = kops_aws::dns::find_hosted_zone(
+    let found = kops_aws::dns::find_hosted_zone(
         cloud,
         cluster.name(),
         cluster.spec.dns_zone.as_deref(),
         private,
     )
-    .await
-    .map_err(|e| OpsError::DnsZone {
-        cluster: cluster.name().to_string(),
-        message: e.to_string(),
-    })?;
-    modelled.spec.dns_zone = Some(zone.id);
+    .await;
+    match found {
+        Ok(zone) => modelled.spec.dns_zone = Some(zone.id),
+        // Without API records to write, a missing zone only means the IAM
+        // policies name no zone for dns-controller (as before the look-up).
+        Err(kops_aws::dns::ZoneError::NotFound { .. }) if !kops_model::dns::needs_zone(&probe) => {}
+        Err(e) => {
+            return Err(OpsError::DnsZone {
+                cluster: cluster.name().to_string(),
+                message: e.to_string(),
+            })
+        }
+    }
     Ok(modelled)
 }
 

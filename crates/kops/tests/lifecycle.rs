@@ -136,6 +136,9 @@ fn lifecycle(topology: &str, cluster: &str) {
     let Some(moto) = kops_testkit::require_moto() else {
         return;
     };
+    // The clusters' names are under example.com: its zone holds the API
+    // records of clusters with an API load balancer.
+    moto.ensure_hosted_zone("example.com").unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let state = file_url(&tmp.path().join("state"));
     let key = tmp.path().join("id.pub");
@@ -270,6 +273,9 @@ fn an_interrupted_apply_is_finished_by_the_next_update() {
     let Some(moto) = kops_testkit::require_moto() else {
         return;
     };
+    // The clusters' names are under example.com: its zone holds the API
+    // records of clusters with an API load balancer.
+    moto.ensure_hosted_zone("example.com").unwrap();
     let cluster = "killed.example.com";
     let tmp = tempfile::tempdir().unwrap();
     let state = file_url(&tmp.path().join("state"));
@@ -438,6 +444,9 @@ fn shared_vpc_is_left_in_place() {
     let Some(moto) = kops_testkit::require_moto() else {
         return;
     };
+    // The clusters' names are under example.com: its zone holds the API
+    // records of clusters with an API load balancer.
+    moto.ensure_hosted_zone("example.com").unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
