@@ -10,6 +10,7 @@
 pub mod api_load_balancer;
 pub mod compute;
 pub mod dns;
+pub mod files;
 pub mod iam;
 pub mod network;
 pub mod nth;

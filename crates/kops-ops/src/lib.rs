@@ -9,6 +9,7 @@
 pub mod delete;
 mod error;
 pub mod pki;
+pub mod render;
 pub mod update;
 
 use std::collections::BTreeSet;

@@ -432,10 +432,11 @@ pub struct UpdateClusterArgs {
     /// Apply the changes (otherwise only show them).
     #[arg(short = 'y', long)]
     pub yes: bool,
-    /// Where to apply: `direct` (the AWS API).
+    /// Where to apply: `direct` (the AWS API), `terraform` (kubernetes.tf + data/)
+    /// or `cloudformation` (kubernetes.json); the file targets make no cloud call.
     #[arg(long, default_value = "direct", value_name = "TARGET")]
     pub target: String,
-    /// Output directory for file targets.
+    /// Output directory for file targets (default out/terraform, out/cloudformation).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Plan format: `table` (kops' text) or `json`.

@@ -656,11 +656,16 @@ impl kops_engine::Progress for ProgressLines {
 }
 
 async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
-    if a.target != "direct" {
-        bail!(
-            "target `{}` is not built yet in kops-rs\nhint: use `--target direct` (the default); Terraform and CloudFormation output are planned",
-            a.target
-        );
+    let render_target = match a.target.as_str() {
+        "direct" => None,
+        "terraform" => Some(kops_ops::render::RenderTarget::Terraform),
+        "cloudformation" => Some(kops_ops::render::RenderTarget::CloudFormation),
+        other => bail!(
+            "unknown target `{other}`\nhint: use `direct` (the default: apply through the AWS API), `terraform` or `cloudformation`"
+        ),
+    };
+    if let Some(target) = render_target {
+        return render_cluster(global, a, target).await;
     }
     let registry = state(global).await?;
     let cluster = cluster_name(&registry, global, a.cluster_name.as_deref()).await?;
@@ -705,6 +710,44 @@ async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32
         status(&format!("No changes need to be applied ({summary})."));
         Ok(0)
     }
+}
+
+/// `update cluster --target terraform|cloudformation`: writes files, touches no cloud.
+async fn render_cluster(
+    global: &GlobalArgs,
+    a: UpdateClusterArgs,
+    target: kops_ops::render::RenderTarget,
+) -> Result<i32> {
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, a.cluster_name.as_deref()).await?;
+    let started = std::time::Instant::now();
+    let outcome = kops_ops::render::render_cluster(
+        &registry,
+        kops_ops::render::RenderRequest {
+            cluster,
+            target,
+            out: a.out,
+        },
+    )
+    .await?;
+    if !outcome.unrendered.is_empty() {
+        status(&format!(
+            "warning: no renderer for {} (not in the output): {}",
+            outcome.unrendered.len(),
+            outcome.unrendered.join(", ")
+        ));
+    }
+    for url in &outcome.state_files_written {
+        status(&format!("  wrote {url}"));
+    }
+    status(&format!(
+        "Wrote {} files to {} ({} tasks, {:.2}s).",
+        outcome.files.len(),
+        outcome.out.display(),
+        outcome.tasks,
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(0)
 }
 
 // ---------------------------------------------------------------- delete

@@ -1,0 +1,1590 @@
+//! One [`AwsResource`] implementation per task type of kops-aws: how each
+//! task is addressed and rendered. A task type the renderer does not know is
+//! reported (see [`crate::Rendered`]), never silently dropped.
+
+use std::any::Any;
+
+use kops_aws::context::Tags;
+use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
+use kops_aws::tasks::dhcp_options::DhcpOptions;
+use kops_aws::tasks::ebs_volume::EbsVolume;
+use kops_aws::tasks::elastic_ip::{ElasticIp, ExistingAddress};
+use kops_aws::tasks::iam_instance_profile::{IamInstanceProfile, IamInstanceProfileRole};
+use kops_aws::tasks::iam_role::IamRole;
+use kops_aws::tasks::iam_role_policy::IamRolePolicy;
+use kops_aws::tasks::internet_gateway::InternetGateway;
+use kops_aws::tasks::launch_template::LaunchTemplate;
+use kops_aws::tasks::listener::Listener;
+use kops_aws::tasks::nat_gateway::NatGateway;
+use kops_aws::tasks::network_load_balancer::NetworkLoadBalancer;
+use kops_aws::tasks::route::{Route, RouteTarget};
+use kops_aws::tasks::route_table::RouteTable;
+use kops_aws::tasks::route_table_association::RouteTableAssociation;
+use kops_aws::tasks::security_group::SecurityGroup;
+use kops_aws::tasks::security_group_cleanup::SecurityGroupCleanup;
+use kops_aws::tasks::security_group_rule::{RuleTarget, SecurityGroupRule};
+use kops_aws::tasks::ssh_key::SshKey;
+use kops_aws::tasks::subnet::Subnet;
+use kops_aws::tasks::target_group::TargetGroup;
+use kops_aws::tasks::vpc::Vpc;
+use kops_aws::tasks::vpc_amazon_ipv6_cidr_block::VpcAmazonIpv6CidrBlock;
+use kops_aws::tasks::vpc_cidr_block::VpcCidrBlock;
+use kops_aws::tasks::vpc_dhcp_options_association::VpcDhcpOptionsAssociation;
+use kops_aws::AwsContext;
+use kops_engine::{TaskGraph, TaskKey};
+
+use crate::cloudformation::{CloudFormation, Json};
+use crate::hcl::{Body, Expr};
+use crate::terraform::{Target, Terraform};
+use crate::RenderError;
+
+/// What every renderer may look at besides the task itself.
+pub struct Ctx<'g> {
+    pub graph: &'g TaskGraph<AwsContext>,
+    pub cluster: &'g str,
+    pub region: &'g str,
+    pub private_zone: bool,
+}
+
+impl Ctx<'_> {
+    fn find<T: 'static>(&self) -> impl Iterator<Item = &T> {
+        self.graph
+            .iter()
+            .filter_map(|(_, t)| t.as_any().downcast_ref::<T>())
+    }
+}
+
+/// How one task type becomes Terraform and CloudFormation.
+pub trait AwsResource {
+    /// The Terraform resource type, `None` for tasks folded into another
+    /// resource (an instance profile's role) or with no counterpart.
+    fn tf_type(&self) -> Option<&'static str>;
+    /// The task name Terraform names the resource after (sanitized later).
+    fn tf_name(&self) -> String;
+    /// The existing object's id, for a task that only refers to it.
+    fn existing_id(&self) -> Option<String> {
+        None
+    }
+    fn terraform(&self, tf: &mut Terraform, ctx: &Ctx<'_>) -> Result<(), RenderError>;
+    fn cloudformation(&self, cf: &mut CloudFormation, ctx: &Ctx<'_>) -> Result<(), RenderError>;
+}
+
+/// The task as an [`AwsResource`], when its type is known here.
+pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
+    macro_rules! try_types {
+        ($($t:ty),* $(,)?) => {
+            $(if let Some(t) = task.downcast_ref::<$t>() { return Some(t as &dyn AwsResource); })*
+        };
+    }
+    try_types!(
+        AutoscalingGroup,
+        DhcpOptions,
+        EbsVolume,
+        ElasticIp,
+        IamInstanceProfile,
+        IamInstanceProfileRole,
+        IamRole,
+        IamRolePolicy,
+        InternetGateway,
+        LaunchTemplate,
+        Listener,
+        NatGateway,
+        NetworkLoadBalancer,
+        Route,
+        RouteTable,
+        RouteTableAssociation,
+        SecurityGroup,
+        SecurityGroupCleanup,
+        SecurityGroupRule,
+        SshKey,
+        Subnet,
+        TargetGroup,
+        Vpc,
+        VpcAmazonIpv6CidrBlock,
+        VpcCidrBlock,
+        VpcDhcpOptionsAssociation,
+    );
+    crate::aws_extra::resource_of(task)
+}
+
+/// The Terraform target of a task (resource address, literal id, or none).
+pub fn target_of(resource: &dyn AwsResource) -> Target {
+    if let Some(id) = resource.existing_id() {
+        return Target::Literal(id);
+    }
+    match resource.tf_type() {
+        Some(kind) => Target::Resource {
+            kind,
+            name: crate::terraform::sanitize(&resource.tf_name()),
+        },
+        None => Target::None,
+    }
+}
+
+pub(crate) fn tags_expr(tags: &Tags) -> Expr {
+    Expr::Map(
+        tags.iter()
+            .map(|(k, v)| (k.clone(), Expr::str(v)))
+            .collect(),
+    )
+}
+
+pub(crate) fn id(tf: &Terraform, key: &TaskKey) -> Result<Expr, RenderError> {
+    tf.reference(key, "id")
+}
+
+// ---------------------------------------------------------------- network
+
+impl AwsResource for Vpc {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_vpc")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn existing_id(&self) -> Option<String> {
+        self.shared_id.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, ctx: &Ctx<'_>) -> Result<(), RenderError> {
+        if let Some(id) = &self.shared_id {
+            let mut body = Body::new();
+            body.set("id", id);
+            tf.data_source("aws_vpc", &self.name, body);
+            return Ok(());
+        }
+        let ipv6 = ctx.find::<VpcAmazonIpv6CidrBlock>().next().is_some();
+        let mut b = Body::new();
+        b.set("assign_generated_ipv6_cidr_block", ipv6)
+            .set("cidr_block", &self.cidr)
+            .set("enable_dns_hostnames", self.enable_dns_hostnames)
+            .set("enable_dns_support", self.enable_dns_support)
+            .set("tags", tags_expr(&self.tags));
+        tf.resource("aws_vpc", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared_id.is_some() {
+            return Ok(());
+        }
+        cf.resource(
+            "AWS::EC2::VPC",
+            &self.name,
+            Json::obj([
+                ("CidrBlock", Json::str(&self.cidr)),
+                ("EnableDnsHostnames", Json::Bool(self.enable_dns_hostnames)),
+                ("EnableDnsSupport", Json::Bool(self.enable_dns_support)),
+                ("Tags", Json::tags(&self.tags)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for VpcAmazonIpv6CidrBlock {
+    fn tf_type(&self) -> Option<&'static str> {
+        None // `assign_generated_ipv6_cidr_block` on the VPC
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, _: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        cf.resource(
+            "AWS::EC2::VPCCidrBlock",
+            &self.name,
+            Json::obj([
+                ("VpcId", cf.reference(self.vpc.key())?),
+                ("AmazonProvidedIpv6CidrBlock", Json::Bool(true)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for VpcCidrBlock {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_vpc_ipv4_cidr_block_association")
+    }
+    fn tf_name(&self) -> String {
+        format!("cidr-{}", self.cidr)
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        b.set("cidr_block", &self.cidr)
+            .set("vpc_id", id(tf, self.vpc.key())?);
+        tf.resource("aws_vpc_ipv4_cidr_block_association", &self.tf_name(), b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        cf.resource(
+            "AWS::EC2::VPCCidrBlock",
+            &self.tf_name(),
+            Json::obj([
+                ("VpcId", cf.reference(self.vpc.key())?),
+                ("CidrBlock", Json::str(&self.cidr)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for DhcpOptions {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_vpc_dhcp_options")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        b.set("domain_name", &self.domain_name)
+            .set(
+                "domain_name_servers",
+                Expr::List(self.domain_name_servers.iter().map(Expr::from).collect()),
+            )
+            .set("tags", tags_expr(&self.tags));
+        tf.resource("aws_vpc_dhcp_options", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        cf.resource(
+            "AWS::EC2::DHCPOptions",
+            &self.name,
+            Json::obj([
+                ("DomainName", Json::str(&self.domain_name)),
+                ("DomainNameServers", Json::strs(&self.domain_name_servers)),
+                ("Tags", Json::tags(&self.tags)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for VpcDhcpOptionsAssociation {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_vpc_dhcp_options_association")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        b.set("dhcp_options_id", id(tf, self.dhcp_options.key())?)
+            .set("vpc_id", id(tf, self.vpc.key())?);
+        tf.resource("aws_vpc_dhcp_options_association", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        cf.resource(
+            "AWS::EC2::VPCDHCPOptionsAssociation",
+            &self.name,
+            Json::obj([
+                ("DhcpOptionsId", cf.reference(self.dhcp_options.key())?),
+                ("VpcId", cf.reference(self.vpc.key())?),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for InternetGateway {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_internet_gateway")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared {
+            // kops looks the shared VPC's gateway up; Terraform reads it.
+            let mut filter = Body::new();
+            filter
+                .set("name", "attachment.vpc-id")
+                .set("values", Expr::List(vec![id(tf, self.vpc.key())?]));
+            let mut b = Body::new();
+            b.block("filter", filter);
+            tf.data_source("aws_internet_gateway", &self.name, b);
+            return Ok(());
+        }
+        let mut b = Body::new();
+        b.set("tags", tags_expr(&self.tags))
+            .set("vpc_id", id(tf, self.vpc.key())?);
+        tf.resource("aws_internet_gateway", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared {
+            return Err(RenderError::Unsupported {
+                what: format!(
+                    "InternetGateway/{}: a shared VPC's internet gateway",
+                    self.name
+                ),
+                hint: "CloudFormation cannot look the gateway up; use --target terraform or direct"
+                    .into(),
+            });
+        }
+        cf.resource(
+            "AWS::EC2::InternetGateway",
+            &self.name,
+            Json::obj([("Tags", Json::tags(&self.tags))]),
+        );
+        cf.resource(
+            "AWS::EC2::VPCGatewayAttachment",
+            &self.name,
+            Json::obj([
+                (
+                    "InternetGatewayId",
+                    cf.reference_kind(self, "AWS::EC2::InternetGateway"),
+                ),
+                ("VpcId", cf.reference(self.vpc.key())?),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for Subnet {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_subnet")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn existing_id(&self) -> Option<String> {
+        self.shared_id.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared_id.is_some() {
+            return Ok(());
+        }
+        let mut b = Body::new();
+        b.set("availability_zone", &self.availability_zone)
+            .set_opt("cidr_block", self.cidr.as_ref())
+            .set("tags", tags_expr(&self.tags))
+            .set("vpc_id", id(tf, self.vpc.key())?);
+        match self.resource_based_naming {
+            Some(true) => {
+                b.set("enable_resource_name_dns_a_record_on_launch", true)
+                    .set("private_dns_hostname_type_on_launch", "resource-name");
+            }
+            Some(false) => {
+                b.set("enable_resource_name_dns_a_record_on_launch", false)
+                    .set("private_dns_hostname_type_on_launch", "ip-name");
+            }
+            None => {}
+        }
+        tf.resource("aws_subnet", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared_id.is_some() {
+            return Ok(());
+        }
+        let mut props = vec![
+            ("AvailabilityZone", Json::str(&self.availability_zone)),
+            ("VpcId", cf.reference(self.vpc.key())?),
+            ("Tags", Json::tags(&self.tags)),
+        ];
+        if let Some(cidr) = &self.cidr {
+            props.push(("CidrBlock", Json::str(cidr)));
+        }
+        if let Some(rbn) = self.resource_based_naming {
+            props.push((
+                "PrivateDnsNameOptionsOnLaunch",
+                Json::obj([
+                    ("EnableResourceNameDnsARecord", Json::Bool(rbn)),
+                    (
+                        "HostnameType",
+                        Json::str(if rbn { "resource-name" } else { "ip-name" }),
+                    ),
+                ]),
+            ));
+        }
+        let mut depends = Vec::new();
+        if let Some(block) = &self.vpc_cidr_block {
+            depends.push(block.clone());
+        }
+        cf.resource_with_deps("AWS::EC2::Subnet", &self.name, Json::obj(props), &depends)?;
+        Ok(())
+    }
+}
+
+impl AwsResource for RouteTable {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_route_table")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        b.set("tags", tags_expr(&self.tags))
+            .set("vpc_id", id(tf, self.vpc.key())?);
+        tf.resource("aws_route_table", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        cf.resource(
+            "AWS::EC2::RouteTable",
+            &self.name,
+            Json::obj([
+                ("VpcId", cf.reference(self.vpc.key())?),
+                ("Tags", Json::tags(&self.tags)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+/// kops names its route resources `route-<task name>`.
+fn route_name(route: &Route) -> String {
+    format!("route-{}", route.name)
+}
+
+impl AwsResource for Route {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_route")
+    }
+    fn tf_name(&self) -> String {
+        route_name(self)
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        if self.destination.contains(':') {
+            b.set("destination_ipv6_cidr_block", &self.destination);
+        } else {
+            b.set("destination_cidr_block", &self.destination);
+        }
+        b.set("route_table_id", id(tf, self.route_table.key())?);
+        match &self.target {
+            RouteTarget::InternetGateway(r) => b.set("gateway_id", id(tf, r.key())?),
+            RouteTarget::NatGateway(r) => b.set("nat_gateway_id", id(tf, r.key())?),
+            RouteTarget::InternetGatewayId(x) => b.set("gateway_id", x),
+            RouteTarget::NatGatewayId(x) => b.set("nat_gateway_id", x),
+            RouteTarget::Instance(x) => b.set("instance_id", x),
+            RouteTarget::TransitGateway(x) => b.set("transit_gateway_id", x),
+            RouteTarget::PeeringConnection(x) => b.set("vpc_peering_connection_id", x),
+            RouteTarget::EgressOnlyInternetGateway(x) => b.set("egress_only_gateway_id", x),
+        };
+        tf.resource("aws_route", &self.tf_name(), b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut props = vec![("RouteTableId", cf.reference(self.route_table.key())?)];
+        if self.destination.contains(':') {
+            props.push(("DestinationIpv6CidrBlock", Json::str(&self.destination)));
+        } else {
+            props.push(("DestinationCidrBlock", Json::str(&self.destination)));
+        }
+        let mut depends = Vec::new();
+        match &self.target {
+            RouteTarget::InternetGateway(r) => {
+                props.push(("GatewayId", cf.reference(r.key())?));
+                // The route needs the gateway attached to the VPC first.
+                depends.push(cf.logical_id_of_kind(r.key(), "AWS::EC2::VPCGatewayAttachment"));
+            }
+            RouteTarget::NatGateway(r) => props.push(("NatGatewayId", cf.reference(r.key())?)),
+            RouteTarget::InternetGatewayId(x) => props.push(("GatewayId", Json::str(x))),
+            RouteTarget::NatGatewayId(x) => props.push(("NatGatewayId", Json::str(x))),
+            RouteTarget::Instance(x) => props.push(("InstanceId", Json::str(x))),
+            RouteTarget::TransitGateway(x) => props.push(("TransitGatewayId", Json::str(x))),
+            RouteTarget::PeeringConnection(x) => {
+                props.push(("VpcPeeringConnectionId", Json::str(x)))
+            }
+            RouteTarget::EgressOnlyInternetGateway(x) => {
+                props.push(("EgressOnlyInternetGatewayId", Json::str(x)))
+            }
+        }
+        cf.resource_raw_deps(
+            "AWS::EC2::Route",
+            &self.tf_name(),
+            Json::obj(props),
+            depends,
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for RouteTableAssociation {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_route_table_association")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        b.set("route_table_id", id(tf, self.route_table.key())?)
+            .set("subnet_id", id(tf, self.subnet.key())?);
+        tf.resource("aws_route_table_association", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        cf.resource(
+            "AWS::EC2::SubnetRouteTableAssociation",
+            &self.name,
+            Json::obj([
+                ("RouteTableId", cf.reference(self.route_table.key())?),
+                ("SubnetId", cf.reference(self.subnet.key())?),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for ElasticIp {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_eip")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn existing_id(&self) -> Option<String> {
+        match &self.existing {
+            Some(ExistingAddress::AllocationId(id)) => Some(id.clone()),
+            _ => None,
+        }
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        match &self.existing {
+            Some(ExistingAddress::AllocationId(_)) => {}
+            Some(ExistingAddress::PublicIp(ip)) => {
+                let mut b = Body::new();
+                b.set("public_ip", ip);
+                tf.data_source("aws_eip", &self.name, b);
+            }
+            None => {
+                let mut b = Body::new();
+                b.set("domain", "vpc").set("tags", tags_expr(&self.tags));
+                tf.resource("aws_eip", &self.name, b);
+            }
+        }
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.existing.is_some() {
+            return Ok(());
+        }
+        cf.resource(
+            "AWS::EC2::EIP",
+            &self.name,
+            Json::obj([
+                ("Domain", Json::str("vpc")),
+                ("Tags", Json::tags(&self.tags)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for NatGateway {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_nat_gateway")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn existing_id(&self) -> Option<String> {
+        self.shared_id.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared_id.is_some() {
+            return Ok(());
+        }
+        let mut b = Body::new();
+        if let Some(eip) = &self.elastic_ip {
+            b.set("allocation_id", id(tf, eip.key())?);
+        }
+        if let Some(subnet) = &self.subnet {
+            b.set("subnet_id", id(tf, subnet.key())?);
+        }
+        b.set("tags", tags_expr(&self.tags));
+        tf.resource("aws_nat_gateway", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared_id.is_some() {
+            return Ok(());
+        }
+        let mut props = vec![("Tags", Json::tags(&self.tags))];
+        if let Some(eip) = &self.elastic_ip {
+            props.push(("AllocationId", cf.attribute(eip.key(), "AllocationId")?));
+        }
+        if let Some(subnet) = &self.subnet {
+            props.push(("SubnetId", cf.reference(subnet.key())?));
+        }
+        cf.resource("AWS::EC2::NatGateway", &self.name, Json::obj(props));
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- security groups
+
+impl AwsResource for SecurityGroup {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_security_group")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        b.set("description", &self.description)
+            .set("name", &self.name)
+            .set("tags", tags_expr(&self.tags))
+            .set("vpc_id", id(tf, self.vpc.key())?);
+        tf.resource("aws_security_group", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        cf.resource(
+            "AWS::EC2::SecurityGroup",
+            &self.name,
+            Json::obj([
+                ("GroupName", Json::str(&self.name)),
+                ("GroupDescription", Json::str(&self.description)),
+                ("VpcId", cf.reference(self.vpc.key())?),
+                ("Tags", Json::tags(&self.tags)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for SecurityGroupRule {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_security_group_rule")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        b.set("from_port", self.from_port.unwrap_or(0))
+            .set("to_port", self.to_port.unwrap_or(0))
+            .set("protocol", self.aws_protocol())
+            .set("security_group_id", id(tf, self.group.key())?)
+            .set("type", if self.egress { "egress" } else { "ingress" });
+        match &self.target {
+            RuleTarget::Cidr(c) => b.set("cidr_blocks", Expr::List(vec![Expr::str(c)])),
+            RuleTarget::Ipv6Cidr(c) => b.set("ipv6_cidr_blocks", Expr::List(vec![Expr::str(c)])),
+            RuleTarget::PrefixList(p) => b.set("prefix_list_ids", Expr::List(vec![Expr::str(p)])),
+            RuleTarget::Group(g) => b.set("source_security_group_id", id(tf, g.key())?),
+        };
+        tf.resource("aws_security_group_rule", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let kind = if self.egress {
+            "AWS::EC2::SecurityGroupEgress"
+        } else {
+            "AWS::EC2::SecurityGroupIngress"
+        };
+        let mut props = vec![
+            ("GroupId", cf.reference(self.group.key())?),
+            ("IpProtocol", Json::str(self.aws_protocol())),
+        ];
+        if self.protocol.is_some() {
+            props.push(("FromPort", Json::Int(self.from_port.unwrap_or(0).into())));
+            props.push(("ToPort", Json::Int(self.to_port.unwrap_or(0).into())));
+        }
+        match &self.target {
+            RuleTarget::Cidr(c) => props.push(("CidrIp", Json::str(c))),
+            RuleTarget::Ipv6Cidr(c) => props.push(("CidrIpv6", Json::str(c))),
+            RuleTarget::PrefixList(p) => {
+                let key = if self.egress {
+                    "DestinationPrefixListId"
+                } else {
+                    "SourcePrefixListId"
+                };
+                props.push((key, Json::str(p)))
+            }
+            RuleTarget::Group(g) => {
+                let key = if self.egress {
+                    "DestinationSecurityGroupId"
+                } else {
+                    "SourceSecurityGroupId"
+                };
+                props.push((key, cf.reference(g.key())?))
+            }
+        }
+        cf.resource(kind, &self.name, Json::obj(props));
+        Ok(())
+    }
+}
+
+impl AwsResource for SecurityGroupCleanup {
+    fn tf_type(&self) -> Option<&'static str> {
+        None // removes rules others added by hand: nothing to declare
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, _: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        Ok(())
+    }
+    fn cloudformation(&self, _: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- IAM
+
+/// The trust policy as kops writes it: its EC2 trust policy in kops' own
+/// layout, any other document as indented JSON.
+fn trust_policy_text(document: &kops_aws::tasks::policy_document::PolicyDocument) -> String {
+    let ec2 = serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": "ec2.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }],
+    });
+    if *document.value() == ec2 {
+        return concat!(
+            "{\n",
+            "  \"Version\": \"2012-10-17\",\n",
+            "  \"Statement\": [\n",
+            "    {\n",
+            "      \"Effect\": \"Allow\",\n",
+            "      \"Principal\": { \"Service\": \"ec2.amazonaws.com\"},\n",
+            "      \"Action\": \"sts:AssumeRole\"\n",
+            "    }\n",
+            "  ]\n",
+            "}\n",
+        )
+        .to_string();
+    }
+    document.to_json()
+}
+
+impl AwsResource for IamRole {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_iam_role")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let policy = tf.file(
+            "aws_iam_role",
+            &self.name,
+            "policy",
+            trust_policy_text(&self.assume_role_policy).into_bytes(),
+            false,
+        );
+        let mut b = Body::new();
+        b.set("assume_role_policy", policy)
+            .set("name", &self.name)
+            .set_opt("permissions_boundary", self.permissions_boundary.as_ref())
+            .set("tags", tags_expr(&self.tags));
+        tf.resource("aws_iam_role", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut props = vec![
+            ("RoleName", Json::str(&self.name)),
+            (
+                "AssumeRolePolicyDocument",
+                Json::from_value(self.assume_role_policy.value()),
+            ),
+            ("Tags", Json::tags(&self.tags)),
+        ];
+        if let Some(boundary) = &self.permissions_boundary {
+            props.push(("PermissionsBoundary", Json::str(boundary)));
+        }
+        cf.resource("AWS::IAM::Role", &self.name, Json::obj(props));
+        Ok(())
+    }
+}
+
+impl AwsResource for IamRolePolicy {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_iam_role_policy")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let Some(document) = &self.document else {
+            return Ok(()); // a policy to remove: nothing to declare
+        };
+        let policy = tf.file(
+            "aws_iam_role_policy",
+            &self.name,
+            "policy",
+            document.to_json().into_bytes(),
+            false,
+        );
+        let mut b = Body::new();
+        b.set("name", &self.name)
+            .set("policy", policy)
+            .set("role", tf.reference(self.role.key(), "name")?);
+        tf.resource("aws_iam_role_policy", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let Some(document) = &self.document else {
+            return Ok(());
+        };
+        cf.resource(
+            "AWS::IAM::RolePolicy",
+            &self.name,
+            Json::obj([
+                ("PolicyName", Json::str(&self.name)),
+                ("PolicyDocument", Json::from_value(document.value())),
+                ("RoleName", cf.reference(self.role.key())?),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for IamInstanceProfile {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_iam_instance_profile")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, ctx: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        b.set("name", &self.name).set("tags", tags_expr(&self.tags));
+        if let Some(link) = ctx
+            .find::<IamInstanceProfileRole>()
+            .find(|l| l.profile.key().name == self.name)
+        {
+            b.set("role", tf.reference(link.role.key(), "name")?);
+        }
+        tf.resource("aws_iam_instance_profile", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, ctx: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut roles = Vec::new();
+        for link in ctx
+            .find::<IamInstanceProfileRole>()
+            .filter(|l| l.profile.key().name == self.name)
+        {
+            roles.push(cf.reference(link.role.key())?);
+        }
+        cf.resource(
+            "AWS::IAM::InstanceProfile",
+            &self.name,
+            Json::obj([
+                ("InstanceProfileName", Json::str(&self.name)),
+                ("Roles", Json::Array(roles)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for IamInstanceProfileRole {
+    fn tf_type(&self) -> Option<&'static str> {
+        None // the profile's `role`
+    }
+    fn tf_name(&self) -> String {
+        self.profile.key().name.clone()
+    }
+    fn terraform(&self, _: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        Ok(())
+    }
+    fn cloudformation(&self, _: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- SSH key
+
+/// kops names the key pair resource after the key name without the
+/// fingerprint's colons.
+fn ssh_key_resource_name(key: &SshKey) -> String {
+    key.name.replace(':', "")
+}
+
+impl AwsResource for SshKey {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_key_pair")
+    }
+    fn tf_name(&self) -> String {
+        ssh_key_resource_name(self)
+    }
+    fn existing_id(&self) -> Option<String> {
+        self.shared.then(|| self.name.clone())
+    }
+    fn terraform(&self, tf: &mut Terraform, ctx: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared {
+            return Ok(());
+        }
+        let name = ssh_key_resource_name(self);
+        let mut b = Body::new();
+        b.set("key_name", &self.name)
+            .set("tags", tags_expr(&self.tags));
+        if let Some(public_key) = &self.public_key {
+            let file = tf.file(
+                "aws_key_pair",
+                &name,
+                "public_key",
+                public_key.clone().into_bytes(),
+                false,
+            );
+            b.set("public_key", file);
+        }
+        let _ = ctx;
+        tf.resource("aws_key_pair", &name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared {
+            return Ok(());
+        }
+        let mut props = vec![
+            ("KeyName", Json::str(&self.name)),
+            ("Tags", Json::tags(&self.tags)),
+        ];
+        if let Some(public_key) = &self.public_key {
+            props.push(("PublicKeyMaterial", Json::str(public_key.trim())));
+        }
+        cf.resource(
+            "AWS::EC2::KeyPair",
+            &ssh_key_resource_name(self),
+            Json::obj(props),
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- compute
+
+impl AwsResource for EbsVolume {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_ebs_volume")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut b = Body::new();
+        b.set("availability_zone", &self.availability_zone)
+            .set("encrypted", self.encrypted)
+            .set_opt("iops", self.iops)
+            .set_opt("kms_key_id", self.kms_key_id.as_ref())
+            .set("size", self.size)
+            .set("tags", tags_expr(&self.tags))
+            .set_opt("throughput", self.throughput)
+            .set("type", &self.volume_type);
+        tf.resource("aws_ebs_volume", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut props = vec![
+            ("AvailabilityZone", Json::str(&self.availability_zone)),
+            ("Encrypted", Json::Bool(self.encrypted)),
+            ("Size", Json::Int(self.size.into())),
+            ("VolumeType", Json::str(&self.volume_type)),
+            ("Tags", Json::tags(&self.tags)),
+        ];
+        if let Some(iops) = self.iops {
+            props.push(("Iops", Json::Int(iops.into())));
+        }
+        if let Some(throughput) = self.throughput {
+            props.push(("Throughput", Json::Int(throughput.into())));
+        }
+        if let Some(kms) = &self.kms_key_id {
+            props.push(("KmsKeyId", Json::str(kms)));
+        }
+        cf.resource("AWS::EC2::Volume", &self.name, Json::obj(props));
+        Ok(())
+    }
+}
+
+/// The image id, or a Terraform `aws_ami` data source for an image given by
+/// name (`owner/name` or a bare name): rendering makes no cloud call.
+fn tf_image(tf: &mut Terraform, template: &LaunchTemplate) -> Expr {
+    let image = template.image.as_str();
+    if image.starts_with("ami-") {
+        return Expr::str(image);
+    }
+    let (owner, name) = ami_owner_and_name(image);
+    let mut b = Body::new();
+    b.set("most_recent", true)
+        .set("owners", Expr::List(vec![Expr::str(owner)]));
+    let mut filter = Body::new();
+    filter
+        .set("name", "name")
+        .set("values", Expr::List(vec![Expr::str(name)]));
+    b.block("filter", filter);
+    let address = tf.data_source("aws_ami", &template.name, b);
+    Expr::raw(format!("{address}.id"))
+}
+
+/// kops' reading of an image name: `owner/name` where the owner is an
+/// account id or an alias, or a bare name (the Ubuntu images' owner, as kops
+/// assumes for `ubuntu/...`).
+pub fn ami_owner_and_name(image: &str) -> (String, String) {
+    const ALIASES: &[(&str, &str)] = &[
+        ("amazon", "amazon"),
+        ("ubuntu", "099720109477"),
+        ("debian", "136693071363"),
+        ("redhat.com", "309956199498"),
+        ("centos", "125523088429"),
+        ("flatcar", "075585003325"),
+    ];
+    if let Some((first, rest)) = image.split_once('/') {
+        if first.chars().all(|c| c.is_ascii_digit()) {
+            return (first.to_string(), rest.to_string());
+        }
+        if let Some((_, id)) = ALIASES.iter().find(|(alias, _)| *alias == first) {
+            if first == "ubuntu" {
+                return (id.to_string(), image.to_string());
+            }
+            return (id.to_string(), rest.to_string());
+        }
+    }
+    ("self".to_string(), image.to_string())
+}
+
+impl AwsResource for LaunchTemplate {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_launch_template")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let image = tf_image(tf, self);
+        let rv = &self.root_volume;
+        let mut ebs = Body::new();
+        ebs.set("delete_on_termination", true)
+            .set("encrypted", rv.encrypted)
+            .set_opt("iops", rv.iops)
+            .set_opt("kms_key_id", rv.kms_key_id.as_ref())
+            .set_opt("throughput", rv.throughput)
+            .set("volume_size", rv.size)
+            .set("volume_type", &rv.volume_type);
+        let mut device = Body::new();
+        device.set("device_name", "/dev/xvda").block("ebs", ebs);
+        let ephemeral: Vec<Body> = ephemeral_devices(&self.instance_type)
+            .into_iter()
+            .map(|(device, virtual_name)| {
+                let mut b = Body::new();
+                b.set("device_name", device)
+                    .set("virtual_name", virtual_name);
+                b
+            })
+            .collect();
+
+        let mut profile = Body::new();
+        profile.set("name", id(tf, self.instance_profile.key())?);
+        let mut lifecycle = Body::new();
+        lifecycle.set("create_before_destroy", true);
+        let mut metadata = Body::new();
+        metadata
+            .set("http_endpoint", "enabled")
+            .set("http_protocol_ipv6", "disabled")
+            .set(
+                "http_put_response_hop_limit",
+                self.http_put_response_hop_limit,
+            )
+            .set("http_tokens", &self.http_tokens);
+        let mut monitoring = Body::new();
+        monitoring.set("enabled", self.detailed_monitoring);
+
+        let mut groups = Vec::new();
+        for g in &self.security_groups {
+            groups.push(id(tf, g.key())?);
+        }
+        groups.extend(self.additional_security_group_ids.iter().map(Expr::from));
+        let mut nic = Body::new();
+        nic.set("associate_public_ip_address", self.associate_public_ip)
+            .set("delete_on_termination", true)
+            .set("ipv6_address_count", 0)
+            .set("security_groups", Expr::List(groups));
+
+        let user_data = tf.file(
+            "aws_launch_template",
+            &self.name,
+            "user_data",
+            self.user_data.clone().into_bytes(),
+            true,
+        );
+        let mut b = Body::new();
+        b.block("block_device_mappings", device);
+        for e in ephemeral {
+            b.block("block_device_mappings", e);
+        }
+        b.block("iam_instance_profile", profile)
+            .set("image_id", image)
+            .set("instance_type", &self.instance_type)
+            .block("lifecycle", lifecycle)
+            .block("metadata_options", metadata)
+            .block("monitoring", monitoring)
+            .set("name", &self.name)
+            .block("network_interfaces", nic);
+        if let Some(key) = &self.ssh_key {
+            b.set("key_name", id(tf, key.key())?);
+        }
+        for kind in ["instance", "volume", "network-interface"] {
+            let mut spec = Body::new();
+            spec.set("resource_type", kind)
+                .set("tags", tags_expr(&self.tags));
+            b.block("tag_specifications", spec);
+        }
+        b.set("tags", tags_expr(&self.tags))
+            .set("user_data", user_data);
+        tf.resource("aws_launch_template", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let image = if self.image.starts_with("ami-") {
+            Json::str(&self.image)
+        } else {
+            return Err(RenderError::Unsupported {
+                what: format!("LaunchTemplate/{}: image `{}` given by name", self.name, self.image),
+                hint: "CloudFormation has no image look-up by name; give the image as an `ami-` id in the instance group, or use --target terraform".into(),
+            });
+        };
+        let rv = &self.root_volume;
+        let mut ebs = vec![
+            ("DeleteOnTermination", Json::Bool(true)),
+            ("Encrypted", Json::Bool(rv.encrypted)),
+            ("VolumeSize", Json::Int(rv.size.into())),
+            ("VolumeType", Json::str(&rv.volume_type)),
+        ];
+        if let Some(iops) = rv.iops {
+            ebs.push(("Iops", Json::Int(iops.into())));
+        }
+        if let Some(t) = rv.throughput {
+            ebs.push(("Throughput", Json::Int(t.into())));
+        }
+        if let Some(k) = &rv.kms_key_id {
+            ebs.push(("KmsKeyId", Json::str(k)));
+        }
+        let mut groups = Vec::new();
+        for g in &self.security_groups {
+            groups.push(cf.reference(g.key())?);
+        }
+        groups.extend(self.additional_security_group_ids.iter().map(Json::str));
+        let tags = Json::tags(&self.tags);
+        let mut data = vec![
+            (
+                "BlockDeviceMappings",
+                Json::Array(vec![Json::obj([
+                    ("DeviceName", Json::str("/dev/xvda")),
+                    ("Ebs", Json::obj(ebs)),
+                ])]),
+            ),
+            (
+                "IamInstanceProfile",
+                Json::obj([("Name", cf.reference(self.instance_profile.key())?)]),
+            ),
+            ("ImageId", image),
+            ("InstanceType", Json::str(&self.instance_type)),
+            (
+                "MetadataOptions",
+                Json::obj([
+                    ("HttpEndpoint", Json::str("enabled")),
+                    ("HttpProtocolIpv6", Json::str("disabled")),
+                    (
+                        "HttpPutResponseHopLimit",
+                        Json::Int(self.http_put_response_hop_limit.into()),
+                    ),
+                    ("HttpTokens", Json::str(&self.http_tokens)),
+                ]),
+            ),
+            (
+                "Monitoring",
+                Json::obj([("Enabled", Json::Bool(self.detailed_monitoring))]),
+            ),
+            (
+                "NetworkInterfaces",
+                Json::Array(vec![Json::obj([
+                    (
+                        "AssociatePublicIpAddress",
+                        Json::Bool(self.associate_public_ip),
+                    ),
+                    ("DeleteOnTermination", Json::Bool(true)),
+                    ("DeviceIndex", Json::Int(0)),
+                    ("Ipv6AddressCount", Json::Int(0)),
+                    ("Groups", Json::Array(groups)),
+                ])]),
+            ),
+            (
+                "TagSpecifications",
+                Json::Array(
+                    ["instance", "volume", "network-interface"]
+                        .iter()
+                        .map(|k| {
+                            Json::obj([("ResourceType", Json::str(k)), ("Tags", tags.clone())])
+                        })
+                        .collect(),
+                ),
+            ),
+            (
+                "UserData",
+                Json::str(base64_encode(self.user_data.as_bytes())),
+            ),
+        ];
+        if let Some(key) = &self.ssh_key {
+            data.push(("KeyName", cf.reference(key.key())?));
+        }
+        cf.resource(
+            "AWS::EC2::LaunchTemplate",
+            &self.name,
+            Json::obj([
+                ("LaunchTemplateName", Json::str(&self.name)),
+                ("LaunchTemplateData", Json::obj(data)),
+                (
+                    "TagSpecifications",
+                    Json::Array(vec![Json::obj([
+                        ("ResourceType", Json::str("launch-template")),
+                        ("Tags", tags),
+                    ])]),
+                ),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+/// The instance-store volumes a type exposes through block device mappings
+/// (`/dev/sdc` → `ephemeral0`, ...): the older families whose instance
+/// stores are not NVMe. Newer types (`m5d`, `i3`, ...) attach theirs
+/// without mappings.
+pub fn ephemeral_devices(instance_type: &str) -> Vec<(String, String)> {
+    let count = match instance_type {
+        "m3.medium" | "m3.large" | "r3.large" | "r3.xlarge" | "r3.2xlarge" | "r3.4xlarge"
+        | "i2.xlarge" | "m1.small" | "m1.medium" | "c1.medium" => 1,
+        "m3.xlarge" | "m3.2xlarge" | "c3.large" | "c3.xlarge" | "c3.2xlarge" | "c3.4xlarge"
+        | "c3.8xlarge" | "r3.8xlarge" | "i2.2xlarge" | "m1.large" => 2,
+        "d2.xlarge" => 3,
+        "i2.4xlarge" | "m1.xlarge" | "c1.xlarge" => 4,
+        "d2.2xlarge" => 6,
+        "i2.8xlarge" => 8,
+        "d2.4xlarge" => 12,
+        "d2.8xlarge" => 24,
+        _ => 0,
+    };
+    (0..count)
+        .map(|i| {
+            let letter = (b'c' + i as u8) as char;
+            (format!("/dev/sd{letter}"), format!("ephemeral{i}"))
+        })
+        .collect()
+}
+
+pub(crate) fn base64_encode(data: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+/// The metrics kops enables on every group.
+const ENABLED_METRICS: [&str; 8] = [
+    "GroupDesiredCapacity",
+    "GroupInServiceInstances",
+    "GroupMaxSize",
+    "GroupMinSize",
+    "GroupPendingInstances",
+    "GroupStandbyInstances",
+    "GroupTerminatingInstances",
+    "GroupTotalInstances",
+];
+
+impl AwsResource for AutoscalingGroup {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_autoscaling_group")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut lt = Body::new();
+        lt.set("id", id(tf, self.launch_template.key())?).set(
+            "version",
+            tf.reference(self.launch_template.key(), "latest_version")?,
+        );
+        let mut subnets = Vec::new();
+        for s in &self.subnets {
+            subnets.push(id(tf, s.key())?);
+        }
+        let mut b = Body::new();
+        b.set(
+            "enabled_metrics",
+            Expr::List(ENABLED_METRICS.iter().map(|m| Expr::str(*m)).collect()),
+        )
+        .block("launch_template", lt)
+        .set("max_instance_lifetime", self.max_instance_lifetime)
+        .set("max_size", self.max_size)
+        .set("metrics_granularity", "1Minute")
+        .set("min_size", self.min_size)
+        .set("name", &self.name)
+        .set("protect_from_scale_in", false)
+        .set("vpc_zone_identifier", Expr::List(subnets));
+        if !self.suspended_processes.is_empty() {
+            b.set(
+                "suspended_processes",
+                Expr::List(self.suspended_processes.iter().map(Expr::from).collect()),
+            );
+        }
+        if !self.target_groups.is_empty() {
+            let mut arns = Vec::new();
+            for t in &self.target_groups {
+                arns.push(id(tf, t.key())?);
+            }
+            b.set("target_group_arns", Expr::List(arns));
+        }
+        for (key, value) in &self.tags {
+            let mut tag = Body::new();
+            tag.set("key", key)
+                .set("propagate_at_launch", true)
+                .set("value", value);
+            b.block("tag", tag);
+        }
+        tf.resource("aws_autoscaling_group", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut subnets = Vec::new();
+        for s in &self.subnets {
+            subnets.push(cf.reference(s.key())?);
+        }
+        let mut props = vec![
+            ("AutoScalingGroupName", Json::str(&self.name)),
+            (
+                "LaunchTemplate",
+                Json::obj([
+                    (
+                        "LaunchTemplateId",
+                        cf.reference(self.launch_template.key())?,
+                    ),
+                    (
+                        "Version",
+                        cf.attribute(self.launch_template.key(), "LatestVersionNumber")?,
+                    ),
+                ]),
+            ),
+            ("MaxSize", Json::str(self.max_size.to_string())),
+            ("MinSize", Json::str(self.min_size.to_string())),
+            ("VPCZoneIdentifier", Json::Array(subnets)),
+            (
+                "MetricsCollection",
+                Json::Array(vec![Json::obj([
+                    ("Granularity", Json::str("1Minute")),
+                    ("Metrics", Json::strs(ENABLED_METRICS)),
+                ])]),
+            ),
+            (
+                "Tags",
+                Json::Array(
+                    self.tags
+                        .iter()
+                        .map(|(k, v)| {
+                            Json::obj([
+                                ("Key", Json::str(k)),
+                                ("Value", Json::str(v)),
+                                ("PropagateAtLaunch", Json::Bool(true)),
+                            ])
+                        })
+                        .collect(),
+                ),
+            ),
+        ];
+        if self.max_instance_lifetime > 0 {
+            props.push((
+                "MaxInstanceLifetime",
+                Json::Int(self.max_instance_lifetime.into()),
+            ));
+        }
+        if !self.target_groups.is_empty() {
+            let mut arns = Vec::new();
+            for t in &self.target_groups {
+                arns.push(cf.reference(t.key())?);
+            }
+            props.push(("TargetGroupARNs", Json::Array(arns)));
+        }
+        cf.resource(
+            "AWS::AutoScaling::AutoScalingGroup",
+            &self.name,
+            Json::obj(props),
+        );
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- load balancers
+
+impl AwsResource for NetworkLoadBalancer {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_lb")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut groups = Vec::new();
+        for g in &self.security_groups {
+            groups.push(id(tf, g.key())?);
+        }
+        let mut b = Body::new();
+        b.set("enable_cross_zone_load_balancing", false)
+            .set("internal", self.scheme == "internal")
+            .set("load_balancer_type", "network")
+            .set("name", &self.load_balancer_name)
+            .set("security_groups", Expr::List(groups))
+            .set("tags", tags_expr(&self.tags));
+        for s in &self.subnets {
+            let mut mapping = Body::new();
+            mapping.set("subnet_id", id(tf, s.key())?);
+            b.block("subnet_mapping", mapping);
+        }
+        tf.resource("aws_lb", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut groups = Vec::new();
+        for g in &self.security_groups {
+            groups.push(cf.reference(g.key())?);
+        }
+        let mut mappings = Vec::new();
+        for s in &self.subnets {
+            mappings.push(Json::obj([("SubnetId", cf.reference(s.key())?)]));
+        }
+        cf.resource(
+            "AWS::ElasticLoadBalancingV2::LoadBalancer",
+            &self.name,
+            Json::obj([
+                ("Name", Json::str(&self.load_balancer_name)),
+                ("Scheme", Json::str(&self.scheme)),
+                ("Type", Json::str("network")),
+                ("SecurityGroups", Json::Array(groups)),
+                ("SubnetMappings", Json::Array(mappings)),
+                ("Tags", Json::tags(&self.tags)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for TargetGroup {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_lb_target_group")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut health = Body::new();
+        health
+            .set("healthy_threshold", self.healthy_threshold)
+            .set("interval", self.health_check_interval)
+            .set("protocol", &self.health_check_protocol)
+            .set("unhealthy_threshold", self.unhealthy_threshold);
+        let mut b = Body::new();
+        b.set(
+            "connection_termination",
+            self.connection_termination.to_string(),
+        )
+        .set(
+            "deregistration_delay",
+            self.deregistration_delay.to_string(),
+        )
+        .block("health_check", health)
+        .set("name", &self.name)
+        .set("port", self.port)
+        .set("protocol", &self.protocol)
+        .set("tags", tags_expr(&self.tags))
+        .set("vpc_id", id(tf, self.vpc.key())?);
+        tf.resource("aws_lb_target_group", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        cf.resource(
+            "AWS::ElasticLoadBalancingV2::TargetGroup",
+            &self.name,
+            Json::obj([
+                ("Name", Json::str(&self.name)),
+                ("Port", Json::Int(self.port.into())),
+                ("Protocol", Json::str(&self.protocol)),
+                ("VpcId", cf.reference(self.vpc.key())?),
+                (
+                    "HealthCheckProtocol",
+                    Json::str(&self.health_check_protocol),
+                ),
+                (
+                    "HealthCheckIntervalSeconds",
+                    Json::Int(self.health_check_interval.into()),
+                ),
+                (
+                    "HealthyThresholdCount",
+                    Json::Int(self.healthy_threshold.into()),
+                ),
+                (
+                    "UnhealthyThresholdCount",
+                    Json::Int(self.unhealthy_threshold.into()),
+                ),
+                (
+                    "TargetGroupAttributes",
+                    Json::Array(vec![
+                        Json::obj([
+                            ("Key", Json::str("deregistration_delay.timeout_seconds")),
+                            ("Value", Json::str(self.deregistration_delay.to_string())),
+                        ]),
+                        Json::obj([
+                            (
+                                "Key",
+                                Json::str("deregistration_delay.connection_termination.enabled"),
+                            ),
+                            ("Value", Json::str(self.connection_termination.to_string())),
+                        ]),
+                    ]),
+                ),
+                ("Tags", Json::tags(&self.tags)),
+            ]),
+        );
+        Ok(())
+    }
+}
+
+impl AwsResource for Listener {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_lb_listener")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let mut action = Body::new();
+        action
+            .set("target_group_arn", id(tf, self.target_group.key())?)
+            .set("type", "forward");
+        let mut b = Body::new();
+        b.block("default_action", action)
+            .set("load_balancer_arn", id(tf, self.load_balancer.key())?)
+            .set("port", self.port)
+            .set("protocol", &self.protocol);
+        tf.resource("aws_lb_listener", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        cf.resource(
+            "AWS::ElasticLoadBalancingV2::Listener",
+            &self.name,
+            Json::obj([
+                (
+                    "DefaultActions",
+                    Json::Array(vec![Json::obj([
+                        ("Type", Json::str("forward")),
+                        ("TargetGroupArn", cf.reference(self.target_group.key())?),
+                    ])]),
+                ),
+                ("LoadBalancerArn", cf.reference(self.load_balancer.key())?),
+                ("Port", Json::Int(self.port.into())),
+                ("Protocol", Json::str(&self.protocol)),
+            ]),
+        );
+        Ok(())
+    }
+}

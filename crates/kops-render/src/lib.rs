@@ -1,0 +1,287 @@
+//! Renders the task graph `update cluster` applies (kops-model's `build`)
+//! as Terraform (`kubernetes.tf` + `data/`) or as a CloudFormation template
+//! (`kubernetes.json`), instead of applying it.
+//!
+//! Design: the renderer walks the *same* graph the direct apply runs,
+//! downcasts each task to its concrete kops-aws type and renders it through
+//! [`aws::AwsResource`], implemented per task type here. Dependencies
+//! (`OutputRef`s and `TaskKey`s) become Terraform references
+//! (`aws_vpc.<name>.id`) or CloudFormation `Ref`/`Fn::GetAtt`. Keeping the
+//! rendering out of the task types keeps kops-aws about AWS calls, and
+//! using one graph means direct apply and the rendered files describe the
+//! same resources by construction (a test compares them). A task type with
+//! no renderer is reported in [`Outcome::unrendered`], never dropped
+//! silently.
+//!
+//! Rendering is offline: no cloud call. Where kops would ask the cloud (an
+//! image given by name), the Terraform output declares a data source
+//! (`data "aws_ami"`) and CloudFormation refuses with a hint.
+//!
+//! Depends on kops-api, kops-engine, kops-aws (task types only; no SDK call)
+//! and kops-model (the state-store files); no IO, no printing.
+
+pub mod aws;
+mod aws_extra;
+pub mod cloudformation;
+pub mod hcl;
+pub mod terraform;
+
+use std::collections::BTreeMap;
+
+use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
+use kops_aws::tasks::iam_role::IamRole;
+use kops_aws::tasks::route_table::RouteTable;
+use kops_aws::tasks::security_group::SecurityGroup;
+use kops_aws::tasks::subnet::Subnet;
+use kops_aws::tasks::vpc::Vpc;
+use kops_aws::AwsContext;
+use kops_engine::{TaskGraph, TaskKey};
+use kops_model::files::StateFile;
+
+use crate::aws::{resource_of, target_of, Ctx};
+use crate::cloudformation::CloudFormation;
+use crate::hcl::{Body, Expr};
+use crate::terraform::{sanitize, Target, Terraform};
+
+/// Why a graph could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("`{key}` is referenced (for `{attr}`) but renders to no resource\nhint: this is a bug in the renderer; please report it with the cluster spec")]
+    Reference { key: TaskKey, attr: String },
+    #[error("{what} cannot be rendered\nhint: {hint}")]
+    Unsupported { what: String, hint: String },
+}
+
+/// Files to write, by path relative to the output directory.
+#[derive(Debug, Clone, Default)]
+pub struct Rendered {
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+/// A render and the tasks it had no renderer for.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub rendered: Rendered,
+    pub unrendered: Vec<TaskKey>,
+}
+
+/// What a render needs besides the graph.
+pub struct Input<'a> {
+    pub graph: &'a TaskGraph<AwsContext>,
+    pub cluster: &'a str,
+    pub region: &'a str,
+    /// Where the cluster's state lives (`s3://bucket/prefix/<cluster>`,
+    /// `memfs://...` in kops' tests).
+    pub config_base: &'a str,
+    /// The state-store files `update cluster` writes; rendered as
+    /// `aws_s3_object` when the config base is in S3.
+    pub files: &'a [StateFile],
+    /// Whether the cluster's DNS zone is private (for a zone looked up by name).
+    pub private_zone: bool,
+}
+
+/// Where Terraform puts a state-store file: bucket and key, for an S3
+/// config base. kops' tests use `memfs://`, which it renders into the
+/// bucket `testingBucket`; we do the same so its golden files compare.
+pub fn s3_location(config_base: &str, path: &str) -> Option<(String, String)> {
+    let (bucket, prefix) = if let Some(rest) = config_base.strip_prefix("s3://") {
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        (bucket.to_string(), prefix.trim_matches('/').to_string())
+    } else if let Some(rest) = config_base.strip_prefix("memfs://") {
+        (
+            "testingBucket".to_string(),
+            rest.trim_matches('/').to_string(),
+        )
+    } else {
+        return None;
+    };
+    let key = if prefix.is_empty() {
+        path.to_string()
+    } else {
+        format!("{prefix}/{path}")
+    };
+    Some((bucket, key))
+}
+
+fn targets(graph: &TaskGraph<AwsContext>) -> (BTreeMap<TaskKey, Target>, Vec<TaskKey>) {
+    let mut targets = BTreeMap::new();
+    let mut unknown = Vec::new();
+    for (key, task) in graph.iter() {
+        match resource_of(task.as_any()) {
+            Some(r) => {
+                targets.insert(key.clone(), target_of(r));
+            }
+            None => unknown.push(key.clone()),
+        }
+    }
+    (targets, unknown)
+}
+
+/// Renders the graph as Terraform.
+pub fn terraform(input: &Input<'_>) -> Result<Outcome, RenderError> {
+    let (targets, unrendered) = targets(input.graph);
+    let mut tf = Terraform::new(input.region, targets);
+    let ctx = Ctx {
+        graph: input.graph,
+        cluster: input.cluster,
+        region: input.region,
+        private_zone: input.private_zone,
+    };
+    for (_, task) in input.graph.iter() {
+        if let Some(r) = resource_of(task.as_any()) {
+            r.terraform(&mut tf, &ctx)?;
+        }
+    }
+    for file in input.files {
+        let Some((bucket, key)) = s3_location(input.config_base, &file.path) else {
+            continue;
+        };
+        tf.use_files_provider();
+        let content = tf.file(
+            "aws_s3_object",
+            &file.name,
+            "content",
+            file.contents.clone(),
+            false,
+        );
+        let mut b = Body::new();
+        b.set("bucket", bucket)
+            .set("content", content)
+            .set("key", key)
+            .set("provider", Expr::raw("aws.files"))
+            .set("server_side_encryption", "AES256");
+        if let Some(acl) = &file.acl {
+            b.set("acl", acl);
+        }
+        tf.resource("aws_s3_object", &file.name, b);
+    }
+    outputs(&mut tf, &ctx);
+    Ok(Outcome {
+        rendered: tf.finish(),
+        unrendered,
+    })
+}
+
+/// Renders the graph as a CloudFormation template.
+pub fn cloudformation(input: &Input<'_>) -> Result<Outcome, RenderError> {
+    let (_, unrendered) = targets(input.graph);
+    let mut cf = CloudFormation::new(input.graph.iter().map(|(k, _)| k.clone()));
+    let ctx = Ctx {
+        graph: input.graph,
+        cluster: input.cluster,
+        region: input.region,
+        private_zone: input.private_zone,
+    };
+    for (key, task) in input.graph.iter() {
+        if let Some(r) = resource_of(task.as_any()) {
+            cf.set_current(key);
+            r.cloudformation(&mut cf, &ctx)?;
+        }
+    }
+    Ok(Outcome {
+        rendered: cf.finish()?,
+        unrendered,
+    })
+}
+
+/// The locals and outputs kops writes: the cluster's name and region, its
+/// VPC, subnets, route tables, security groups, roles and groups, so other
+/// Terraform can build on the cluster.
+fn outputs(tf: &mut Terraform, ctx: &Ctx<'_>) {
+    let cluster = ctx.cluster;
+    tf.output("cluster_name", Expr::str(cluster));
+    tf.output("region", Expr::str(ctx.region));
+    let refer = |tf: &Terraform, kind: &'static str, name: &str, attr: &str| {
+        tf.reference(&TaskKey::new(kind, name), attr).ok()
+    };
+    let mut lists: BTreeMap<&str, Vec<Expr>> = BTreeMap::new();
+    for (key, task) in ctx.graph.iter() {
+        let any = task.as_any();
+        if any.downcast_ref::<AutoscalingGroup>().is_some() {
+            let list = if key.name.contains(".masters.") {
+                "master_autoscaling_group_ids"
+            } else if key.name.starts_with("bastion") {
+                "bastion_autoscaling_group_ids"
+            } else {
+                "node_autoscaling_group_ids"
+            };
+            if let Ok(e) = tf.reference(key, "id") {
+                lists.entry(list).or_default().push(e);
+            }
+        } else if let Some(sg) = any.downcast_ref::<SecurityGroup>() {
+            let list = if sg.name == format!("masters.{cluster}") {
+                Some("master_security_group_ids")
+            } else if sg.name == format!("nodes.{cluster}") {
+                Some("node_security_group_ids")
+            } else if sg.name == format!("bastion.{cluster}") {
+                Some("bastion_security_group_ids")
+            } else {
+                None
+            };
+            if let (Some(list), Ok(e)) = (list, tf.reference(key, "id")) {
+                lists.entry(list).or_default().push(e);
+            }
+        } else if let Some(role) = any.downcast_ref::<IamRole>() {
+            for prefix in ["masters", "nodes", "bastions"] {
+                if role.name == format!("{prefix}.{cluster}") {
+                    if let Some(e) = refer(tf, IamRole::KIND, &role.name, "arn") {
+                        tf.output(&format!("{prefix}_role_arn"), e);
+                    }
+                    if let Some(e) = refer(tf, IamRole::KIND, &role.name, "name") {
+                        tf.output(&format!("{prefix}_role_name"), e);
+                    }
+                }
+            }
+        } else if let Some(table) = any.downcast_ref::<RouteTable>() {
+            let local = if table.name == cluster {
+                "route_table_public_id".to_string()
+            } else {
+                let zone = table
+                    .name
+                    .strip_suffix(&format!(".{cluster}"))
+                    .unwrap_or(&table.name);
+                format!("route_table_{zone}_id")
+            };
+            if let Ok(e) = tf.reference(key, "id") {
+                tf.output(&local, e);
+            }
+        } else if let Some(subnet) = any.downcast_ref::<Subnet>() {
+            let short = subnet
+                .name
+                .strip_suffix(&format!(".{cluster}"))
+                .unwrap_or(&subnet.name);
+            if let Ok(e) = tf.reference(key, "id") {
+                tf.output(&format!("subnet_{short}_id"), e.clone());
+                let role = subnet.tags.get("SubnetType").map(String::as_str);
+                if role != Some("Utility") {
+                    lists.entry("node_subnet_ids").or_default().push(e);
+                }
+            }
+        } else if let Some(vpc) = any.downcast_ref::<Vpc>() {
+            if let Some(id) = &vpc.shared_id {
+                tf.output("vpc_id", Expr::str(id));
+            } else if let Ok(e) = tf.reference(key, "id") {
+                tf.output("vpc_id", e);
+                let name = sanitize(&vpc.name);
+                tf.output(
+                    "vpc_cidr_block",
+                    Expr::raw(format!("aws_vpc.{name}.cidr_block")),
+                );
+                tf.output(
+                    "vpc_ipv6_cidr_block",
+                    Expr::raw(format!("aws_vpc.{name}.ipv6_cidr_block")),
+                );
+                tf.output(
+                    "vpc_ipv6_cidr_length",
+                    Expr::raw(
+                        "local.vpc_ipv6_cidr_block == \"\" ? null : tonumber(regex(\".*/(\\\\d+)\", local.vpc_ipv6_cidr_block)[0])",
+                    ),
+                );
+            }
+        }
+    }
+    for (name, mut items) in lists {
+        items.dedup();
+        tf.output(name, Expr::List(items));
+    }
+}

@@ -1,0 +1,214 @@
+//! The Terraform writer: `kubernetes.tf` plus `data/` files, laid out as
+//! kops writes them (locals, outputs, providers, resources and data sources
+//! sorted by type and name, then the `terraform` block).
+
+use std::collections::BTreeMap;
+
+use kops_engine::TaskKey;
+
+use crate::hcl::{write_block, Body, Expr};
+use crate::{RenderError, Rendered};
+
+/// kops' Terraform resource name for a task name: a leading digit gets a
+/// `prefix_`, then `.`→`-`, `/`→`--`, `:`→`_`.
+pub fn sanitize(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 8);
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        out.push_str("prefix_");
+    }
+    for c in name.chars() {
+        match c {
+            '.' => out.push('-'),
+            '/' => out.push_str("--"),
+            ':' => out.push('_'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// How a task is reached from other resources.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A resource in this file: `type.name`.
+    Resource { kind: &'static str, name: String },
+    /// An existing object: its literal id.
+    Literal(String),
+    /// Not rendered as its own resource (folded into another one).
+    None,
+}
+
+/// Collects the resources of one render.
+pub struct Terraform {
+    targets: BTreeMap<TaskKey, Target>,
+    resources: BTreeMap<(String, String), Body>,
+    data_sources: BTreeMap<(String, String), Body>,
+    locals: BTreeMap<String, Expr>,
+    outputs: BTreeMap<String, Expr>,
+    files: BTreeMap<String, Vec<u8>>,
+    region: String,
+    files_provider: bool,
+}
+
+impl Terraform {
+    pub(crate) fn new(region: &str, targets: BTreeMap<TaskKey, Target>) -> Self {
+        Self {
+            targets,
+            resources: BTreeMap::new(),
+            data_sources: BTreeMap::new(),
+            locals: BTreeMap::new(),
+            outputs: BTreeMap::new(),
+            files: BTreeMap::new(),
+            region: region.to_string(),
+            files_provider: false,
+        }
+    }
+
+    /// `type.name.attr` for the task `key`, or its literal id when it exists
+    /// already (for `id`-like attributes).
+    pub fn reference(&self, key: &TaskKey, attr: &str) -> Result<Expr, RenderError> {
+        match self.targets.get(key) {
+            Some(Target::Resource { kind, name }) => Ok(Expr::Raw(format!("{kind}.{name}.{attr}"))),
+            Some(Target::Literal(id)) => Ok(Expr::Str(id.clone())),
+            Some(Target::None) | None => Err(RenderError::Reference {
+                key: key.clone(),
+                attr: attr.to_string(),
+            }),
+        }
+    }
+
+    /// The address of `key`, when it is a resource here.
+    pub fn address(&self, key: &TaskKey) -> Option<(&'static str, &str)> {
+        match self.targets.get(key) {
+            Some(Target::Resource { kind, name }) => Some((kind, name.as_str())),
+            _ => None,
+        }
+    }
+
+    /// Adds `resource "kind" "sanitize(name)"`.
+    pub fn resource(&mut self, kind: &str, name: &str, body: Body) {
+        self.resources
+            .insert((kind.to_string(), sanitize(name)), body);
+    }
+
+    /// Adds `data "kind" "sanitize(name)"` and returns its address.
+    pub fn data_source(&mut self, kind: &str, name: &str, body: Body) -> String {
+        let name = sanitize(name);
+        let address = format!("data.{kind}.{name}");
+        self.data_sources.insert((kind.to_string(), name), body);
+        address
+    }
+
+    /// Stores `data/<kind>_<name>_<field>` and returns the expression that
+    /// reads it (`file(...)`, or `filebase64(...)` for user data).
+    pub fn file(
+        &mut self,
+        kind: &str,
+        name: &str,
+        field: &str,
+        data: Vec<u8>,
+        base64: bool,
+    ) -> Expr {
+        let file = format!("{kind}_{name}_{field}");
+        let function = if base64 { "filebase64" } else { "file" };
+        let expr = Expr::Raw(format!("{function}(\"${{path.module}}/data/{file}\")"));
+        self.files.insert(format!("data/{file}"), data);
+        expr
+    }
+
+    /// Marks that state-store objects use the `aws.files` provider alias.
+    pub fn use_files_provider(&mut self) {
+        self.files_provider = true;
+    }
+
+    /// Sets a local value and the output of the same name.
+    pub fn output(&mut self, name: &str, value: Expr) {
+        self.locals.insert(name.to_string(), value.clone());
+        self.outputs.insert(name.to_string(), value);
+    }
+
+    /// Sets a local value only.
+    pub fn local(&mut self, name: &str, value: Expr) {
+        self.locals.insert(name.to_string(), value);
+    }
+
+    pub fn has_resource(&self, kind: &str, name: &str) -> bool {
+        self.resources
+            .contains_key(&(kind.to_string(), sanitize(name)))
+    }
+
+    pub(crate) fn finish(self) -> Rendered {
+        let mut out = String::new();
+        if !self.locals.is_empty() {
+            let mut body = Body::new();
+            for (name, value) in &self.locals {
+                body.set(name, value.clone());
+            }
+            out.push_str("locals {\n");
+            body.write(&mut out, 1);
+            out.push_str("}\n\n");
+        }
+        for (name, value) in &self.outputs {
+            let mut body = Body::new();
+            body.set("value", value.clone());
+            write_block(&mut out, "output", &[name], &body);
+            out.push('\n');
+        }
+        let mut provider = Body::new();
+        provider.set("region", self.region.as_str());
+        write_block(&mut out, "provider", &["aws"], &provider);
+        out.push('\n');
+        if self.files_provider {
+            let mut files = Body::new();
+            files
+                .set("alias", "files")
+                .set("region", self.region.as_str());
+            write_block(&mut out, "provider", &["aws"], &files);
+            out.push('\n');
+        }
+        for ((kind, name), body) in &self.resources {
+            write_block(&mut out, "resource", &[kind, name], body);
+            out.push('\n');
+        }
+        for ((kind, name), body) in &self.data_sources {
+            write_block(&mut out, "data", &[kind, name], body);
+            out.push('\n');
+        }
+        let mut aws = vec![
+            ("source".to_string(), Expr::str("hashicorp/aws")),
+            ("version".to_string(), Expr::str(">= 5.0.0")),
+        ];
+        if self.files_provider {
+            aws.insert(
+                0,
+                (
+                    "configuration_aliases".to_string(),
+                    Expr::List(vec![Expr::raw("aws.files")]),
+                ),
+            );
+        }
+        let mut providers = Body::new();
+        providers.set("aws", Expr::Map(aws));
+        let mut terraform = Body::new();
+        terraform
+            .set("required_version", ">= 0.15.0")
+            .block("required_providers", providers);
+        write_block(&mut out, "terraform", &[], &terraform);
+
+        let mut files = self.files;
+        files.insert("kubernetes.tf".to_string(), out.into_bytes());
+        Rendered { files }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_as_kops() {
+        assert_eq!(sanitize("masters.a.example.com"), "masters-a-example-com");
+        assert_eq!(sanitize("0.0.0.0/0"), "prefix_0-0-0-0--0");
+        assert_eq!(sanitize("from-::/0-x"), "from-__--0-x");
+    }
+}
