@@ -616,3 +616,105 @@ fn update_creates_keysets_once_and_export_kubeconfig_signs_with_the_ca() {
         r#"{"auths":{"registry.example.com":{"auth":"dTpw"}}}"#
     );
 }
+
+/// The same on an `s3://` state store (moto's S3): the keysets are created
+/// once (create-only writes), listed, and signed with.
+#[test]
+fn keysets_on_an_s3_state_store() {
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    moto.create_bucket("kops-pki-state").unwrap();
+    let state = "s3://kops-pki-state/clusters";
+    let cluster = "s3pki.k8s.local";
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("id.pub");
+    std::fs::write(&key, SSH_KEY).unwrap();
+    let r = run(
+        Some(moto),
+        &[],
+        &[
+            "create",
+            "cluster",
+            cluster,
+            "--zones",
+            "us-east-1b",
+            "--ssh-public-key",
+            key.to_str().unwrap(),
+            "--image",
+            IMAGE,
+            "--state",
+            state,
+        ],
+    );
+    assert_eq!(r.code, 0, "create: {}", r.stderr);
+    let ids = || -> Vec<(String, String)> {
+        let r = run(
+            Some(moto),
+            &[],
+            &[
+                "get", "keypairs", "--name", cluster, "--state", state, "-o", "json",
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let rows: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_string(),
+                    r["id"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let r = run(
+        Some(moto),
+        &[],
+        &["get", "keypairs", "--name", cluster, "--state", state],
+    );
+    assert_eq!(r.code, 1, "no keypairs before the first update");
+    let r = run(
+        Some(moto),
+        &[],
+        &["update", "cluster", cluster, "--state", state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "apply: {}", r.stderr);
+    let first = ids();
+    assert_eq!(first.len(), 8, "{first:?}");
+    let r = run(
+        Some(moto),
+        &[],
+        &["update", "cluster", cluster, "--state", state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "apply: {}", r.stderr);
+    assert_eq!(ids(), first);
+
+    let kubeconfig = tmp.path().join("config");
+    let r = run(
+        Some(moto),
+        &[],
+        &[
+            "export",
+            "kubeconfig",
+            "--name",
+            cluster,
+            "--admin=1h",
+            "--internal",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--state",
+            state,
+        ],
+    );
+    assert_eq!(r.code, 0, "export: {}", r.stderr);
+    let v: serde_json::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&kubeconfig).unwrap()).unwrap();
+    assert_eq!(
+        v["clusters"][0]["cluster"]["server"],
+        format!("https://api.internal.{cluster}")
+    );
+    assert_eq!(v["users"][0]["name"], cluster);
+    assert!(v["users"][0]["user"]["client-certificate-data"].is_string());
+}
