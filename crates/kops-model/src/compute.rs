@@ -13,8 +13,11 @@
 //! Control-plane nodes are tainted by the node bootstrap (kubelet flags), not
 //! by the cloud: kops' own tags carry no taint for them, so neither do these.
 //!
-//! Not yet: the node bootstrap itself (the user data is a placeholder that
-//! says so), instance-store block devices, additional volumes, mixed
+//! The user data is the node bootstrap script (kops-nodeup): it fetches and
+//! checks nodeup, which reads the group's node config, stored by `update
+//! cluster --yes` and pinned by hash in the script, from the state store.
+//!
+//! Not yet: instance-store block devices, additional volumes, mixed
 //! instances policies, warm pools, lifecycle hooks and
 //! metrics collection.
 
@@ -212,19 +215,46 @@ pub fn parse_go_duration(text: &str) -> Option<i64> {
     Some(seconds.round() as i64)
 }
 
-/// The user data until the node bootstrap exists: a script that says, on
-/// the instance's console and in its log, that it does nothing yet.
-pub fn placeholder_user_data(model: &Model<'_>, group: &InstanceGroup) -> String {
-    format!(
-        "#!/bin/bash\n\
-         # Written by kops-rs for instance group `{group}` of cluster `{cluster}`.\n\
-         # kops-rs does not build the node bootstrap (nodeup) yet: this script does\n\
-         # not install or configure Kubernetes, so this instance will not join the\n\
-         # cluster. It only says so.\n\
-         echo \"kops-rs: node bootstrap is not implemented yet; instance group {group} of cluster {cluster} will not join the cluster\" | tee /dev/console >&2 || true\n",
-        group = group.name(),
-        cluster = model.name(),
-    )
+/// The user data of a group's instances: kops-rs' node bootstrap script
+/// (download nodeup from its mirrors with a sha256 check, write the boot
+/// config carrying the hash of the group's node config, run nodeup).
+pub fn user_data(
+    model: &Model<'_>,
+    index: usize,
+    group: &InstanceGroup,
+) -> Result<String, ModelError> {
+    kops_nodeup::bootstrap::user_data(model.cluster, group, model.config_base)
+        .map_err(|e| node_config_error(index, e))
+}
+
+/// Every group's node config as `update cluster --yes` stores it
+/// (`igconfig/<role>/<group>/nodeupconfig.yaml` under the config base): the
+/// same configs whose hashes the user data carries. Bastions have none.
+pub fn node_configs(
+    model: &Model<'_>,
+) -> Result<Vec<kops_nodeup::RenderedNodeupConfig>, ModelError> {
+    let mut out = Vec::new();
+    for (index, group) in model.groups.iter().enumerate() {
+        if group.spec.manager.as_deref() == Some("Karpenter") {
+            continue;
+        }
+        if let Some(rendered) = kops_nodeup::rendered(model.cluster, group, model.config_base)
+            .map_err(|e| node_config_error(index, e))?
+        {
+            out.push(rendered);
+        }
+    }
+    Ok(out)
+}
+
+fn node_config_error(index: usize, error: kops_nodeup::config::ConfigError) -> ModelError {
+    let text = error.to_string();
+    let (message, hint) = text.split_once("\nhint: ").unwrap_or((&text, ""));
+    ModelError::Spec {
+        path: format!("instanceGroups[{index}]"),
+        message: message.to_string(),
+        hint: hint.to_string(),
+    }
 }
 
 fn to_i32(index: usize, field: &str, value: i64) -> Result<i32, ModelError> {
@@ -398,7 +428,7 @@ fn instance_group(
         ssh_key: ssh::ssh_key(model)?.map(|k| SshKey::name_ref(&k.name)),
         associate_public_ip,
         detailed_monitoring: spec.detailed_instance_monitoring.unwrap_or(false),
-        user_data: placeholder_user_data(model, group),
+        user_data: user_data(model, index, group)?,
         tags: tags.clone(),
     };
     let (default_min, default_max) = match role {

@@ -6,13 +6,14 @@
 //! <cluster>/clusteraddons/default                   additional objects from `create -f`
 //! <cluster>/pki/ssh/public/admin/<md5 fingerprint>  admin SSH public key
 //! <cluster>/cluster-completed.spec                  the populated spec (written by update)
+//! <cluster>/igconfig/<role>/<group>/nodeupconfig.yaml  a group's node config (written by update)
 //! ```
 
 use std::sync::Arc;
 
 use base64::Engine;
 use kops_api::manifest::{parse_one, to_yaml, to_yaml_stream, ManifestError};
-use kops_api::{Cluster, InstanceGroup};
+use kops_api::{Cluster, InstanceGroup, Role};
 use md5::{Digest, Md5};
 
 use crate::{ObjectStore, StoreError, WriteOptions};
@@ -35,6 +36,16 @@ pub fn additional_objects_key(cluster: &str) -> String {
 /// The key of the populated spec written by `update cluster`.
 pub fn completed_spec_key(cluster: &str) -> String {
     format!("{cluster}/cluster-completed.spec")
+}
+
+/// The key of a group's node config, which its nodes read at boot
+/// (`<cluster>/igconfig/<role>/<group>/nodeupconfig.yaml`, role in lower
+/// case: `control-plane`, `node`, `apiserver`).
+pub fn nodeup_config_key(cluster: &str, role: Role, group: &str) -> String {
+    format!(
+        "{cluster}/igconfig/{}/{group}/nodeupconfig.yaml",
+        role.path_name()
+    )
 }
 
 fn ssh_admin_prefix(cluster: &str) -> String {
@@ -289,6 +300,25 @@ impl Registry {
         let key = completed_spec_key(cluster.name());
         self.store
             .write(&key, to_yaml(cluster).as_bytes(), WriteOptions::default())
+            .await?;
+        Ok(())
+    }
+
+    /// Writes a group's node config (the bytes whose hash the group's user
+    /// data carries); rewriting the same bytes is harmless.
+    pub async fn put_nodeup_config(
+        &self,
+        cluster: &str,
+        role: Role,
+        group: &str,
+        yaml: &[u8],
+    ) -> Result<(), RegistryError> {
+        self.store
+            .write(
+                &nodeup_config_key(cluster, role, group),
+                yaml,
+                WriteOptions::default(),
+            )
             .await?;
         Ok(())
     }
