@@ -1,0 +1,164 @@
+//! The node bootstrap chain through the binary against moto: `update
+//! cluster --yes` stores each group's node config and the cluster's
+//! keysets, and the launch templates' user data carries a boot config that
+//! nodeup accepts: it names the state store, and the hash it pins is the
+//! stored node config's (checked by nodeup's own loader, as on a node).
+
+mod common;
+
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_ec2::config::Credentials;
+use base64::Engine;
+use common::{command, file_url, Run};
+
+const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+
+fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
+    let mut c = command(args);
+    for (k, v) in moto.env() {
+        c.env(k, v);
+    }
+    c.output().unwrap().into()
+}
+
+/// The decoded user data of the latest version of a launch template.
+async fn user_data(endpoint: &str, template: &str) -> String {
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+        .load()
+        .await;
+    let ec2 = aws_sdk_ec2::Client::new(&config);
+    let out = ec2
+        .describe_launch_template_versions()
+        .launch_template_name(template)
+        .versions("$Latest")
+        .send()
+        .await
+        .unwrap();
+    let data = out.launch_template_versions()[0]
+        .launch_template_data()
+        .and_then(|d| d.user_data())
+        .unwrap_or_default();
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn update_stores_node_configs_that_the_user_data_pins() {
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    let cluster = "bootstrap.example.com";
+    let tmp = tempfile::tempdir().unwrap();
+    let state = file_url(&tmp.path().join("state"));
+    let r = kops_on(
+        moto,
+        &[
+            "create",
+            "cluster",
+            cluster,
+            "--zones",
+            "us-east-1a",
+            "--networking",
+            "cilium",
+            "--state",
+            &state,
+            "--image",
+            IMAGE,
+            "--dns",
+            "none",
+        ],
+    );
+    assert_eq!(r.code, 0, "create: {}", r.stderr);
+    let r = kops_on(
+        moto,
+        &["update", "cluster", cluster, "--state", &state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "apply: {}", r.stderr);
+
+    let base = tmp.path().join("state").join(cluster);
+    let groups = std::fs::read_dir(base.join("instancegroup"))
+        .unwrap()
+        .count();
+    let stored = common::tree(&base.join("igconfig"));
+    assert_eq!(stored.len(), groups, "{stored:?}");
+    assert!(
+        stored.contains(&"node/nodes-us-east-1a/nodeupconfig.yaml".to_string()),
+        "{stored:?}"
+    );
+    assert!(
+        stored.contains(&"control-plane/control-plane-us-east-1a/nodeupconfig.yaml".to_string()),
+        "{stored:?}"
+    );
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for (template, role) in [
+        (
+            "control-plane-us-east-1a.masters.bootstrap.example.com",
+            kops_api::Role::ControlPlane,
+        ),
+        (
+            "nodes-us-east-1a.bootstrap.example.com",
+            kops_api::Role::Node,
+        ),
+    ] {
+        let script = rt.block_on(user_data(&moto.endpoint(), template));
+        let boot = script
+            .split("<<'__KOPS_RS_BOOT_CONFIG'\n")
+            .nth(1)
+            .and_then(|s| s.split("__KOPS_RS_BOOT_CONFIG\n").next())
+            .unwrap_or_else(|| panic!("{template}: no boot config in\n{script}"));
+        let conf = tmp.path().join(format!("{template}.kube_env.yaml"));
+        std::fs::write(&conf, boot).unwrap();
+        // nodeup's own first step on a node: read the config the boot
+        // config points at and check its hash.
+        let loaded = rt
+            .block_on(kops_nodeup::agent::load(&conf))
+            .unwrap_or_else(|e| panic!("{template}: {e}"));
+        assert_eq!(loaded.role, role);
+        assert_eq!(loaded.config.cluster_name, cluster);
+        // The keysets nodeup issues certificates from are there too.
+        let keypairs = loaded
+            .config
+            .config_store
+            .as_ref()
+            .unwrap()
+            .keypairs
+            .clone()
+            .unwrap();
+        let ca = keypairs.trim_start_matches("file://").to_string()
+            + "/private/kubernetes-ca/keyset.yaml";
+        assert!(std::path::Path::new(&ca).exists(), "{ca}");
+    }
+
+    // A second update rewrites nothing the nodes see: same bytes, same hash.
+    let before =
+        std::fs::read(base.join("igconfig/node/nodes-us-east-1a/nodeupconfig.yaml")).unwrap();
+    let r = kops_on(
+        moto,
+        &["update", "cluster", cluster, "--state", &state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "second apply: {}", r.stderr);
+    let after =
+        std::fs::read(base.join("igconfig/node/nodes-us-east-1a/nodeupconfig.yaml")).unwrap();
+    assert_eq!(before, after);
+
+    let r = kops_on(
+        moto,
+        &["delete", "cluster", cluster, "--state", &state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "delete: {}", r.stderr);
+    assert!(
+        !base.join("igconfig").exists(),
+        "delete removes the node configs"
+    );
+}
