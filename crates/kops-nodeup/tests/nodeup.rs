@@ -244,6 +244,7 @@ fn options(env: &Env, root: &str) -> Options {
     o.node_name = Some("i-0123456789abcdef0".into());
     o.node_ip = Some("172.20.32.10".into());
     o.arch = Some(Arch::Amd64);
+    o.region = Some("us-test-1".into());
     o.attempts = 2;
     o.retry_delay = Duration::from_millis(10);
     o

@@ -43,6 +43,9 @@ pub struct Options {
     pub node_ip: Option<String>,
     /// The architecture to install for; `None` is this machine's.
     pub arch: Option<Arch>,
+    /// The cloud region (etcd-manager finds its volumes there); the user
+    /// data exports it as `AWS_REGION`.
+    pub region: Option<String>,
     /// Attempts per URL for transient download errors.
     pub attempts: u32,
     /// First delay between attempts (doubles each time).
@@ -58,6 +61,7 @@ impl Options {
             node_name: None,
             node_ip: None,
             arch: None,
+            region: None,
             attempts: 4,
             retry_delay: Duration::from_secs(2),
         }
@@ -278,6 +282,7 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         loaded: &loaded,
         node_name: &node_name,
         node_ip: options.node_ip.as_deref(),
+        region: options.region.as_deref(),
         root: &options.root,
     };
     planned.extend(render::node_files(&ctx, &keystore)?);

@@ -20,6 +20,7 @@ pub struct Context<'a> {
     pub loaded: &'a Loaded,
     pub node_name: &'a str,
     pub node_ip: Option<&'a str>,
+    pub region: Option<&'a str>,
     pub root: &'a Path,
 }
 
@@ -458,8 +459,20 @@ fn pod(
     mounts: &[(&str, &str, &str, bool)],
     cpu: &str,
 ) -> String {
+    pod_with_env(name, image, command, &[], mounts, cpu)
+}
+
+/// A static pod with environment variables.
+fn pod_with_env(
+    name: &str,
+    image: &str,
+    command: Vec<String>,
+    env: &[(&str, &str)],
+    mounts: &[(&str, &str, &str, bool)],
+    cpu: &str,
+) -> String {
     let volume_name = |p: &str| p.trim_matches('/').replace(['/', '.'], "-");
-    yaml(&json!({
+    let mut pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "kube-system", "labels": {"k8s-app": name}},
@@ -471,12 +484,19 @@ fn pod(
                 "name": name,
                 "image": image,
                 "command": command,
+                "env": env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
                 "resources": {"requests": {"cpu": cpu}},
                 "volumeMounts": mounts.iter().map(|(_, path, _, ro)| json!({"name": volume_name(path), "mountPath": path, "readOnly": ro})).collect::<Vec<_>>(),
             }],
             "volumes": mounts.iter().map(|(host, path, kind, _)| json!({"name": volume_name(path), "hostPath": {"path": host, "type": kind}})).collect::<Vec<_>>(),
         },
-    }))
+    });
+    if env.is_empty() {
+        if let Some(c) = pod["spec"]["containers"][0].as_object_mut() {
+            c.remove("env");
+        }
+    }
+    yaml(&pod)
 }
 
 /// Files of nodes that run the API server (and, on the control plane,
@@ -734,10 +754,13 @@ pub fn control_plane_files(
         out.push(PlannedFile::new(
             format!("/etc/kubernetes/manifests/etcd-manager-{etcd}.manifest"),
             0o644,
-            pod(
+            pod_with_env(
                 &format!("etcd-manager-{etcd}"),
                 ETCD_MANAGER_IMAGE,
                 command,
+                &ctx.region
+                    .map(|r| vec![("AWS_REGION", r)])
+                    .unwrap_or_default(),
                 &[
                     ("/", "/rootfs", "Directory", false),
                     ("/run", "/run", "DirectoryOrCreate", false),

@@ -72,6 +72,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     options.node_name = args.node_name;
     options.node_ip = args.node_ip;
     options.attempts = args.attempts;
+    options.region = std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty());
     options.retry_delay = Duration::from_secs(2);
     if let Some(a) = &args.arch {
         options.arch = Some(
