@@ -1139,13 +1139,17 @@ impl AwsResource for LaunchTemplate {
         Ok(())
     }
     fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        // CloudFormation cannot look an image up by name: an image given by
+        // name becomes a stack parameter (typed as an image id), one per
+        // distinct name, whose value is given when the stack is created.
         let image = if self.image.starts_with("ami-") {
             Json::str(&self.image)
         } else {
-            return Err(RenderError::Unsupported {
-                what: format!("LaunchTemplate/{}: image `{}` given by name", self.name, self.image),
-                hint: "CloudFormation has no image look-up by name; give the image as an `ami-` id in the instance group, or use --target terraform".into(),
-            });
+            cf.parameter(
+                &format!("Image{}", short_hash(&self.image)),
+                "AWS::EC2::Image::Id",
+                &format!("The id of image `{}` in this region", self.image),
+            )
         };
         let rv = &self.root_volume;
         let mut ebs = vec![
@@ -1274,6 +1278,16 @@ pub fn ephemeral_devices(instance_type: &str) -> Vec<(String, String)> {
             (format!("/dev/sd{letter}"), format!("ephemeral{i}"))
         })
         .collect()
+}
+
+/// A short stable tag for a string (FNV-1a, hex).
+pub(crate) fn short_hash(s: &str) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{:08x}", h as u32)
 }
 
 pub(crate) fn base64_encode(data: &[u8]) -> String {
@@ -1448,9 +1462,9 @@ impl AwsResource for NetworkLoadBalancer {
         for g in &self.security_groups {
             groups.push(cf.reference(g.key())?);
         }
-        let mut mappings = Vec::new();
+        let mut subnets = Vec::new();
         for s in &self.subnets {
-            mappings.push(Json::obj([("SubnetId", cf.reference(s.key())?)]));
+            subnets.push(cf.reference(s.key())?);
         }
         cf.resource(
             "AWS::ElasticLoadBalancingV2::LoadBalancer",
@@ -1460,7 +1474,7 @@ impl AwsResource for NetworkLoadBalancer {
                 ("Scheme", Json::str(&self.scheme)),
                 ("Type", Json::str("network")),
                 ("SecurityGroups", Json::Array(groups)),
-                ("SubnetMappings", Json::Array(mappings)),
+                ("Subnets", Json::Array(subnets)),
                 ("Tags", Json::tags(&self.tags)),
             ]),
         );

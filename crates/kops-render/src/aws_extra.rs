@@ -267,8 +267,17 @@ impl AwsResource for DnsName {
         Ok(())
     }
     fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        // A zone known by name only becomes a stack parameter, like an
+        // image given by name: CloudFormation cannot look it up.
         let zone = if self.zone_id.contains('.') {
-            ("HostedZoneName", Json::str(format!("{}.", self.zone_id)))
+            (
+                "HostedZoneId",
+                cf.parameter(
+                    &format!("HostedZone{}", self.zone_id),
+                    "AWS::Route53::HostedZone::Id",
+                    &format!("The id of the Route 53 hosted zone `{}`", self.zone_id),
+                ),
+            )
         } else {
             ("HostedZoneId", Json::str(&self.zone_id))
         };

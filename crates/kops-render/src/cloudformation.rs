@@ -101,6 +101,7 @@ pub struct CloudFormation {
     used: BTreeMap<String, String>,
     pending: Vec<(TaskKey, String, Json)>,
     current: Option<TaskKey>,
+    parameters: BTreeMap<String, Json>,
 }
 
 fn alnum(s: &str) -> String {
@@ -115,6 +116,7 @@ impl CloudFormation {
             used: BTreeMap::new(),
             pending: Vec::new(),
             current: None,
+            parameters: BTreeMap::new(),
         };
         for key in keys {
             let base = alnum(&format!("{}{}", key.kind, key.name));
@@ -173,6 +175,20 @@ impl CloudFormation {
             "Fn::GetAtt",
             Json::Array(vec![Json::str(self.logical_id(key)), Json::str(attribute)]),
         )]))
+    }
+
+    /// Declares a template parameter (the value is given at stack creation)
+    /// and returns `{"Ref": name}`.
+    pub fn parameter(&mut self, name: &str, kind: &str, description: &str) -> Json {
+        let id = alnum(name);
+        self.parameters.insert(
+            id.clone(),
+            Json::obj([
+                ("Type", Json::str(kind)),
+                ("Description", Json::str(description)),
+            ]),
+        );
+        Json::obj([("Ref", Json::str(id))])
     }
 
     /// Adds a resource for the task named `name`.
@@ -267,11 +283,19 @@ impl CloudFormation {
             }
             resources.insert(id.clone(), body.into());
         }
-        let template = serde_json::json!({
+        let mut template = serde_json::json!({
             "AWSTemplateFormatVersion": "2010-09-09",
             "Description": "Kubernetes cluster rendered by kops-rs",
             "Resources": resources,
         });
+        if !self.parameters.is_empty() {
+            let parameters: serde_json::Map<String, serde_json::Value> = self
+                .parameters
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_value()))
+                .collect();
+            template["Parameters"] = parameters.into();
+        }
         let text = serde_json::to_string_pretty(&template).unwrap_or_default() + "\n";
         let mut files = BTreeMap::new();
         files.insert("kubernetes.json".to_string(), text.into_bytes());
