@@ -224,7 +224,7 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
         0o644,
         kubelet_configuration(kubelet, ca_file),
     ));
-    let mut flags = vec![
+    let mut kubelet_flags = vec![
         "--config=/var/lib/kubelet/kubelet.conf".to_string(),
         format!("--kubeconfig={kubeconfig_path}"),
         "--container-runtime-endpoint=unix:///run/containerd/containerd.sock".into(),
@@ -243,10 +243,10 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
             .iter()
             .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
             .collect();
-        flags.push(format!("--node-labels={}", list.join(",")));
+        kubelet_flags.push(format!("--node-labels={}", list.join(",")));
     }
     if let Some(ip) = ctx.node_ip {
-        flags.push(format!("--node-ip={ip}"));
+        kubelet_flags.push(format!("--node-ip={ip}"));
     }
     if config
         .assets
@@ -268,23 +268,74 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
                 }],
             })),
         ));
-        flags.push(
+        kubelet_flags.push(
             "--image-credential-provider-config=/var/lib/kubelet/credential-provider.conf".into(),
         );
-        flags.push("--image-credential-provider-bin-dir=/opt/kops/bin".into());
+        kubelet_flags.push("--image-credential-provider-bin-dir=/opt/kops/bin".into());
     }
     out.push(PlannedFile::new(
         "/etc/sysconfig/kubelet",
         0o644,
-        format!("DAEMON_ARGS=\"{}\"\n", flags.join(" ")),
+        format!("DAEMON_ARGS=\"{}\"\n", kubelet_flags.join(" ")),
     ));
     out.push(PlannedFile::new(
         "/etc/systemd/system/kubelet.service",
         0o644,
         "# Written by kops-rs nodeup.\n[Unit]\nDescription=Kubernetes Kubelet Server\nAfter=containerd.service\nWants=containerd.service\n\n\
-         [Service]\nEnvironmentFile=/etc/sysconfig/kubelet\nExecStart=/usr/local/bin/kubelet \"$DAEMON_ARGS\"\nRestart=always\nRestartSec=2s\nStartLimitInterval=0\nKillMode=process\n\n\
+         [Service]\nEnvironmentFile=/etc/sysconfig/kubelet\nExecStart=/usr/local/bin/kubelet $DAEMON_ARGS\nRestart=always\nRestartSec=2s\nStartLimitInterval=0\nKillMode=process\n\n\
          [Install]\nWantedBy=multi-user.target\n",
     ));
+
+    // kube-proxy, a static pod on every node, when the cluster runs it.
+    if let Some(proxy) = &config.kube_proxy {
+        let dir = "/var/lib/kube-proxy";
+        out.extend(ks.certificate(
+            ctx.root,
+            "kubernetes-ca",
+            &format!("{dir}/client.crt"),
+            &format!("{dir}/client.key"),
+            &IssueRequest::client("system:kube-proxy", None),
+        )?);
+        out.push(PlannedFile::secret(
+            format!("{dir}/kubeconfig"),
+            kubeconfig(
+                &server,
+                ca_file,
+                &format!("{dir}/client.crt"),
+                &format!("{dir}/client.key"),
+                "kube-proxy",
+            ),
+        ));
+        let mut proxy_flags = flags(proxy, &[]);
+        proxy_flags.push(format!("--kubeconfig={dir}/kubeconfig"));
+        proxy_flags.push(format!("--hostname-override={}", ctx.node_name));
+        proxy_flags.sort();
+        let mut command = vec!["/usr/local/bin/kube-proxy".to_string()];
+        command.extend(proxy_flags);
+        let image = str_of(proxy, "image").unwrap_or("registry.k8s.io/kube-proxy");
+        let cpu = str_of(proxy, "cpuRequest").unwrap_or("100m");
+        out.push(PlannedFile::new(
+            "/etc/kubernetes/manifests/kube-proxy.manifest",
+            0o644,
+            pod(
+                "kube-proxy",
+                image,
+                command,
+                &[
+                    (dir, dir, "Directory", true),
+                    ("/srv/kubernetes", "/srv/kubernetes", "Directory", true),
+                    ("/lib/modules", "/lib/modules", "Directory", true),
+                    (
+                        "/run/xtables.lock",
+                        "/run/xtables.lock",
+                        "FileOrCreate",
+                        false,
+                    ),
+                ],
+                cpu,
+            ),
+        ));
+    }
     Ok(out)
 }
 
@@ -491,9 +542,13 @@ fn pod_with_env(
             "volumes": mounts.iter().map(|(host, path, kind, _)| json!({"name": volume_name(path), "hostPath": {"path": host, "type": kind}})).collect::<Vec<_>>(),
         },
     });
-    if env.is_empty() {
-        if let Some(c) = pod["spec"]["containers"][0].as_object_mut() {
+    if let Some(c) = pod["spec"]["containers"][0].as_object_mut() {
+        if env.is_empty() {
             c.remove("env");
+        }
+        // kube-proxy programs iptables; etcd-manager mounts volumes.
+        if name == "kube-proxy" || name.starts_with("etcd-manager") {
+            c.insert("securityContext".into(), json!({"privileged": true}));
         }
     }
     yaml(&pod)
