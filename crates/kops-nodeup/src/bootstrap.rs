@@ -165,7 +165,15 @@ pub fn user_data(
     group: &InstanceGroup,
     config_base: &str,
 ) -> Result<String, ConfigError> {
+    let additional = group
+        .spec
+        .additional_user_data
+        .as_deref()
+        .unwrap_or_default();
     let Some(rendered) = config::rendered(cluster, group, config_base)? else {
+        if !additional.is_empty() {
+            return Ok(multipart(None, additional));
+        }
         return Ok(format!(
             "#!/bin/bash\n# kops-rs: bastion `{}` of cluster `{}` runs no node bootstrap.\n",
             group.name(),
@@ -177,7 +185,42 @@ pub fn user_data(
         group: group.name().to_string(),
         source: Box::new(source),
     })?;
-    Ok(render_script(&binaries, region(cluster).as_deref(), &boot))
+    let script = render_script(&binaries, region(cluster).as_deref(), &boot);
+    if additional.is_empty() {
+        Ok(script)
+    } else {
+        Ok(multipart(Some(&script), additional))
+    }
+}
+
+/// The MIME multipart document cloud-init reads when a group adds its own
+/// user data (`spec.additionalUserData`): the bootstrap script first (as
+/// `nodeup.sh`), then each addition in order, as kops lays it out.
+pub fn multipart(
+    script: Option<&str>,
+    additional: &[kops_api::instance_group::UserData],
+) -> String {
+    const BOUNDARY: &str = "MIMEBOUNDARY";
+    let mut out =
+        format!("Content-Type: multipart/mixed; boundary=\"{BOUNDARY}\"\nMIME-Version: 1.0\n\n");
+    let mut part = |name: &str, kind: &str, content: &str| {
+        out.push_str(&format!(
+            "--{BOUNDARY}\nContent-Disposition: attachment; filename=\"{name}\"\n\
+             Content-Transfer-Encoding: 7bit\nContent-Type: {kind}\nMime-Version: 1.0\n\n{content}"
+        ));
+        if !content.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push('\n');
+    };
+    if let Some(script) = script {
+        part("nodeup.sh", "text/x-shellscript", script);
+    }
+    for extra in additional {
+        part(&extra.name, &extra.kind, &extra.content);
+    }
+    out.push_str(&format!("--{BOUNDARY}--\n"));
+    out
 }
 
 fn shell_quote(text: &str) -> String {

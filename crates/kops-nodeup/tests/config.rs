@@ -274,3 +274,24 @@ fn unknown_hashes_are_a_clear_error_and_explicit_hashes_work() {
     );
     assert!(text.contains("hint:"), "{text}");
 }
+
+#[test]
+fn additional_user_data_makes_a_multipart_document_like_kops() {
+    let (cluster, mut groups) = minimal("");
+    let extra: kops_api::instance_group::UserData = serde_yaml_ng::from_str(
+        "{name: myscript.sh, type: text/x-shellscript, content: \"#!/bin/sh\\necho hi\\n\"}",
+    )
+    .unwrap();
+    groups[1].spec.additional_user_data = Some(vec![extra.clone()]);
+    let text = bootstrap::user_data(&cluster, &groups[1], CONFIG_BASE).unwrap();
+    assert!(text.starts_with(
+        "Content-Type: multipart/mixed; boundary=\"MIMEBOUNDARY\"\nMIME-Version: 1.0\n\n--MIMEBOUNDARY\nContent-Disposition: attachment; filename=\"nodeup.sh\"\nContent-Transfer-Encoding: 7bit\nContent-Type: text/x-shellscript\nMime-Version: 1.0\n\n#!/bin/bash\n"
+    ), "{text}");
+    assert!(text.ends_with(
+        "\n\n--MIMEBOUNDARY\nContent-Disposition: attachment; filename=\"myscript.sh\"\nContent-Transfer-Encoding: 7bit\nContent-Type: text/x-shellscript\nMime-Version: 1.0\n\n#!/bin/sh\necho hi\n\n--MIMEBOUNDARY--\n"
+    ), "{text}");
+    groups[2].spec.additional_user_data = Some(vec![extra]);
+    let bastion = bootstrap::user_data(&cluster, &groups[2], CONFIG_BASE).unwrap();
+    assert!(!bastion.contains("nodeup.sh"), "{bastion}");
+    assert!(bastion.contains("filename=\"myscript.sh\""), "{bastion}");
+}
