@@ -63,8 +63,89 @@ pub fn target_groups_for(model: &Model<'_>, role: Option<Role>) -> Vec<OutputRef
         Some(Role::ControlPlane | Role::ApiServer) if uses_api_load_balancer(model) => {
             vec![TargetGroup::arn_ref(&target_group_name(model))]
         }
+        Some(Role::Bastion) => vec![TargetGroup::arn_ref(&resource_name32(
+            model.name(),
+            "bastion",
+        ))],
         _ => Vec::new(),
     }
+}
+
+/// The bastion's load balancer, when the cluster has bastions: the Network
+/// Load Balancer `bastion.<cluster>` (AWS name `bastion-<cluster>` cut to
+/// 32), public in the utility/public subnets unless
+/// `topology.bastion.loadBalancer.type: Internal`, with the
+/// `bastion-elb.<cluster>` security group; a TCP 22 target group of the
+/// same AWS name the bastion groups register in; the listener
+/// `bastion.<cluster>-22`; and, with `bastionPublicName` and published DNS,
+/// alias records for that name.
+pub fn build_bastion(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
+    if !model.has_role(Role::Bastion) {
+        return Ok(());
+    }
+    let bastion = model
+        .cluster
+        .spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.bastion.as_ref());
+    let internal = bastion
+        .and_then(|b| b.extra.get("loadBalancer"))
+        .and_then(|lb| lb.get("type"))
+        .and_then(|t| t.as_str())
+        == Some("Internal");
+    let placed = subnets(model, internal);
+    if placed.is_empty() {
+        return Err(ModelError::Spec {
+            path: "spec.topology.bastion.loadBalancer.type".into(),
+            message: format!(
+                "no {} subnet for the bastion's load balancer",
+                if internal { "private" } else { "public or utility" }
+            ),
+            hint: "add such a subnet, or change the bastion load balancer's type".into(),
+        });
+    }
+    let name = model.scoped("bastion");
+    let aws_name = resource_name32(model.name(), "bastion");
+    graph.add(NetworkLoadBalancer {
+        load_balancer_name: aws_name.clone(),
+        scheme: if internal { "internal" } else { "internet-facing" }.to_string(),
+        subnets: placed.iter().map(|s| subnet_ref(model, &s.name)).collect(),
+        security_groups: vec![SecurityGroup::id_ref(&elb_group_name(model, "bastion"))],
+        tags: model.tags(&name, &[]),
+        name: name.clone(),
+    })?;
+    graph.add(TargetGroup {
+        vpc: vpc_ref(model),
+        protocol: "TCP".to_string(),
+        port: 22,
+        health_check_protocol: "TCP".to_string(),
+        health_check_interval: 10,
+        healthy_threshold: 2,
+        unhealthy_threshold: 2,
+        deregistration_delay: 30,
+        connection_termination: true,
+        tags: model.tags(&aws_name, &[]),
+        name: aws_name.clone(),
+    })?;
+    graph.add(Listener {
+        name: format!("{name}-22"),
+        load_balancer: NetworkLoadBalancer::output_ref(&name),
+        port: 22,
+        protocol: "TCP".to_string(),
+        target_group: TargetGroup::arn_ref(&aws_name),
+    })?;
+    if let Some(public_name) = bastion.and_then(|b| b.bastion_public_name.as_deref()) {
+        if model.publishes_dns_records() {
+            crate::dns::alias_records(
+                graph,
+                &crate::dns::zone(model),
+                public_name,
+                &NetworkLoadBalancer::output_ref(&name),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn spec_error(field: &str, message: String, hint: &str) -> ModelError {

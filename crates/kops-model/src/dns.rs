@@ -49,7 +49,14 @@ pub fn zone(model: &Model<'_>) -> String {
 
 /// Whether `update cluster` must resolve a hosted zone for this cluster.
 pub fn needs_zone(model: &Model<'_>) -> bool {
-    model.publishes_dns_records() && api_load_balancer(model).is_some()
+    let bastion_name = model
+        .cluster
+        .spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.bastion.as_ref())
+        .is_some_and(|b| b.bastion_public_name.is_some());
+    model.publishes_dns_records() && (api_load_balancer(model).is_some() || bastion_name)
 }
 
 fn api_load_balancer<'a>(model: &Model<'a>) -> Option<&'a kops_api::cluster::LoadBalancerAccessSpec> {

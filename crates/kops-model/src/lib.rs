@@ -110,6 +110,7 @@ pub fn build(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
     ssh::build(model, &mut graph)?;
     compute::build(model, &mut graph)?;
     api_load_balancer::build(model, &mut graph)?;
+    api_load_balancer::build_bastion(model, &mut graph)?;
     nth::build(model, &mut graph)?;
     dns::build(model, &mut graph)?;
     graph.validate()?;

@@ -108,7 +108,16 @@ async fn private_cluster_api_load_balancer_lifecycle() {
         return;
     };
     let cluster = "apilb.example.com";
-    let graph = graph(&manifests(cluster));
+    // The API records go in the example.com zone, by id as `update cluster`
+    // resolves it.
+    let zone = kops_testkit::require_moto()
+        .unwrap()
+        .ensure_hosted_zone("example.com")
+        .unwrap();
+    let graph = graph(&manifests(cluster).replace(
+        "  cloudProvider: aws\n",
+        &format!("  cloudProvider: aws\n  dnsZone: {zone}\n"),
+    ));
 
     let dry = run(&cloud, cluster, &graph, Mode::DryRun).await.unwrap();
     assert_eq!(dry.writes, 0, "a dry run writes nothing: {:?}", dry.calls);

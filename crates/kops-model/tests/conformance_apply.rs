@@ -190,3 +190,127 @@ async fn mixed_instances() {
 async fn minimal_warmpool() {
     apply_shared_case("minimal-warmpool").await;
 }
+
+/// kops' shared_subnet case: the VPC and subnet are the owner's (made here,
+/// standing in for kops' fake ids); the cluster only tags the subnet
+/// `shared`, and its deletion leaves both.
+#[tokio::test]
+async fn shared_subnet() {
+    let Some(yaml) = case_yaml("shared_subnet") else {
+        return;
+    };
+    let Some(cloud) = cloud().await else {
+        return;
+    };
+    let ec2 = cloud.ec2();
+    let vpc = ec2
+        .create_vpc()
+        .cidr_block("172.20.0.0/16")
+        .send()
+        .await
+        .unwrap()
+        .vpc()
+        .unwrap()
+        .vpc_id()
+        .unwrap()
+        .to_string();
+    let subnet = ec2
+        .create_subnet()
+        .vpc_id(&vpc)
+        .cidr_block("172.20.32.0/19")
+        .availability_zone("us-east-1a")
+        .send()
+        .await
+        .unwrap()
+        .subnet()
+        .unwrap()
+        .subnet_id()
+        .unwrap()
+        .to_string();
+    // The owner's VPC reaches the internet (kops' harness has it so too).
+    let igw = ec2
+        .create_internet_gateway()
+        .send()
+        .await
+        .unwrap()
+        .internet_gateway()
+        .unwrap()
+        .internet_gateway_id()
+        .unwrap()
+        .to_string();
+    ec2.attach_internet_gateway()
+        .internet_gateway_id(&igw)
+        .vpc_id(&vpc)
+        .send()
+        .await
+        .unwrap();
+    let yaml = yaml
+        .replace("vpc-12345678", &vpc)
+        .replace("subnet-12345678", &subnet);
+    let (cluster, groups) = load(&yaml);
+    apply_case(cluster, groups).await;
+    let vpcs = ec2.describe_vpcs().vpc_ids(&vpc).send().await.unwrap();
+    assert_eq!(vpcs.vpcs().len(), 1, "the owner's VPC was deleted");
+    let subnets = ec2
+        .describe_subnets()
+        .subnet_ids(&subnet)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(subnets.subnets().len(), 1, "the owner's subnet was deleted");
+}
+
+/// Three control-plane nodes in three zones behind a public API load
+/// balancer, etcd members in each zone, nodes in all three.
+#[tokio::test]
+async fn ha_three_control_plane_zones() {
+    let name = "ha.example.com";
+    let zones = ["a", "b", "c"];
+    let mut yaml = format!(
+        r#"apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata: {{name: {name}}}
+spec:
+  cloudProvider: aws
+  kubernetesVersion: v1.32.0
+  api: {{loadBalancer: {{type: Public, class: Network}}}}
+  kubernetesApiAccess: [0.0.0.0/0]
+  sshAccess: [0.0.0.0/0]
+  networkCIDR: 172.20.0.0/16
+  networking: {{cilium: {{}}}}
+  topology: {{dns: {{type: Public}}}}
+  etcdClusters:
+  - name: main
+    etcdMembers: [{{name: a, instanceGroup: control-plane-us-east-1a}}, {{name: b, instanceGroup: control-plane-us-east-1b}}, {{name: c, instanceGroup: control-plane-us-east-1c}}]
+  - name: events
+    etcdMembers: [{{name: a, instanceGroup: control-plane-us-east-1a}}, {{name: b, instanceGroup: control-plane-us-east-1b}}, {{name: c, instanceGroup: control-plane-us-east-1c}}]
+  subnets:
+"#
+    );
+    for (i, z) in zones.iter().enumerate() {
+        yaml += &format!(
+            "  - {{name: us-east-1{z}, zone: us-east-1{z}, cidr: 172.20.{}.0/19, type: Public}}\n",
+            32 * (i + 1)
+        );
+    }
+    for z in zones {
+        yaml += &format!(
+            r#"---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {{name: control-plane-us-east-1{z}, labels: {{kops.k8s.io/cluster: {name}}}}}
+spec: {{role: Master, image: "{IMAGE}", machineType: m6i.large, minSize: 1, maxSize: 1, subnets: [us-east-1{z}]}}
+"#
+        );
+    }
+    yaml += &format!(
+        r#"---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {{name: nodes, labels: {{kops.k8s.io/cluster: {name}}}}}
+spec: {{role: Node, image: "{IMAGE}", machineType: t3.large, minSize: 3, maxSize: 3, subnets: [us-east-1a, us-east-1b, us-east-1c]}}
+"#
+    );
+    let (cluster, groups) = load(&yaml);
+    apply_case(cluster, groups).await;
+}

@@ -30,6 +30,9 @@ pub struct UpdateOutcome {
     pub region: String,
     /// How many tasks the model built.
     pub tasks: usize,
+    /// The most tasks on one dependency path: with parallel work, the
+    /// number of cloud round trips an apply cannot avoid.
+    pub longest_chain: usize,
 }
 
 /// The region of a cluster: the region of its subnets' zones.
@@ -126,6 +129,7 @@ pub async fn update_cluster(
         calls: cloud.calls().snapshot(),
         region,
         tasks: graph.len(),
+        longest_chain: graph.longest_chain()?,
     })
 }
 

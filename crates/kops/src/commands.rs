@@ -692,8 +692,9 @@ async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32
         }
     }
     let summary = format!(
-        "{} tasks in {}, {calls} AWS calls, {:.1}s",
+        "{} tasks (longest dependency chain {}) in {}, {calls} AWS calls, {:.1}s",
         outcome.tasks,
+        outcome.longest_chain,
         outcome.region,
         started.elapsed().as_secs_f64()
     );
