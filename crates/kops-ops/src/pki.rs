@@ -332,6 +332,166 @@ pub async fn list_keypairs(
     Ok(rows)
 }
 
+// ---------------------------------------------------------------- rotation
+
+/// Whether users may add keypairs to a keyset (kops' rule: CAs and the
+/// service-account key).
+pub fn rotatable(keyset: &str) -> bool {
+    keyset == "service-account" || keyset.contains("-ca")
+}
+
+async fn keysets_named(
+    registry: &Registry,
+    cluster: &str,
+    keyset: &str,
+) -> Result<Vec<kops_pki::Keyset>, PkiOpsError> {
+    let store = keystore(registry, cluster);
+    if keyset == "all" {
+        let all: Vec<kops_pki::Keyset> = store
+            .list()
+            .await?
+            .into_iter()
+            .filter(|k| rotatable(&k.name))
+            .collect();
+        if all.is_empty() {
+            return Err(PkiOpsError::NoKeypairs {
+                cluster: cluster.to_string(),
+                names: Vec::new(),
+            });
+        }
+        Ok(all)
+    } else {
+        Ok(vec![store.require(keyset).await?])
+    }
+}
+
+/// A keypair to add with `kops create keypair`.
+#[derive(Clone, Default)]
+pub struct NewKeypair {
+    /// A CA certificate (PEM); without it a new CA is made.
+    pub certificate_pem: Option<String>,
+    /// Its private key (PEM); without a certificate, the new CA's key.
+    pub private_key_pem: Option<String>,
+    /// Make it the keypair that signs.
+    pub primary: bool,
+}
+
+/// `kops create keypair KEYSET|all`: adds a keypair to the keyset(s).
+/// Returns (keyset, id) per keypair added. Checks every keyset before
+/// writing any.
+pub async fn create_keypair(
+    registry: &Registry,
+    cluster: &str,
+    keyset: &str,
+    new: &NewKeypair,
+) -> Result<Vec<(String, String)>, PkiOpsError> {
+    if !rotatable(keyset) && keyset != "all" {
+        return Err(PkiError::BadRequest {
+            reason: format!("adding keypairs to `{keyset}` is not supported; only CA keysets (`*-ca*`), `service-account` and `all`"),
+        }
+        .into());
+    }
+    if keyset == "all" && new.certificate_pem.is_some() {
+        return Err(PkiError::BadRequest {
+            reason: "`--cert` adds one certificate to one keyset; name the keyset instead of `all`"
+                .into(),
+        }
+        .into());
+    }
+    require_cluster(registry, cluster).await?;
+    let store = keystore(registry, cluster);
+    let mut targets = if keyset == "all" {
+        keysets_named(registry, cluster, "all").await?
+    } else {
+        match store.get(keyset).await? {
+            Some(k) => vec![k],
+            None if new.primary => vec![kops_pki::Keyset::empty(keyset)],
+            None => {
+                return Err(PkiError::BadRequest {
+                    reason: format!(
+                        "keyset `{keyset}` does not exist; its first keypair must be primary (pass --primary)"
+                    ),
+                }
+                .into())
+            }
+        }
+    };
+    let mut added = Vec::new();
+    for k in &mut targets {
+        let (cert, key) = match &new.certificate_pem {
+            Some(cert) => (cert.clone(), new.private_key_pem.clone()),
+            None => {
+                let ca = kops_pki::CertificateAuthority::generate_rotation(
+                    &k.name,
+                    new.private_key_pem.as_deref(),
+                )?;
+                (
+                    ca.certificate_pem().to_string(),
+                    Some(ca.private_key_pem().to_string()),
+                )
+            }
+        };
+        let id = k.add_keypair(&cert, key.as_deref(), new.primary)?;
+        added.push((k.name.clone(), id));
+    }
+    for k in &targets {
+        store.put(k).await?;
+    }
+    Ok(added)
+}
+
+/// `kops promote keypair KEYSET|all [ID]`: makes a keypair primary (the
+/// newest with a key when no id). Returns (keyset, promoted id or `None`
+/// when nothing was newer).
+pub async fn promote_keypair(
+    registry: &Registry,
+    cluster: &str,
+    keyset: &str,
+    id: Option<&str>,
+) -> Result<Vec<(String, Option<String>)>, PkiOpsError> {
+    require_cluster(registry, cluster).await?;
+    let mut targets = keysets_named(registry, cluster, keyset).await?;
+    let mut out = Vec::new();
+    for k in &mut targets {
+        out.push((k.name.clone(), k.promote(id)?));
+    }
+    let store = keystore(registry, cluster);
+    for (k, (_, promoted)) in targets.iter().zip(&out) {
+        if promoted.is_some() {
+            store.put(k).await?;
+        }
+    }
+    Ok(out)
+}
+
+/// `kops distrust keypair KEYSET|all [ID...]`: distrusts keypairs (every
+/// one older than the primary when no ids). Returns (keyset, id) per
+/// keypair distrusted.
+pub async fn distrust_keypair(
+    registry: &Registry,
+    cluster: &str,
+    keyset: &str,
+    ids: &[String],
+) -> Result<Vec<(String, String)>, PkiOpsError> {
+    require_cluster(registry, cluster).await?;
+    let mut targets = keysets_named(registry, cluster, keyset).await?;
+    let now = crate::timestamp_now();
+    let mut out = Vec::new();
+    let mut changed = Vec::new();
+    for k in &mut targets {
+        let done = k.distrust(ids, &now)?;
+        changed.push(!done.is_empty());
+        out.extend(done.into_iter().map(|id| (k.name.clone(), id)));
+    }
+    let store = keystore(registry, cluster);
+    for (k, changed) in targets.iter().zip(changed) {
+        if changed {
+            store.put(k).await?;
+        }
+    }
+    Ok(out)
+}
+
 // ---------------------------------------------------------------- kubeconfig
 
 /// How long `--admin` credentials last when no duration is given.

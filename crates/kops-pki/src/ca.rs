@@ -205,10 +205,40 @@ impl CertificateAuthority {
     /// A new self-signed CA with subject `CN=<common_name>`, like the
     /// keypairs `kops update cluster` creates.
     pub fn generate(common_name: &str) -> Result<Self, PkiError> {
-        let key = new_rsa_key()?;
-        let (_, serial) = kops_serial()?;
+        Self::self_signed(common_name, None, false)
+    }
+
+    /// A new CA for rotation (`kops create keypair`): the subject also holds
+    /// the serial number (`CN=<name>,SERIALNUMBER=<serial>`), so it differs
+    /// from every earlier CA of the keyset. Signs with `private_key_pem` when
+    /// given, else with a new RSA 2048 key.
+    pub fn generate_rotation(
+        common_name: &str,
+        private_key_pem: Option<&str>,
+    ) -> Result<Self, PkiError> {
+        Self::self_signed(common_name, private_key_pem, true)
+    }
+
+    fn self_signed(
+        common_name: &str,
+        private_key_pem: Option<&str>,
+        serial_in_subject: bool,
+    ) -> Result<Self, PkiError> {
+        let key = match private_key_pem {
+            Some(pem) => parse_private_key(pem)?,
+            None => new_rsa_key()?,
+        };
+        let (serial_text, serial) = kops_serial()?;
         let mut params = CertificateParams::default();
         let mut dn = DistinguishedName::new();
+        if serial_in_subject {
+            let printable = rcgen::string::PrintableString::try_from(serial_text.as_str())
+                .map_err(cert_error("encode the serial number"))?;
+            dn.push(
+                DnType::CustomDnType(vec![2, 5, 4, 5]),
+                rcgen::DnValue::PrintableString(printable),
+            );
+        }
         dn.push(DnType::CommonName, common_name);
         params.distinguished_name = dn;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -221,7 +251,10 @@ impl CertificateAuthority {
         Ok(CertificateAuthority {
             certificate_pem: pem_encode("CERTIFICATE", cert.der().to_vec()),
             certificate_der: cert.der().to_vec(),
-            private_key_pem: key_to_pem(&key),
+            private_key_pem: match private_key_pem {
+                Some(pem) => pem.to_string(),
+                None => key_to_pem(&key),
+            },
             key,
         })
     }

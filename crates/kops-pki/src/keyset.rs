@@ -127,6 +127,17 @@ fn b64() -> base64::engine::GeneralPurpose {
 }
 
 impl Keyset {
+    /// A keyset with no keypairs yet.
+    pub fn empty(name: &str) -> Self {
+        Keyset {
+            name: name.to_string(),
+            items: Vec::new(),
+            primary_id: None,
+            extra_metadata: Default::default(),
+            extra_spec: Default::default(),
+        }
+    }
+
     /// A keyset holding one CA keypair, primary.
     pub fn from_ca(name: &str, ca: &CertificateAuthority) -> Result<Self, PkiError> {
         let id = ca.info()?.serial;
@@ -251,6 +262,128 @@ impl Keyset {
         serde_yaml_ng::to_string(&doc).unwrap_or_default()
     }
 
+    /// Adds a keypair (a CA certificate, and its key if known); with
+    /// `primary` it becomes the one that signs. A keyset's first keypair is
+    /// always primary. Returns its id (the certificate's serial).
+    pub fn add_keypair(
+        &mut self,
+        certificate_pem: &str,
+        private_key_pem: Option<&str>,
+        primary: bool,
+    ) -> Result<String, PkiError> {
+        let info = crate::ca::certificate_info(certificate_pem)?;
+        if let Some(key) = private_key_pem {
+            // Both must belong together: the key signs for this certificate.
+            CertificateAuthority::from_pem(certificate_pem, key)?;
+        }
+        if self.items.iter().any(|i| i.id == info.serial) {
+            return Err(PkiError::BadRequest {
+                reason: format!(
+                    "keyset `{}` already has a keypair with id {}",
+                    self.name, info.serial
+                ),
+            });
+        }
+        let first = self.items.is_empty();
+        if (primary || first) && private_key_pem.is_none() {
+            return Err(PkiError::BadRequest {
+                reason: "a primary keypair needs its private key (pass --key)".into(),
+            });
+        }
+        self.items.push(KeysetItem {
+            id: info.serial.clone(),
+            distrust_timestamp: None,
+            certificate_pem: Some(certificate_pem.trim_end().to_string() + "\n"),
+            private_key_pem: private_key_pem.map(|k| k.trim_end().to_string() + "\n"),
+        });
+        self.items.sort_by(|a, b| compare_ids(&a.id, &b.id));
+        if primary || first {
+            self.primary_id = Some(info.serial.clone());
+        }
+        Ok(info.serial)
+    }
+
+    /// Makes a keypair primary: `id`, or the newest trusted one with a key.
+    /// Returns the id, or `None` when no keypair is newer than the primary.
+    pub fn promote(&mut self, id: Option<&str>) -> Result<Option<String>, PkiError> {
+        let usable = |i: &KeysetItem| {
+            i.distrust_timestamp.is_none()
+                && i.private_key_pem.is_some()
+                && i.certificate_pem.is_some()
+        };
+        let chosen =
+            match id {
+                Some(id) => {
+                    let item = self.items.iter().find(|i| i.id == id).ok_or_else(|| {
+                        PkiError::BadRequest {
+                            reason: format!("keyset `{}` has no keypair {id}", self.name),
+                        }
+                    })?;
+                    if !usable(item) {
+                        return Err(PkiError::BadRequest {
+                            reason: format!(
+                                "keypair {id} of `{}` is distrusted or has no private key",
+                                self.name
+                            ),
+                        });
+                    }
+                    id.to_string()
+                }
+                None => match self
+                    .items
+                    .iter()
+                    .filter(|i| usable(i))
+                    .max_by(|a, b| compare_ids(&a.id, &b.id))
+                {
+                    Some(newest) if self.primary_id.as_deref() != Some(newest.id.as_str()) => {
+                        newest.id.clone()
+                    }
+                    _ => return Ok(None),
+                },
+            };
+        self.primary_id = Some(chosen.clone());
+        Ok(Some(chosen))
+    }
+
+    /// Distrusts keypairs at `timestamp` (RFC 3339): `ids`, or every trusted
+    /// one older than the primary. The primary cannot be distrusted. Returns
+    /// the ids newly distrusted.
+    pub fn distrust(&mut self, ids: &[String], timestamp: &str) -> Result<Vec<String>, PkiError> {
+        let primary = self.primary_id.clone().unwrap_or_default();
+        let targets: Vec<String> = if ids.is_empty() {
+            self.items
+                .iter()
+                .filter(|i| compare_ids(&i.id, &primary) == Ordering::Less)
+                .map(|i| i.id.clone())
+                .collect()
+        } else {
+            ids.to_vec()
+        };
+        for id in &targets {
+            if *id == primary {
+                return Err(PkiError::BadRequest {
+                    reason: format!(
+                        "{id} is the primary keypair of `{}`; promote another one first",
+                        self.name
+                    ),
+                });
+            }
+            if !self.items.iter().any(|i| i.id == *id) {
+                return Err(PkiError::BadRequest {
+                    reason: format!("keyset `{}` has no keypair {id}", self.name),
+                });
+            }
+        }
+        let mut done = Vec::new();
+        for item in &mut self.items {
+            if targets.contains(&item.id) && item.distrust_timestamp.is_none() {
+                item.distrust_timestamp = Some(timestamp.to_string());
+                done.push(item.id.clone());
+            }
+        }
+        Ok(done)
+    }
+
     /// The primary keypair, if the keyset names one that exists.
     pub fn primary(&self) -> Option<&KeysetItem> {
         let id = self.primary_id.as_deref()?;
@@ -317,6 +450,50 @@ mod tests {
             ca.info().unwrap().serial,
             keyset.primary_id.clone().unwrap()
         );
+    }
+
+    #[test]
+    fn rotation() {
+        let mut keyset = Keyset::generate_ca("kubernetes-ca").unwrap();
+        let first = keyset.primary_id.clone().unwrap();
+        let next = CertificateAuthority::generate_rotation("kubernetes-ca", None).unwrap();
+        let info = next.info().unwrap();
+        assert_eq!(
+            info.subject,
+            format!("CN=kubernetes-ca,SERIALNUMBER={}", info.serial)
+        );
+        let id = keyset
+            .add_keypair(next.certificate_pem(), Some(next.private_key_pem()), false)
+            .unwrap();
+        assert_eq!(keyset.primary_id.as_deref(), Some(first.as_str()));
+        assert_eq!(keyset.items.len(), 2);
+        assert!(keyset
+            .add_keypair(next.certificate_pem(), None, false)
+            .is_err());
+        assert!(keyset
+            .distrust(std::slice::from_ref(&first), "2026-01-01T00:00:00Z")
+            .is_err());
+        assert_eq!(keyset.promote(None).unwrap(), Some(id.clone()));
+        assert_eq!(keyset.promote(None).unwrap(), None);
+        assert_eq!(
+            keyset.distrust(&[], "2026-01-01T00:00:00Z").unwrap(),
+            vec![first.clone()]
+        );
+        assert!(keyset
+            .distrust(&[], "2026-01-02T00:00:00Z")
+            .unwrap()
+            .is_empty());
+        assert!(keyset.promote(Some(&first)).is_err());
+        assert_eq!(keyset.trusted_certificates_pem(), next.certificate_pem());
+        let back = Keyset::parse("u", &keyset.to_yaml()).unwrap();
+        assert_eq!(back, keyset);
+        let yaml = back.to_yaml();
+        assert!(yaml.contains("distrustTimestamp:"), "{yaml}");
+        assert!(yaml.contains("2026-01-01T00:00:00Z"), "{yaml}");
+        // New certificates come from the promoted CA.
+        let ca = back.certificate_authority().unwrap();
+        let issued = ca.issue(&crate::IssueRequest::client("x", None)).unwrap();
+        assert!(crate::verify_signed_by(&issued.certificate_pem, next.certificate_pem()).unwrap());
     }
 
     #[test]

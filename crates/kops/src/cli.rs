@@ -55,6 +55,10 @@ pub enum Command {
     Delete(DeleteArgs),
     /// Export configuration: a kubeconfig for kubectl.
     Export(ExportArgs),
+    /// Make a keypair primary (CA rotation).
+    Promote(PromoteArgs),
+    /// Distrust keypairs (CA rotation).
+    Distrust(DistrustArgs),
     /// Check that a cluster is healthy.
     Validate(crate::roll_commands::ValidateArgs),
     /// Replace instances that run an outdated spec.
@@ -123,6 +127,8 @@ pub enum CreateCommand {
     Sshpublickey(CreateSshPublicKeyArgs),
     /// Store a secret: dockerconfig, encryptionconfig or ciliumpassword.
     Secret(CreateSecretArgs),
+    /// Add a keypair to a keyset (CA rotation).
+    Keypair(CreateKeypairArgs),
 }
 
 #[derive(Debug, Args, Default)]
@@ -573,4 +579,56 @@ pub struct ExportKubeconfigArgs {
     /// Export every cluster in the state store.
     #[arg(long)]
     pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CreateKeypairArgs {
+    /// The keyset (e.g. kubernetes-ca, service-account), or `all` for every CA keyset.
+    #[arg(value_name = "KEYSET")]
+    pub keyset: String,
+    /// A CA certificate to add (PEM); without it a new CA is made.
+    #[arg(long, value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+    /// The CA's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Make the new keypair the one that signs.
+    #[arg(long)]
+    pub primary: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    #[command(subcommand)]
+    pub what: PromoteCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PromoteCommand {
+    /// Make a keypair the one that signs (default: the newest).
+    Keypair {
+        /// The keyset, or `all`.
+        #[arg(value_name = "KEYSET")]
+        keyset: String,
+        #[arg(value_name = "ID")]
+        id: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct DistrustArgs {
+    #[command(subcommand)]
+    pub what: DistrustCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DistrustCommand {
+    /// Stop trusting keypairs (default: every one older than the primary).
+    Keypair {
+        /// The keyset, or `all`.
+        #[arg(value_name = "KEYSET")]
+        keyset: String,
+        #[arg(value_name = "ID")]
+        ids: Vec<String>,
+    },
 }

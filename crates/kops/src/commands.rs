@@ -50,6 +50,8 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Validate(args) => crate::roll_commands::validate(&global, args).await,
         Command::RollingUpdate(args) => crate::roll_commands::rolling_update(&global, args).await,
         Command::Export(args) => crate::pki_commands::export(&global, args).await,
+        Command::Promote(args) => crate::pki_commands::promote(&global, args).await,
+        Command::Distrust(args) => crate::pki_commands::distrust(&global, args).await,
         Command::Update(args) => match args.what {
             UpdateCommand::Cluster(a) => update_cluster(&global, a).await,
         },
@@ -105,6 +107,7 @@ async fn create(global: &GlobalArgs, args: CreateArgs) -> Result<i32> {
         Some(CreateCommand::Cluster(a)) => create_cluster(global, *a).await,
         Some(CreateCommand::Instancegroup(a)) => create_instance_group(global, a).await,
         Some(CreateCommand::Secret(a)) => crate::pki_commands::create_secret(global, a).await,
+        Some(CreateCommand::Keypair(a)) => crate::pki_commands::create_keypair(global, a).await,
         Some(CreateCommand::Sshpublickey(a)) => {
             let registry = state(global).await?;
             let name = cluster_name(&registry, global, a.cluster_name.as_deref()).await?;

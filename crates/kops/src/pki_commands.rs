@@ -257,3 +257,57 @@ async fn export_kubeconfig(global: &GlobalArgs, a: ExportKubeconfigArgs) -> Resu
     }
     Ok(0)
 }
+
+// ---------------------------------------------------------------- rotation
+
+fn read_pem(path: &Path) -> Result<String> {
+    Ok(
+        std::fs::read_to_string(path).map_err(|source| kops_ops::OpsError::ReadFile {
+            path: path.display().to_string(),
+            source,
+        })?,
+    )
+}
+
+pub async fn create_keypair(global: &GlobalArgs, a: CreateKeypairArgs) -> Result<i32> {
+    let new = pki::NewKeypair {
+        certificate_pem: a.cert.as_deref().map(read_pem).transpose()?,
+        private_key_pem: a.key.as_deref().map(read_pem).transpose()?,
+        primary: a.primary,
+    };
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, None).await?;
+    for (keyset, id) in pki::create_keypair(&registry, &cluster, &a.keyset, &new).await? {
+        status(&format!("Created {keyset} {id}"));
+    }
+    Ok(0)
+}
+
+pub async fn promote(global: &GlobalArgs, args: PromoteArgs) -> Result<i32> {
+    let PromoteCommand::Keypair { keyset, id } = args.what;
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, None).await?;
+    for (name, promoted) in
+        pki::promote_keypair(&registry, &cluster, &keyset, id.as_deref()).await?
+    {
+        match promoted {
+            Some(id) => status(&format!("Promoted {name} {id}")),
+            None => status(&format!("No {name} keypair newer than the current primary")),
+        }
+    }
+    Ok(0)
+}
+
+pub async fn distrust(global: &GlobalArgs, args: DistrustArgs) -> Result<i32> {
+    let DistrustCommand::Keypair { keyset, ids } = args.what;
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, None).await?;
+    let done = pki::distrust_keypair(&registry, &cluster, &keyset, &ids).await?;
+    if done.is_empty() {
+        status(&format!("No {keyset} keypairs older than the primary"));
+    }
+    for (name, id) in done {
+        status(&format!("Distrusted {name} {id}"));
+    }
+    Ok(0)
+}

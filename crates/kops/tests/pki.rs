@@ -718,3 +718,164 @@ fn keysets_on_an_s3_state_store() {
     assert_eq!(v["users"][0]["name"], cluster);
     assert!(v["users"][0]["user"]["client-certificate-data"].is_string());
 }
+
+/// CA rotation through the binary, without AWS: add a keypair, promote it,
+/// distrust the old one; the kubeconfig then trusts and is signed by the new
+/// CA only. A user-provided CA (`--cert`/`--key`) keeps its serial as id.
+#[test]
+fn keypair_rotation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = file_url(&tmp.path().join("state"));
+    let cluster = "rotate.k8s.local";
+    let key = tmp.path().join("id.pub");
+    std::fs::write(&key, SSH_KEY).unwrap();
+    let ok = |args: &[&str]| {
+        let r = kops(args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        r
+    };
+    ok(&[
+        "create",
+        "cluster",
+        cluster,
+        "--zones",
+        "us-east-1a",
+        "--ssh-public-key",
+        key.to_str().unwrap(),
+        "--state",
+        &state,
+    ]);
+    let keypairs = |distrusted: bool| -> serde_json::Value {
+        let mut args = vec!["get", "keypairs", "--state", &state, "-o", "json"];
+        if distrusted {
+            args.push("--distrusted");
+        }
+        serde_json::from_str(&ok(&args).stdout).unwrap()
+    };
+    let id_of = |r: &Run| -> String {
+        r.stderr
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+
+    let r = kops(&["create", "keypair", "kubernetes-ca", "--state", &state]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("must be primary"), "{}", r.stderr);
+    let r = kops(&["create", "keypair", "nodes", "--state", &state]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("not supported"), "{}", r.stderr);
+
+    let first = id_of(&ok(&[
+        "create",
+        "keypair",
+        "kubernetes-ca",
+        "--primary",
+        "--state",
+        &state,
+    ]));
+    let second = id_of(&ok(&[
+        "create",
+        "keypair",
+        "kubernetes-ca",
+        "--state",
+        &state,
+    ]));
+    let rows = keypairs(false);
+    assert_eq!(rows.as_array().unwrap().len(), 2, "{rows}");
+    assert_eq!(rows[0]["id"], first.as_str());
+    assert_eq!(rows[0]["isPrimary"], true);
+    assert_eq!(rows[1]["id"], second.as_str());
+    assert!(rows[1].get("isPrimary").is_none());
+    assert_eq!(
+        rows[1]["subject"],
+        format!("CN=kubernetes-ca,SERIALNUMBER={second}")
+    );
+
+    let r = kops(&[
+        "distrust",
+        "keypair",
+        "kubernetes-ca",
+        &first,
+        "--state",
+        &state,
+    ]);
+    assert_eq!(r.code, 1, "the primary cannot be distrusted");
+    let r = ok(&["promote", "keypair", "kubernetes-ca", "--state", &state]);
+    assert!(
+        r.stderr
+            .contains(&format!("Promoted kubernetes-ca {second}")),
+        "{}",
+        r.stderr
+    );
+    let r = ok(&["distrust", "keypair", "kubernetes-ca", "--state", &state]);
+    assert!(
+        r.stderr
+            .contains(&format!("Distrusted kubernetes-ca {first}")),
+        "{}",
+        r.stderr
+    );
+    let rows = keypairs(false);
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    let rows = keypairs(true);
+    assert!(rows[0]["distrustTimestamp"].is_string(), "{rows}");
+    let r = ok(&["get", "keypairs", "--distrusted", "--state", &state]);
+    assert!(r.stdout.starts_with("NAME"), "{}", r.stdout);
+    assert!(r.stdout.lines().next().unwrap().contains("DISTRUSTED"));
+
+    // The kubeconfig trusts only the new CA, and its certificate is signed by it.
+    let kubeconfig = tmp.path().join("config");
+    ok(&[
+        "export",
+        "kubeconfig",
+        "--admin=2h",
+        "--internal",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--state",
+        &state,
+    ]);
+    let v: serde_json::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&kubeconfig).unwrap()).unwrap();
+    let bundle = decode(&v["clusters"][0]["cluster"]["certificate-authority-data"]);
+    assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 1);
+    if have("openssl", &["version"]) {
+        std::fs::write(tmp.path().join("bundle.pem"), &bundle).unwrap();
+        std::fs::write(
+            tmp.path().join("client.pem"),
+            decode(&v["users"][0]["user"]["client-certificate-data"]),
+        )
+        .unwrap();
+        let out = openssl(
+            tmp.path(),
+            &["verify", "-CAfile", "bundle.pem", "client.pem"],
+        );
+        assert!(out.contains("client.pem: OK"), "{out}");
+        let serial = openssl(
+            tmp.path(),
+            &["x509", "-in", "bundle.pem", "-noout", "-serial"],
+        );
+        let hex = serial.trim().trim_start_matches("serial=");
+        assert_eq!(u128::from_str_radix(hex, 16).unwrap().to_string(), second);
+
+        // A CA brought by the user: its serial is its id.
+        let (_, _, id) = kops_made_ca(tmp.path());
+        let r = ok(&[
+            "create",
+            "keypair",
+            "etcd-clients-ca",
+            "--cert",
+            tmp.path().join("seed.pem").to_str().unwrap(),
+            "--key",
+            tmp.path().join("seed-key.pem").to_str().unwrap(),
+            "--primary",
+            "--state",
+            &state,
+        ]);
+        assert_eq!(id_of(&r), id);
+        let r = ok(&["get", "keypairs", "etcd-clients-ca", "--state", &state]);
+        assert!(r.stdout.contains(&id), "{}", r.stdout);
+    }
+}
