@@ -5,8 +5,8 @@ mod cli;
 mod commands;
 mod editor;
 mod output;
-mod roll_commands;
 mod pki_commands;
+mod roll_commands;
 
 use clap::Parser;
 
