@@ -242,6 +242,10 @@ impl KubeClient {
         )
         .await
         .map_err(|e| error(e.to_string()))?;
+        let mut config = config;
+        // kube-rs retries a 429 for minutes on its own; a refused eviction
+        // must come back to the drain, which retries until --drain-timeout.
+        config.default_retry = false;
         let client = Client::try_from(config).map_err(|e| error(e.to_string()))?;
         Ok(KubeClient { client })
     }

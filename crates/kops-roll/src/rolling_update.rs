@@ -28,7 +28,9 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use kops_api::{Cluster, InstanceGroup, Role};
 use tokio::task::JoinSet;

@@ -15,7 +15,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use kops_api::{InstanceGroup, Role};
 use serde::Serialize;
