@@ -57,7 +57,9 @@ fn cell_of<T>(map: &PerKey<T>, key: &str) -> Result<std::sync::Arc<OnceCell<T>>,
     let mut map = map
         .lock()
         .map_err(|_| TaskError::fatal("a discovery cache lock was poisoned"))?;
-    Ok(std::sync::Arc::clone(map.entry(key.to_string()).or_default()))
+    Ok(std::sync::Arc::clone(
+        map.entry(key.to_string()).or_default(),
+    ))
 }
 
 /// The context of one `update cluster` / `delete cluster` run.
@@ -506,7 +508,11 @@ pub async fn list_record_sets(
             .await
             .map_err(|e| classify("ListResourceRecordSets", zone_id, e))?;
         records.extend(out.resource_record_sets().iter().cloned());
-        match (out.is_truncated(), out.next_record_name(), out.next_record_type()) {
+        match (
+            out.is_truncated(),
+            out.next_record_name(),
+            out.next_record_type(),
+        ) {
             (true, Some(name), Some(kind)) => start = Some((name.to_string(), kind.clone())),
             _ => return Ok(records),
         }

@@ -330,7 +330,10 @@ pub async fn list_cluster_resources(
 }
 
 fn owned_by(cluster: &str, tags: &std::collections::HashMap<String, String>) -> Option<bool> {
-    match tags.get(&format!("{TAG_CLUSTER_PREFIX}{cluster}")).map(String::as_str) {
+    match tags
+        .get(&format!("{TAG_CLUSTER_PREFIX}{cluster}"))
+        .map(String::as_str)
+    {
         Some("shared") => Some(true),
         Some(_) => Some(false),
         None if tags.get(TAG_CLUSTER).map(String::as_str) == Some(cluster) => Some(false),
@@ -485,19 +488,23 @@ async fn delete_record(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError
         .action(ChangeAction::Delete)
         .resource_record_set(set.clone())
         .build()
-        .map_err(|e| Fatal(AwsError::Call {
-            operation: "ChangeResourceRecordSets",
-            resource: r.id.clone(),
-            message: e.to_string(),
-        }))?;
+        .map_err(|e| {
+            Fatal(AwsError::Call {
+                operation: "ChangeResourceRecordSets",
+                resource: r.id.clone(),
+                message: e.to_string(),
+            })
+        })?;
     let batch = ChangeBatch::builder()
         .changes(change)
         .build()
-        .map_err(|e| Fatal(AwsError::Call {
-            operation: "ChangeResourceRecordSets",
-            resource: r.id.clone(),
-            message: e.to_string(),
-        }))?;
+        .map_err(|e| {
+            Fatal(AwsError::Call {
+                operation: "ChangeResourceRecordSets",
+                resource: r.id.clone(),
+                message: e.to_string(),
+            })
+        })?;
     match cloud
         .route53()
         .change_resource_record_sets()
@@ -519,7 +526,11 @@ async fn delete_rule(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> 
         Err(e) if e.code() == Some("ResourceNotFoundException") => return Ok(()),
         Err(e) => return sort_error("ListTargetsByRule", r, e),
     };
-    let ids: Vec<String> = targets.targets().iter().map(|t| t.id().to_string()).collect();
+    let ids: Vec<String> = targets
+        .targets()
+        .iter()
+        .map(|t| t.id().to_string())
+        .collect();
     if !ids.is_empty() {
         if let Err(e) = events
             .remove_targets()

@@ -11,10 +11,13 @@
 //!   connections), which the control-plane autoscaling groups register in;
 //! - the listener `api.<cluster>-443`, TCP 443 to that target group.
 //!
-//! Not yet: the TLS listener and target group for `sslCertificate`, the
-//! kops-controller and cilium-etcd listeners for `dns: None`, explicit
-//! `subnets` with private addresses or elastic IPs, access logs, the
-//! cross-zone attribute, additional security groups, the Classic class.
+//! With `sslCertificate`, TLS on 443 to a `tls-...` target group and TCP on
+//! 8443 to the TCP one; explicit `subnets` with elastic IPs or private
+//! addresses; `additionalSecurityGroups`; the cross-zone and access-log
+//! attributes when the spec sets them.
+//!
+//! Not yet: the kops-controller and cilium-etcd listeners for `dns: None`,
+//! the Classic class.
 
 use std::collections::BTreeMap;
 
@@ -61,7 +64,11 @@ pub fn target_group_name(model: &Model<'_>) -> String {
 pub fn target_groups_for(model: &Model<'_>, role: Option<Role>) -> Vec<OutputRef<TargetGroupArn>> {
     match role {
         Some(Role::ControlPlane | Role::ApiServer) if uses_api_load_balancer(model) => {
-            vec![TargetGroup::arn_ref(&target_group_name(model))]
+            let mut groups = vec![TargetGroup::arn_ref(&target_group_name(model))];
+            if ssl_certificate(model).is_some() {
+                groups.push(TargetGroup::arn_ref(&resource_name32(model.name(), "tls")));
+            }
+            groups
         }
         Some(Role::Bastion) => vec![TargetGroup::arn_ref(&resource_name32(
             model.name(),
@@ -79,7 +86,10 @@ pub fn target_groups_for(model: &Model<'_>, role: Option<Role>) -> Vec<OutputRef
 /// same AWS name the bastion groups register in; the listener
 /// `bastion.<cluster>-22`; and, with `bastionPublicName` and published DNS,
 /// alias records for that name.
-pub fn build_bastion(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
+pub fn build_bastion(
+    model: &Model<'_>,
+    graph: &mut TaskGraph<AwsContext>,
+) -> Result<(), ModelError> {
     if !model.has_role(Role::Bastion) {
         return Ok(());
     }
@@ -100,7 +110,11 @@ pub fn build_bastion(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Re
             path: "spec.topology.bastion.loadBalancer.type".into(),
             message: format!(
                 "no {} subnet for the bastion's load balancer",
-                if internal { "private" } else { "public or utility" }
+                if internal {
+                    "private"
+                } else {
+                    "public or utility"
+                }
             ),
             hint: "add such a subnet, or change the bastion load balancer's type".into(),
         });
@@ -109,11 +123,20 @@ pub fn build_bastion(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Re
     let aws_name = resource_name32(model.name(), "bastion");
     graph.add(NetworkLoadBalancer {
         load_balancer_name: aws_name.clone(),
-        scheme: if internal { "internal" } else { "internet-facing" }.to_string(),
+        scheme: if internal {
+            "internal"
+        } else {
+            "internet-facing"
+        }
+        .to_string(),
         subnets: placed.iter().map(|s| subnet_ref(model, &s.name)).collect(),
         security_groups: vec![SecurityGroup::id_ref(&elb_group_name(model, "bastion"))],
         tags: model.tags(&name, &[]),
         name: name.clone(),
+        additional_security_groups: Vec::new(),
+        subnet_allocations: Default::default(),
+        subnet_private_addresses: Default::default(),
+        attributes: Default::default(),
     })?;
     graph.add(TargetGroup {
         vpc: vpc_ref(model),
@@ -134,6 +157,8 @@ pub fn build_bastion(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Re
         port: 22,
         protocol: "TCP".to_string(),
         target_group: TargetGroup::arn_ref(&aws_name),
+        certificate_arn: None,
+        ssl_policy: None,
     })?;
     if let Some(public_name) = bastion.and_then(|b| b.bastion_public_name.as_deref()) {
         if model.publishes_dns_records() {
@@ -146,6 +171,19 @@ pub fn build_bastion(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Re
         }
     }
     Ok(())
+}
+
+/// The API's TLS certificate (`spec.api.loadBalancer.sslCertificate`): the
+/// balancer then terminates TLS on 443 and passes TCP through on 8443.
+fn ssl_certificate(model: &Model<'_>) -> Option<String> {
+    model
+        .cluster
+        .spec
+        .api
+        .as_ref()
+        .and_then(|a| a.load_balancer.as_ref())
+        .and_then(|lb| lb.ssl_certificate.clone())
+        .filter(|c| !c.is_empty())
 }
 
 fn spec_error(field: &str, message: String, hint: &str) -> ModelError {
@@ -233,14 +271,24 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
             ))
         }
     };
-    if lb.subnets.as_ref().is_some_and(|s| !s.is_empty()) {
-        return Err(spec_error(
-            "subnets",
-            "kops-rs does not place the API load balancer in explicit subnets yet".to_string(),
-            "remove spec.api.loadBalancer.subnets to use one subnet per zone",
-        ));
-    }
-    let placed = subnets(model, internal);
+    let explicit = lb.subnets.clone().unwrap_or_default();
+    let placed: Vec<&ClusterSubnetSpec> = if explicit.is_empty() {
+        subnets(model, internal)
+    } else {
+        let all = model.cluster.spec.subnets.as_deref().unwrap_or_default();
+        let mut placed = Vec::new();
+        for (i, wanted) in explicit.iter().enumerate() {
+            let Some(subnet) = all.iter().find(|s| s.name == wanted.name) else {
+                return Err(spec_error(
+                    &format!("subnets[{i}].name"),
+                    format!("no subnet named `{}` in spec.subnets", wanted.name),
+                    "name one of the cluster's subnets",
+                ));
+            };
+            placed.push(subnet);
+        }
+        placed
+    };
     if placed.is_empty() {
         return Err(spec_error(
             "type",
@@ -258,7 +306,40 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
     }
     let name = load_balancer_name(model);
     let group_name = target_group_name(model);
+    let mut attributes = std::collections::BTreeMap::new();
+    if let Some(cross_zone) = lb.cross_zone_load_balancing {
+        attributes.insert(
+            "load_balancing.cross_zone.enabled".to_string(),
+            cross_zone.to_string(),
+        );
+    }
+    if let Some(log) = &lb.access_log {
+        attributes.insert("access_logs.s3.enabled".to_string(), "true".to_string());
+        attributes.insert(
+            "access_logs.s3.bucket".to_string(),
+            log.bucket.clone().unwrap_or_default(),
+        );
+        attributes.insert(
+            "access_logs.s3.prefix".to_string(),
+            log.bucket_prefix.clone().unwrap_or_default(),
+        );
+    }
+    let by_subnet = |pick: fn(&kops_api::cluster::LoadBalancerSubnetSpec) -> Option<&String>| {
+        explicit
+            .iter()
+            .filter_map(|s| {
+                Some((
+                    crate::network::subnet_name(model, &s.name),
+                    pick(s)?.clone(),
+                ))
+            })
+            .collect()
+    };
     graph.add(NetworkLoadBalancer {
+        additional_security_groups: lb.additional_security_groups.clone().unwrap_or_default(),
+        subnet_allocations: by_subnet(|s| s.allocation_id.as_ref()),
+        subnet_private_addresses: by_subnet(|s| s.private_ipv4_address.as_ref()),
+        attributes,
         load_balancer_name: resource_name32(model.name(), "api"),
         scheme: if internal {
             "internal"
@@ -284,13 +365,53 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         tags: model.tags(&group_name, &[]),
         name: group_name.clone(),
     })?;
-    graph.add(Listener {
-        name: format!("{name}-{API_PORT}"),
-        load_balancer: NetworkLoadBalancer::output_ref(&name),
-        port: API_PORT,
-        protocol: "TCP".to_string(),
-        target_group: TargetGroup::arn_ref(&group_name),
-    })?;
+    match ssl_certificate(model) {
+        None => graph.add(Listener {
+            name: format!("{name}-{API_PORT}"),
+            load_balancer: NetworkLoadBalancer::output_ref(&name),
+            port: API_PORT,
+            protocol: "TCP".to_string(),
+            target_group: TargetGroup::arn_ref(&group_name),
+            certificate_arn: None,
+            ssl_policy: None,
+        })?,
+        Some(certificate) => {
+            let tls_name = resource_name32(model.name(), "tls");
+            graph.add(TargetGroup {
+                vpc: vpc_ref(model),
+                protocol: "TLS".to_string(),
+                port: API_PORT,
+                health_check_protocol: "TCP".to_string(),
+                health_check_interval: 10,
+                healthy_threshold: 2,
+                unhealthy_threshold: 2,
+                deregistration_delay: 30,
+                connection_termination: true,
+                tags: model.tags(&tls_name, &[]),
+                name: tls_name.clone(),
+            })?;
+            graph.add(Listener {
+                name: format!("{name}-{API_PORT}"),
+                load_balancer: NetworkLoadBalancer::output_ref(&name),
+                port: API_PORT,
+                protocol: "TLS".to_string(),
+                target_group: TargetGroup::arn_ref(&tls_name),
+                certificate_arn: Some(certificate),
+                ssl_policy: lb.ssl_policy.clone(),
+            })?;
+            // Clients with certificates (kubelets, admins) still reach the
+            // API servers' own TLS, on 8443.
+            graph.add(Listener {
+                name: format!("{name}-8443"),
+                load_balancer: NetworkLoadBalancer::output_ref(&name),
+                port: 8443,
+                protocol: "TCP".to_string(),
+                target_group: TargetGroup::arn_ref(&group_name),
+                certificate_arn: None,
+                ssl_policy: None,
+            })?;
+        }
+    }
     Ok(())
 }
 

@@ -23,14 +23,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kops_api::cluster::WarmPoolSpec;
 use kops_api::{InstanceGroup, Role, SubnetType};
 use kops_aws::context::Tags;
-use kops_api::cluster::WarmPoolSpec;
 use kops_aws::tasks::autoscaling_group::{AutoscalingGroup, MixedInstances, WarmPool};
-use kops_aws::tasks::lifecycle_hook::LifecycleHook;
 use kops_aws::tasks::ebs_volume::EbsVolume;
 use kops_aws::tasks::iam_instance_profile::IamInstanceProfile;
-use kops_aws::tasks::launch_template::{LaunchTemplate, RootVolume};
+use kops_aws::tasks::launch_template::{ExtraVolume, LaunchTemplate, RootVolume};
+use kops_aws::tasks::lifecycle_hook::LifecycleHook;
 use kops_aws::tasks::security_group::SecurityGroup;
 use kops_aws::tasks::ssh_key::SshKey;
 use kops_aws::AwsContext;
@@ -428,6 +428,8 @@ fn instance_group(
         ssh_key: ssh::ssh_key(model)?.map(|k| SshKey::name_ref(&k.name)),
         associate_public_ip,
         detailed_monitoring: spec.detailed_instance_monitoring.unwrap_or(false),
+        extra_volumes: extra_volumes(index, group)?,
+        cpu_credits: spec.cpu_credits.clone().filter(|c| !c.is_empty()),
         user_data: user_data(model, index, group)?,
         tags: tags.clone(),
     };
@@ -468,12 +470,67 @@ fn instance_group(
         target_groups: crate::api_load_balancer::target_groups_for(model, group.role()),
         mixed_instances: spec.mixed_instances_policy.as_ref().map(mixed_instances),
         enabled_metrics: enabled_metrics(warm_pool(model, group).is_some()),
+        load_balancer_names: spec
+            .external_load_balancers
+            .iter()
+            .flatten()
+            .filter_map(|l| l.load_balancer_name.clone())
+            .collect(),
+        external_target_group_arns: spec
+            .external_load_balancers
+            .iter()
+            .flatten()
+            .filter_map(|l| l.target_group_arn.clone())
+            .collect(),
         warm_pool: warm_pool(model, group).map(|w| WarmPool {
             min_size: w.min_size.unwrap_or(0) as i32,
             max_group_prepared_capacity: w.max_size.map(|m| m as i32),
         }),
     };
     Ok((template, autoscaling))
+}
+
+/// A group's data volumes (`spec.volumes`): gp3 by default (3000 IOPS,
+/// 125 MiB/s), deleted with the instance unless `deleteOnTermination: false`.
+fn extra_volumes(index: usize, group: &InstanceGroup) -> Result<Vec<ExtraVolume>, ModelError> {
+    let mut volumes = Vec::new();
+    for (i, v) in group.spec.volumes.iter().flatten().enumerate() {
+        if v.device.is_empty() {
+            return Err(spec_error(
+                index,
+                &format!("volumes[{i}].device"),
+                "a volume needs a device name".to_string(),
+                "set `device`, e.g. /dev/xvdd",
+            ));
+        }
+        let Some(size) = v.size.filter(|s| *s > 0) else {
+            return Err(spec_error(
+                index,
+                &format!("volumes[{i}].size"),
+                "a volume needs a size in GiB".to_string(),
+                "set `size`, e.g. 20",
+            ));
+        };
+        let volume_type = v
+            .kind
+            .clone()
+            .unwrap_or_else(|| DEFAULT_VOLUME_TYPE.to_string());
+        let gp3 = volume_type == "gp3";
+        volumes.push(ExtraVolume {
+            device: v.device.clone(),
+            size: size as i32,
+            iops: v.iops.map(|i| i as i32).or(gp3.then_some(DEFAULT_GP3_IOPS)),
+            throughput: v
+                .throughput
+                .map(|t| t as i32)
+                .or(gp3.then_some(DEFAULT_GP3_THROUGHPUT)),
+            volume_type,
+            encrypted: v.encrypted.unwrap_or(false),
+            kms_key_id: v.key.clone(),
+            delete_on_termination: v.delete_on_termination.unwrap_or(true),
+        });
+    }
+    Ok(volumes)
 }
 
 /// The group metrics kops collects: the group's sizes and instance

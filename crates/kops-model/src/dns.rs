@@ -59,7 +59,9 @@ pub fn needs_zone(model: &Model<'_>) -> bool {
     model.publishes_dns_records() && (api_load_balancer(model).is_some() || bastion_name)
 }
 
-fn api_load_balancer<'a>(model: &Model<'a>) -> Option<&'a kops_api::cluster::LoadBalancerAccessSpec> {
+fn api_load_balancer<'a>(
+    model: &Model<'a>,
+) -> Option<&'a kops_api::cluster::LoadBalancerAccessSpec> {
     model
         .cluster
         .spec

@@ -123,7 +123,11 @@ async fn apply_case(cluster: Cluster, groups: Vec<InstanceGroup>) {
         groups.len(),
         "{name}: one autoscaling group per instance group"
     );
-    if modelled.spec.api.as_ref().is_some_and(|a| a.load_balancer.is_some())
+    if modelled
+        .spec
+        .api
+        .as_ref()
+        .is_some_and(|a| a.load_balancer.is_some())
         && model.publishes_dns_records()
     {
         assert!(count("dns-record") >= 2, "{name}: the API records");
@@ -160,7 +164,10 @@ async fn apply_case(cluster: Cluster, groups: Vec<InstanceGroup>) {
     .await
     .unwrap_or_else(|e| panic!("{name}: delete failed: {e}"));
     let remaining = left(&cloud, &name).await;
-    assert!(remaining.is_empty(), "{name}: left after delete: {remaining:#?}");
+    assert!(
+        remaining.is_empty(),
+        "{name}: left after delete: {remaining:#?}"
+    );
 }
 
 async fn apply_shared_case(case: &str) {
@@ -311,6 +318,116 @@ metadata: {{name: nodes, labels: {{kops.k8s.io/cluster: {name}}}}}
 spec: {{role: Node, image: "{IMAGE}", machineType: t3.large, minSize: 3, maxSize: 3, subnets: [us-east-1a, us-east-1b, us-east-1c]}}
 "#
     );
+    let (cluster, groups) = load(&yaml);
+    apply_case(cluster, groups).await;
+}
+
+/// kops' complex case: TLS on the API load balancer with an elastic IP in
+/// an explicit subnet, additional and prefix-list access, a transit
+/// gateway for private egress, extra routes, additional security groups,
+/// data volumes, CPU credits, external load balancers, cloud labels, a
+/// permissions boundary. kops' fake ids stand for objects made here first
+/// (security groups, prefix lists, a transit gateway, an elastic IP, the
+/// external classic load balancer, the ACM certificate); `arn:aws-test`
+/// becomes `arn:aws`.
+#[tokio::test]
+async fn complex() {
+    let Some(yaml) = case_yaml("complex") else {
+        return;
+    };
+    let Some(cloud) = cloud().await else {
+        return;
+    };
+    let moto = kops_testkit::require_moto().unwrap();
+    let ec2 = cloud.ec2();
+    // moto keeps no subnet hostname type (ModifySubnetAttribute ignores
+    // PrivateDnsHostnameTypeOnLaunch), which the external cloud controller
+    // manager asks for: without it every run would see a change.
+    let mut yaml = yaml.replace("arn:aws-test:", "arn:aws:").replace(
+        "  cloudControllerManager:\n    concurrentNodeSyncs: 5\n",
+        "",
+    );
+    for fake in [
+        "sg-exampleid3",
+        "sg-exampleid4",
+        "sg-exampleid5",
+        "sg-exampleid6",
+    ] {
+        let id = ec2
+            .create_security_group()
+            .group_name(format!("complex-{fake}"))
+            .description("made outside the cluster")
+            .send()
+            .await
+            .unwrap()
+            .group_id()
+            .unwrap()
+            .to_string();
+        yaml = yaml.replace(fake, &id);
+    }
+    for fake in ["pl-44444444", "pl-66666666"] {
+        let id = ec2
+            .create_managed_prefix_list()
+            .prefix_list_name(format!("complex-{fake}"))
+            .address_family("IPv4")
+            .max_entries(5)
+            .send()
+            .await
+            .unwrap()
+            .prefix_list()
+            .unwrap()
+            .prefix_list_id()
+            .unwrap()
+            .to_string();
+        yaml = yaml.replace(fake, &id);
+    }
+    let tgw = ec2
+        .create_transit_gateway()
+        .send()
+        .await
+        .unwrap()
+        .transit_gateway()
+        .unwrap()
+        .transit_gateway_id()
+        .unwrap()
+        .to_string();
+    yaml = yaml
+        .replace("tgw-0123456", &tgw)
+        .replace("tgw-123456", &tgw);
+    let eip = ec2
+        .allocate_address()
+        .send()
+        .await
+        .unwrap()
+        .allocation_id()
+        .unwrap()
+        .to_string();
+    yaml = yaml.replace("eipalloc-012345a678b9cdefa", &eip);
+    let (status, body) = moto
+        .query_api(
+            "elasticloadbalancing",
+            "Action=CreateLoadBalancer&Version=2012-06-01&LoadBalancerName=my-external-lb-1\
+             &Listeners.member.1.Protocol=TCP&Listeners.member.1.LoadBalancerPort=80\
+             &Listeners.member.1.InstancePort=80&AvailabilityZones.member.1=us-east-1a",
+        )
+        .unwrap();
+    assert!(status < 300, "classic ELB: {status} {body}");
+    let (status, body) = moto
+        .json_api(
+            "acm",
+            "CertificateManager.RequestCertificate",
+            r#"{"DomainName": "api.complex.example.com"}"#,
+        )
+        .unwrap();
+    assert!(status < 300, "ACM certificate: {status} {body}");
+    let certificate: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let arn = certificate["CertificateArn"].as_str().unwrap();
+    let fake = yaml
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("sslCertificate: "))
+        .unwrap()
+        .to_string();
+    yaml = yaml.replace(&fake, arn);
     let (cluster, groups) = load(&yaml);
     apply_case(cluster, groups).await;
 }

@@ -251,8 +251,7 @@ impl Moto {
              <Name>{name}.</Name><CallerReference>kops-testkit-{name}</CallerReference>\
              </CreateHostedZoneRequest>"
         );
-        let (status, created) =
-            http_request_with(
+        let (status, created) = http_request_with(
             self.port,
             "POST",
             "/2013-04-01/hostedzone",
@@ -266,6 +265,27 @@ impl Moto {
                 "moto create hosted zone `{name}` answered {status}: {created}"
             ))),
         }
+    }
+
+    /// Calls a query-protocol AWS API of moto (`Action=...&...` form body)
+    /// for a service the tests have no SDK client of (classic ELB, say);
+    /// returns the status and body.
+    pub fn query_api(&self, service: &str, form: &str) -> io::Result<(u16, String)> {
+        let headers = format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nAuthorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host, Signature=0\r\n"
+        );
+        let (status, body) = http_request_with(self.port, "POST", "/", &headers, form)?;
+        Ok((status, String::from_utf8_lossy(&body).to_string()))
+    }
+
+    /// Calls a JSON-protocol AWS API of moto (`X-Amz-Target: <target>`),
+    /// e.g. ACM's `CertificateManager.RequestCertificate`.
+    pub fn json_api(&self, service: &str, target: &str, json: &str) -> io::Result<(u16, String)> {
+        let headers = format!(
+            "Content-Type: application/x-amz-json-1.1\r\nX-Amz-Target: {target}\r\nAuthorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host, Signature=0\r\n"
+        );
+        let (status, body) = http_request_with(self.port, "POST", "/", &headers, json)?;
+        Ok((status, String::from_utf8_lossy(&body).to_string()))
     }
 
     /// Environment for child processes (e.g. the `kops` binary) so their AWS

@@ -48,6 +48,12 @@ pub struct AutoscalingGroup {
     /// Group metrics collected every minute (kops enables the group sizes,
     /// and the warm pool's with one).
     pub enabled_metrics: BTreeSet<String>,
+    /// Classic load balancers made outside the cluster the instances
+    /// register with (`spec.externalLoadBalancers[].loadBalancerName`).
+    pub load_balancer_names: BTreeSet<String>,
+    /// Target groups made outside the cluster
+    /// (`spec.externalLoadBalancers[].targetGroupArn`).
+    pub external_target_group_arns: Vec<String>,
 }
 
 /// The granularity of the group metrics.
@@ -95,6 +101,7 @@ pub struct AutoscalingGroupActual {
     pub mixed_instances: Option<MixedInstances>,
     pub warm_pool: Option<WarmPool>,
     pub enabled_metrics: BTreeSet<String>,
+    pub load_balancer_names: BTreeSet<String>,
 }
 
 impl AutoscalingGroup {
@@ -129,7 +136,7 @@ impl AutoscalingGroup {
 
     /// Target group ARNs, sorted; unknown ones (a dry run) as `<TargetGroup/name>`.
     fn target_group_arns(&self, deps: &Outputs) -> Result<Vec<String>, TaskError> {
-        let mut arns = Vec::new();
+        let mut arns = self.external_target_group_arns.clone();
         for group in &self.target_groups {
             arns.push(match deps.try_get(group)? {
                 Some(arn) => arn.0.clone(),
@@ -294,6 +301,7 @@ fn actual_of(group: &aws_sdk_autoscaling::types::AutoScalingGroup) -> Autoscalin
             arns
         },
         mixed_instances: mixed.map(mixed_of),
+        load_balancer_names: group.load_balancer_names().iter().cloned().collect(),
         enabled_metrics: group
             .enabled_metrics()
             .iter()
@@ -301,9 +309,7 @@ fn actual_of(group: &aws_sdk_autoscaling::types::AutoScalingGroup) -> Autoscalin
             .collect(),
         warm_pool: group.warm_pool_configuration().map(|w| WarmPool {
             min_size: w.min_size().unwrap_or_default(),
-            max_group_prepared_capacity: w
-                .max_group_prepared_capacity()
-                .filter(|c| *c >= 0),
+            max_group_prepared_capacity: w.max_group_prepared_capacity().filter(|c| *c >= 0),
         }),
     }
 }
@@ -398,7 +404,10 @@ impl Task<AwsContext> for AutoscalingGroup {
                 &self.target_group_arns(deps)?,
             );
         }
-        match (&self.mixed_instances, actual.and_then(|a| a.mixed_instances.as_ref())) {
+        match (
+            &self.mixed_instances,
+            actual.and_then(|a| a.mixed_instances.as_ref()),
+        ) {
             (Some(expected), found) => expected.compare(found, &mut changes),
             (None, Some(found)) => {
                 changes.compare(
@@ -408,6 +417,13 @@ impl Task<AwsContext> for AutoscalingGroup {
                 );
             }
             (None, None) => {}
+        }
+        if actual.is_some() || !self.load_balancer_names.is_empty() {
+            changes.compare(
+                "loadBalancerNames",
+                actual.map(|a| &a.load_balancer_names),
+                &self.load_balancer_names,
+            );
         }
         if actual.is_some() || !self.enabled_metrics.is_empty() {
             changes.compare(
@@ -419,15 +435,24 @@ impl Task<AwsContext> for AutoscalingGroup {
         if actual.is_some() || self.warm_pool.is_some() {
             changes.compare(
                 "warmPool.minSize",
-                actual.map(|a| a.warm_pool.as_ref().map(|w| w.min_size)).as_ref(),
+                actual
+                    .map(|a| a.warm_pool.as_ref().map(|w| w.min_size))
+                    .as_ref(),
                 &self.warm_pool.as_ref().map(|w| w.min_size),
             );
             changes.compare(
                 "warmPool.maxGroupPreparedCapacity",
                 actual
-                    .map(|a| a.warm_pool.as_ref().and_then(|w| w.max_group_prepared_capacity))
+                    .map(|a| {
+                        a.warm_pool
+                            .as_ref()
+                            .and_then(|w| w.max_group_prepared_capacity)
+                    })
                     .as_ref(),
-                &self.warm_pool.as_ref().and_then(|w| w.max_group_prepared_capacity),
+                &self
+                    .warm_pool
+                    .as_ref()
+                    .and_then(|w| w.max_group_prepared_capacity),
             );
         }
         if actual.is_some() || self.max_instance_lifetime != 0 {
@@ -459,7 +484,7 @@ impl Task<AwsContext> for AutoscalingGroup {
             subnets.push(deps.get(subnet)?.0.clone());
         }
         subnets.sort();
-        let mut target_groups = Vec::new();
+        let mut target_groups = self.external_target_group_arns.clone();
         for group in &self.target_groups {
             target_groups.push(deps.get(group)?.0.clone());
         }
@@ -485,6 +510,10 @@ impl Task<AwsContext> for AutoscalingGroup {
                     .set_target_group_arns(
                         (!target_groups.is_empty()).then(|| target_groups.clone()),
                     )
+                    .set_load_balancer_names(
+                        (!self.load_balancer_names.is_empty())
+                            .then(|| self.load_balancer_names.iter().cloned().collect()),
+                    )
                     .send()
                     .await;
                 match created {
@@ -509,7 +538,9 @@ impl Task<AwsContext> for AutoscalingGroup {
                 ]
                 .iter()
                 .any(|f| changes.has(f))
-                    || changes.iter().any(|c| c.field.starts_with("mixedInstances."));
+                    || changes
+                        .iter()
+                        .any(|c| c.field.starts_with("mixedInstances."));
                 if update {
                     let (plain, mixed) = match &self.mixed_instances {
                         Some(m) => (None, Some(m.to_api(template_spec))),
@@ -557,6 +588,34 @@ impl Task<AwsContext> for AutoscalingGroup {
                         .await
                         .map_err(|e| classify("DetachLoadBalancerTargetGroups", &self.name, e))?;
                 }
+                let attach: Vec<String> = self
+                    .load_balancer_names
+                    .difference(&actual.load_balancer_names)
+                    .cloned()
+                    .collect();
+                if !attach.is_empty() {
+                    autoscaling
+                        .attach_load_balancers()
+                        .auto_scaling_group_name(&self.name)
+                        .set_load_balancer_names(Some(attach))
+                        .send()
+                        .await
+                        .map_err(|e| classify("AttachLoadBalancers", &self.name, e))?;
+                }
+                let detach: Vec<String> = actual
+                    .load_balancer_names
+                    .difference(&self.load_balancer_names)
+                    .cloned()
+                    .collect();
+                if !detach.is_empty() {
+                    autoscaling
+                        .detach_load_balancers()
+                        .auto_scaling_group_name(&self.name)
+                        .set_load_balancer_names(Some(detach))
+                        .send()
+                        .await
+                        .map_err(|e| classify("DetachLoadBalancers", &self.name, e))?;
+                }
                 let missing = tags_to_write(&actual.tags, &self.tags);
                 if !missing.is_empty() {
                     autoscaling
@@ -570,7 +629,9 @@ impl Task<AwsContext> for AutoscalingGroup {
             }
         };
         if changes.has("enabledMetrics") {
-            let current = actual.map(|a| a.enabled_metrics.clone()).unwrap_or_default();
+            let current = actual
+                .map(|a| a.enabled_metrics.clone())
+                .unwrap_or_default();
             let disable: Vec<String> = current.difference(&self.enabled_metrics).cloned().collect();
             if !disable.is_empty() {
                 autoscaling
@@ -599,9 +660,7 @@ impl Task<AwsContext> for AutoscalingGroup {
                         .put_warm_pool()
                         .auto_scaling_group_name(&self.name)
                         .min_size(pool.min_size)
-                        .max_group_prepared_capacity(
-                            pool.max_group_prepared_capacity.unwrap_or(-1),
-                        )
+                        .max_group_prepared_capacity(pool.max_group_prepared_capacity.unwrap_or(-1))
                         .send()
                         .await
                         .map_err(|e| classify("PutWarmPool", &self.name, e))?;

@@ -62,7 +62,11 @@ impl Task<AwsContext> for DnsName {
         vec![self.target.key().clone()]
     }
 
-    async fn find(&self, ctx: &AwsContext, _: &Outputs) -> Result<Option<DnsNameActual>, TaskError> {
+    async fn find(
+        &self,
+        ctx: &AwsContext,
+        _: &Outputs,
+    ) -> Result<Option<DnsNameActual>, TaskError> {
         let wanted = normalise_dns_name(&self.record_name);
         Ok(ctx
             .record_sets(&self.zone_id)

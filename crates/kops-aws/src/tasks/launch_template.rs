@@ -60,6 +60,38 @@ pub struct RootVolume {
     pub kms_key_id: Option<String>,
 }
 
+/// A data volume besides the root one (`spec.volumes`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ExtraVolume {
+    /// `/dev/xvdd`...
+    pub device: String,
+    /// GiB.
+    pub size: i32,
+    pub volume_type: String,
+    pub iops: Option<i32>,
+    pub throughput: Option<i32>,
+    pub encrypted: bool,
+    pub kms_key_id: Option<String>,
+    pub delete_on_termination: bool,
+}
+
+impl FieldValue for ExtraVolume {
+    fn render(&self) -> String {
+        format!(
+            "{} {} GiB {}{}{}",
+            self.device,
+            self.size,
+            self.volume_type,
+            if self.encrypted { ", encrypted" } else { "" },
+            if self.delete_on_termination {
+                ""
+            } else {
+                ", kept on termination"
+            }
+        )
+    }
+}
+
 impl FieldValue for RootVolume {
     fn render(&self) -> String {
         let mut text = format!("{} GiB {}", self.size, self.volume_type);
@@ -103,6 +135,10 @@ pub struct LaunchTemplate {
     pub ssh_key: Option<OutputRef<SshKeyName>>,
     pub associate_public_ip: bool,
     pub detailed_monitoring: bool,
+    /// Data volumes besides the root one.
+    pub extra_volumes: Vec<ExtraVolume>,
+    /// `spec.cpuCredits` of burstable instance types.
+    pub cpu_credits: Option<String>,
     /// The user-data script, in clear; sent base64-encoded.
     pub user_data: String,
     /// The tags of the template, and of the instances, volumes and network
@@ -127,6 +163,10 @@ pub struct TemplateData {
     /// Base64.
     pub user_data: String,
     pub instance_tags: Tags,
+    /// Sorted by device.
+    pub extra_volumes: Vec<ExtraVolume>,
+    /// `standard` or `unlimited` for burstable types.
+    pub cpu_credits: Option<String>,
 }
 
 /// What exists.
@@ -186,6 +226,12 @@ impl LaunchTemplate {
             detailed_monitoring: self.detailed_monitoring,
             user_data: self.encoded_user_data(),
             instance_tags: self.tags.clone(),
+            extra_volumes: {
+                let mut v = self.extra_volumes.clone();
+                v.sort();
+                v
+            },
+            cpu_credits: self.cpu_credits.clone(),
         })
     }
 
@@ -229,17 +275,39 @@ impl LaunchTemplate {
                 .build()
         })
         .collect();
+        let mut mappings = vec![LaunchTemplateBlockDeviceMappingRequest::builder()
+            .device_name(&image.root_device_name)
+            .ebs(ebs)
+            .build()];
+        for extra in &self.extra_volumes {
+            mappings.push(
+                LaunchTemplateBlockDeviceMappingRequest::builder()
+                    .device_name(&extra.device)
+                    .ebs(
+                        LaunchTemplateEbsBlockDeviceRequest::builder()
+                            .volume_size(extra.size)
+                            .volume_type(VolumeType::from(extra.volume_type.as_str()))
+                            .set_iops(extra.iops)
+                            .set_throughput(extra.throughput)
+                            .encrypted(extra.encrypted)
+                            .set_kms_key_id(extra.kms_key_id.clone())
+                            .delete_on_termination(extra.delete_on_termination)
+                            .build(),
+                    )
+                    .build(),
+            );
+        }
         Ok(RequestLaunchTemplateData::builder()
+            .set_credit_specification(self.cpu_credits.as_ref().map(|c| {
+                aws_sdk_ec2::types::CreditSpecificationRequest::builder()
+                    .cpu_credits(c)
+                    .build()
+            }))
             .image_id(&image.id)
             .instance_type(aws_sdk_ec2::types::InstanceType::from(
                 self.instance_type.as_str(),
             ))
-            .block_device_mappings(
-                LaunchTemplateBlockDeviceMappingRequest::builder()
-                    .device_name(&image.root_device_name)
-                    .ebs(ebs)
-                    .build(),
-            )
+            .set_block_device_mappings(Some(mappings))
             .iam_instance_profile(
                 LaunchTemplateIamInstanceProfileSpecificationRequest::builder()
                     .name(&profile.name)
@@ -299,7 +367,34 @@ pub fn template_data(data: &ResponseLaunchTemplateData, root_device_name: &str) 
     groups.extend(data.security_group_ids().iter().cloned());
     groups.sort();
     groups.dedup();
+    let mut extra_volumes: Vec<ExtraVolume> = data
+        .block_device_mappings()
+        .iter()
+        .filter(|m| m.device_name() != Some(root_device_name))
+        .filter_map(|m| {
+            let ebs = m.ebs()?;
+            Some(ExtraVolume {
+                device: m.device_name()?.to_string(),
+                size: ebs.volume_size().unwrap_or_default(),
+                volume_type: ebs
+                    .volume_type()
+                    .map(|t| t.as_str().to_string())
+                    .unwrap_or_default(),
+                iops: ebs.iops(),
+                throughput: ebs.throughput(),
+                encrypted: ebs.encrypted().unwrap_or(false),
+                kms_key_id: ebs.kms_key_id().map(str::to_string),
+                delete_on_termination: ebs.delete_on_termination().unwrap_or(true),
+            })
+        })
+        .collect();
+    extra_volumes.sort();
     TemplateData {
+        extra_volumes,
+        cpu_credits: data
+            .credit_specification()
+            .and_then(|c| c.cpu_credits())
+            .map(str::to_string),
         image_id: data.image_id().unwrap_or_default().to_string(),
         instance_type: data
             .instance_type()
@@ -496,6 +591,20 @@ impl Task<AwsContext> for LaunchTemplate {
             )
             .compare("instanceTags", instance_tags.as_ref(), &self.tags)
             .compare("tags", tags.as_ref(), &self.tags);
+        if !expected.extra_volumes.is_empty() || data.is_some_and(|d| !d.extra_volumes.is_empty()) {
+            changes.compare(
+                "volumes",
+                data.map(|d| &d.extra_volumes),
+                &expected.extra_volumes,
+            );
+        }
+        if expected.cpu_credits.is_some() {
+            changes.compare(
+                "cpuCredits",
+                data.map(|d| &d.cpu_credits),
+                &expected.cpu_credits,
+            );
+        }
         Ok(changes)
     }
 

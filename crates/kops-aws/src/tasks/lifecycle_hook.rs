@@ -48,7 +48,10 @@ impl Task<AwsContext> for LifecycleHook {
     }
 
     fn dependencies(&self) -> Vec<TaskKey> {
-        vec![TaskKey::new(AutoscalingGroup::KIND, &self.autoscaling_group)]
+        vec![TaskKey::new(
+            AutoscalingGroup::KIND,
+            &self.autoscaling_group,
+        )]
     }
 
     async fn find(

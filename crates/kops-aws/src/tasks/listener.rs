@@ -18,9 +18,13 @@ pub struct Listener {
     pub name: String,
     pub load_balancer: OutputRef<LoadBalancerOutput>,
     pub port: i32,
-    /// `TCP` (or `TLS` with a certificate, not built yet).
+    /// `TCP`, or `TLS` with a certificate.
     pub protocol: String,
     pub target_group: OutputRef<TargetGroupArn>,
+    /// The ACM certificate of a `TLS` listener.
+    pub certificate_arn: Option<String>,
+    /// The TLS security policy (`ELBSecurityPolicy-...`); AWS' default when unset.
+    pub ssl_policy: Option<String>,
 }
 
 /// What exists.
@@ -29,6 +33,8 @@ pub struct ListenerActual {
     pub arn: String,
     pub protocol: String,
     pub target_group: String,
+    pub certificate_arn: Option<String>,
+    pub ssl_policy: Option<String>,
 }
 
 impl Listener {
@@ -88,6 +94,12 @@ impl Task<AwsContext> for Listener {
                     .find_map(|a| a.target_group_arn())
                     .unwrap_or_default()
                     .to_string(),
+                certificate_arn: l
+                    .certificates()
+                    .first()
+                    .and_then(|c| c.certificate_arn())
+                    .map(str::to_string),
+                ssl_policy: l.ssl_policy().map(str::to_string),
             }))
     }
 
@@ -107,6 +119,16 @@ impl Task<AwsContext> for Listener {
                 target,
                 self.target_group.key(),
             );
+        if self.certificate_arn.is_some() || actual.is_some_and(|a| a.certificate_arn.is_some()) {
+            changes.compare(
+                "certificate",
+                actual.map(|a| &a.certificate_arn),
+                &self.certificate_arn,
+            );
+        }
+        if self.ssl_policy.is_some() {
+            changes.compare("sslPolicy", actual.map(|a| &a.ssl_policy), &self.ssl_policy);
+        }
         Ok(changes)
     }
 
@@ -121,6 +143,13 @@ impl Task<AwsContext> for Listener {
     ) -> Result<(), TaskError> {
         let target = deps.get(&self.target_group)?;
         let protocol = ProtocolEnum::from(self.protocol.as_str());
+        let certificates = self.certificate_arn.as_ref().map(|arn| {
+            vec![
+                aws_sdk_elasticloadbalancingv2::types::Certificate::builder()
+                    .certificate_arn(arn)
+                    .build(),
+            ]
+        });
         match actual {
             None => {
                 let lb = deps.get(&self.load_balancer)?;
@@ -130,6 +159,8 @@ impl Task<AwsContext> for Listener {
                     .port(self.port)
                     .protocol(protocol)
                     .default_actions(self.action(&target.0))
+                    .set_certificates(certificates)
+                    .set_ssl_policy(self.ssl_policy.clone())
                     .send()
                     .await
                     .map_err(|e| classify("CreateListener", &self.name, e))?;
@@ -141,6 +172,8 @@ impl Task<AwsContext> for Listener {
                     .port(self.port)
                     .protocol(protocol)
                     .default_actions(self.action(&target.0))
+                    .set_certificates(certificates)
+                    .set_ssl_policy(self.ssl_policy.clone())
                     .send()
                     .await
                     .map_err(|e| classify("ModifyListener", &self.name, e))?;

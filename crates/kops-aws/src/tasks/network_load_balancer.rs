@@ -6,6 +6,8 @@
 //! per run (see [`AwsContext::load_balancers`]). Scheme and AWS name are
 //! fixed at creation; subnets and security groups are set in place.
 
+use std::collections::BTreeMap;
+
 use aws_sdk_elasticloadbalancingv2::types::{
     LoadBalancerSchemeEnum, LoadBalancerTypeEnum, SubnetMapping,
 };
@@ -42,6 +44,17 @@ pub struct NetworkLoadBalancer {
     pub subnets: Vec<OutputRef<SubnetId>>,
     pub security_groups: Vec<OutputRef<SecurityGroupId>>,
     pub tags: Tags,
+    /// Security groups made outside the cluster (`sg-...`), added to those above.
+    pub additional_security_groups: Vec<String>,
+    /// Elastic IPs (`eipalloc-...`) of a public balancer, by subnet task
+    /// name; fixed at creation.
+    pub subnet_allocations: BTreeMap<String, String>,
+    /// Private addresses of an internal balancer, by subnet task name;
+    /// fixed at creation.
+    pub subnet_private_addresses: BTreeMap<String, String>,
+    /// Load-balancer attributes kops sets (`load_balancing.cross_zone.enabled`,
+    /// `access_logs.s3.*`); read and compared only when there are any.
+    pub attributes: BTreeMap<String, String>,
 }
 
 /// What exists.
@@ -55,6 +68,11 @@ pub struct NetworkLoadBalancerActual {
     /// Sorted.
     pub security_groups: Vec<String>,
     pub tags: Tags,
+    /// Elastic IP allocation ids, sorted; `None` when AWS reports no
+    /// addresses at all (moto does not), so nothing can be compared.
+    pub allocations: Option<Vec<String>>,
+    /// The attributes this task manages, when it manages any.
+    pub attributes: BTreeMap<String, String>,
 }
 
 impl NetworkLoadBalancer {
@@ -85,8 +103,31 @@ impl NetworkLoadBalancer {
                 None => format!("<{}>", group.key()),
             });
         }
+        ids.extend(self.additional_security_groups.iter().cloned());
         ids.sort();
         Ok(ids)
+    }
+
+    /// The subnet mappings of a create.
+    fn mappings(&self, deps: &Outputs) -> Result<Vec<SubnetMapping>, TaskError> {
+        let mut mappings = Vec::new();
+        for subnet in &self.subnets {
+            let name = subnet.key().name.as_str();
+            mappings.push(
+                SubnetMapping::builder()
+                    .subnet_id(&deps.get(subnet)?.0)
+                    .set_allocation_id(self.subnet_allocations.get(name).cloned())
+                    .set_private_ipv4_address(self.subnet_private_addresses.get(name).cloned())
+                    .build(),
+            );
+        }
+        Ok(mappings)
+    }
+
+    fn allocations(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.subnet_allocations.values().cloned().collect();
+        ids.sort();
+        ids
     }
 }
 
@@ -102,7 +143,22 @@ fn actual_of(
     subnets.sort();
     let mut security_groups: Vec<String> = l.security_groups().to_vec();
     security_groups.sort();
+    let addresses: Vec<_> = l
+        .availability_zones()
+        .iter()
+        .flat_map(|z| z.load_balancer_addresses())
+        .collect();
+    let allocations = (!addresses.is_empty()).then(|| {
+        let mut ids: Vec<String> = addresses
+            .iter()
+            .filter_map(|a| a.allocation_id().map(str::to_string))
+            .collect();
+        ids.sort();
+        ids
+    });
     NetworkLoadBalancerActual {
+        allocations,
+        attributes: BTreeMap::new(),
         output: LoadBalancerOutput {
             arn: l.load_balancer_arn().unwrap_or_default().to_string(),
             dns_name: l.dns_name().unwrap_or_default().to_string(),
@@ -144,7 +200,9 @@ impl Task<AwsContext> for NetworkLoadBalancer {
             .iter()
             .find(|(_, tags)| tags.get(TAG_NAME) == Some(&self.name))
         {
-            return Ok(Some(actual_of(l, tags)));
+            let mut actual = actual_of(l, tags);
+            self.read_attributes(ctx, &mut actual).await?;
+            return Ok(Some(actual));
         }
         let Some(arn) = ctx.created_id(&self.key()) else {
             return Ok(None);
@@ -157,10 +215,12 @@ impl Task<AwsContext> for NetworkLoadBalancer {
             .send()
             .await
             .map_err(|e| classify("DescribeLoadBalancers", &self.name, e))?;
-        Ok(out
-            .load_balancers()
-            .first()
-            .map(|l| actual_of(l, &self.tags)))
+        let Some(l) = out.load_balancers().first() else {
+            return Ok(None);
+        };
+        let mut actual = actual_of(l, &self.tags);
+        self.read_attributes(ctx, &mut actual).await?;
+        Ok(Some(actual))
     }
 
     fn diff(
@@ -192,6 +252,24 @@ impl Task<AwsContext> for NetworkLoadBalancer {
                 &self.group_ids(deps)?,
             )
             .compare("tags", tags.as_ref(), &self.tags);
+        match actual.map(|a| a.allocations.as_ref()) {
+            // Unknown: nothing to compare.
+            Some(None) => {}
+            found
+                if !self.subnet_allocations.is_empty()
+                    || found.flatten().is_some_and(|a| !a.is_empty()) =>
+            {
+                changes.compare("allocations", found.flatten(), &self.allocations());
+            }
+            _ => {}
+        }
+        if !self.attributes.is_empty() {
+            changes.compare(
+                "attributes",
+                actual.map(|a| &a.attributes),
+                &self.attributes,
+            );
+        }
         Ok(changes)
     }
 
@@ -205,6 +283,14 @@ impl Task<AwsContext> for NetworkLoadBalancer {
                 "scheme",
                 a.scheme.as_str(),
                 self.scheme.as_str(),
+            )),
+            Some(NetworkLoadBalancerActual {
+                allocations: Some(found),
+                ..
+            }) if *found != self.allocations() => Err(TaskError::immutable(
+                "allocations",
+                found,
+                &self.allocations(),
             )),
             Some(a) if a.load_balancer_name != self.load_balancer_name => {
                 Err(TaskError::immutable(
@@ -237,12 +323,7 @@ impl Task<AwsContext> for NetworkLoadBalancer {
                 .name(&self.load_balancer_name)
                 .r#type(LoadBalancerTypeEnum::Network)
                 .scheme(LoadBalancerSchemeEnum::from(self.scheme.as_str()))
-                .set_subnet_mappings(Some(
-                    subnets
-                        .iter()
-                        .map(|s| SubnetMapping::builder().subnet_id(s).build())
-                        .collect(),
-                ))
+                .set_subnet_mappings(Some(self.mappings(deps)?))
                 .set_security_groups(Some(groups))
                 .set_tags(Some(elbv2_tag_list(&self.tags)))
                 .send()
@@ -256,6 +337,7 @@ impl Task<AwsContext> for NetworkLoadBalancer {
             })?;
             let actual = actual_of(created, &self.tags);
             ctx.remember_created(self.key(), &actual.output.arn);
+            self.write_attributes(ctx, &actual.output.arn).await?;
             return Ok(actual.output);
         };
         let arn = &actual.output.arn;
@@ -277,6 +359,9 @@ impl Task<AwsContext> for NetworkLoadBalancer {
                 .await
                 .map_err(|e| classify("SetSecurityGroups", &self.name, e))?;
         }
+        if changes.has("attributes") {
+            self.write_attributes(ctx, arn).await?;
+        }
         let missing = tags_to_write(&actual.tags, &self.tags);
         if !missing.is_empty() {
             elbv2
@@ -288,5 +373,57 @@ impl Task<AwsContext> for NetworkLoadBalancer {
                 .map_err(|e| classify("AddTags", &self.name, e))?;
         }
         Ok(actual.output.clone())
+    }
+}
+
+impl NetworkLoadBalancer {
+    /// Reads the managed attributes (one `DescribeLoadBalancerAttributes`),
+    /// only when the task manages some.
+    async fn read_attributes(
+        &self,
+        ctx: &AwsContext,
+        actual: &mut NetworkLoadBalancerActual,
+    ) -> Result<(), TaskError> {
+        if self.attributes.is_empty() {
+            return Ok(());
+        }
+        let out = ctx
+            .elbv2()
+            .describe_load_balancer_attributes()
+            .load_balancer_arn(&actual.output.arn)
+            .send()
+            .await
+            .map_err(|e| classify("DescribeLoadBalancerAttributes", &self.name, e))?;
+        actual.attributes = out
+            .attributes()
+            .iter()
+            .filter_map(|a| Some((a.key()?.to_string(), a.value()?.to_string())))
+            .filter(|(k, _)| self.attributes.contains_key(k))
+            .collect();
+        Ok(())
+    }
+
+    async fn write_attributes(&self, ctx: &AwsContext, arn: &str) -> Result<(), TaskError> {
+        if self.attributes.is_empty() {
+            return Ok(());
+        }
+        ctx.elbv2()
+            .modify_load_balancer_attributes()
+            .load_balancer_arn(arn)
+            .set_attributes(Some(
+                self.attributes
+                    .iter()
+                    .map(|(k, v)| {
+                        aws_sdk_elasticloadbalancingv2::types::LoadBalancerAttribute::builder()
+                            .key(k)
+                            .value(v)
+                            .build()
+                    })
+                    .collect(),
+            ))
+            .send()
+            .await
+            .map_err(|e| classify("ModifyLoadBalancerAttributes", &self.name, e))?;
+        Ok(())
     }
 }

@@ -105,13 +105,18 @@ impl Task<AwsContext> for SqsQueue {
         TaskKey::new(Self::KIND, &self.name)
     }
 
-    async fn find(&self, ctx: &AwsContext, _: &Outputs) -> Result<Option<SqsQueueActual>, TaskError> {
+    async fn find(
+        &self,
+        ctx: &AwsContext,
+        _: &Outputs,
+    ) -> Result<Option<SqsQueueActual>, TaskError> {
         let sqs = ctx.cloud.sqs();
         let url = match sqs.get_queue_url().queue_name(&self.name).send().await {
             Ok(out) => out.queue_url().unwrap_or_default().to_string(),
             Err(e)
                 if e.code().is_some_and(|c| {
-                    c == "AWS.SimpleQueueService.NonExistentQueue" || c.contains("QueueDoesNotExist")
+                    c == "AWS.SimpleQueueService.NonExistentQueue"
+                        || c.contains("QueueDoesNotExist")
                 }) =>
             {
                 return Ok(None)
