@@ -62,6 +62,8 @@ pub enum RenderClusterError {
     Ops(#[from] OpsError),
     #[error(transparent)]
     Render(#[from] kops_render::RenderError),
+    #[error("{0}")]
+    NodeConfig(String),
     #[error("cannot write `{path}`: {source}\nhint: check that the output directory (--out) is writable")]
     Write {
         path: String,
@@ -118,7 +120,7 @@ pub async fn render_cluster(
     let files = kops_model::files::state_files(
         &model,
         &kops_api::manifest::to_yaml(&completed),
-        node_configs(&cluster, &groups, &config_base),
+        node_configs(&completed, &groups, &config_base)?,
     );
     let input = Input {
         graph: &graph,
@@ -163,14 +165,19 @@ pub async fn render_cluster(
     })
 }
 
-/// Each group's node config (`nodeupconfig-<group>`), from kops-nodeup.
+/// Each group's node config (`nodeupconfig-<group>`), as kops-nodeup
+/// renders it for the state store (bastions and Karpenter groups have none).
 fn node_configs(
     cluster: &kops_api::Cluster,
     groups: &[kops_api::InstanceGroup],
     config_base: &str,
-) -> Vec<StateFile> {
-    let _ = (cluster, groups, config_base);
-    Vec::new()
+) -> Result<Vec<StateFile>, RenderClusterError> {
+    let rendered = kops_nodeup::config::rendered_all(cluster, groups, config_base)
+        .map_err(|e| RenderClusterError::NodeConfig(e.to_string()))?;
+    Ok(rendered
+        .into_iter()
+        .map(|r| StateFile::new(format!("nodeupconfig-{}", r.group), r.path, r.yaml))
+        .collect())
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), RenderClusterError> {

@@ -65,6 +65,11 @@ pub trait AwsResource {
     fn existing_id(&self) -> Option<String> {
         None
     }
+    /// The Terraform data source type, for an existing object Terraform
+    /// looks up instead of managing.
+    fn tf_data_type(&self) -> Option<&'static str> {
+        None
+    }
     fn terraform(&self, tf: &mut Terraform, ctx: &Ctx<'_>) -> Result<(), RenderError>;
     fn cloudformation(&self, cf: &mut CloudFormation, ctx: &Ctx<'_>) -> Result<(), RenderError>;
 }
@@ -111,6 +116,12 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
 pub fn target_of(resource: &dyn AwsResource) -> Target {
     if let Some(id) = resource.existing_id() {
         return Target::Literal(id);
+    }
+    if let Some(kind) = resource.tf_data_type() {
+        return Target::Data {
+            kind,
+            name: crate::terraform::sanitize(&resource.tf_name()),
+        };
     }
     match resource.tf_type() {
         Some(kind) => Target::Resource {
@@ -292,6 +303,9 @@ impl AwsResource for VpcDhcpOptionsAssociation {
 impl AwsResource for InternetGateway {
     fn tf_type(&self) -> Option<&'static str> {
         Some("aws_internet_gateway")
+    }
+    fn tf_data_type(&self) -> Option<&'static str> {
+        self.shared.then_some("aws_internet_gateway")
     }
     fn tf_name(&self) -> String {
         self.name.clone()
@@ -803,7 +817,9 @@ impl AwsResource for IamRole {
 
 impl AwsResource for IamRolePolicy {
     fn tf_type(&self) -> Option<&'static str> {
-        Some("aws_iam_role_policy")
+        // No document: a policy to remove, which Terraform expresses by
+        // not declaring it.
+        self.document.as_ref().map(|_| "aws_iam_role_policy")
     }
     fn tf_name(&self) -> String {
         self.name.clone()

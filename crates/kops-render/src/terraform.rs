@@ -34,6 +34,8 @@ pub enum Target {
     Resource { kind: &'static str, name: String },
     /// An existing object: its literal id.
     Literal(String),
+    /// An existing object Terraform looks up: `data.type.name`.
+    Data { kind: &'static str, name: String },
     /// Not rendered as its own resource (folded into another one).
     None,
 }
@@ -70,6 +72,9 @@ impl Terraform {
         match self.targets.get(key) {
             Some(Target::Resource { kind, name }) => Ok(Expr::Raw(format!("{kind}.{name}.{attr}"))),
             Some(Target::Literal(id)) => Ok(Expr::Str(id.clone())),
+            Some(Target::Data { kind, name }) => {
+                Ok(Expr::Raw(format!("data.{kind}.{name}.{attr}")))
+            }
             Some(Target::None) | None => Err(RenderError::Reference {
                 key: key.clone(),
                 attr: attr.to_string(),
