@@ -222,7 +222,7 @@ fn cluster(max_surge: u32) -> (Cluster, Vec<InstanceGroup>) {
 
 /// Rolls the simulated cluster; returns (simulated wall time, API calls,
 /// real time spent).
-async fn roll(boot: Duration, max_surge: u32, parallel: bool) -> (Duration, u64, Duration) {
+pub async fn roll(boot: Duration, max_surge: u32, parallel: bool) -> (Duration, u64, Duration) {
     let mut sim = Sim {
         boot,
         ..Default::default()
