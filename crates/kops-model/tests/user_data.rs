@@ -14,13 +14,15 @@ use kops_aws::AwsCloud;
 use kops_engine::Mode;
 use kops_model::Model;
 
-const CONFIG_BASE: &str = "s3://state-bucket/userdata.example.com";
+// Not `userdata.example.com`: its bastion load balancer's 32-character name
+// would hold `--`, which moto refuses for target groups.
+const CONFIG_BASE: &str = "s3://state-bucket/userdata1.example.com";
 
 fn manifests(version: &str) -> String {
     format!(
         r#"apiVersion: kops.k8s.io/v1alpha2
 kind: Cluster
-metadata: {{name: userdata.example.com}}
+metadata: {{name: userdata1.example.com}}
 spec:
   cloudProvider: aws
   kubernetesVersion: {version}
@@ -36,17 +38,17 @@ spec:
 ---
 apiVersion: kops.k8s.io/v1alpha2
 kind: InstanceGroup
-metadata: {{name: control-plane-us-east-1a, labels: {{kops.k8s.io/cluster: userdata.example.com}}}}
+metadata: {{name: control-plane-us-east-1a, labels: {{kops.k8s.io/cluster: userdata1.example.com}}}}
 spec: {{role: Master, image: "{IMAGE}", machineType: t3.medium, minSize: 1, maxSize: 1, subnets: [us-east-1a]}}
 ---
 apiVersion: kops.k8s.io/v1alpha2
 kind: InstanceGroup
-metadata: {{name: nodes, labels: {{kops.k8s.io/cluster: userdata.example.com}}}}
+metadata: {{name: nodes, labels: {{kops.k8s.io/cluster: userdata1.example.com}}}}
 spec: {{role: Node, image: "{IMAGE}", machineType: t3.medium, minSize: 1, maxSize: 1, subnets: [us-east-1a]}}
 ---
 apiVersion: kops.k8s.io/v1alpha2
 kind: InstanceGroup
-metadata: {{name: bastions, labels: {{kops.k8s.io/cluster: userdata.example.com}}}}
+metadata: {{name: bastions, labels: {{kops.k8s.io/cluster: userdata1.example.com}}}}
 spec: {{role: Bastion, image: "{IMAGE}", machineType: t3.micro, minSize: 1, maxSize: 1, subnets: [us-east-1a]}}
 "#
     )
@@ -63,7 +65,7 @@ async fn user_data_in_cloud(cloud: &AwsCloud) -> std::collections::BTreeMap<Stri
     let mut out = std::collections::BTreeMap::new();
     for t in templates.launch_templates() {
         let name = t.launch_template_name().unwrap().to_string();
-        if !name.ends_with("userdata.example.com") {
+        if !name.ends_with("userdata1.example.com") {
             continue;
         }
         let version = t.latest_version_number().unwrap();
@@ -101,7 +103,7 @@ async fn launch_templates_carry_the_node_bootstrap() {
     let Some(cloud) = cloud().await else {
         return;
     };
-    let cluster_name = "userdata.example.com";
+    let cluster_name = "userdata1.example.com";
     let yaml = manifests("v1.34.10");
     let (cluster, groups) = load(&yaml);
     let model = Model {
@@ -120,11 +122,11 @@ async fn launch_templates_carry_the_node_bootstrap() {
     let in_cloud = user_data_in_cloud(&cloud).await;
     for (template, group, role) in [
         (
-            "control-plane-us-east-1a.masters.userdata.example.com",
+            "control-plane-us-east-1a.masters.userdata1.example.com",
             "control-plane-us-east-1a",
             "ControlPlane",
         ),
-        ("nodes.userdata.example.com", "nodes", "Node"),
+        ("nodes.userdata1.example.com", "nodes", "Node"),
     ] {
         let (_, script) = &in_cloud[template];
         assert!(script.starts_with("#!/bin/bash\n"), "{script}");
@@ -146,7 +148,7 @@ async fn launch_templates_carry_the_node_bootstrap() {
             .yaml
             .contains("@https://dl.k8s.io/release/v1.34.10/bin/linux/amd64/kubelet"));
     }
-    let (_, bastion) = &in_cloud["bastions.userdata.example.com"];
+    let (_, bastion) = &in_cloud["bastions.userdata1.example.com"];
     assert!(!bastion.contains("nodeup"), "{bastion}");
 
     // A second run changes nothing.
@@ -173,8 +175,8 @@ async fn launch_templates_carry_the_node_bootstrap() {
         .await
         .unwrap();
     let after = user_data_in_cloud(&cloud).await;
-    let (version, script) = &after["nodes.userdata.example.com"];
-    assert_eq!(*version, in_cloud["nodes.userdata.example.com"].0 + 1);
+    let (version, script) = &after["nodes.userdata1.example.com"];
+    assert_eq!(*version, in_cloud["nodes.userdata1.example.com"].0 + 1);
     let new_hash = kops_model::compute::node_configs(&model2)
         .unwrap()
         .into_iter()
