@@ -96,7 +96,7 @@ def create_zone(port, name):
         headers={"Content-Type": "application/xml",
                  "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/route53/aws4_request, "
                                   "SignedHeaders=host, Signature=0"})
-    urllib.request.urlopen(req, timeout=10).read()
+    urllib.request.urlopen(req, timeout=120).read()
 
 
 def run(kops, args, env):
@@ -188,9 +188,13 @@ def main():
         else:
             cases.append(("minimal-aws.example.com", minimal))
         cases.append(("twenty.example.com", twenty_groups_manifest("twenty.example.com")))
-        print(f"{'cluster':26s} {'step':30s} {'calls':>6s} {'seconds':>8s}  note")
-        for cluster, manifest in cases:
+        print(f"{'cluster':31s} {'step':30s} {'calls':>6s} {'seconds':>8s}  note")
+        for base_cluster, base_manifest in cases:
             for label, env in [("", direct), (" (+100 ms/call)", slow)]:
+                # A fresh name per pass: nothing of the previous pass can be
+                # found and reused.
+                cluster = ("slow-" if label else "") + base_cluster
+                manifest = base_manifest.replace(base_cluster, cluster)
                 with tempfile.TemporaryDirectory() as tmp:
                     state = f"file://{tmp}/state"
                     spec = os.path.join(tmp, "cluster.yaml")
@@ -211,7 +215,7 @@ def main():
                             floor = chain * LATENCY
                             note = (f"longest chain {chain} x 100 ms = {floor:.1f} s; "
                                     f"serial would be {calls * LATENCY:.1f} s")
-                        print(f"{cluster:26s} {step + label:30s} {calls:6d} {seconds:8.2f}  {note}")
+                        print(f"{cluster:31s} {step + label:30s} {calls:6d} {seconds:8.2f}  {note}")
     finally:
         proxy.shutdown()
         proc.kill()
