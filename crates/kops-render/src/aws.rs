@@ -1454,20 +1454,41 @@ impl AwsResource for NetworkLoadBalancer {
         self.name.clone()
     }
     fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
-        let mut groups = Vec::new();
+        let mut groups: Vec<Expr> = self
+            .additional_security_groups
+            .iter()
+            .map(Expr::from)
+            .collect();
         for g in &self.security_groups {
             groups.push(id(tf, g.key())?);
         }
+        let attr = |k: &str| self.attributes.get(k).map(String::as_str);
         let mut b = Body::new();
-        b.set("enable_cross_zone_load_balancing", false)
-            .set("internal", self.scheme == "internal")
-            .set("load_balancer_type", "network")
-            .set("name", &self.load_balancer_name)
-            .set("security_groups", Expr::List(groups))
-            .set("tags", tags_expr(&self.tags));
+        if let Some(bucket) = attr("access_logs.s3.bucket") {
+            let mut logs = Body::new();
+            logs.set("bucket", bucket)
+                .set("enabled", attr("access_logs.s3.enabled") == Some("true"))
+                .set_opt("prefix", attr("access_logs.s3.prefix"));
+            b.block("access_logs", logs);
+        }
+        b.set(
+            "enable_cross_zone_load_balancing",
+            attr("load_balancing.cross_zone.enabled") == Some("true"),
+        )
+        .set("internal", self.scheme == "internal")
+        .set("load_balancer_type", "network")
+        .set("name", &self.load_balancer_name)
+        .set("security_groups", Expr::List(groups))
+        .set("tags", tags_expr(&self.tags));
         for s in &self.subnets {
             let mut mapping = Body::new();
-            mapping.set("subnet_id", id(tf, s.key())?);
+            mapping
+                .set_opt("allocation_id", self.subnet_allocations.get(&s.key().name))
+                .set_opt(
+                    "private_ipv4_address",
+                    self.subnet_private_addresses.get(&s.key().name),
+                )
+                .set("subnet_id", id(tf, s.key())?);
             b.block("subnet_mapping", mapping);
         }
         tf.resource("aws_lb", &self.name, b);
@@ -1592,9 +1613,11 @@ impl AwsResource for Listener {
             .set("type", "forward");
         let mut b = Body::new();
         b.block("default_action", action)
+            .set_opt("certificate_arn", self.certificate_arn.as_ref())
             .set("load_balancer_arn", id(tf, self.load_balancer.key())?)
             .set("port", self.port)
-            .set("protocol", &self.protocol);
+            .set("protocol", &self.protocol)
+            .set_opt("ssl_policy", self.ssl_policy.as_ref());
         tf.resource("aws_lb_listener", &self.name, b);
         Ok(())
     }
@@ -1613,6 +1636,19 @@ impl AwsResource for Listener {
                 ("LoadBalancerArn", cf.reference(self.load_balancer.key())?),
                 ("Port", Json::Int(self.port.into())),
                 ("Protocol", Json::str(&self.protocol)),
+                (
+                    "Certificates",
+                    Json::Array(
+                        self.certificate_arn
+                            .iter()
+                            .map(|arn| Json::obj([("CertificateArn", Json::str(arn))]))
+                            .collect(),
+                    ),
+                ),
+                (
+                    "SslPolicy",
+                    self.ssl_policy.as_ref().map_or(Json::Null, Json::str),
+                ),
             ]),
         );
         Ok(())

@@ -19,10 +19,12 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Share of the reference resources the totals must reach.
-const FLOOR_RESOURCES: f64 = 0.0;
-/// Share of the reference attributes the totals must reach.
-const FLOOR_ATTRIBUTES: f64 = 0.0;
+/// Share of the reference resources the totals must reach. The goal is
+/// 0.90; the totals stand at 0.84 (the IPv6-only cases do not render yet),
+/// so only a floor below today's total is asserted.
+const FLOOR_RESOURCES: f64 = 0.80;
+/// Share of the reference attributes the totals must reach (reached: 0.847).
+const FLOOR_ATTRIBUTES: f64 = 0.80;
 
 struct Row {
     case: String,
