@@ -114,7 +114,7 @@ pub fn group_tags(model: &Model<'_>, group: &InstanceGroup, role: Role) -> Tags 
         tags.insert(k.clone(), v.clone());
     }
     let nth = model.cluster.spec.node_termination_handler.as_ref();
-    if kops_api::cluster::NodeTerminationHandlerSpec::queue_mode(nth) {
+    if crate::nth_queue_mode(model.cluster) {
         let key = nth
             .and_then(|n| n.managed_asg_tag.clone())
             .unwrap_or_else(|| DEFAULT_NTH_MANAGED_TAG.to_string());

@@ -378,9 +378,7 @@ impl Facts {
                 .and_then(|c| c.extra.get("awsUseStaticInstanceList"))
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            termination_handler_queue: kops_api::cluster::NodeTerminationHandlerSpec::queue_mode(
-                spec.node_termination_handler.as_ref(),
-            ),
+            termination_handler_queue: crate::nth_queue_mode(model.cluster),
         }
     }
 

@@ -101,6 +101,23 @@ impl<'a> Model<'a> {
     }
 }
 
+/// Whether the node-termination-handler runs in queue mode (SQS +
+/// EventBridge + lifecycle hooks): on by default, off when switched off,
+/// and off when Karpenter is enabled and the handler is not configured
+/// (Karpenter handles interruptions itself), as kops does.
+pub fn nth_queue_mode(cluster: &Cluster) -> bool {
+    let nth = cluster.spec.node_termination_handler.as_ref();
+    let karpenter = cluster
+        .spec
+        .karpenter
+        .as_ref()
+        .is_some_and(|k| k.enabled == Some(true));
+    if karpenter && nth.is_none() {
+        return false;
+    }
+    kops_api::cluster::NodeTerminationHandlerSpec::queue_mode(nth)
+}
+
 /// Builds every task the model knows for the cluster.
 pub fn build(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
     let mut graph = TaskGraph::new();

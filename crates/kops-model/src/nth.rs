@@ -5,7 +5,6 @@
 //! its instance goes. Off when `spec.nodeTerminationHandler.enabled` or
 //! `.enableSQSTerminationDraining` is false.
 
-use kops_api::cluster::NodeTerminationHandlerSpec;
 use kops_aws::tasks::eventbridge::{EventBridgeRule, EventBridgeTarget};
 use kops_aws::tasks::lifecycle_hook::LifecycleHook;
 use kops_aws::tasks::sqs_queue::SqsQueue;
@@ -58,7 +57,7 @@ pub fn rule_name(cluster: &str, event: &str) -> String {
 
 /// Whether the cluster runs the handler in queue mode.
 pub fn enabled(model: &Model<'_>) -> bool {
-    NodeTerminationHandlerSpec::queue_mode(model.cluster.spec.node_termination_handler.as_ref())
+    crate::nth_queue_mode(model.cluster)
 }
 
 /// The events routed to the queue for this cluster.
@@ -139,5 +138,28 @@ mod tests {
             queue_name(long),
             "this-is-truly-a-really-really-really-really-really-long-cluster-name-ueip1f-nth"
         );
+    }
+
+    #[test]
+    fn karpenter_clusters_have_no_queue_unless_asked() {
+        let parse = |extra: &str| -> kops_api::Cluster {
+            let yaml = format!(
+                "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata: {{name: k.example.com}}\nspec:\n  cloudProvider: aws\n{extra}"
+            );
+            match kops_api::parse_objects("t.yaml", &yaml).unwrap().remove(0) {
+                kops_api::Object::Cluster(c) => *c,
+                _ => unreachable!(),
+            }
+        };
+        assert!(crate::nth_queue_mode(&parse("")));
+        assert!(!crate::nth_queue_mode(&parse(
+            "  karpenter: {enabled: true}\n"
+        )));
+        assert!(crate::nth_queue_mode(&parse(
+            "  karpenter: {enabled: true}\n  nodeTerminationHandler: {enabled: true}\n"
+        )));
+        assert!(!crate::nth_queue_mode(&parse(
+            "  nodeTerminationHandler: {enableSQSTerminationDraining: false}\n"
+        )));
     }
 }
