@@ -148,6 +148,18 @@ impl AutoscalingGroup {
     }
 }
 
+/// The names in `a` that are not in `b`: what to attach, detach, suspend
+/// or resume.
+fn only_in<'a>(
+    a: impl IntoIterator<Item = &'a String>,
+    b: impl IntoIterator<Item = &'a String> + Clone,
+) -> Vec<String> {
+    a.into_iter()
+        .filter(|x| !b.clone().into_iter().any(|y| y == *x))
+        .cloned()
+        .collect()
+}
+
 fn mixed_of(policy: &MixedInstancesPolicy) -> MixedInstances {
     let distribution = policy.instances_distribution();
     MixedInstances {
@@ -559,11 +571,7 @@ impl Task<AwsContext> for AutoscalingGroup {
                         .await
                         .map_err(|e| classify("UpdateAutoScalingGroup", &self.name, e))?;
                 }
-                let attach: Vec<String> = target_groups
-                    .iter()
-                    .filter(|a| !actual.target_groups.contains(a))
-                    .cloned()
-                    .collect();
+                let attach = only_in(&target_groups, &actual.target_groups);
                 if !attach.is_empty() {
                     autoscaling
                         .attach_load_balancer_target_groups()
@@ -573,12 +581,7 @@ impl Task<AwsContext> for AutoscalingGroup {
                         .await
                         .map_err(|e| classify("AttachLoadBalancerTargetGroups", &self.name, e))?;
                 }
-                let detach: Vec<String> = actual
-                    .target_groups
-                    .iter()
-                    .filter(|a| !target_groups.contains(a))
-                    .cloned()
-                    .collect();
+                let detach = only_in(&actual.target_groups, &target_groups);
                 if !detach.is_empty() {
                     autoscaling
                         .detach_load_balancer_target_groups()
@@ -588,11 +591,7 @@ impl Task<AwsContext> for AutoscalingGroup {
                         .await
                         .map_err(|e| classify("DetachLoadBalancerTargetGroups", &self.name, e))?;
                 }
-                let attach: Vec<String> = self
-                    .load_balancer_names
-                    .difference(&actual.load_balancer_names)
-                    .cloned()
-                    .collect();
+                let attach = only_in(&self.load_balancer_names, &actual.load_balancer_names);
                 if !attach.is_empty() {
                     autoscaling
                         .attach_load_balancers()
@@ -602,11 +601,7 @@ impl Task<AwsContext> for AutoscalingGroup {
                         .await
                         .map_err(|e| classify("AttachLoadBalancers", &self.name, e))?;
                 }
-                let detach: Vec<String> = actual
-                    .load_balancer_names
-                    .difference(&self.load_balancer_names)
-                    .cloned()
-                    .collect();
+                let detach = only_in(&actual.load_balancer_names, &self.load_balancer_names);
                 if !detach.is_empty() {
                     autoscaling
                         .detach_load_balancers()
@@ -676,11 +671,7 @@ impl Task<AwsContext> for AutoscalingGroup {
                 }
             }
         }
-        let suspend: Vec<String> = self
-            .suspended_processes
-            .difference(&current_processes)
-            .cloned()
-            .collect();
+        let suspend = only_in(&self.suspended_processes, &current_processes);
         if !suspend.is_empty() {
             autoscaling
                 .suspend_processes()
@@ -690,10 +681,7 @@ impl Task<AwsContext> for AutoscalingGroup {
                 .await
                 .map_err(|e| classify("SuspendProcesses", &self.name, e))?;
         }
-        let resume: Vec<String> = current_processes
-            .difference(&self.suspended_processes)
-            .cloned()
-            .collect();
+        let resume = only_in(&current_processes, &self.suspended_processes);
         if !resume.is_empty() {
             autoscaling
                 .resume_processes()
