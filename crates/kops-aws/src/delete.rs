@@ -523,7 +523,6 @@ async fn delete_rule(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> 
     let events = cloud.eventbridge();
     let targets = match events.list_targets_by_rule().rule(&r.id).send().await {
         Ok(t) => t,
-        Err(e) if e.code() == Some("ResourceNotFoundException") => return Ok(()),
         Err(e) => return sort_error("ListTargetsByRule", r, e),
     };
     let ids: Vec<String> = targets
@@ -544,7 +543,6 @@ async fn delete_rule(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> 
     }
     match events.delete_rule().name(&r.id).send().await {
         Ok(_) => Ok(()),
-        Err(e) if e.code() == Some("ResourceNotFoundException") => Ok(()),
         Err(e) => sort_error("DeleteRule", r, e),
     }
 }
@@ -653,8 +651,15 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
     let code = e.code().unwrap_or_default().to_string();
-    if code.ends_with(".NotFound") || code == "NoSuchEntity" {
-        return Ok(()); // already gone
+    // Already gone: EC2's `*.NotFound`, ELBv2's `*NotFound`, EventBridge's
+    // `ResourceNotFoundException`, IAM's `NoSuchEntity`, SQS' queue codes.
+    let gone = code.ends_with("NotFound")
+        || code == "ResourceNotFoundException"
+        || code == "NoSuchEntity"
+        || code.contains("NonExistentQueue")
+        || code.contains("QueueDoesNotExist");
+    if gone {
+        return Ok(());
     }
     match classify(operation, &r.id, e) {
         kops_engine::TaskError::Retryable { reason } => Err(Retry(reason)),
@@ -674,13 +679,6 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
         "eventbridge-rule" => delete_rule(cloud, r).await,
         "sqs-queue" => match cloud.sqs().delete_queue().queue_url(&r.id).send().await {
             Ok(_) => Ok(()),
-            Err(e)
-                if e.code().is_some_and(|c| {
-                    c.contains("NonExistentQueue") || c.contains("QueueDoesNotExist")
-                }) =>
-            {
-                Ok(())
-            }
             Err(e) => sort_error("DeleteQueue", r, e),
         },
         "autoscaling-group" => cloud
@@ -711,13 +709,7 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
             .send()
             .await
             .map(|_| ())
-            .or_else(|e| {
-                if e.code() == Some("LoadBalancerNotFound") {
-                    Ok(())
-                } else {
-                    sort_error("DeleteLoadBalancer", r, e)
-                }
-            }),
+            .or_else(|e| sort_error("DeleteLoadBalancer", r, e)),
         "target-group" => cloud
             .elbv2()
             .delete_target_group()
@@ -725,13 +717,7 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
             .send()
             .await
             .map(|_| ())
-            .or_else(|e| {
-                if e.code() == Some("TargetGroupNotFound") {
-                    Ok(())
-                } else {
-                    sort_error("DeleteTargetGroup", r, e)
-                }
-            }),
+            .or_else(|e| sort_error("DeleteTargetGroup", r, e)),
         "launch-template" => ec2
             .delete_launch_template()
             .launch_template_id(&r.id)
