@@ -89,6 +89,10 @@ pub struct AwsContext {
     /// Machine images by the spec's text (`ami-...` or `owner/name`),
     /// resolved once per run however many groups share them.
     images: PerKey<Image>,
+    /// Existing security groups named by id (`securityGroupOverride`):
+    /// not the cluster's, so not in `security_groups`; described once per
+    /// id and run.
+    shared_security_groups: PerKey<Option<aws_sdk_ec2::types::SecurityGroup>>,
     /// Ids of objects created in this run, by task: the caches above were
     /// filled before they existed, so a task retried after its create (a
     /// later call of its apply failed, a NAT gateway still pending) finds
@@ -119,6 +123,7 @@ impl AwsContext {
             event_rules: OnceCell::new(),
             record_sets: std::sync::Mutex::default(),
             images: std::sync::Mutex::default(),
+            shared_security_groups: std::sync::Mutex::default(),
             created: std::sync::Mutex::default(),
         }
     }
@@ -409,6 +414,40 @@ impl AwsContext {
             .get_or_try_init(|| list_event_rules(self.cloud.eventbridge(), &self.cluster))
             .await
             .map(Vec::as_slice)
+    }
+
+    /// The existing security group `id` (not the cluster's), `None` when
+    /// there is no such group: one `DescribeSecurityGroups` per id and run.
+    pub async fn shared_security_group(
+        &self,
+        id: &str,
+    ) -> Result<Option<aws_sdk_ec2::types::SecurityGroup>, TaskError> {
+        cell_of(&self.shared_security_groups, id)?
+            .get_or_try_init(|| async {
+                let out = self
+                    .ec2()
+                    .describe_security_groups()
+                    .group_ids(id)
+                    .send()
+                    .await;
+                match out {
+                    Ok(out) => Ok(out.security_groups().first().cloned()),
+                    Err(e) if e.code().is_some_and(|c| c.ends_with("NotFound")) => Ok(None),
+                    Err(e) => Err(classify("DescribeSecurityGroups", id, e)),
+                }
+            })
+            .await
+            .cloned()
+    }
+
+    /// The shared group `id` as this run described it, without a call:
+    /// `None` when it is no shared group this run looked at.
+    pub fn described_shared_security_group(
+        &self,
+        id: &str,
+    ) -> Option<aws_sdk_ec2::types::SecurityGroup> {
+        let map = self.shared_security_groups.lock().ok()?;
+        map.get(id)?.get()?.clone()
     }
 
     /// The records of the hosted zone `zone_id`: one paginated

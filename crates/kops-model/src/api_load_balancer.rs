@@ -16,8 +16,13 @@
 //! addresses; `additionalSecurityGroups`; the cross-zone and access-log
 //! attributes when the spec sets them.
 //!
-//! Not yet: the kops-controller and cilium-etcd listeners for `dns: None`,
-//! the Classic class.
+//! With DNS `None` nodes find kops-controller (port 3988) through the
+//! balancer: a `kops-controller-...` target group (HTTPS health check on
+//! `/healthz`) and the listener `api.<cluster>-3988`, plus, when Cilium
+//! manages its etcd, an `etcd-cilium-...` target group and the listener
+//! `etcd-cilium.<cluster>-4003`; cross-zone balancing is then always on.
+//!
+//! Not yet: the Classic class.
 
 use std::collections::BTreeMap;
 
@@ -31,7 +36,9 @@ use kops_engine::{OutputRef, TaskGraph};
 
 use crate::iam::hash6;
 use crate::network::{subnet_ref, vpc_ref};
-use crate::security::{elb_group_name, uses_api_load_balancer};
+use crate::security::{
+    elb_group_name, uses_api_load_balancer, ETCD_CILIUM_CLIENT_PORT, KOPS_CONTROLLER_PORT,
+};
 use crate::{Model, ModelError};
 
 /// The API port.
@@ -67,6 +74,9 @@ pub fn target_groups_for(model: &Model<'_>, role: Option<Role>) -> Vec<OutputRef
             let mut groups = vec![TargetGroup::arn_ref(&target_group_name(model))];
             if ssl_certificate(model).is_some() {
                 groups.push(TargetGroup::arn_ref(&resource_name32(model.name(), "tls")));
+            }
+            for (prefix, _) in kops_controller_ports(model) {
+                groups.push(TargetGroup::arn_ref(&resource_name32(model.name(), prefix)));
             }
             groups
         }
@@ -143,6 +153,7 @@ pub fn build_bastion(
         protocol: "TCP".to_string(),
         port: 22,
         health_check_protocol: "TCP".to_string(),
+        health_check_path: None,
         health_check_interval: 10,
         healthy_threshold: 2,
         unhealthy_threshold: 2,
@@ -171,6 +182,27 @@ pub fn build_bastion(
         }
     }
     Ok(())
+}
+
+/// The extra listeners of a cluster without DNS (`dns: None`), whose nodes
+/// reach kops-controller (and Cilium's etcd, when Cilium manages one)
+/// through the API load balancer: (name prefix, port).
+pub fn kops_controller_ports(model: &Model<'_>) -> Vec<(&'static str, i32)> {
+    if !model.uses_none_dns() || !uses_api_load_balancer(model) {
+        return Vec::new();
+    }
+    let mut ports = vec![("kops-controller", KOPS_CONTROLLER_PORT)];
+    let cilium_etcd = model
+        .cluster
+        .spec
+        .networking
+        .as_ref()
+        .and_then(|n| n.cilium.as_ref())
+        .is_some_and(|c| c.etcd_managed == Some(true));
+    if cilium_etcd {
+        ports.push(("etcd-cilium", ETCD_CILIUM_CLIENT_PORT));
+    }
+    ports
 }
 
 /// The API's TLS certificate (`spec.api.loadBalancer.sslCertificate`): the
@@ -307,7 +339,14 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
     let name = load_balancer_name(model);
     let group_name = target_group_name(model);
     let mut attributes = std::collections::BTreeMap::new();
-    if let Some(cross_zone) = lb.cross_zone_load_balancing {
+    let extra_ports = kops_controller_ports(model);
+    if !extra_ports.is_empty() {
+        // Nodes of every zone must reach kops-controller.
+        attributes.insert(
+            "load_balancing.cross_zone.enabled".to_string(),
+            "true".to_string(),
+        );
+    } else if let Some(cross_zone) = lb.cross_zone_load_balancing {
         attributes.insert(
             "load_balancing.cross_zone.enabled".to_string(),
             cross_zone.to_string(),
@@ -357,6 +396,7 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         protocol: "TCP".to_string(),
         port: API_PORT,
         health_check_protocol: "TCP".to_string(),
+        health_check_path: None,
         health_check_interval: 10,
         healthy_threshold: 2,
         unhealthy_threshold: 2,
@@ -382,6 +422,7 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
                 protocol: "TLS".to_string(),
                 port: API_PORT,
                 health_check_protocol: "TCP".to_string(),
+                health_check_path: None,
                 health_check_interval: 10,
                 healthy_threshold: 2,
                 unhealthy_threshold: 2,
@@ -411,6 +452,39 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
                 ssl_policy: None,
             })?;
         }
+    }
+    for (prefix, port) in extra_ports {
+        let group = resource_name32(model.name(), prefix);
+        let kops_controller = prefix == "kops-controller";
+        graph.add(TargetGroup {
+            vpc: vpc_ref(model),
+            protocol: "TCP".to_string(),
+            port,
+            // kops-controller serves HTTPS with a health endpoint.
+            health_check_protocol: if kops_controller { "HTTPS" } else { "TCP" }.to_string(),
+            health_check_path: kops_controller.then(|| "/healthz".to_string()),
+            health_check_interval: 10,
+            healthy_threshold: 2,
+            unhealthy_threshold: 2,
+            deregistration_delay: 30,
+            connection_termination: true,
+            tags: model.tags(&group, &[]),
+            name: group.clone(),
+        })?;
+        let listener = if kops_controller {
+            format!("{name}-{port}")
+        } else {
+            format!("{}-{port}", model.scoped(prefix))
+        };
+        graph.add(Listener {
+            name: listener,
+            load_balancer: NetworkLoadBalancer::output_ref(&name),
+            port,
+            protocol: "TCP".to_string(),
+            target_group: TargetGroup::arn_ref(&group),
+            certificate_arn: None,
+            ssl_policy: None,
+        })?;
     }
     Ok(())
 }

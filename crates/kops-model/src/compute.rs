@@ -2,7 +2,8 @@
 //!
 //! - per instance group (not those Karpenter manages): a launch template and
 //!   an autoscaling group, both `<group>.<cluster>` (`<group>.masters.<cluster>`
-//!   for control-plane groups), with kops' tags (`k8s.io/role/<role>`,
+//!   for control-plane groups, `<group>.apiservers.<cluster>` for API-server
+//!   groups), with kops' tags (`k8s.io/role/<role>`,
 //!   `kops.k8s.io/instancegroup`, the cluster-autoscaler node-template
 //!   labels and taints, the node-termination-handler tag, cloud labels);
 //! - per etcd member of each etcd cluster (`main`, `events`): its data
@@ -94,6 +95,7 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
 pub fn group_name(model: &Model<'_>, group: &InstanceGroup) -> String {
     match group.role() {
         Some(Role::ControlPlane) => format!("{}.masters.{}", group.name(), model.name()),
+        Some(Role::ApiServer) => format!("{}.apiservers.{}", group.name(), model.name()),
         _ => format!("{}.{}", group.name(), model.name()),
     }
 }

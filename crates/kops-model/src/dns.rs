@@ -3,18 +3,23 @@
 //! records `api.<cluster>` (A and AAAA) at the API load balancer, and
 //! `api.internal.<cluster>` too when the load balancer is also used for
 //! the internal API (`useForInternalAPI`). Without a load balancer the API
-//! records are dns-controller's, in the cluster.
+//! records are dns-controller's, in the cluster. With private DNS
+//! (`topology.dns: Private`) the zone is associated with the cluster's VPC
+//! (kops' `aws_route53_zone_association`, named after the zone), so the
+//! instances resolve its records.
 //!
 //! The zone is `spec.dnsZone`; `update cluster` resolves a zone name (or the
 //! default, the longest zone suffix of the cluster name) to its id before
 //! building the model, so here it is normally an id.
 
 use kops_aws::tasks::dns_name::DnsName;
+use kops_aws::tasks::hosted_zone_association::HostedZoneAssociation;
 use kops_aws::tasks::network_load_balancer::{LoadBalancerOutput, NetworkLoadBalancer};
 use kops_aws::AwsContext;
 use kops_engine::{OutputRef, TaskGraph};
 
 use crate::api_load_balancer::load_balancer_name;
+use crate::network::vpc_ref;
 use crate::{Model, ModelError};
 
 /// The API's public name: `spec.api.publicName`, else `api.<cluster>`.
@@ -89,10 +94,19 @@ pub fn alias_records(
     Ok(())
 }
 
-/// Adds the API records.
+/// Adds the private zone's association with the cluster's VPC, and the
+/// API records.
 pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
     if !model.publishes_dns_records() {
         return Ok(());
+    }
+    if model.dns_type() == "Private" {
+        let zone = zone(model);
+        graph.ensure(HostedZoneAssociation {
+            name: zone.clone(),
+            zone,
+            vpc: vpc_ref(model),
+        })?;
     }
     let Some(lb) = api_load_balancer(model) else {
         return Ok(());

@@ -22,13 +22,22 @@
 //! wanted rules are in place. Every rule kops puts on its groups is built
 //! here (kops' firewall, external-access, bastion and API load balancer
 //! rules), so the cleanup knows them all; a rule added to these groups by
-//! another builder must be added here instead. Groups named by
-//! `securityGroupOverride` are not handled yet.
+//! another builder must be added here instead.
+//!
+//! `securityGroupOverride` (on instance groups, and on the API load
+//! balancer) names an existing group to use instead of kops' own: kops then
+//! makes no group for it (the role's own group is still made when another
+//! instance group of the role has no override), puts the same rules on it,
+//! named after it (`<id>-ControlPlane`, `<id>-Node` in directional names;
+//! `-<id>` appended to fixed names such as `https-elb-to-master-<id>`), and
+//! never cleans it up or deletes it. The API load balancer's override keeps
+//! the name `api-elb.<cluster>` in rule names.
 
 use kops_api::{Role, SubnetType};
 use kops_aws::tasks::security_group::SecurityGroup;
 use kops_aws::tasks::security_group_cleanup::SecurityGroupCleanup;
 use kops_aws::tasks::security_group_rule::{RuleTarget, SecurityGroupRule};
+use kops_aws::tasks::shared_security_group::SharedSecurityGroup;
 use kops_aws::tasks::vpc::Vpc;
 use kops_aws::AwsContext;
 use kops_engine::TaskGraph;
@@ -65,6 +74,11 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
             ports: watched_ports(model, &group.name),
             keep: dedup(keep),
         })?;
+        graph.ensure(group)?;
+    }
+    // Existing groups named by the spec get the cluster's rules but no
+    // cleanup: what else is on them is their owner's.
+    for group in shared_groups(model) {
         graph.ensure(group)?;
     }
     for rule in rules {
@@ -187,7 +201,88 @@ fn ssh_access(model: &Model<'_>) -> Vec<String> {
     model.cluster.spec.ssh_access.clone().unwrap_or_default()
 }
 
-/// The groups the cluster needs.
+/// One security group of a role's instances: the cluster's own
+/// (`masters.<cluster>`...), or an existing one an instance group names
+/// with `securityGroupOverride`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleGroup {
+    /// The task name, and how rule names call the group:
+    /// `masters.<cluster>`, or `<id>-<Role>` (`sg-0123-ControlPlane`) for
+    /// an override.
+    pub name: String,
+    /// The override's id; `None` for the cluster's own group.
+    pub shared_id: Option<String>,
+}
+
+impl RoleGroup {
+    /// What kops appends to its fixed rule names (`https-elb-to-master`)
+    /// for this group: `-<id>` for an override, nothing for the cluster's.
+    pub fn suffix(&self) -> String {
+        self.shared_id
+            .as_ref()
+            .map(|id| format!("-{id}"))
+            .unwrap_or_default()
+    }
+}
+
+/// kops' name of a role in the names of override groups.
+fn role_label(role: Role) -> &'static str {
+    match role {
+        Role::ControlPlane => "ControlPlane",
+        Role::ApiServer => "APIServer",
+        Role::Node => "Node",
+        Role::Bastion => "Bastion",
+    }
+}
+
+/// The groups of a role's instances, as kops lists them: each distinct
+/// `securityGroupOverride` of the role's instance groups, then the
+/// cluster's own group when some instance group of the role has no
+/// override (API servers always use the control plane's own group).
+pub fn role_groups(model: &Model<'_>, role: Role) -> Vec<RoleGroup> {
+    let mut out: Vec<RoleGroup> = Vec::new();
+    let mut uses_own = role == Role::ControlPlane && model.has_role(Role::ApiServer);
+    for group in model.groups_with(role) {
+        match group
+            .spec
+            .security_group_override
+            .as_deref()
+            .filter(|id| !id.is_empty())
+        {
+            Some(id) => {
+                if !out.iter().any(|g| g.shared_id.as_deref() == Some(id)) {
+                    out.push(RoleGroup {
+                        name: format!("{id}-{}", role_label(role)),
+                        shared_id: Some(id.to_string()),
+                    });
+                }
+            }
+            None => uses_own = true,
+        }
+    }
+    if uses_own {
+        out.push(RoleGroup {
+            name: group_name(model, role),
+            shared_id: None,
+        });
+    }
+    out
+}
+
+/// The API load balancer's `securityGroupOverride`, when set.
+fn api_elb_override(model: &Model<'_>) -> Option<String> {
+    model
+        .cluster
+        .spec
+        .api
+        .as_ref()
+        .and_then(|a| a.load_balancer.as_ref())
+        .and_then(|lb| lb.security_group_override.clone())
+        .filter(|id| !id.is_empty())
+}
+
+/// The groups the cluster makes (those of roles, load balancers and
+/// bastions that no `securityGroupOverride` replaces).
 pub fn groups(model: &Model<'_>) -> Vec<SecurityGroup> {
     let group = |name: String, description: &str| SecurityGroup {
         tags: model.tags(&name, &[]),
@@ -195,34 +290,76 @@ pub fn groups(model: &Model<'_>) -> Vec<SecurityGroup> {
         description: description.to_string(),
         vpc: Vpc::id_ref(model.name()),
     };
+    let own = |role: Role| {
+        role_groups(model, role)
+            .into_iter()
+            .any(|g| g.shared_id.is_none())
+    };
     let mut out = Vec::new();
-    if has_masters(model) {
+    if has_masters(model) && own(Role::ControlPlane) {
         out.push(group(
             group_name(model, Role::ControlPlane),
             "Security group for masters",
         ));
     }
-    if model.has_role(Role::Node) {
+    if own(Role::Node) {
         out.push(group(
             group_name(model, Role::Node),
             "Security group for nodes",
         ));
     }
     if model.has_role(Role::Bastion) {
-        out.push(group(
-            group_name(model, Role::Bastion),
-            "Security group for bastion",
-        ));
+        if own(Role::Bastion) {
+            out.push(group(
+                group_name(model, Role::Bastion),
+                "Security group for bastion",
+            ));
+        }
         out.push(group(
             elb_group_name(model, "bastion"),
             "Security group for bastion ELB",
         ));
     }
-    if uses_api_load_balancer(model) {
+    if uses_api_load_balancer(model) && api_elb_override(model).is_none() {
         out.push(group(
             elb_group_name(model, "api"),
             "Security group for api ELB",
         ));
+    }
+    out
+}
+
+/// The existing groups the spec names instead (`securityGroupOverride` of
+/// instance groups and of the API load balancer): used, never made.
+pub fn shared_groups(model: &Model<'_>) -> Vec<SharedSecurityGroup> {
+    let mut out = Vec::new();
+    let roles: &[Role] = if has_masters(model) {
+        &[Role::ControlPlane, Role::Node, Role::Bastion]
+    } else {
+        &[Role::Node, Role::Bastion]
+    };
+    for &role in roles {
+        for g in role_groups(model, role) {
+            if let Some(id) = g.shared_id {
+                out.push(SharedSecurityGroup {
+                    name: g.name,
+                    id,
+                    vpc: Vpc::id_ref(model.name()),
+                    field: format!(
+                        "spec.securityGroupOverride of the {} instance groups",
+                        role_label(role)
+                    ),
+                });
+            }
+        }
+    }
+    if let (true, Some(id)) = (uses_api_load_balancer(model), api_elb_override(model)) {
+        out.push(SharedSecurityGroup {
+            name: elb_group_name(model, "api"),
+            id,
+            vpc: Vpc::id_ref(model.name()),
+            field: "spec.api.loadBalancer.securityGroupOverride".into(),
+        });
     }
     out
 }
@@ -329,6 +466,9 @@ struct Rule<'a> {
 struct Rules<'m, 'a> {
     model: &'m Model<'a>,
     out: Vec<SecurityGroupRule>,
+    /// Groups named by an instance group's `securityGroupOverride`: not
+    /// the cluster's, so their rules carry only their `Name` tag.
+    untagged: std::collections::BTreeSet<String>,
 }
 
 impl Rules<'_, '_> {
@@ -346,7 +486,11 @@ impl Rules<'_, '_> {
             if rule.egress { "egress" } else { "ingress" },
             rule.protocol.unwrap_or("all"),
         );
-        let tags = self.model.tags(&name, &[]);
+        let tags = if self.untagged.contains(rule.group) {
+            [(kops_aws::context::TAG_NAME.to_string(), name.clone())].into()
+        } else {
+            self.model.tags(&name, &[])
+        };
         self.push(name, rule, tags);
     }
 
@@ -416,136 +560,143 @@ fn icmpv6_all(group: &str, peer: Peer) -> Rule<'_> {
 
 /// Every rule the cluster needs.
 pub fn rules(model: &Model<'_>) -> Result<Vec<SecurityGroupRule>, ModelError> {
-    let masters = has_masters(model).then(|| group_name(model, Role::ControlPlane));
-    let nodes = model
-        .has_role(Role::Node)
-        .then(|| group_name(model, Role::Node));
-    let bastion = model
-        .has_role(Role::Bastion)
-        .then(|| group_name(model, Role::Bastion));
+    let masters = if has_masters(model) {
+        role_groups(model, Role::ControlPlane)
+    } else {
+        Vec::new()
+    };
+    let nodes = role_groups(model, Role::Node);
+    let bastions = role_groups(model, Role::Bastion);
     let mut rules = Rules {
         model,
         out: Vec::new(),
+        untagged: masters
+            .iter()
+            .chain(&nodes)
+            .chain(&bastions)
+            .filter(|g| g.shared_id.is_some())
+            .map(|g| g.name.clone())
+            .collect(),
     };
 
     // Nodes: egress, and node to node.
-    if let Some(nodes) = &nodes {
-        rules.egress_everywhere(nodes);
-        rules.directional(Rule {
-            group: nodes,
-            egress: false,
-            protocol: None,
-            ports: None,
-            peer: Peer::Group(nodes.clone()),
-        });
-    }
-
-    // Masters: egress, master to master, master to node.
-    if let Some(masters) = &masters {
-        rules.egress_everywhere(masters);
-        rules.directional(Rule {
-            group: masters,
-            egress: false,
-            protocol: None,
-            ports: None,
-            peer: Peer::Group(masters.clone()),
-        });
-        if let Some(nodes) = &nodes {
+    for src in &nodes {
+        rules.egress_everywhere(&src.name);
+        for dest in &nodes {
             rules.directional(Rule {
-                group: nodes,
+                group: &dest.name,
                 egress: false,
                 protocol: None,
                 ports: None,
-                peer: Peer::Group(masters.clone()),
+                peer: Peer::Group(src.name.clone()),
+            });
+        }
+    }
+
+    // Masters: egress, master to master, master to node.
+    for src in &masters {
+        rules.egress_everywhere(&src.name);
+        for dest in masters.iter().chain(&nodes) {
+            rules.directional(Rule {
+                group: &dest.name,
+                egress: false,
+                protocol: None,
+                ports: None,
+                peer: Peer::Group(src.name.clone()),
             });
         }
     }
 
     // Node to master: UDP, TCP around etcd, IPIP for Calico/kube-router,
     // everything for the Amazon VPC CNI (pods on nodes reach pods on masters).
-    if let (Some(masters), Some(nodes)) = (&masters, &nodes) {
-        rules.directional(Rule {
-            group: masters,
-            egress: false,
-            protocol: Some("udp"),
-            ports: Some((1, 65535)),
-            peer: Peer::Group(nodes.clone()),
-        });
-        for range in node_to_master_tcp_ranges(model) {
+    let networking = model.cluster.spec.networking.as_ref();
+    let ipip = networking.is_some_and(|n| n.calico.is_some() || n.kuberouter.is_some());
+    let amazon_vpc = networking.is_some_and(|n| n.amazonvpc.is_some());
+    for master in &masters {
+        for node in &nodes {
+            let from_node = Peer::Group(node.name.clone());
             rules.directional(Rule {
-                group: masters,
+                group: &master.name,
                 egress: false,
-                protocol: Some("tcp"),
-                ports: Some(range),
-                peer: Peer::Group(nodes.clone()),
+                protocol: Some("udp"),
+                ports: Some((1, 65535)),
+                peer: from_node.clone(),
             });
-        }
-        let networking = model.cluster.spec.networking.as_ref();
-        let ipip = networking.is_some_and(|n| n.calico.is_some() || n.kuberouter.is_some());
-        if ipip {
-            rules.directional(Rule {
-                group: masters,
-                egress: false,
-                protocol: Some("4"),
-                ports: None,
-                peer: Peer::Group(nodes.clone()),
-            });
-        }
-        if networking.is_some_and(|n| n.amazonvpc.is_some()) {
-            rules.directional(Rule {
-                group: masters,
-                egress: false,
-                protocol: None,
-                ports: None,
-                peer: Peer::Group(nodes.clone()),
-            });
+            for range in node_to_master_tcp_ranges(model) {
+                rules.directional(Rule {
+                    group: &master.name,
+                    egress: false,
+                    protocol: Some("tcp"),
+                    ports: Some(range),
+                    peer: from_node.clone(),
+                });
+            }
+            if ipip {
+                rules.directional(Rule {
+                    group: &master.name,
+                    egress: false,
+                    protocol: Some("4"),
+                    ports: None,
+                    peer: from_node.clone(),
+                });
+            }
+            if amazon_vpc {
+                rules.directional(Rule {
+                    group: &master.name,
+                    egress: false,
+                    protocol: None,
+                    ports: None,
+                    peer: from_node,
+                });
+            }
         }
     }
 
     // SSH from sshAccess, straight to the instances only without a bastion.
-    if bastion.is_none() {
+    if bastions.is_empty() {
         for cidr in ssh_access(model) {
-            for group in masters.iter().chain(nodes.iter()) {
-                rules.directional(tcp(group, 22, Peer::Access(cidr.clone())));
+            for group in masters.iter().chain(&nodes) {
+                rules.directional(tcp(&group.name, 22, Peer::Access(cidr.clone())));
             }
         }
     }
 
     // Node ports from nodePortAccess.
-    if let Some(nodes) = &nodes {
+    if !nodes.is_empty() {
         let range = node_port_range(model)?;
         for cidr in model.cluster.spec.node_port_access.iter().flatten() {
-            for protocol in ["tcp", "udp"] {
-                rules.named(
-                    format!("nodeport-{protocol}-external-to-node-{cidr}"),
-                    Rule {
-                        group: nodes,
-                        egress: false,
-                        protocol: Some(protocol),
-                        ports: Some(range),
-                        peer: Peer::Access(cidr.clone()),
-                    },
-                );
+            for node in &nodes {
+                for protocol in ["tcp", "udp"] {
+                    rules.named(
+                        format!(
+                            "nodeport-{protocol}-external-to-node-{cidr}{}",
+                            node.suffix()
+                        ),
+                        Rule {
+                            group: &node.name,
+                            egress: false,
+                            protocol: Some(protocol),
+                            ports: Some(range),
+                            peer: Peer::Access(cidr.clone()),
+                        },
+                    );
+                }
             }
         }
     }
 
     if uses_api_load_balancer(model) {
-        api_load_balancer_rules(model, &mut rules, masters.as_deref(), nodes.as_deref());
-    } else if let Some(masters) = &masters {
+        api_load_balancer_rules(model, &mut rules, &masters, &nodes);
+    } else {
         for cidr in api_access(model) {
-            rules.directional(tcp(masters, 443, Peer::Access(cidr)));
+            for master in &masters {
+                rules.directional(tcp(&master.name, 443, Peer::Access(cidr.clone())));
+            }
         }
     }
 
-    if let Some(bastion) = &bastion {
-        bastion_rules(
-            model,
-            &mut rules,
-            bastion,
-            masters.as_deref(),
-            nodes.as_deref(),
-        );
+    if !bastions.is_empty() {
+        bastion_rules(model, &mut rules, &bastions, &masters, &nodes);
     }
 
     Ok(rules.out)
@@ -554,8 +705,8 @@ pub fn rules(model: &Model<'_>) -> Result<Vec<SecurityGroupRule>, ModelError> {
 fn api_load_balancer_rules(
     model: &Model<'_>,
     rules: &mut Rules<'_, '_>,
-    masters: Option<&str>,
-    nodes: Option<&str>,
+    masters: &[RoleGroup],
+    nodes: &[RoleGroup],
 ) {
     let lb = elb_group_name(model, "api");
     let ssl = model
@@ -584,45 +735,52 @@ fn api_load_balancer_rules(
         }
     }
     let none_dns = model.uses_none_dns();
-    if let (true, Some(nodes)) = (none_dns, nodes) {
-        rules.named(
-            "node-to-elb".into(),
-            Rule {
-                group: &lb,
-                egress: false,
-                protocol: None,
-                ports: None,
-                peer: Peer::Group(nodes.to_string()),
-            },
-        );
-    }
-    let Some(masters) = masters else { return };
-    let from_lb = Peer::Group(lb.clone());
-    if ssl {
-        rules.named("tcp-api-cp".into(), tcp(masters, 8443, from_lb.clone()));
-    }
-    rules.named(
-        "https-elb-to-master".into(),
-        tcp(masters, 443, from_lb.clone()),
-    );
-    rules.named(
-        "icmp-pmtu-elb-to-cp".into(),
-        icmp_pmtu(masters, from_lb.clone()),
-    );
-    rules.named(
-        "icmp-pmtu-cp-to-elb".into(),
-        icmp_pmtu(&lb, Peer::Group(masters.to_string())),
-    );
     if none_dns {
-        rules.named(
-            "kops-controller-elb-to-cp".into(),
-            tcp(masters, KOPS_CONTROLLER_PORT, from_lb.clone()),
-        );
-        if cilium_etcd_managed(model) {
+        for node in nodes {
             rules.named(
-                "etcd-cilium-elb-to-cp".into(),
-                tcp(masters, ETCD_CILIUM_CLIENT_PORT, from_lb),
+                format!("node{}-to-elb", node.suffix()),
+                Rule {
+                    group: &lb,
+                    egress: false,
+                    protocol: None,
+                    ports: None,
+                    peer: Peer::Group(node.name.clone()),
+                },
             );
+        }
+    }
+    let from_lb = Peer::Group(lb.clone());
+    for master in masters {
+        let (group, suffix) = (master.name.as_str(), master.suffix());
+        if ssl {
+            rules.named(
+                format!("tcp-api-cp{suffix}"),
+                tcp(group, 8443, from_lb.clone()),
+            );
+        }
+        rules.named(
+            format!("https-elb-to-master{suffix}"),
+            tcp(group, 443, from_lb.clone()),
+        );
+        rules.named(
+            format!("icmp-pmtu-elb-to-cp{suffix}"),
+            icmp_pmtu(group, from_lb.clone()),
+        );
+        rules.named(
+            format!("icmp-pmtu-cp{suffix}-to-elb"),
+            icmp_pmtu(&lb, Peer::Group(group.to_string())),
+        );
+        if none_dns {
+            rules.named(
+                format!("kops-controller-elb-to-cp{suffix}"),
+                tcp(group, KOPS_CONTROLLER_PORT, from_lb.clone()),
+            );
+            if cilium_etcd_managed(model) {
+                rules.named(
+                    format!("etcd-cilium-elb-to-cp{suffix}"),
+                    tcp(group, ETCD_CILIUM_CLIENT_PORT, from_lb.clone()),
+                );
+            }
         }
     }
 }
@@ -645,14 +803,16 @@ fn bastion_load_balancer_internal(model: &Model<'_>) -> bool {
 fn bastion_rules(
     model: &Model<'_>,
     rules: &mut Rules<'_, '_>,
-    bastion: &str,
-    masters: Option<&str>,
-    nodes: Option<&str>,
+    bastions: &[RoleGroup],
+    masters: &[RoleGroup],
+    nodes: &[RoleGroup],
 ) {
-    rules.egress_everywhere(bastion);
-    // The bastion reaches the instances on SSH and nothing else.
-    for group in masters.into_iter().chain(nodes) {
-        rules.directional(tcp(group, 22, Peer::Group(bastion.to_string())));
+    for bastion in bastions {
+        rules.egress_everywhere(&bastion.name);
+        // The bastion reaches the instances on SSH and nothing else.
+        for group in masters.iter().chain(nodes) {
+            rules.directional(tcp(&group.name, 22, Peer::Group(bastion.name.clone())));
+        }
     }
 
     let lb = elb_group_name(model, "bastion");
@@ -690,9 +850,11 @@ fn bastion_rules(
         }
     }
 
-    rules.directional(tcp(bastion, 22, Peer::Group(lb.clone())));
-    rules.directional(icmp_pmtu(bastion, Peer::Group(lb.clone())));
-    rules.directional(icmp_pmtu(&lb, Peer::Group(bastion.to_string())));
+    for bastion in bastions {
+        rules.directional(tcp(&bastion.name, 22, Peer::Group(lb.clone())));
+        rules.directional(icmp_pmtu(&bastion.name, Peer::Group(lb.clone())));
+        rules.directional(icmp_pmtu(&lb, Peer::Group(bastion.name.clone())));
+    }
 }
 
 #[cfg(test)]
@@ -986,6 +1148,137 @@ spec: {role: Bastion, image: ami-12345678, machineType: t3.micro, subnets: [util
         );
     }
 
+    /// PUBLIC with an API load balancer and overrides: the first control
+    /// plane group and the nodes use existing groups, a second control-plane
+    /// group keeps kops' own, the API load balancer uses `sg-elb`.
+    fn with_overrides() -> String {
+        PUBLIC
+            .replace(
+                "  networkCIDR:",
+                "  api: {loadBalancer: {type: Public, class: Network, securityGroupOverride: sg-elb}}\n  networkCIDR:",
+            )
+            .replace(
+                "spec: {role: Master, image: ami-12345678, machineType: t3.medium, subnets: [us-east-1a]}",
+                "spec: {role: Master, image: ami-12345678, machineType: t3.medium, subnets: [us-east-1a], securityGroupOverride: sg-cp}",
+            )
+            .replace(
+                "spec: {role: Node, image: ami-12345678, machineType: t3.medium, subnets: [us-east-1a]}",
+                "spec: {role: Node, image: ami-12345678, machineType: t3.medium, subnets: [us-east-1a], securityGroupOverride: sg-nodes}",
+            )
+            + r#"---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: control-plane-b, labels: {kops.k8s.io/cluster: pub.example.com}}
+spec: {role: Master, image: ami-12345678, machineType: t3.medium, subnets: [us-east-1a]}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: nodes-b, labels: {kops.k8s.io/cluster: pub.example.com}}
+spec: {role: Node, image: ami-12345678, machineType: t3.medium, subnets: [us-east-1a], securityGroupOverride: sg-nodes}
+"#
+    }
+
+    #[test]
+    fn overrides_replace_kops_groups_and_name_the_rules() {
+        let yaml = with_overrides();
+        let (cluster, groups) = load(&yaml);
+        let m = model(&cluster, &groups);
+        let (masters, api_elb) = (m.scoped("masters"), m.scoped("api-elb"));
+
+        // Only the control plane's own group is made: both node groups share
+        // one override, the API load balancer has its own.
+        let made: Vec<String> = super::groups(&m).into_iter().map(|g| g.name).collect();
+        assert_eq!(made, [masters.clone()]);
+        let shared: Vec<(String, String)> = shared_groups(&m)
+            .into_iter()
+            .map(|g| (g.name, g.id))
+            .collect();
+        assert_eq!(
+            shared,
+            [
+                ("sg-cp-ControlPlane".to_string(), "sg-cp".to_string()),
+                ("sg-nodes-Node".to_string(), "sg-nodes".to_string()),
+                (api_elb.clone(), "sg-elb".to_string()),
+            ]
+        );
+
+        let rules = rules(&m).unwrap();
+        for name in [
+            "from-198.51.100.7/32-ingress-tcp-22to22-sg-cp-ControlPlane".to_string(),
+            "from-198.51.100.7/32-ingress-tcp-22to22-sg-nodes-Node".to_string(),
+            format!("from-198.51.100.7/32-ingress-tcp-22to22-{masters}"),
+            "from-sg-nodes-Node-ingress-tcp-1to2379-sg-cp-ControlPlane".to_string(),
+            format!("from-sg-nodes-Node-ingress-udp-1to65535-{masters}"),
+            format!("from-{masters}-ingress-all-0to0-sg-cp-ControlPlane"),
+            format!("from-sg-cp-ControlPlane-ingress-all-0to0-{masters}"),
+            "from-sg-cp-ControlPlane-ingress-all-0to0-sg-nodes-Node".to_string(),
+            "from-sg-nodes-Node-ingress-all-0to0-sg-nodes-Node".to_string(),
+            "from-sg-nodes-Node-egress-all-0to0-0.0.0.0/0".to_string(),
+            format!("from-{api_elb}-egress-all-0to0-0.0.0.0/0"),
+            "https-elb-to-master".to_string(),
+            "https-elb-to-master-sg-cp".to_string(),
+            "icmp-pmtu-elb-to-cp-sg-cp".to_string(),
+            "icmp-pmtu-cp-sg-cp-to-elb".to_string(),
+            "icmp-pmtu-cp-to-elb".to_string(),
+        ] {
+            rule(&rules, &name);
+        }
+        // Nothing is made for the replaced groups.
+        assert!(rules.iter().all(|r| !r.name.contains(&m.scoped("nodes"))));
+        // Rules on an override carry only their name; the API load
+        // balancer's keep kops' tags.
+        let on_override = rule(&rules, "https-elb-to-master-sg-cp");
+        assert_eq!(on_override.group.key().name, "sg-cp-ControlPlane");
+        assert_eq!(source_group(on_override), Some(api_elb.as_str()));
+        let ssh = rule(
+            &rules,
+            "from-198.51.100.7/32-ingress-tcp-22to22-sg-cp-ControlPlane",
+        );
+        assert_eq!(ssh.tags.keys().collect::<Vec<_>>(), ["Name"]);
+        let elb = rule(&rules, &format!("from-{api_elb}-egress-all-0to0-0.0.0.0/0"));
+        assert!(elb.tags.contains_key("KubernetesCluster"));
+
+        // In the graph: the overrides are there (by the same key kind as
+        // kops' groups), only kops' own group gets a cleanup.
+        let mut graph = TaskGraph::new();
+        build(&m, &mut graph).unwrap();
+        for name in ["sg-cp-ControlPlane", "sg-nodes-Node", api_elb.as_str()] {
+            let key = kops_engine::TaskKey::new(SecurityGroup::KIND, name);
+            let task = graph.get(&key).unwrap_or_else(|| panic!("no {key}"));
+            assert!(task
+                .as_any()
+                .downcast_ref::<SharedSecurityGroup>()
+                .is_some());
+            let cleanup = kops_engine::TaskKey::new(SecurityGroupCleanup::KIND, name);
+            assert!(graph.get(&cleanup).is_none(), "{cleanup}");
+        }
+        let cleanup = kops_engine::TaskKey::new(SecurityGroupCleanup::KIND, masters);
+        assert!(graph.get(&cleanup).is_some());
+    }
+
+    #[test]
+    fn dns_none_opens_kops_controller_per_control_plane_group() {
+        let yaml = with_overrides().replace(
+            "networking: {cilium: {}}",
+            "networking: {cilium: {etcdManaged: true}}\n  topology: {dns: {type: None}}",
+        );
+        let (cluster, groups) = load(&yaml);
+        let m = model(&cluster, &groups);
+        assert!(m.uses_none_dns());
+        let rules = rules(&m).unwrap();
+        for name in [
+            "kops-controller-elb-to-cp",
+            "kops-controller-elb-to-cp-sg-cp",
+            "etcd-cilium-elb-to-cp",
+            "etcd-cilium-elb-to-cp-sg-cp",
+            "node-sg-nodes-to-elb",
+        ] {
+            rule(&rules, name);
+        }
+        let r = rule(&rules, "kops-controller-elb-to-cp-sg-cp");
+        assert_eq!((r.from_port, r.to_port), (Some(3988), Some(3988)));
+    }
+
     /// kops' Terraform resource name of a task name.
     fn terraform_name(name: &str) -> String {
         name.replace('.', "-").replace('/', "--").replace(':', "_")
@@ -1000,8 +1293,8 @@ spec: {role: Bastion, image: ami-12345678, machineType: t3.micro, subnets: [util
             .collect()
     }
 
-    /// Cases whose rules need what is not built yet (`securityGroupOverride`).
-    const UNSUPPORTED_CASES: &[&str] = &["existing_sg"];
+    /// Cases whose rules need what is not built yet.
+    const UNSUPPORTED_CASES: &[&str] = &[];
 
     #[test]
     fn groups_and_rules_match_kops_golden_terraform_in_every_aws_case() {
@@ -1046,7 +1339,7 @@ spec: {role: Bastion, image: ami-12345678, machineType: t3.micro, subnets: [util
             );
             checked.push(case);
         }
-        for case in ["minimal-aws", "privatecilium", "complex"] {
+        for case in ["minimal-aws", "privatecilium", "complex", "existing_sg"] {
             assert!(checked.iter().any(|c| c == case), "{case} was not checked");
         }
         assert!(checked.len() >= 40, "only {} cases", checked.len());

@@ -9,6 +9,7 @@ use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
 use kops_aws::tasks::dhcp_options::DhcpOptions;
 use kops_aws::tasks::ebs_volume::EbsVolume;
 use kops_aws::tasks::elastic_ip::{ElasticIp, ExistingAddress};
+use kops_aws::tasks::hosted_zone_association::HostedZoneAssociation;
 use kops_aws::tasks::iam_instance_profile::{IamInstanceProfile, IamInstanceProfileRole};
 use kops_aws::tasks::iam_role::IamRole;
 use kops_aws::tasks::iam_role_policy::IamRolePolicy;
@@ -23,6 +24,7 @@ use kops_aws::tasks::route_table_association::RouteTableAssociation;
 use kops_aws::tasks::security_group::SecurityGroup;
 use kops_aws::tasks::security_group_cleanup::SecurityGroupCleanup;
 use kops_aws::tasks::security_group_rule::{RuleTarget, SecurityGroupRule};
+use kops_aws::tasks::shared_security_group::SharedSecurityGroup;
 use kops_aws::tasks::ssh_key::SshKey;
 use kops_aws::tasks::subnet::Subnet;
 use kops_aws::tasks::target_group::TargetGroup;
@@ -86,6 +88,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
         DhcpOptions,
         EbsVolume,
         ElasticIp,
+        HostedZoneAssociation,
         IamInstanceProfile,
         IamInstanceProfileRole,
         IamRole,
@@ -101,6 +104,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
         SecurityGroup,
         SecurityGroupCleanup,
         SecurityGroupRule,
+        SharedSecurityGroup,
         SshKey,
         Subnet,
         TargetGroup,
@@ -663,6 +667,62 @@ impl AwsResource for SecurityGroup {
                 ("Tags", Json::tags(&self.tags)),
             ]),
         );
+        Ok(())
+    }
+}
+
+/// The private zone's association with the cluster's VPC. A zone known by
+/// name only is looked up by a data source, as for the records.
+impl AwsResource for HostedZoneAssociation {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_route53_zone_association")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, tf: &mut Terraform, ctx: &Ctx<'_>) -> Result<(), RenderError> {
+        let zone = if self.zone.contains('.') {
+            let mut z = Body::new();
+            z.set("name", self.zone.as_str())
+                .set("private_zone", ctx.private_zone);
+            let address = tf.data_source("aws_route53_zone", &self.zone, z);
+            Expr::raw(format!("{address}.zone_id"))
+        } else {
+            Expr::str(format!(
+                "/hostedzone/{}",
+                self.zone.trim_start_matches("/hostedzone/")
+            ))
+        };
+        let mut b = Body::new();
+        b.set("vpc_id", id(tf, self.vpc.key())?)
+            .set("zone_id", zone);
+        tf.resource("aws_route53_zone_association", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, _: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        // CloudFormation has no resource that associates a VPC with an
+        // existing zone (only a zone it creates lists its VPCs): the
+        // association is left to `update cluster --yes` or the user.
+        Ok(())
+    }
+}
+
+/// An existing group named by `securityGroupOverride`: not rendered;
+/// what refers to it gets its id.
+impl AwsResource for SharedSecurityGroup {
+    fn tf_type(&self) -> Option<&'static str> {
+        None
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn existing_id(&self) -> Option<String> {
+        Some(self.id.clone())
+    }
+    fn terraform(&self, _: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        Ok(())
+    }
+    fn cloudformation(&self, _: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
         Ok(())
     }
 }
@@ -1531,6 +1591,7 @@ impl AwsResource for TargetGroup {
         health
             .set("healthy_threshold", self.healthy_threshold)
             .set("interval", self.health_check_interval)
+            .set_opt("path", self.health_check_path.as_ref())
             .set("protocol", &self.health_check_protocol)
             .set("unhealthy_threshold", self.unhealthy_threshold);
         let mut b = Body::new();
@@ -1552,10 +1613,15 @@ impl AwsResource for TargetGroup {
         Ok(())
     }
     fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        let props: Vec<(&str, Json)> = self
+            .health_check_path
+            .iter()
+            .map(|p| ("HealthCheckPath", Json::str(p)))
+            .collect();
         cf.resource(
             "AWS::ElasticLoadBalancingV2::TargetGroup",
             &self.name,
-            Json::obj([
+            Json::obj(props.into_iter().chain([
                 ("Name", Json::str(&self.name)),
                 ("Port", Json::Int(self.port.into())),
                 ("Protocol", Json::str(&self.protocol)),
@@ -1593,7 +1659,7 @@ impl AwsResource for TargetGroup {
                     ]),
                 ),
                 ("Tags", Json::tags(&self.tags)),
-            ]),
+            ])),
         );
         Ok(())
     }

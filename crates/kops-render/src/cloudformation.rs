@@ -102,6 +102,9 @@ pub struct CloudFormation {
     pending: Vec<(TaskKey, String, Json)>,
     current: Option<TaskKey>,
     parameters: BTreeMap<String, Json>,
+    /// Ids of existing objects tasks only refer to (a shared VPC, an
+    /// overriding security group), by task key.
+    existing: BTreeMap<String, String>,
 }
 
 fn alnum(s: &str) -> String {
@@ -117,6 +120,7 @@ impl CloudFormation {
             pending: Vec::new(),
             current: None,
             parameters: BTreeMap::new(),
+            existing: BTreeMap::new(),
         };
         for key in keys {
             let base = alnum(&format!("{}{}", key.kind, key.name));
@@ -147,9 +151,18 @@ impl CloudFormation {
         format!("{}{suffix}", self.logical_id(key))
     }
 
-    /// `{"Ref": id}` of the task's main resource.
+    /// `{"Ref": id}` of the task's main resource; the id itself for an
+    /// existing object the template does not declare.
     pub fn reference(&self, key: &TaskKey) -> Result<Json, RenderError> {
+        if let Some(id) = self.existing.get(&key.to_string()) {
+            return Ok(Json::str(id));
+        }
         Ok(Json::obj([("Ref", Json::str(self.logical_id(key)))]))
+    }
+
+    /// Records that the task `key` stands for the existing object `id`.
+    pub(crate) fn set_existing(&mut self, key: &TaskKey, id: String) {
+        self.existing.insert(key.to_string(), id);
     }
 
     /// `{"Ref": id}` of the resource of type `kind` the current task renders.

@@ -32,6 +32,7 @@ use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
 use kops_aws::tasks::iam_role::IamRole;
 use kops_aws::tasks::route_table::RouteTable;
 use kops_aws::tasks::security_group::SecurityGroup;
+use kops_aws::tasks::shared_security_group::SharedSecurityGroup;
 use kops_aws::tasks::subnet::Subnet;
 use kops_aws::tasks::vpc::Vpc;
 use kops_aws::AwsContext;
@@ -166,6 +167,11 @@ pub fn terraform(input: &Input<'_>) -> Result<Outcome, RenderError> {
 pub fn cloudformation(input: &Input<'_>) -> Result<Outcome, RenderError> {
     let (_, unrendered) = targets(input.graph);
     let mut cf = CloudFormation::new(input.graph.iter().map(|(k, _)| k.clone()));
+    for (key, task) in input.graph.iter() {
+        if let Some(id) = resource_of(task.as_any()).and_then(|r| r.existing_id()) {
+            cf.set_existing(key, id);
+        }
+    }
     let ctx = Ctx {
         graph: input.graph,
         cluster: input.cluster,
@@ -195,11 +201,14 @@ fn outputs(tf: &mut Terraform, ctx: &Ctx<'_>) {
         tf.reference(&TaskKey::new(kind, name), attr).ok()
     };
     let mut lists: BTreeMap<&str, Vec<Expr>> = BTreeMap::new();
+    let mut shared_lists: BTreeMap<&str, Vec<Expr>> = BTreeMap::new();
     for (key, task) in ctx.graph.iter() {
         let any = task.as_any();
         if any.downcast_ref::<AutoscalingGroup>().is_some() {
             let list = if key.name.contains(".masters.") {
                 "master_autoscaling_group_ids"
+            } else if key.name.contains(".apiservers.") {
+                "apiserver_autoscaling_group_ids"
             } else if key.name.starts_with("bastion") {
                 "bastion_autoscaling_group_ids"
             } else {
@@ -220,6 +229,24 @@ fn outputs(tf: &mut Terraform, ctx: &Ctx<'_>) {
             };
             if let (Some(list), Ok(e)) = (list, tf.reference(key, "id")) {
                 lists.entry(list).or_default().push(e);
+            }
+        } else if let Some(sg) = any.downcast_ref::<SharedSecurityGroup>() {
+            // Existing groups (`securityGroupOverride`) come first, as
+            // their quoted ids sort before resource addresses in kops.
+            let list = if sg.name.ends_with("-ControlPlane") {
+                Some("master_security_group_ids")
+            } else if sg.name.ends_with("-Node") {
+                Some("node_security_group_ids")
+            } else if sg.name.ends_with("-Bastion") {
+                Some("bastion_security_group_ids")
+            } else {
+                None
+            };
+            if let Some(list) = list {
+                shared_lists
+                    .entry(list)
+                    .or_default()
+                    .push(Expr::str(&sg.id));
             }
         } else if let Some(role) = any.downcast_ref::<IamRole>() {
             for prefix in ["masters", "nodes", "bastions"] {
@@ -279,6 +306,11 @@ fn outputs(tf: &mut Terraform, ctx: &Ctx<'_>) {
                 );
             }
         }
+    }
+    for (name, mut shared) in shared_lists {
+        let own = lists.entry(name).or_default();
+        shared.append(own);
+        *own = shared;
     }
     for (name, mut items) in lists {
         items.dedup();

@@ -90,6 +90,7 @@ impl CloudGroup {
 pub fn autoscaling_group_name(cluster: &str, group: &InstanceGroup) -> String {
     match group.role() {
         Some(Role::ControlPlane) => format!("{}.masters.{cluster}", group.name()),
+        Some(Role::ApiServer) => format!("{}.apiservers.{cluster}", group.name()),
         _ => format!("{}.{cluster}", group.name()),
     }
 }
@@ -122,10 +123,7 @@ pub fn build_groups(
     for asg in cloud {
         let ig = instance_groups
             .iter()
-            .find(|g| {
-                autoscaling_group_name(cluster, g) == asg.name
-                    || format!("{}.apiservers.{cluster}", g.name()) == asg.name
-            })
+            .find(|g| autoscaling_group_name(cluster, g) == asg.name)
             .or_else(|| {
                 let tag = asg.instance_group.as_deref()?;
                 instance_groups.iter().find(|g| g.name() == tag)

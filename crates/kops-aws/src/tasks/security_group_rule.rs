@@ -204,9 +204,13 @@ impl Task<AwsContext> for SecurityGroupRule {
             _ => None,
         };
         let groups = ctx.security_groups().await?;
+        // A shared group (`securityGroupOverride`) is not in the cluster's
+        // discovery; its task described it by id.
+        let shared = ctx.described_shared_security_group(&group_id.0);
         let Some(group) = groups
             .iter()
             .find(|g| g.group_id() == Some(group_id.0.as_str()))
+            .or(shared.as_ref())
         else {
             // Not in this run's discovery: the group was created in this
             // run, and AWS gave it only its default rule, all egress to

@@ -1,6 +1,7 @@
-//! An ELBv2 target group (`tcp-<cluster>-<hash>` for the API): TCP to the
+//! An ELBv2 target group (`tcp-<cluster>-<hash>` for the API,
+//! `kops-controller-...` for kops-controller with DNS `None`): TCP to the
 //! control-plane instances, which their autoscaling groups register, with a
-//! TCP health check and kops' deregistration settings (30 s delay,
+//! TCP (or HTTPS, with a path) health check and kops' deregistration settings (30 s delay,
 //! connections closed on deregistration).
 //!
 //! Found in one `DescribeTargetGroups` (+ `DescribeTags`) per run (see
@@ -34,6 +35,9 @@ pub struct TargetGroup {
     pub protocol: String,
     pub port: i32,
     pub health_check_protocol: String,
+    /// The path of an HTTP(S) health check (kops-controller's `/healthz`);
+    /// `None` for TCP checks.
+    pub health_check_path: Option<String>,
     /// Seconds.
     pub health_check_interval: i32,
     pub healthy_threshold: i32,
@@ -53,6 +57,7 @@ pub struct TargetGroupActual {
     pub protocol: String,
     pub port: i32,
     pub health_check_protocol: String,
+    pub health_check_path: Option<String>,
     pub health_check_interval: i32,
     pub healthy_threshold: i32,
     pub unhealthy_threshold: i32,
@@ -84,6 +89,7 @@ fn actual_of(
             .health_check_protocol()
             .map(|p| p.as_str().to_string())
             .unwrap_or_default(),
+        health_check_path: g.health_check_path().map(str::to_string),
         health_check_interval: g.health_check_interval_seconds().unwrap_or_default(),
         healthy_threshold: g.healthy_threshold_count().unwrap_or_default(),
         unhealthy_threshold: g.unhealthy_threshold_count().unwrap_or_default(),
@@ -175,6 +181,13 @@ impl Task<AwsContext> for TargetGroup {
                 &self.unhealthy_threshold,
             )
             .compare("tags", tags.as_ref(), &self.tags);
+        if let Some(path) = &self.health_check_path {
+            changes.compare(
+                "healthCheckPath",
+                actual.map(|a| a.health_check_path.as_deref().unwrap_or_default()),
+                path.as_str(),
+            );
+        }
         Ok(changes)
     }
 
@@ -218,6 +231,7 @@ impl Task<AwsContext> for TargetGroup {
                 .vpc_id(&vpc.0)
                 .target_type(TargetTypeEnum::Instance)
                 .health_check_protocol(ProtocolEnum::from(self.health_check_protocol.as_str()))
+                .set_health_check_path(self.health_check_path.clone())
                 .health_check_interval_seconds(self.health_check_interval)
                 .healthy_threshold_count(self.healthy_threshold)
                 .unhealthy_threshold_count(self.unhealthy_threshold)
@@ -257,6 +271,7 @@ impl Task<AwsContext> for TargetGroup {
         };
         let health = [
             "healthCheckProtocol",
+            "healthCheckPath",
             "healthCheckInterval",
             "healthyThreshold",
             "unhealthyThreshold",
@@ -266,6 +281,7 @@ impl Task<AwsContext> for TargetGroup {
                 .modify_target_group()
                 .target_group_arn(&actual.arn)
                 .health_check_protocol(ProtocolEnum::from(self.health_check_protocol.as_str()))
+                .set_health_check_path(self.health_check_path.clone())
                 .health_check_interval_seconds(self.health_check_interval)
                 .healthy_threshold_count(self.healthy_threshold)
                 .unhealthy_threshold_count(self.unhealthy_threshold)
