@@ -910,8 +910,9 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
     }
 }
 
-/// Revokes the rules of `groups` that reference security groups, so groups
-/// that reference each other can be deleted.
+/// Revokes the rules of `groups` that reference security groups, and the
+/// rules of other groups that reference `groups`, so groups that reference
+/// each other can be deleted.
 async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), AwsError> {
     if groups.is_empty() {
         return Ok(());
@@ -946,6 +947,79 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
             })
             .collect()
     };
+    // Groups that are not the cluster's (a `securityGroupOverride`, the
+    // user's own) may hold rules naming the cluster's groups, which would
+    // keep those from being deleted: revoke just those permissions there.
+    let mut outside: Vec<aws_sdk_ec2::types::SecurityGroup> = Vec::new();
+    for filter in ["ip-permission.group-id", "egress.ip-permission.group-id"] {
+        let found = ec2
+            .describe_security_groups()
+            .filters(
+                Filter::builder()
+                    .name(filter)
+                    .set_values(Some(groups.to_vec()))
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| AwsError::call("DescribeSecurityGroups", groups.join(","), e))?;
+        for g in found.security_groups() {
+            let id = g.group_id().unwrap_or_default();
+            if !groups.iter().any(|c| c == id) && !outside.iter().any(|o| o.group_id() == Some(id))
+            {
+                outside.push(g.clone());
+            }
+        }
+    }
+    let naming_ours = |perms: &[IpPermission]| -> Vec<IpPermission> {
+        perms
+            .iter()
+            .filter_map(|p| {
+                let pairs: Vec<UserIdGroupPair> = p
+                    .user_id_group_pairs()
+                    .iter()
+                    .filter(|g| {
+                        g.group_id()
+                            .is_some_and(|id| groups.iter().any(|c| c == id))
+                    })
+                    .map(|g| {
+                        UserIdGroupPair::builder()
+                            .set_group_id(g.group_id().map(str::to_string))
+                            .build()
+                    })
+                    .collect();
+                (!pairs.is_empty()).then(|| {
+                    IpPermission::builder()
+                        .set_ip_protocol(p.ip_protocol().map(str::to_string))
+                        .set_from_port(p.from_port())
+                        .set_to_port(p.to_port())
+                        .set_user_id_group_pairs(Some(pairs))
+                        .build()
+                })
+            })
+            .collect()
+    };
+    for g in &outside {
+        let id = g.group_id().unwrap_or_default();
+        let ingress = naming_ours(g.ip_permissions());
+        if !ingress.is_empty() {
+            ec2.revoke_security_group_ingress()
+                .group_id(id)
+                .set_ip_permissions(Some(ingress))
+                .send()
+                .await
+                .map_err(|e| AwsError::call("RevokeSecurityGroupIngress", id, e))?;
+        }
+        let egress = naming_ours(g.ip_permissions_egress());
+        if !egress.is_empty() {
+            ec2.revoke_security_group_egress()
+                .group_id(id)
+                .set_ip_permissions(Some(egress))
+                .send()
+                .await
+                .map_err(|e| AwsError::call("RevokeSecurityGroupEgress", id, e))?;
+        }
+    }
     for g in described.security_groups() {
         let id = g.group_id().unwrap_or_default();
         let ingress = referencing(g.ip_permissions());

@@ -492,6 +492,99 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::tests::{load, model, PUBLIC};
+
+    fn with_load_balancer(extra: &str) -> String {
+        PUBLIC.replace(
+            "  networkCIDR:",
+            &format!(
+                "  api: {{loadBalancer: {{type: Public, class: Network}}}}\n{extra}  networkCIDR:"
+            ),
+        )
+    }
+
+    fn graph_of(yaml: &str) -> (kops_engine::TaskGraph<AwsContext>, String) {
+        let (cluster, groups) = load(yaml);
+        let m = model(&cluster, &groups);
+        let mut graph = TaskGraph::new();
+        build(&m, &mut graph).unwrap();
+        (graph, m.name().to_string())
+    }
+
+    fn task<'g, T: 'static>(
+        graph: &'g TaskGraph<AwsContext>,
+        kind: &'static str,
+        name: &str,
+    ) -> Option<&'g T> {
+        graph
+            .get(&kops_engine::TaskKey::new(kind, name))
+            .and_then(|t| t.as_any().downcast_ref::<T>())
+    }
+
+    #[test]
+    fn dns_none_adds_the_kops_controller_listener_and_target_group() {
+        let (graph, cluster) = graph_of(&with_load_balancer("  topology: {dns: {type: None}}\n"));
+        let group = resource_name32(&cluster, "kops-controller");
+        let tg: &TargetGroup = task(&graph, TargetGroup::KIND, &group).expect("the target group");
+        assert_eq!((tg.port, tg.protocol.as_str()), (3988, "TCP"));
+        assert_eq!(tg.health_check_protocol, "HTTPS");
+        assert_eq!(tg.health_check_path.as_deref(), Some("/healthz"));
+        let listener: &Listener =
+            task(&graph, Listener::KIND, &format!("api.{cluster}-3988")).expect("the listener");
+        assert_eq!(listener.target_group.key().name, group);
+        let lb: &NetworkLoadBalancer =
+            task(&graph, NetworkLoadBalancer::KIND, &format!("api.{cluster}")).unwrap();
+        assert_eq!(
+            lb.attributes
+                .get("load_balancing.cross_zone.enabled")
+                .map(String::as_str),
+            Some("true")
+        );
+        // No Cilium etcd: no second listener.
+        assert!(graph
+            .iter()
+            .all(|(k, _)| !k.name.starts_with("etcd-cilium")));
+
+        // The control plane registers in both.
+        let (cluster_spec, groups) = load(&with_load_balancer("  topology: {dns: {type: None}}\n"));
+        let m = model(&cluster_spec, &groups);
+        let registered: Vec<String> = target_groups_for(&m, Some(Role::ControlPlane))
+            .iter()
+            .map(|r| r.key().name.clone())
+            .collect();
+        assert_eq!(registered, [target_group_name(&m), group]);
+    }
+
+    #[test]
+    fn dns_none_with_cilium_etcd_adds_its_listener_too() {
+        let yaml = with_load_balancer("  topology: {dns: {type: None}}\n").replace(
+            "networking: {cilium: {}}",
+            "networking: {cilium: {etcdManaged: true}}",
+        );
+        let (graph, cluster) = graph_of(&yaml);
+        let group = resource_name32(&cluster, "etcd-cilium");
+        let tg: &TargetGroup = task(&graph, TargetGroup::KIND, &group).expect("the target group");
+        assert_eq!((tg.port, tg.health_check_protocol.as_str()), (4003, "TCP"));
+        assert!(tg.health_check_path.is_none());
+        let listener: &Listener = task(
+            &graph,
+            Listener::KIND,
+            &format!("etcd-cilium.{cluster}-4003"),
+        )
+        .expect("the listener");
+        assert_eq!(listener.port, 4003);
+    }
+
+    #[test]
+    fn published_dns_has_no_kops_controller_listener() {
+        let (graph, cluster) = graph_of(&with_load_balancer(""));
+        assert!(task::<Listener>(&graph, Listener::KIND, &format!("api.{cluster}-3988")).is_none());
+        let lb: &NetworkLoadBalancer =
+            task(&graph, NetworkLoadBalancer::KIND, &format!("api.{cluster}")).unwrap();
+        assert!(!lb
+            .attributes
+            .contains_key("load_balancing.cross_zone.enabled"));
+    }
 
     #[test]
     fn names_match_kops() {
@@ -510,6 +603,15 @@ mod tests {
         assert_eq!(
             resource_name32("complex.example.com", "tcp"),
             "tcp-complex-example-com-vpjolq"
+        );
+        // kops' minimal-dns-none and minimal-ipv6-dns-none cases.
+        assert_eq!(
+            resource_name32("minimal.example.com", "kops-controller"),
+            "kops-controller-minimal-e-uvauf3"
+        );
+        assert_eq!(
+            resource_name32("minimal-ipv6.example.com", "kops-controller"),
+            "kops-controller-minimal-i-fg70er"
         );
     }
 }

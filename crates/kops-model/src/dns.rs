@@ -119,3 +119,50 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::security::tests::{load, model, PUBLIC};
+
+    fn associations(yaml: &str) -> Vec<HostedZoneAssociation> {
+        let (cluster, groups) = load(yaml);
+        let m = model(&cluster, &groups);
+        let mut graph = TaskGraph::new();
+        build(&m, &mut graph).unwrap();
+        graph
+            .iter()
+            .filter_map(|(_, t)| t.as_any().downcast_ref::<HostedZoneAssociation>())
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn a_private_zone_is_associated_with_the_cluster_vpc() {
+        let yaml = PUBLIC.replace(
+            "  networkCIDR:",
+            "  dnsZone: internal.example.com\n  topology: {dns: {type: Private}}\n  networkCIDR:",
+        );
+        let found = associations(&yaml);
+        assert_eq!(found.len(), 1);
+        // Named after the zone, as kops' DNSZone task (Terraform
+        // `aws_route53_zone_association.internal-example-com`).
+        assert_eq!(found[0].name, "internal.example.com");
+        assert_eq!(found[0].zone, "internal.example.com");
+        assert_eq!(found[0].vpc.key().name, "pub.example.com");
+
+        // Resolved to an id by `update cluster`.
+        let resolved = yaml.replace("internal.example.com", "/hostedzone/Z2AFAKE1ZON3NO");
+        assert_eq!(associations(&resolved)[0].zone, "Z2AFAKE1ZON3NO");
+    }
+
+    #[test]
+    fn public_and_none_dns_associate_nothing() {
+        assert!(associations(PUBLIC).is_empty());
+        let none = PUBLIC.replace(
+            "  networkCIDR:",
+            "  topology: {dns: {type: None}}\n  networkCIDR:",
+        );
+        assert!(associations(&none).is_empty());
+    }
+}

@@ -1188,7 +1188,7 @@ spec: {role: Node, image: ami-12345678, machineType: t3.medium, subnets: [us-eas
         // Only the control plane's own group is made: both node groups share
         // one override, the API load balancer has its own.
         let made: Vec<String> = super::groups(&m).into_iter().map(|g| g.name).collect();
-        assert_eq!(made, [masters.clone()]);
+        assert_eq!(made, std::slice::from_ref(&masters));
         let shared: Vec<(String, String)> = shared_groups(&m)
             .into_iter()
             .map(|g| (g.name, g.id))

@@ -350,3 +350,30 @@ async fn an_unknown_image_is_reported_with_its_group() {
     );
     assert!(err.contains("hint:"), "{err}");
 }
+
+/// API-server groups are named `<group>.apiservers.<cluster>` (kops'
+/// autoscaling group name for the role), their lifecycle hook follows.
+#[test]
+fn api_server_groups_are_named_like_kops() {
+    let name = "apiservers.example.com";
+    let yaml = manifests(name, IMAGE, "t3.medium")
+        + &format!(
+            r#"---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {{name: apiserver, labels: {{kops.k8s.io/cluster: {name}}}}}
+spec: {{role: APIServer, image: "{IMAGE}", machineType: t3.medium, minSize: 1, maxSize: 1, subnets: [us-east-1a]}}
+"#
+        );
+    let graph = graph(&yaml);
+    let wanted = format!("apiserver.apiservers.{name}");
+    for kind in [
+        kops_aws::tasks::launch_template::LaunchTemplate::KIND,
+        kops_aws::tasks::autoscaling_group::AutoscalingGroup::KIND,
+    ] {
+        let key = kops_engine::TaskKey::new(kind, &wanted);
+        assert!(graph.get(&key).is_some(), "no {key}");
+        let old = kops_engine::TaskKey::new(kind, format!("apiserver.{name}"));
+        assert!(graph.get(&old).is_none(), "{old}");
+    }
+}
