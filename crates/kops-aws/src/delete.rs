@@ -257,6 +257,21 @@ pub async fn list_cluster_resources(
             );
         }
         let r = ec2
+            .describe_egress_only_internet_gateways()
+            .filters(filter.clone())
+            .send()
+            .await;
+        let r = r.map_err(|e| AwsError::call("DescribeEgressOnlyInternetGateways", cluster, e))?;
+        for g in r.egress_only_internet_gateways() {
+            add(
+                3,
+                "egress-only-internet-gateway",
+                g.egress_only_internet_gateway_id(),
+                g.tags(),
+                None,
+            );
+        }
+        let r = ec2
             .describe_route_tables()
             .filters(filter.clone())
             .send()
@@ -791,6 +806,13 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
                 .map(|_| ())
                 .or_else(|e| sort_error("DeleteInternetGateway", r, e))
         }
+        "egress-only-internet-gateway" => ec2
+            .delete_egress_only_internet_gateway()
+            .egress_only_internet_gateway_id(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteEgressOnlyInternetGateway", r, e)),
         "route-table" => {
             // Deleting a subnet does not always drop its association (moto
             // keeps it); disassociate what is left first.

@@ -429,6 +429,9 @@ fn instance_group(
         additional_security_group_ids: additional,
         ssh_key: ssh::ssh_key(model)?.map(|k| SshKey::name_ref(&k.name)),
         associate_public_ip,
+        ipv6: cluster_subnets.iter().any(|s| {
+            subnet_names.contains(&s.name) && s.ipv6_cidr.as_deref().is_some_and(|c| !c.is_empty())
+        }),
         detailed_monitoring: spec.detailed_instance_monitoring.unwrap_or(false),
         extra_volumes: extra_volumes(index, group)?,
         cpu_credits: spec.cpu_credits.clone().filter(|c| !c.is_empty()),

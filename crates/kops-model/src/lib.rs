@@ -94,6 +94,16 @@ impl<'a> Model<'a> {
         !self.cluster.is_gossip() && !self.uses_none_dns()
     }
 
+    /// Whether pods and services are IPv6-only (`nonMasqueradeCIDR` is an
+    /// IPv6 range): the network then adds an egress-only gateway and NAT64.
+    pub fn ipv6_only(&self) -> bool {
+        self.cluster
+            .spec
+            .non_masquerade_cidr
+            .as_deref()
+            .is_some_and(|c| c.contains(':'))
+    }
+
     /// `<prefix>.<cluster>`, the way kops names per-role resources
     /// (`masters.<cluster>`, `nodes.<cluster>`, `bastion.<cluster>`).
     pub fn scoped(&self, prefix: &str) -> String {

@@ -19,8 +19,14 @@
 //!   table (`private-<zone>.<cluster>`) with `0.0.0.0/0` to it and the
 //!   subnets' `additionalRoutes`; the private subnets associated with it.
 //!
-//! Not yet: IPv6 subnets (`ipv6CIDR`, `DualStack`) and IPv6-only clusters
-//! (egress-only gateway, NAT64 routes), which are refused with an error.
+//!
+//! IPv6: a subnet's `ipv6CIDR` (written out, or `/64#<hex>` of the VPC's
+//! Amazon-provided block) is given to it; a subnet without an IPv4 CIDR is
+//! IPv6-native. DualStack subnets are private ones (same zone table).
+//! An IPv6-only cluster (`nonMasqueradeCIDR` is IPv6) adds an egress-only
+//! internet gateway and, in each private table, `::/0` to it and the NAT64
+//! prefix `64:ff9b::/96` to the zone's NAT gateway; its public subnets with
+//! IPv6 get a table per zone (`public-<zone>.<cluster>`) with NAT64 too.
 
 use std::collections::BTreeMap;
 
@@ -28,19 +34,20 @@ use ipnet::Ipv4Net;
 use kops_api::{ClusterSubnetSpec, SubnetType};
 use kops_aws::context::{Tags, TAG_CLUSTER_PREFIX};
 use kops_aws::tasks::dhcp_options::DhcpOptions;
+use kops_aws::tasks::egress_only_internet_gateway::EgressOnlyInternetGateway;
 use kops_aws::tasks::elastic_ip::{ElasticIp, ExistingAddress};
 use kops_aws::tasks::internet_gateway::InternetGateway;
 use kops_aws::tasks::nat_gateway::NatGateway;
 use kops_aws::tasks::route::{Route, RouteTarget};
 use kops_aws::tasks::route_table::{RouteTable, TAG_KOPS_ROLE};
 use kops_aws::tasks::route_table_association::RouteTableAssociation;
-use kops_aws::tasks::subnet::{Subnet, SubnetId};
+use kops_aws::tasks::subnet::{parse_relative_ipv6, Subnet, SubnetId};
 use kops_aws::tasks::vpc::{Vpc, VpcId};
 use kops_aws::tasks::vpc_amazon_ipv6_cidr_block::VpcAmazonIpv6CidrBlock;
 use kops_aws::tasks::vpc_cidr_block::VpcCidrBlock;
 use kops_aws::tasks::vpc_dhcp_options_association::VpcDhcpOptionsAssociation;
 use kops_aws::AwsContext;
-use kops_engine::{OutputRef, TaskGraph};
+use kops_engine::{OutputRef, TaskGraph, TaskKey};
 
 use crate::{Model, ModelError};
 
@@ -97,6 +104,21 @@ struct SubnetPlan<'a> {
 impl SubnetPlan<'_> {
     fn unmanaged(&self) -> bool {
         self.egress == Egress::External
+    }
+
+    /// Private and DualStack subnets: behind the zone's NAT.
+    fn is_private(&self) -> bool {
+        matches!(self.kind, SubnetType::Private | SubnetType::DualStack)
+    }
+
+    fn ipv6_cidr(&self) -> Option<&str> {
+        self.spec.ipv6_cidr.as_deref().filter(|c| !c.is_empty())
+    }
+
+    /// A public subnet with IPv6 in an IPv6-only cluster: its zone's own
+    /// public table sends the NAT64 prefix to the zone's NAT gateway.
+    fn nat64_public(&self, ipv6_only: bool) -> bool {
+        ipv6_only && self.kind == SubnetType::Public && self.ipv6_cidr().is_some()
     }
 }
 
@@ -164,18 +186,29 @@ fn plan_subnets<'a>(model: &Model<'a>) -> Result<Vec<SubnetPlan<'a>>, ModelError
                     "set the availability zone, e.g. `us-east-1a`",
                 ));
             }
-            if !shared && (kind == SubnetType::DualStack || spec.ipv6_cidr.is_some()) {
+            let ipv6 = spec.ipv6_cidr.as_deref().filter(|c| !c.is_empty());
+            if let Some(ipv6) = ipv6 {
+                let absolute = ipv6.parse::<ipnet::Ipv6Net>().is_ok();
+                if !absolute && parse_relative_ipv6(ipv6).is_none() {
+                    return Err(spec_error(
+                        format!("{path}.ipv6CIDR"),
+                        format!("`{ipv6}` is neither an IPv6 CIDR nor `/<size>#<index>`"),
+                        "write it like `2001:db8:0:111::/64`, or `/64#1` for the second /64 of the VPC's IPv6 block",
+                    ));
+                }
+            }
+            if kind == SubnetType::DualStack && !shared && (ipv6.is_none() || spec.cidr.as_deref().is_none_or(str::is_empty)) {
                 return Err(spec_error(
                     path,
-                    format!("subnet `{}` has IPv6 (`ipv6CIDR` or type `DualStack`)", spec.name),
-                    "kops-rs does not create IPv6 subnets yet: remove ipv6CIDR, or use an existing subnet (`id`)",
+                    format!("the DualStack subnet `{}` needs both cidr and ipv6CIDR", spec.name),
+                    "set an IPv4 cidr and an ipv6CIDR (e.g. `/64#3`), or use type Private",
                 ));
             }
-            if !shared && spec.cidr.as_deref().is_none_or(str::is_empty) {
+            if !shared && spec.cidr.as_deref().is_none_or(str::is_empty) && ipv6.is_none() {
                 return Err(spec_error(
                     format!("{path}.cidr"),
                     format!("subnet `{}` has no CIDR", spec.name),
-                    "set a CIDR inside spec.networkCIDR, or the `id` of an existing subnet",
+                    "set a CIDR inside spec.networkCIDR (or an ipv6CIDR), or the `id` of an existing subnet",
                 ));
             }
             let egress = parse_egress(&path, spec.egress.as_deref())?;
@@ -240,17 +273,7 @@ fn cidr_block_of(
 pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
     let spec = &model.cluster.spec;
     let cluster = model.name();
-    if spec
-        .non_masquerade_cidr
-        .as_deref()
-        .is_some_and(|c| c.contains(':'))
-    {
-        return Err(spec_error(
-            "spec.nonMasqueradeCIDR",
-            "IPv6-only clusters are not supported yet",
-            "kops-rs builds IPv4 networks: set nonMasqueradeCIDR to an IPv4 range such as 100.64.0.0/10",
-        ));
-    }
+    let ipv6_only = model.ipv6_only();
     let subnets = plan_subnets(model)?;
     let shared_vpc = spec.network_id.as_deref().is_some_and(|id| !id.is_empty());
     let vpc = vpc_ref(model);
@@ -346,7 +369,12 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
 
     // The subnets.
     let tag_subnets = !flag(&spec.extra, "DisableSubnetTags").unwrap_or(false);
-    let any_private = subnets.iter().any(|s| s.kind == SubnetType::Private);
+    let any_private = subnets.iter().any(SubnetPlan::is_private);
+    let dual_stack_zones: std::collections::BTreeSet<&str> = subnets
+        .iter()
+        .filter(|s| s.kind == SubnetType::DualStack)
+        .map(|s| s.zone)
+        .collect();
     let resource_based_naming = spec.cloud_controller_manager.as_ref().map(|_| {
         let ip_based = spec
             .cloud_config
@@ -378,13 +406,22 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
             match subnet.kind {
                 SubnetType::Public | SubnetType::Utility => {
                     tags.insert(TAG_ROLE_ELB.to_string(), "1".to_string());
-                    // Without private subnets, internal load balancers go here too.
-                    if !any_private {
+                    // Without private subnets, internal load balancers go
+                    // here too; not in IPv6-only clusters, whose public
+                    // subnets route ::/0 to the internet gateway, which
+                    // AWS refuses for internal load balancers.
+                    if !any_private && !ipv6_only {
                         tags.insert(TAG_ROLE_INTERNAL_ELB.to_string(), "1".to_string());
                     }
                 }
-                SubnetType::Private | SubnetType::DualStack => {
+                SubnetType::DualStack => {
                     tags.insert(TAG_ROLE_INTERNAL_ELB.to_string(), "1".to_string());
+                }
+                // DualStack subnets of the zone take the internal ones.
+                SubnetType::Private => {
+                    if !dual_stack_zones.contains(subnet.zone) {
+                        tags.insert(TAG_ROLE_INTERNAL_ELB.to_string(), "1".to_string());
+                    }
                 }
             }
             for group in model.groups {
@@ -419,11 +456,19 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
             resource_based_naming: resource_based_naming.filter(|_| !subnet.shared),
             shared_id: subnet.spec.id.clone().filter(|_| subnet.shared),
             vpc_cidr_block,
+            ipv6_cidr: subnet.ipv6_cidr().map(str::to_string),
+            vpc_ipv6_block: (subnet.ipv6_cidr().is_some() && !shared_vpc)
+                .then(|| TaskKey::new(VpcAmazonIpv6CidrBlock::KIND, VpcAmazonIpv6CidrBlock::NAME)),
         })?;
         if subnet.shared || subnet.unmanaged() {
             continue;
         }
         match subnet.kind {
+            _ if subnet.nat64_public(ipv6_only) => graph.add(RouteTableAssociation {
+                name: model.scoped(&format!("public-{}", subnet.spec.name)),
+                route_table: RouteTable::id_ref(&model.scoped(&format!("public-{}", subnet.zone))),
+                subnet: Subnet::id_ref(&name),
+            })?,
             SubnetType::Public | SubnetType::Utility => graph.add(RouteTableAssociation {
                 name: name.clone(),
                 route_table: public_table.clone(),
@@ -437,30 +482,47 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         }
     }
 
-    // Egress of the private subnets, per zone.
+    // The IPv6 egress of an IPv6-only cluster's private subnets.
+    let managed_private = subnets.iter().any(|s| s.is_private() && !s.unmanaged());
+    if ipv6_only && managed_private {
+        graph.add(EgressOnlyInternetGateway {
+            name: cluster.to_string(),
+            vpc: vpc.clone(),
+            shared: shared_vpc,
+            tags: if shared_vpc {
+                shared_tags(model)
+            } else {
+                model.tags(cluster, &[])
+            },
+        })?;
+    }
+
+    // Egress of the private subnets (and NAT64 of IPv6 public ones), per zone.
     let mut zones: BTreeMap<&str, Vec<&SubnetPlan<'_>>> = BTreeMap::new();
     for subnet in &subnets {
-        if subnet.kind == SubnetType::Private && !subnet.shared && !subnet.unmanaged() {
+        let nat = subnet.is_private() || subnet.nat64_public(ipv6_only);
+        if nat && !subnet.shared && !subnet.unmanaged() {
             zones.entry(subnet.zone).or_default().push(subnet);
         }
     }
-    for (zone, private) in zones {
-        build_zone_egress(model, graph, &subnets, zone, &private)?;
+    for (zone, nat_subnets) in zones {
+        build_zone_egress(model, graph, &subnets, zone, &nat_subnets)?;
     }
     Ok(())
 }
 
 /// The NAT gateway (or the egress named in the spec), private route table
-/// and routes of `zone`, whose owned private subnets are `private`.
+/// and routes of `zone`, whose owned subnets behind NAT are `nat_subnets`
+/// (private and DualStack ones; IPv6 public ones of IPv6-only clusters).
 fn build_zone_egress(
     model: &Model<'_>,
     graph: &mut TaskGraph<AwsContext>,
     subnets: &[SubnetPlan<'_>],
     zone: &str,
-    private: &[&SubnetPlan<'_>],
+    nat_subnets: &[&SubnetPlan<'_>],
 ) -> Result<(), ModelError> {
-    let first = private[0];
-    for other in &private[1..] {
+    let first = nat_subnets[0];
+    for other in &nat_subnets[1..] {
         if other.egress != first.egress {
             return Err(spec_error(
                 format!("{}.egress", other.path),
@@ -476,25 +538,40 @@ fn build_zone_egress(
             ));
         }
     }
-    let utility: Vec<&SubnetPlan<'_>> = subnets
+    let ipv6_only = model.ipv6_only();
+    let have_private = nat_subnets.iter().any(|s| s.is_private());
+    let have_public_ipv6 = nat_subnets.iter().any(|s| s.nat64_public(ipv6_only));
+    // The NAT gateway sits in the zone's utility subnet, or in its public
+    // one when the zone has only public subnets (NAT64 of IPv6-only ones).
+    let nat_home_kind = if have_private {
+        SubnetType::Utility
+    } else {
+        SubnetType::Public
+    };
+    let nat_home: Vec<&SubnetPlan<'_>> = subnets
         .iter()
-        .filter(|s| s.zone == zone && s.kind == SubnetType::Utility)
+        .filter(|s| s.zone == zone && s.kind == nat_home_kind)
         .collect();
     let scoped_zone = model.scoped(zone);
     let nat = NatGateway::id_ref(&scoped_zone);
-    let nat_in_utility = |graph: &mut TaskGraph<AwsContext>,
-                          address: OutputRef<_>|
+    let nat_in_home = |graph: &mut TaskGraph<AwsContext>,
+                       address: OutputRef<_>|
      -> Result<RouteTarget, ModelError> {
-        let [utility] = utility.as_slice() else {
+        let [home] = nat_home.as_slice() else {
+            let kind = nat_home_kind.as_str();
             return Err(spec_error(
                 format!("{}.zone", first.path),
-                format!("zone `{zone}` has {} utility subnets, its NAT gateway needs one", utility.len()),
-                format!("add one subnet of type Utility in `{zone}` (e.g. `utility-{zone}`), or set the private subnets' egress"),
+                format!(
+                    "zone `{zone}` has {} {} subnets, its NAT gateway needs one",
+                    nat_home.len(),
+                    kind.to_lowercase()
+                ),
+                format!("add one subnet of type {kind} in `{zone}` (e.g. `utility-{zone}`), or set the private subnets' egress"),
             ));
         };
         graph.add(NatGateway {
             name: scoped_zone.clone(),
-            subnet: Some(subnet_ref(model, &utility.spec.name)),
+            subnet: Some(subnet_ref(model, &home.spec.name)),
             elastic_ip: Some(address),
             shared_id: None,
             tags: model.tags(&scoped_zone, &[]),
@@ -513,7 +590,7 @@ fn build_zone_egress(
                 },
                 existing: existing.map(ExistingAddress::PublicIp),
             })?;
-            nat_in_utility(graph, ElasticIp::id_ref(&scoped_zone))?
+            nat_in_home(graph, ElasticIp::id_ref(&scoped_zone))?
         }
         Egress::ElasticIp(id) => {
             graph.add(ElasticIp {
@@ -521,7 +598,7 @@ fn build_zone_egress(
                 tags: shared_tags(model),
                 existing: Some(ExistingAddress::AllocationId(id.clone())),
             })?;
-            nat_in_utility(graph, ElasticIp::id_ref(&scoped_zone))?
+            nat_in_home(graph, ElasticIp::id_ref(&scoped_zone))?
         }
         Egress::NatGateway(id) => {
             graph.add(NatGateway {
@@ -537,44 +614,104 @@ fn build_zone_egress(
         Egress::TransitGateway(id) => RouteTarget::TransitGateway(id.clone()),
         Egress::External => return Ok(()),
     };
+    // NAT64 (IPv6-only clusters) goes where IPv4 goes, but a NAT instance
+    // does not translate it.
+    let nat64 = if ipv6_only {
+        if matches!(target, RouteTarget::Instance(_)) {
+            return Err(spec_error(
+                format!("{}.egress", first.path),
+                format!("zone `{zone}` of an IPv6-only cluster egresses through a NAT instance, which does not do NAT64"),
+                "use a NAT gateway (leave egress empty, or `nat-...`/`eipalloc-...`) or a transit gateway",
+            ));
+        }
+        Some(target.clone())
+    } else {
+        None
+    };
 
-    let table_name = model.scoped(&format!("private-{zone}"));
-    let role = format!("private-{zone}");
-    graph.add(RouteTable {
-        name: table_name.clone(),
-        vpc: vpc_ref(model),
-        tags: model.tags(&table_name, &[(TAG_KOPS_ROLE, &role)]),
-    })?;
-    let table = RouteTable::id_ref(&table_name);
-    graph.add(Route {
-        name: format!("private-{zone}-0.0.0.0/0"),
-        route_table: table.clone(),
-        destination: "0.0.0.0/0".to_string(),
-        target,
-    })?;
-    // Extra routes of the zone's private subnets (shared ones included, as kops does).
-    let with_routes = subnets
-        .iter()
-        .filter(|s| s.zone == zone && s.kind == SubnetType::Private);
-    for subnet in with_routes {
-        for (i, route) in subnet.spec.additional_routes.iter().flatten().enumerate() {
-            let target = RouteTarget::from_id(&route.target).ok_or_else(|| {
-                spec_error(
-                    format!("{}.additionalRoutes[{i}].target", subnet.path),
-                    format!("route target `{}` is not supported", route.target),
-                    "use a peering connection (`pcx-`), instance (`i-`), NAT gateway (`nat-`), transit gateway (`tgw-`), internet gateway (`igw-`) or egress-only internet gateway (`eigw-`)",
-                )
+    if have_private {
+        let table_name = model.scoped(&format!("private-{zone}"));
+        let role = format!("private-{zone}");
+        graph.add(RouteTable {
+            name: table_name.clone(),
+            vpc: vpc_ref(model),
+            tags: model.tags(&table_name, &[(TAG_KOPS_ROLE, &role)]),
+        })?;
+        let table = RouteTable::id_ref(&table_name);
+        graph.add(Route {
+            name: format!("private-{zone}-0.0.0.0/0"),
+            route_table: table.clone(),
+            destination: "0.0.0.0/0".to_string(),
+            target,
+        })?;
+        if let Some(nat64) = &nat64 {
+            graph.add(Route {
+                name: format!("private-{zone}-{NAT64_PREFIX}"),
+                route_table: table.clone(),
+                destination: NAT64_PREFIX.to_string(),
+                target: nat64.clone(),
             })?;
             graph.add(Route {
-                name: format!("{}.{}", subnet.spec.name, route.cidr),
+                name: format!("private-{zone}-::/0"),
                 route_table: table.clone(),
-                destination: route.cidr.clone(),
-                target,
+                destination: "::/0".to_string(),
+                target: RouteTarget::EgressOnlyGateway(EgressOnlyInternetGateway::id_ref(
+                    model.name(),
+                )),
             })?;
         }
+        // Extra routes of the zone's private subnets (shared ones included, as kops does).
+        let with_routes = subnets.iter().filter(|s| s.zone == zone && s.is_private());
+        for subnet in with_routes {
+            for (i, route) in subnet.spec.additional_routes.iter().flatten().enumerate() {
+                let target = RouteTarget::from_id(&route.target).ok_or_else(|| {
+                    spec_error(
+                        format!("{}.additionalRoutes[{i}].target", subnet.path),
+                        format!("route target `{}` is not supported", route.target),
+                        "use a peering connection (`pcx-`), instance (`i-`), NAT gateway (`nat-`), transit gateway (`tgw-`), internet gateway (`igw-`) or egress-only internet gateway (`eigw-`)",
+                    )
+                })?;
+                graph.add(Route {
+                    name: format!("{}.{}", subnet.spec.name, route.cidr),
+                    route_table: table.clone(),
+                    destination: route.cidr.clone(),
+                    target,
+                })?;
+            }
+        }
+    }
+
+    if let (true, Some(nat64)) = (have_public_ipv6, nat64) {
+        let table_name = model.scoped(&format!("public-{zone}"));
+        let role = format!("public-{zone}");
+        graph.add(RouteTable {
+            name: table_name.clone(),
+            vpc: vpc_ref(model),
+            tags: model.tags(&table_name, &[(TAG_KOPS_ROLE, &role)]),
+        })?;
+        let table = RouteTable::id_ref(&table_name);
+        let gateway = InternetGateway::id_ref(model.name());
+        for destination in ["0.0.0.0/0", "::/0"] {
+            graph.add(Route {
+                name: format!("public-{zone}-{destination}"),
+                route_table: table.clone(),
+                destination: destination.to_string(),
+                target: RouteTarget::InternetGateway(gateway.clone()),
+            })?;
+        }
+        graph.add(Route {
+            name: format!("public-{zone}-{NAT64_PREFIX}"),
+            route_table: table,
+            destination: NAT64_PREFIX.to_string(),
+            target: nat64,
+        })?;
     }
     Ok(())
 }
+
+/// The well-known NAT64 prefix (RFC 6052) that DNS64 answers map IPv4
+/// addresses into.
+const NAT64_PREFIX: &str = "64:ff9b::/96";
 
 #[cfg(test)]
 mod tests {
@@ -652,14 +789,109 @@ mod tests {
         );
     }
 
+    fn keys_of(graph: &TaskGraph<AwsContext>, kind: &str) -> Vec<String> {
+        graph
+            .iter()
+            .filter(|(k, _)| k.kind == kind)
+            .map(|(k, _)| k.name.clone())
+            .collect()
+    }
+
+    const IPV6_ONLY: &str = "  nonMasqueradeCIDR: ::/0\n";
+
     #[test]
-    fn ipv6_subnets_are_refused_for_now() {
-        let subnets = "  - {name: a, type: Public, zone: us-east-1a, cidr: 172.20.32.0/19, ipv6CIDR: /64#0}\n";
-        let error = build_for(&cluster(subnets, "")).unwrap_err().to_string();
-        assert!(
-            error.contains("kops-rs does not create IPv6 subnets yet"),
-            "{error}"
+    fn an_ipv6_only_cluster_gets_egress_only_gateway_and_nat64() {
+        let subnets = "  - {name: a, type: Private, zone: us-east-1a, ipv6CIDR: /64#1}\n\
+                       \x20 - {name: d, type: DualStack, zone: us-east-1a, cidr: 172.20.32.0/19, ipv6CIDR: /64#2}\n\
+                       \x20 - {name: u, type: Utility, zone: us-east-1a, cidr: 172.20.0.0/22, ipv6CIDR: /64#3}\n";
+        let graph = build_for(&cluster(subnets, IPV6_ONLY)).unwrap();
+        assert_eq!(
+            keys_of(&graph, "EgressOnlyInternetGateway"),
+            ["example.com"]
         );
+        assert_eq!(
+            keys_of(&graph, "Route"),
+            [
+                "0.0.0.0/0",
+                "::/0",
+                "private-us-east-1a-0.0.0.0/0",
+                "private-us-east-1a-64:ff9b::/96",
+                "private-us-east-1a-::/0",
+            ]
+        );
+        assert_eq!(
+            keys_of(&graph, "RouteTableAssociation"),
+            [
+                "private-a.example.com",
+                "private-d.example.com",
+                "u.example.com"
+            ]
+        );
+        let subnet = |name: &str| {
+            graph
+                .get(&kops_engine::TaskKey::new("Subnet", name))
+                .unwrap()
+                .as_any()
+                .downcast_ref::<Subnet>()
+                .unwrap()
+                .clone()
+        };
+        let native = subnet("a.example.com");
+        assert_eq!(native.cidr, None);
+        assert_eq!(native.ipv6_cidr.as_deref(), Some("/64#1"));
+        assert!(native.vpc_ipv6_block.is_some());
+        // The zone's DualStack subnet takes the internal load balancers.
+        assert!(!native.tags.contains_key(TAG_ROLE_INTERNAL_ELB));
+        assert!(subnet("d.example.com")
+            .tags
+            .contains_key(TAG_ROLE_INTERNAL_ELB));
+    }
+
+    #[test]
+    fn ipv6_public_subnets_get_a_zone_table_with_nat64() {
+        let subnets = "  - {name: p, type: Public, zone: us-east-1a, cidr: 172.20.32.0/19, ipv6CIDR: 2001:db8::/64}\n";
+        let graph = build_for(&cluster(subnets, IPV6_ONLY)).unwrap();
+        assert_eq!(
+            keys_of(&graph, "RouteTable"),
+            ["example.com", "public-us-east-1a.example.com"]
+        );
+        assert_eq!(
+            keys_of(&graph, "RouteTableAssociation"),
+            ["public-p.example.com"]
+        );
+        assert!(keys_of(&graph, "Route").contains(&"public-us-east-1a-64:ff9b::/96".to_string()));
+        assert_eq!(keys_of(&graph, "NatGateway"), ["us-east-1a.example.com"]);
+        // No private subnets: no egress-only gateway.
+        assert!(keys_of(&graph, "EgressOnlyInternetGateway").is_empty());
+        // A dual-stack cluster (IPv4 pods) keeps one public table.
+        let graph = build_for(&cluster(subnets, "")).unwrap();
+        assert_eq!(keys_of(&graph, "RouteTable"), ["example.com"]);
+        assert!(keys_of(&graph, "NatGateway").is_empty());
+    }
+
+    #[test]
+    fn bad_ipv6_subnets_are_refused_with_the_field() {
+        let error = |subnets: &str, extra: &str| {
+            build_for(&cluster(subnets, extra)).unwrap_err().to_string()
+        };
+        let e = error(
+            "  - {name: a, type: Public, zone: us-east-1a, cidr: 172.20.32.0/19, ipv6CIDR: /64}\n",
+            "",
+        );
+        assert!(
+            e.starts_with("spec.subnets[0].ipv6CIDR: `/64` is neither"),
+            "{e}"
+        );
+        let e = error(
+            "  - {name: a, type: DualStack, zone: us-east-1a, ipv6CIDR: /64#1}\n",
+            "",
+        );
+        assert!(e.contains("needs both cidr and ipv6CIDR"), "{e}");
+        let e = error(
+            "  - {name: a, type: Private, zone: us-east-1a, ipv6CIDR: /64#1, egress: i-0123}\n",
+            IPV6_ONLY,
+        );
+        assert!(e.contains("does not do NAT64"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use kops_aws::context::Tags;
 use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
 use kops_aws::tasks::dhcp_options::DhcpOptions;
 use kops_aws::tasks::ebs_volume::EbsVolume;
+use kops_aws::tasks::egress_only_internet_gateway::EgressOnlyInternetGateway;
 use kops_aws::tasks::elastic_ip::{ElasticIp, ExistingAddress};
 use kops_aws::tasks::hosted_zone_association::HostedZoneAssociation;
 use kops_aws::tasks::iam_instance_profile::{IamInstanceProfile, IamInstanceProfileRole};
@@ -26,7 +27,7 @@ use kops_aws::tasks::security_group_cleanup::SecurityGroupCleanup;
 use kops_aws::tasks::security_group_rule::{RuleTarget, SecurityGroupRule};
 use kops_aws::tasks::shared_security_group::SharedSecurityGroup;
 use kops_aws::tasks::ssh_key::SshKey;
-use kops_aws::tasks::subnet::Subnet;
+use kops_aws::tasks::subnet::{parse_relative_ipv6, Subnet};
 use kops_aws::tasks::target_group::TargetGroup;
 use kops_aws::tasks::vpc::Vpc;
 use kops_aws::tasks::vpc_amazon_ipv6_cidr_block::VpcAmazonIpv6CidrBlock;
@@ -72,6 +73,11 @@ pub trait AwsResource {
     fn tf_data_type(&self) -> Option<&'static str> {
         None
     }
+    /// The Terraform input variable holding the id of an existing object
+    /// that Terraform can neither manage nor look up.
+    fn tf_variable(&self) -> Option<String> {
+        None
+    }
     fn terraform(&self, tf: &mut Terraform, ctx: &Ctx<'_>) -> Result<(), RenderError>;
     fn cloudformation(&self, cf: &mut CloudFormation, ctx: &Ctx<'_>) -> Result<(), RenderError>;
 }
@@ -94,6 +100,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
         IamRole,
         IamRolePolicy,
         InternetGateway,
+        EgressOnlyInternetGateway,
         LaunchTemplate,
         Listener,
         NatGateway,
@@ -120,6 +127,9 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
 pub fn target_of(resource: &dyn AwsResource) -> Target {
     if let Some(id) = resource.existing_id() {
         return Target::Literal(id);
+    }
+    if let Some(name) = resource.tf_variable() {
+        return Target::Variable(name);
     }
     if let Some(kind) = resource.tf_data_type() {
         return Target::Data {
@@ -363,6 +373,58 @@ impl AwsResource for InternetGateway {
     }
 }
 
+/// The input variable a shared VPC's egress-only gateway id comes from.
+const EGRESS_ONLY_GATEWAY_VARIABLE: &str = "egress_only_internet_gateway_id";
+
+impl AwsResource for EgressOnlyInternetGateway {
+    fn tf_type(&self) -> Option<&'static str> {
+        Some("aws_egress_only_internet_gateway")
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn tf_variable(&self) -> Option<String> {
+        // The AWS provider has no data source for these gateways.
+        self.shared
+            .then(|| EGRESS_ONLY_GATEWAY_VARIABLE.to_string())
+    }
+    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared {
+            tf.variable(
+                EGRESS_ONLY_GATEWAY_VARIABLE,
+                "The egress-only internet gateway (eigw-...) of the shared VPC, which the private subnets route ::/0 to",
+            );
+            return Ok(());
+        }
+        let mut b = Body::new();
+        b.set("tags", tags_expr(&self.tags))
+            .set("vpc_id", id(tf, self.vpc.key())?);
+        tf.resource("aws_egress_only_internet_gateway", &self.name, b);
+        Ok(())
+    }
+    fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        if self.shared {
+            return Err(RenderError::Unsupported {
+                what: format!(
+                    "EgressOnlyInternetGateway/{}: a shared VPC's egress-only internet gateway",
+                    self.name
+                ),
+                hint: "CloudFormation cannot look the gateway up; use --target terraform or direct"
+                    .into(),
+            });
+        }
+        cf.resource(
+            "AWS::EC2::EgressOnlyInternetGateway",
+            &self.name,
+            Json::obj([
+                ("Tags", Json::tags(&self.tags)),
+                ("VpcId", cf.reference(self.vpc.key())?),
+            ]),
+        );
+        Ok(())
+    }
+}
+
 impl AwsResource for Subnet {
     fn tf_type(&self) -> Option<&'static str> {
         Some("aws_subnet")
@@ -382,16 +444,31 @@ impl AwsResource for Subnet {
             .set_opt("cidr_block", self.cidr.as_ref())
             .set("tags", tags_expr(&self.tags))
             .set("vpc_id", id(tf, self.vpc.key())?);
-        match self.resource_based_naming {
-            Some(true) => {
-                b.set("enable_resource_name_dns_a_record_on_launch", true)
-                    .set("private_dns_hostname_type_on_launch", "resource-name");
+        if let Some(ipv6) = &self.ipv6_cidr {
+            let block = match parse_relative_ipv6(ipv6) {
+                // Carved from the VPC's block, as Terraform computes it.
+                Some((size, index)) => Expr::raw(format!(
+                    "cidrsubnet(local.vpc_ipv6_cidr_block, {size} - local.vpc_ipv6_cidr_length, {index})"
+                )),
+                None => Expr::str(ipv6),
+            };
+            b.set("ipv6_cidr_block", block)
+                .set("assign_ipv6_address_on_creation", true);
+        }
+        if self.cidr.is_none() {
+            b.set("ipv6_native", true).set("enable_dns64", true);
+        }
+        if let Some(on) = self.resource_based_naming {
+            b.set(
+                "private_dns_hostname_type_on_launch",
+                if on { "resource-name" } else { "ip-name" },
+            );
+            if self.cidr.is_some() {
+                b.set("enable_resource_name_dns_a_record_on_launch", on);
             }
-            Some(false) => {
-                b.set("enable_resource_name_dns_a_record_on_launch", false)
-                    .set("private_dns_hostname_type_on_launch", "ip-name");
+            if self.ipv6_cidr.is_some() {
+                b.set("enable_resource_name_dns_aaaa_record_on_launch", on);
             }
-            None => {}
         }
         tf.resource("aws_subnet", &self.name, b);
         Ok(())
@@ -408,20 +485,59 @@ impl AwsResource for Subnet {
         if let Some(cidr) = &self.cidr {
             props.push(("CidrBlock", Json::str(cidr)));
         }
+        if let Some(ipv6) = &self.ipv6_cidr {
+            let block = match parse_relative_ipv6(ipv6) {
+                Some((size, index)) => {
+                    let vpc_block = Json::obj([(
+                        "Fn::Select",
+                        Json::Array(vec![
+                            Json::Int(0),
+                            cf.attribute(self.vpc.key(), "Ipv6CidrBlocks")?,
+                        ]),
+                    )]);
+                    let count = i64::try_from(index + 1).unwrap_or(i64::MAX);
+                    Json::obj([(
+                        "Fn::Select",
+                        Json::Array(vec![
+                            Json::Int(count - 1),
+                            Json::obj([(
+                                "Fn::Cidr",
+                                Json::Array(vec![
+                                    vpc_block,
+                                    Json::Int(count),
+                                    Json::str((128 - u32::from(size)).to_string()),
+                                ]),
+                            )]),
+                        ]),
+                    )])
+                }
+                None => Json::str(ipv6),
+            };
+            props.push(("Ipv6CidrBlock", block));
+            props.push(("AssignIpv6AddressOnCreation", Json::Bool(true)));
+        }
+        if self.cidr.is_none() {
+            props.push(("Ipv6Native", Json::Bool(true)));
+            props.push(("EnableDns64", Json::Bool(true)));
+        }
         if let Some(rbn) = self.resource_based_naming {
-            props.push((
-                "PrivateDnsNameOptionsOnLaunch",
-                Json::obj([
-                    ("EnableResourceNameDnsARecord", Json::Bool(rbn)),
-                    (
-                        "HostnameType",
-                        Json::str(if rbn { "resource-name" } else { "ip-name" }),
-                    ),
-                ]),
-            ));
+            let mut options = vec![(
+                "HostnameType",
+                Json::str(if rbn { "resource-name" } else { "ip-name" }),
+            )];
+            if self.cidr.is_some() {
+                options.push(("EnableResourceNameDnsARecord", Json::Bool(rbn)));
+            }
+            if self.ipv6_cidr.is_some() {
+                options.push(("EnableResourceNameDnsAAAARecord", Json::Bool(rbn)));
+            }
+            props.push(("PrivateDnsNameOptionsOnLaunch", Json::obj(options)));
         }
         let mut depends = Vec::new();
         if let Some(block) = &self.vpc_cidr_block {
+            depends.push(block.clone());
+        }
+        if let Some(block) = &self.vpc_ipv6_block {
             depends.push(block.clone());
         }
         cf.resource_with_deps("AWS::EC2::Subnet", &self.name, Json::obj(props), &depends)?;
@@ -479,6 +595,7 @@ impl AwsResource for Route {
         match &self.target {
             RouteTarget::InternetGateway(r) => b.set("gateway_id", id(tf, r.key())?),
             RouteTarget::NatGateway(r) => b.set("nat_gateway_id", id(tf, r.key())?),
+            RouteTarget::EgressOnlyGateway(r) => b.set("egress_only_gateway_id", id(tf, r.key())?),
             RouteTarget::InternetGatewayId(x) => b.set("gateway_id", x),
             RouteTarget::NatGatewayId(x) => b.set("nat_gateway_id", x),
             RouteTarget::Instance(x) => b.set("instance_id", x),
@@ -504,6 +621,9 @@ impl AwsResource for Route {
                 depends.push(cf.logical_id_of_kind(r.key(), "AWS::EC2::VPCGatewayAttachment"));
             }
             RouteTarget::NatGateway(r) => props.push(("NatGatewayId", cf.reference(r.key())?)),
+            RouteTarget::EgressOnlyGateway(r) => {
+                props.push(("EgressOnlyInternetGatewayId", cf.reference(r.key())?))
+            }
             RouteTarget::InternetGatewayId(x) => props.push(("GatewayId", Json::str(x))),
             RouteTarget::NatGatewayId(x) => props.push(("NatGatewayId", Json::str(x))),
             RouteTarget::Instance(x) => props.push(("InstanceId", Json::str(x))),
@@ -1160,7 +1280,10 @@ impl AwsResource for LaunchTemplate {
         let mut metadata = Body::new();
         metadata
             .set("http_endpoint", "enabled")
-            .set("http_protocol_ipv6", "disabled")
+            .set(
+                "http_protocol_ipv6",
+                if self.ipv6 { "enabled" } else { "disabled" },
+            )
             .set(
                 "http_put_response_hop_limit",
                 self.http_put_response_hop_limit,
@@ -1177,7 +1300,7 @@ impl AwsResource for LaunchTemplate {
         let mut nic = Body::new();
         nic.set("associate_public_ip_address", self.associate_public_ip)
             .set("delete_on_termination", true)
-            .set("ipv6_address_count", 0)
+            .set("ipv6_address_count", i32::from(self.ipv6))
             .set("security_groups", Expr::List(groups));
 
         let user_data = tf.file(
@@ -1267,7 +1390,10 @@ impl AwsResource for LaunchTemplate {
                 "MetadataOptions",
                 Json::obj([
                     ("HttpEndpoint", Json::str("enabled")),
-                    ("HttpProtocolIpv6", Json::str("disabled")),
+                    (
+                        "HttpProtocolIpv6",
+                        Json::str(if self.ipv6 { "enabled" } else { "disabled" }),
+                    ),
                     (
                         "HttpPutResponseHopLimit",
                         Json::Int(self.http_put_response_hop_limit.into()),
@@ -1288,7 +1414,7 @@ impl AwsResource for LaunchTemplate {
                     ),
                     ("DeleteOnTermination", Json::Bool(true)),
                     ("DeviceIndex", Json::Int(0)),
-                    ("Ipv6AddressCount", Json::Int(0)),
+                    ("Ipv6AddressCount", Json::Int(i64::from(self.ipv6))),
                     ("Groups", Json::Array(groups)),
                 ])]),
             ),

@@ -36,6 +36,9 @@ pub enum Target {
     Literal(String),
     /// An existing object Terraform looks up: `data.type.name`.
     Data { kind: &'static str, name: String },
+    /// An existing object only the cloud knows and Terraform cannot look
+    /// up: its id is an input variable, `var.name`.
+    Variable(String),
     /// Not rendered as its own resource (folded into another one).
     None,
 }
@@ -45,6 +48,7 @@ pub struct Terraform {
     targets: BTreeMap<TaskKey, Target>,
     resources: BTreeMap<(String, String), Body>,
     data_sources: BTreeMap<(String, String), Body>,
+    variables: BTreeMap<String, Body>,
     locals: BTreeMap<String, Expr>,
     outputs: BTreeMap<String, Expr>,
     files: BTreeMap<String, Vec<u8>>,
@@ -58,6 +62,7 @@ impl Terraform {
             targets,
             resources: BTreeMap::new(),
             data_sources: BTreeMap::new(),
+            variables: BTreeMap::new(),
             locals: BTreeMap::new(),
             outputs: BTreeMap::new(),
             files: BTreeMap::new(),
@@ -75,6 +80,7 @@ impl Terraform {
             Some(Target::Data { kind, name }) => {
                 Ok(Expr::Raw(format!("data.{kind}.{name}.{attr}")))
             }
+            Some(Target::Variable(name)) => Ok(Expr::Raw(format!("var.{name}"))),
             Some(Target::None) | None => Err(RenderError::Reference {
                 key: key.clone(),
                 attr: attr.to_string(),
@@ -102,6 +108,14 @@ impl Terraform {
         let address = format!("data.{kind}.{name}");
         self.data_sources.insert((kind.to_string(), name), body);
         address
+    }
+
+    /// Declares `variable "name"`: a string the user passes (`-var`).
+    pub fn variable(&mut self, name: &str, description: &str) {
+        let mut body = Body::new();
+        body.set("description", description)
+            .set("type", Expr::raw("string"));
+        self.variables.insert(name.to_string(), body);
     }
 
     /// Stores `data/<kind>_<name>_<field>` and returns the expression that
@@ -157,6 +171,10 @@ impl Terraform {
             let mut body = Body::new();
             body.set("value", value.clone());
             write_block(&mut out, "output", &[name], &body);
+            out.push('\n');
+        }
+        for (name, body) in &self.variables {
+            write_block(&mut out, "variable", &[name], body);
             out.push('\n');
         }
         let mut provider = Body::new();

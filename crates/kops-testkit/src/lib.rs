@@ -85,6 +85,31 @@ pub fn require_moto() -> Option<&'static Moto> {
     Some(Moto::shared())
 }
 
+/// Fixes for moto bugs (see the file), run before moto's `main`.
+const MOTO_PATCHES: &str = include_str!("moto_patches.py");
+
+/// `binary` (moto's Python entry script) wrapped so that
+/// [`MOTO_PATCHES`] run first: the same interpreter and moto, with the
+/// bugs fixed. A binary that is not a Python script is used as it is.
+fn with_patches(binary: &Path) -> io::Result<PathBuf> {
+    static SERIAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let head = std::fs::read(binary)?;
+    let first = head.split(|b| *b == b'\n').next().unwrap_or_default();
+    let first = String::from_utf8_lossy(first);
+    if !(first.starts_with("#!") && first.contains("python")) {
+        return Ok(binary.to_path_buf());
+    }
+    let path = std::env::temp_dir().join(format!(
+        "kops-testkit-moto-server-{}-{}",
+        std::process::id(),
+        SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::write(&path, format!("{first}\n{MOTO_PATCHES}"))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(path)
+}
+
 /// A running `moto_server`, killed on drop. Processes that never drop it
 /// (see [`Moto::shared`]) are covered by a watchdog that stops moto once the
 /// process that started it is gone.
@@ -115,14 +140,22 @@ impl Moto {
                 "moto_server not found (set MOTO_SERVER or run scripts/setup-venv)",
             )
         })?;
-        let mut last_error = None;
+        let wrapped = with_patches(&binary)?;
+        let mut result = None;
         for _ in 0..PORT_ATTEMPTS {
-            match Self::start_on(&binary, free_port()?) {
-                Ok(moto) => return Ok(moto),
-                Err(e) => last_error = Some(e),
+            match free_port().and_then(|port| Self::start_on(&wrapped, port)) {
+                Ok(moto) => {
+                    result = Some(Ok(moto));
+                    break;
+                }
+                Err(e) => result = Some(Err(e)),
             }
         }
-        Err(last_error.expect("at least one attempt"))
+        // moto has read its entry script once it answers.
+        if wrapped != binary {
+            let _ = std::fs::remove_file(&wrapped);
+        }
+        result.expect("at least one attempt")
     }
 
     fn start_on(binary: &Path, port: u16) -> io::Result<Moto> {

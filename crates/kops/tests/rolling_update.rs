@@ -158,47 +158,10 @@ impl Cluster {
     }
 }
 
-/// moto (5.2.5) keeps the user data of a launch template version made by
-/// `CreateLaunchTemplateVersion` as plain text (only `CreateLaunchTemplate`
-/// decodes it), and then every launch from that version fails inside moto
-/// (an assertion in `LaunchTemplateVersion.user_data`): an autoscaling group
-/// could never replace an instance after a spec change. So these tests run
-/// the same moto_server with that one decode added, through a wrapper
-/// passed to kops-testkit as `MOTO_SERVER`.
+/// moto for these tests: kops-testkit's, which fixes moto's launch
+/// template versions (their user data was kept undecoded, so an
+/// autoscaling group could never launch from a second version).
 fn moto() -> Option<&'static kops_testkit::Moto> {
-    const MOTO_PATCH: &str = r#"
-import sys
-from moto.core.types import Base64EncodedString
-from moto.ec2.models import launch_templates
-from moto.ec2.utils import parse_user_data
-
-_create_version = launch_templates.LaunchTemplate.create_version
-
-def create_version(self, data, description):
-    user_data = data.get("UserData") if isinstance(data, dict) else None
-    if user_data is not None and not isinstance(user_data, Base64EncodedString):
-        data["UserData"] = parse_user_data(user_data)
-    return _create_version(self, data, description)
-
-launch_templates.LaunchTemplate.create_version = create_version
-
-from moto.server import main
-sys.exit(main())
-"#;
-    static WRAPPER: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
-    let wrapper = WRAPPER.get_or_init(|| {
-        let real = kops_testkit::moto_server_path()?;
-        let text = std::fs::read_to_string(&real).ok()?;
-        let shebang = text.lines().next().filter(|l| l.starts_with("#!"))?;
-        let path = std::env::temp_dir().join(format!("kops-roll-moto-{}", std::process::id()));
-        std::fs::write(&path, format!("{shebang}\n{MOTO_PATCH}")).ok()?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).ok()?;
-        Some(path)
-    });
-    if let Some(path) = wrapper {
-        std::env::set_var("MOTO_SERVER", path);
-    }
     kops_testkit::require_moto()
 }
 

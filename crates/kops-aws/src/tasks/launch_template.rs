@@ -18,6 +18,7 @@ use aws_sdk_ec2::types::{
     LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
     LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
     LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
+    LaunchTemplateInstanceMetadataProtocolIpv6,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
     LaunchTemplateTagSpecificationRequest, LaunchTemplatesMonitoringRequest,
     RequestLaunchTemplateData, ResourceType, ResponseLaunchTemplateData, VolumeType,
@@ -134,6 +135,9 @@ pub struct LaunchTemplate {
     pub additional_security_group_ids: Vec<String>,
     pub ssh_key: Option<OutputRef<SshKeyName>>,
     pub associate_public_ip: bool,
+    /// The group's subnets have IPv6: one IPv6 address per instance, and
+    /// the instance metadata service on IPv6 too.
+    pub ipv6: bool,
     pub detailed_monitoring: bool,
     /// Data volumes besides the root one.
     pub extra_volumes: Vec<ExtraVolume>,
@@ -159,6 +163,8 @@ pub struct TemplateData {
     pub security_groups: Vec<String>,
     pub key_name: Option<String>,
     pub associate_public_ip: bool,
+    pub ipv6_address_count: i32,
+    pub http_protocol_ipv6: bool,
     pub detailed_monitoring: bool,
     /// Base64.
     pub user_data: String,
@@ -223,6 +229,8 @@ impl LaunchTemplate {
             security_groups: groups,
             key_name,
             associate_public_ip: self.associate_public_ip,
+            ipv6_address_count: i32::from(self.ipv6),
+            http_protocol_ipv6: self.ipv6,
             detailed_monitoring: self.detailed_monitoring,
             user_data: self.encoded_user_data(),
             instance_tags: self.tags.clone(),
@@ -320,12 +328,18 @@ impl LaunchTemplate {
                         self.http_tokens.as_str(),
                     ))
                     .http_put_response_hop_limit(self.http_put_response_hop_limit)
+                    .http_protocol_ipv6(if self.ipv6 {
+                        LaunchTemplateInstanceMetadataProtocolIpv6::Enabled
+                    } else {
+                        LaunchTemplateInstanceMetadataProtocolIpv6::Disabled
+                    })
                     .build(),
             )
             .network_interfaces(
                 LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
                     .device_index(0)
                     .associate_public_ip_address(self.associate_public_ip)
+                    .ipv6_address_count(i32::from(self.ipv6))
                     .delete_on_termination(true)
                     .set_groups(Some(groups))
                     .build(),
@@ -418,6 +432,15 @@ pub fn template_data(data: &ResponseLaunchTemplateData, root_device_name: &str) 
         associate_public_ip: interface
             .and_then(|i| i.associate_public_ip_address())
             .unwrap_or(false),
+        ipv6_address_count: interface
+            .map(|i| {
+                i.ipv6_address_count()
+                    .unwrap_or(0)
+                    .max(i32::try_from(i.ipv6_addresses().len()).unwrap_or(i32::MAX))
+            })
+            .unwrap_or(0),
+        http_protocol_ipv6: metadata.and_then(|m| m.http_protocol_ipv6())
+            == Some(&LaunchTemplateInstanceMetadataProtocolIpv6::Enabled),
         detailed_monitoring: data.monitoring().and_then(|m| m.enabled()).unwrap_or(false),
         user_data: data.user_data().unwrap_or_default().to_string(),
         instance_tags: data
@@ -577,6 +600,16 @@ impl Task<AwsContext> for LaunchTemplate {
                 "associatePublicIp",
                 data.map(|d| &d.associate_public_ip),
                 &expected.associate_public_ip,
+            )
+            .compare(
+                "ipv6AddressCount",
+                data.map(|d| &d.ipv6_address_count),
+                &expected.ipv6_address_count,
+            )
+            .compare(
+                "httpProtocolIpv6",
+                data.map(|d| &d.http_protocol_ipv6),
+                &expected.http_protocol_ipv6,
             )
             .compare(
                 "detailedMonitoring",

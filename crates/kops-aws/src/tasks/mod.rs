@@ -14,6 +14,7 @@ pub mod dhcp_options;
 pub mod dns_name;
 pub mod ebs_volume;
 pub mod ec2;
+pub mod egress_only_internet_gateway;
 pub mod elastic_ip;
 pub mod eventbridge;
 pub mod hosted_zone_association;

@@ -7,6 +7,7 @@
 use kops_engine::{Changes, OutputRef, Outputs, Task, TaskError, TaskKey};
 
 use crate::context::{classify, AwsContext};
+use crate::tasks::egress_only_internet_gateway::EgressOnlyInternetGatewayId;
 use crate::tasks::internet_gateway::InternetGatewayId;
 use crate::tasks::nat_gateway::NatGatewayId;
 use crate::tasks::route_table::RouteTableId;
@@ -18,6 +19,8 @@ pub enum RouteTarget {
     InternetGateway(OutputRef<InternetGatewayId>),
     /// A NAT gateway task (created per zone, or an existing one).
     NatGateway(OutputRef<NatGatewayId>),
+    /// The cluster's egress-only internet gateway (IPv6-only clusters).
+    EgressOnlyGateway(OutputRef<EgressOnlyInternetGatewayId>),
     /// An existing internet gateway, by id (`igw-...` in additionalRoutes).
     InternetGatewayId(String),
     /// An existing NAT gateway, by id (`nat-...` in additionalRoutes).
@@ -52,6 +55,7 @@ impl RouteTarget {
         match self {
             RouteTarget::InternetGateway(r) => Some(r.key()),
             RouteTarget::NatGateway(r) => Some(r.key()),
+            RouteTarget::EgressOnlyGateway(r) => Some(r.key()),
             _ => None,
         }
     }
@@ -61,6 +65,7 @@ impl RouteTarget {
         Ok(match self {
             RouteTarget::InternetGateway(r) => deps.try_get(r)?.map(|id| id.0.as_str()),
             RouteTarget::NatGateway(r) => deps.try_get(r)?.map(|id| id.0.as_str()),
+            RouteTarget::EgressOnlyGateway(r) => deps.try_get(r)?.map(|id| id.0.as_str()),
             RouteTarget::InternetGatewayId(id)
             | RouteTarget::NatGatewayId(id)
             | RouteTarget::Instance(id)
@@ -200,7 +205,9 @@ impl Task<AwsContext> for Route {
             RouteTarget::Instance(_) => instance = id,
             RouteTarget::TransitGateway(_) => transit = id,
             RouteTarget::PeeringConnection(_) => peering = id,
-            RouteTarget::EgressOnlyInternetGateway(_) => egress_only = id,
+            RouteTarget::EgressOnlyGateway(_) | RouteTarget::EgressOnlyInternetGateway(_) => {
+                egress_only = id
+            }
         }
         let replace = || async {
             ctx.ec2()

@@ -3,8 +3,15 @@
 //! hostnames when the cluster runs the external cloud controller manager.
 //! Shared (`spec.subnets[].id`): found by id and only tagged; its CIDR, zone
 //! and attributes are the owner's.
+//!
+//! IPv6: a subnet with `ipv6CIDR` gets that block (written out, or
+//! `/<size>#<hex index>` inside the VPC's Amazon-provided block, resolved
+//! when the subnet is made) and hands an IPv6 address to every instance. A
+//! subnet without an IPv4 CIDR is IPv6-native, with DNS64 on so its
+//! instances reach IPv4 hosts through NAT64.
 
 use aws_sdk_ec2::types::{AttributeBooleanValue, HostnameType, ResourceType};
+use ipnet::Ipv6Net;
 use kops_engine::{Changes, FieldValue, OutputRef, Outputs, Task, TaskError, TaskKey};
 
 use crate::context::{classify, name_tag, tag_map, tag_spec, AwsContext, Tags};
@@ -43,6 +50,48 @@ pub struct Subnet {
     /// The extra VPC CIDR block (`VPCCIDRBlock` task) the CIDR lies in,
     /// which must be associated first.
     pub vpc_cidr_block: Option<TaskKey>,
+    /// The IPv6 block: a CIDR, or `/<size>#<hex index>` of the VPC's block.
+    pub ipv6_cidr: Option<String>,
+    /// The task giving the VPC its Amazon-provided IPv6 block, which a
+    /// relative `ipv6_cidr` is carved from (owned VPCs).
+    pub vpc_ipv6_block: Option<TaskKey>,
+}
+
+/// A relative IPv6 block, `/<size>#<index in hex>` (kops' notation).
+pub fn parse_relative_ipv6(spec: &str) -> Option<(u8, u128)> {
+    let (size, index) = spec.strip_prefix('/')?.split_once('#')?;
+    let size: u8 = size.parse().ok().filter(|s| *s <= 128)?;
+    let index = u128::from_str_radix(index, 16).ok()?;
+    Some((size, index))
+}
+
+/// The block `/<size>#<index>` of `vpc_block` (e.g. `/64#3` of a /56: its
+/// fourth /64), as Terraform's `cidrsubnet` computes it.
+pub fn resolve_ipv6_cidr(vpc_block: &str, spec: &str) -> Result<String, String> {
+    let Some((size, index)) = parse_relative_ipv6(spec) else {
+        return Ok(spec.to_string());
+    };
+    let block: Ipv6Net = vpc_block
+        .parse()
+        .map_err(|_| format!("the VPC's IPv6 block `{vpc_block}` is not an IPv6 CIDR"))?;
+    let block = block.trunc();
+    if size < block.prefix_len() {
+        return Err(format!(
+            "`{spec}` asks for a /{size}, larger than the VPC's IPv6 block `{block}`"
+        ));
+    }
+    let bits = u32::from(size - block.prefix_len());
+    if bits < 128 && index >> bits != 0 {
+        return Err(format!(
+            "`{spec}`: index {index:#x} does not fit in the {} /{size} blocks of `{block}`",
+            1u128 << bits
+        ));
+    }
+    let shift = 128 - u32::from(size);
+    let offset = if shift >= 128 { 0 } else { index << shift };
+    let network = u128::from(block.network()) | offset;
+    let net = Ipv6Net::new(network.into(), size).map_err(|e| e.to_string())?;
+    Ok(net.to_string())
 }
 
 /// What exists.
@@ -52,8 +101,15 @@ pub struct SubnetActual {
     pub vpc_id: String,
     pub cidr: Option<String>,
     pub availability_zone: String,
-    /// Hostname type `resource-name` with DNS A records enabled.
-    pub resource_based_naming: bool,
+    /// Hostname type `resource-name`.
+    pub resource_name_hostnames: bool,
+    /// DNS A / AAAA records for resource names enabled.
+    pub a_records: bool,
+    pub aaaa_records: bool,
+    /// The associated IPv6 block.
+    pub ipv6_cidr: Option<String>,
+    pub assign_ipv6: bool,
+    pub dns64: bool,
     pub tags: Tags,
 }
 
@@ -64,6 +120,14 @@ impl Subnet {
     pub fn id_ref(name: &str) -> OutputRef<SubnetId> {
         OutputRef::new(TaskKey::new(Self::KIND, name))
     }
+
+    /// Whether `actual` names instances after their id, with DNS records
+    /// for each address family this subnet has.
+    fn resource_based_naming_of(&self, actual: &SubnetActual) -> bool {
+        actual.resource_name_hostnames
+            && (self.cidr.is_none() || actual.a_records)
+            && (self.ipv6_cidr.is_none() || actual.aaaa_records)
+    }
 }
 
 fn actual_of(subnet: &aws_sdk_ec2::types::Subnet) -> SubnetActual {
@@ -73,10 +137,23 @@ fn actual_of(subnet: &aws_sdk_ec2::types::Subnet) -> SubnetActual {
         vpc_id: subnet.vpc_id().unwrap_or_default().to_string(),
         cidr: subnet.cidr_block().map(str::to_string),
         availability_zone: subnet.availability_zone().unwrap_or_default().to_string(),
-        resource_based_naming: naming.is_some_and(|n| {
-            n.hostname_type() == Some(&HostnameType::ResourceName)
-                && n.enable_resource_name_dns_a_record() == Some(true)
-        }),
+        resource_name_hostnames: naming
+            .is_some_and(|n| n.hostname_type() == Some(&HostnameType::ResourceName)),
+        a_records: naming.is_some_and(|n| n.enable_resource_name_dns_a_record() == Some(true)),
+        aaaa_records: naming
+            .is_some_and(|n| n.enable_resource_name_dns_aaaa_record() == Some(true)),
+        ipv6_cidr: subnet
+            .ipv6_cidr_block_association_set()
+            .iter()
+            .find(|a| {
+                a.ipv6_cidr_block_state()
+                    .and_then(|s| s.state())
+                    .is_some_and(|s| matches!(s.as_str(), "associated" | "associating"))
+            })
+            .and_then(|a| a.ipv6_cidr_block())
+            .map(str::to_string),
+        assign_ipv6: subnet.assign_ipv6_address_on_creation() == Some(true),
+        dns64: subnet.enable_dns64() == Some(true),
         tags: tag_map(subnet.tags()),
     }
 }
@@ -93,6 +170,33 @@ async fn describe_by_id(
     Ok(out.and_then(|o| o.subnets().first().cloned()))
 }
 
+/// The Amazon-provided IPv6 block of the VPC `vpc_id`; retried until AWS
+/// has assigned it (it follows the association by seconds).
+async fn vpc_ipv6_block(ctx: &AwsContext, vpc_id: &str) -> Result<String, TaskError> {
+    let out = ctx
+        .ec2()
+        .describe_vpcs()
+        .vpc_ids(vpc_id)
+        .send()
+        .await
+        .map_err(|e| classify("DescribeVpcs", vpc_id, e))?;
+    out.vpcs()
+        .iter()
+        .flat_map(|v| v.ipv6_cidr_block_association_set())
+        .find(|a| {
+            a.ipv6_cidr_block_state()
+                .and_then(|s| s.state())
+                .is_some_and(|s| s.as_str() == "associated")
+        })
+        .and_then(|a| a.ipv6_cidr_block())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            TaskError::retryable(format!(
+                "the VPC `{vpc_id}` has no IPv6 block yet (a relative ipv6CIDR is carved from it)"
+            ))
+        })
+}
+
 impl Task<AwsContext> for Subnet {
     type Actual = SubnetActual;
     type Output = SubnetId;
@@ -104,6 +208,7 @@ impl Task<AwsContext> for Subnet {
     fn dependencies(&self) -> Vec<TaskKey> {
         let mut keys = vec![self.vpc.key().clone()];
         keys.extend(self.vpc_cidr_block.iter().cloned());
+        keys.extend(self.vpc_ipv6_block.iter().cloned());
         keys
     }
 
@@ -175,10 +280,31 @@ impl Task<AwsContext> for Subnet {
                 actual.map(|a| &a.availability_zone),
                 &self.availability_zone,
             );
+        if let Some(spec) = &self.ipv6_cidr {
+            // A relative block can only be checked to be there: the VPC's
+            // block it is carved from is not known here.
+            let expected = match (parse_relative_ipv6(spec), actual) {
+                (Some(_), Some(a)) if a.ipv6_cidr.is_some() => a.ipv6_cidr.clone(),
+                _ => Some(spec.clone()),
+            };
+            changes
+                .compare("ipv6Cidr", actual.map(|a| &a.ipv6_cidr), &expected)
+                .compare(
+                    "assignIpv6AddressOnCreation",
+                    actual.map(|a| &a.assign_ipv6),
+                    &true,
+                );
+            // DNS64 goes with the hostname settings, as in kops: both are
+            // managed when the cluster runs the external cloud controller
+            // manager, which IPv6-only clusters do.
+            if self.cidr.is_none() && self.resource_based_naming.is_some() {
+                changes.compare("dns64", actual.map(|a| &a.dns64), &true);
+            }
+        }
         if let Some(naming) = &self.resource_based_naming {
             changes.compare(
                 "resourceBasedNaming",
-                actual.map(|a| &a.resource_based_naming),
+                actual.map(|a| self.resource_based_naming_of(a)).as_ref(),
                 naming,
             );
         }
@@ -197,10 +323,12 @@ impl Task<AwsContext> for Subnet {
                  hint: check the subnet's id and that its zone is in the cluster's region",
                 self.name
             ))),
-            (None, None) if self.cidr.is_none() => Err(TaskError::fatal(format!(
-                "the subnet `{}` has no CIDR\nhint: set spec.subnets[].cidr",
-                self.name
-            ))),
+            (None, None) if self.cidr.is_none() && self.ipv6_cidr.is_none() => {
+                Err(TaskError::fatal(format!(
+                    "the subnet `{}` has no CIDR\nhint: set spec.subnets[].cidr (or ipv6CIDR)",
+                    self.name
+                )))
+            }
             (Some(actual), None) => {
                 if changes.has("cidr") {
                     return Err(TaskError::immutable("cidr", &actual.cidr, &self.cidr));
@@ -210,6 +338,13 @@ impl Task<AwsContext> for Subnet {
                         "availabilityZone",
                         &actual.availability_zone,
                         &self.availability_zone,
+                    ));
+                }
+                if changes.has("ipv6Cidr") && actual.ipv6_cidr.is_some() {
+                    return Err(TaskError::immutable(
+                        "ipv6Cidr",
+                        &actual.ipv6_cidr,
+                        &self.ipv6_cidr,
                     ));
                 }
                 if let Some(change) = changes.get("vpc") {
@@ -243,11 +378,25 @@ impl Task<AwsContext> for Subnet {
             }
             None => {
                 let vpc = deps.get(&self.vpc)?;
+                let ipv6 = match &self.ipv6_cidr {
+                    Some(spec) if parse_relative_ipv6(spec).is_some() => {
+                        let block = vpc_ipv6_block(ctx, &vpc.0).await?;
+                        Some(resolve_ipv6_cidr(&block, spec).map_err(|e| {
+                            TaskError::fatal(format!(
+                                "subnet `{}`: {e}\nhint: pick an ipv6CIDR inside the VPC's block",
+                                self.name
+                            ))
+                        })?)
+                    }
+                    other => other.clone(),
+                };
                 let out = ctx
                     .ec2()
                     .create_subnet()
                     .vpc_id(&vpc.0)
                     .set_cidr_block(self.cidr.clone())
+                    .set_ipv6_cidr_block(ipv6)
+                    .set_ipv6_native(self.cidr.is_none().then_some(true))
                     .availability_zone(&self.availability_zone)
                     .tag_specifications(tag_spec(ResourceType::Subnet, &self.tags))
                     .send()
@@ -264,6 +413,44 @@ impl Task<AwsContext> for Subnet {
                 id
             }
         };
+        if let (Some(spec), Some(actual)) = (&self.ipv6_cidr, actual) {
+            if actual.ipv6_cidr.is_none() {
+                let block = match parse_relative_ipv6(spec) {
+                    Some(_) => {
+                        let block = vpc_ipv6_block(ctx, &actual.vpc_id).await?;
+                        resolve_ipv6_cidr(&block, spec)
+                            .map_err(|e| TaskError::fatal(format!("subnet `{}`: {e}", self.name)))?
+                    }
+                    None => spec.clone(),
+                };
+                ctx.ec2()
+                    .associate_subnet_cidr_block()
+                    .subnet_id(&id)
+                    .ipv6_cidr_block(block)
+                    .send()
+                    .await
+                    .map_err(|e| classify("AssociateSubnetCidrBlock", &id, e))?;
+            }
+        }
+        let on = || AttributeBooleanValue::builder().value(true).build();
+        if changes.has("assignIpv6AddressOnCreation") {
+            ctx.ec2()
+                .modify_subnet_attribute()
+                .subnet_id(&id)
+                .assign_ipv6_address_on_creation(on())
+                .send()
+                .await
+                .map_err(|e| classify("ModifySubnetAttribute", &id, e))?;
+        }
+        if changes.has("dns64") {
+            ctx.ec2()
+                .modify_subnet_attribute()
+                .subnet_id(&id)
+                .enable_dns64(on())
+                .send()
+                .await
+                .map_err(|e| classify("ModifySubnetAttribute", &id, e))?;
+        }
         // A new subnet already has IP-based names: only resource-based
         // naming needs calls then.
         let naming = self
@@ -275,22 +462,34 @@ impl Task<AwsContext> for Subnet {
             } else {
                 HostnameType::IpName
             };
-            ctx.ec2()
+            let flag = || AttributeBooleanValue::builder().value(on).build();
+            let mut requests = vec![ctx
+                .ec2()
                 .modify_subnet_attribute()
                 .subnet_id(&id)
-                .private_dns_hostname_type_on_launch(hostname_type)
-                .send()
-                .await
-                .map_err(|e| classify("ModifySubnetAttribute", &id, e))?;
-            ctx.ec2()
-                .modify_subnet_attribute()
-                .subnet_id(&id)
-                .enable_resource_name_dns_a_record_on_launch(
-                    AttributeBooleanValue::builder().value(on).build(),
-                )
-                .send()
-                .await
-                .map_err(|e| classify("ModifySubnetAttribute", &id, e))?;
+                .private_dns_hostname_type_on_launch(hostname_type)];
+            if self.cidr.is_some() {
+                requests.push(
+                    ctx.ec2()
+                        .modify_subnet_attribute()
+                        .subnet_id(&id)
+                        .enable_resource_name_dns_a_record_on_launch(flag()),
+                );
+            }
+            if self.ipv6_cidr.is_some() {
+                requests.push(
+                    ctx.ec2()
+                        .modify_subnet_attribute()
+                        .subnet_id(&id)
+                        .enable_resource_name_dns_aaaa_record_on_launch(flag()),
+                );
+            }
+            for request in requests {
+                request
+                    .send()
+                    .await
+                    .map_err(|e| classify("ModifySubnetAttribute", &id, e))?;
+            }
         }
         Ok(SubnetId(id))
     }
@@ -310,6 +509,8 @@ mod tests {
             resource_based_naming: naming,
             shared_id: None,
             vpc_cidr_block: None,
+            ipv6_cidr: None,
+            vpc_ipv6_block: None,
         }
     }
 
@@ -319,7 +520,12 @@ mod tests {
             vpc_id: "vpc-1".into(),
             cidr: Some("172.20.32.0/19".into()),
             availability_zone: "us-east-1a".into(),
-            resource_based_naming: naming,
+            resource_name_hostnames: naming,
+            a_records: naming,
+            aaaa_records: false,
+            ipv6_cidr: None,
+            assign_ipv6: false,
+            dns64: false,
             tags: Tags::from([
                 ("Name".into(), "us-east-1a.example.com".into()),
                 ("Owner".into(), "someone else".into()),
@@ -372,5 +578,55 @@ mod tests {
         assert!(error
             .to_string()
             .contains("is in VPC `vpc-1`, not in the cluster's VPC `vpc-2`"));
+    }
+
+    #[test]
+    fn relative_ipv6_blocks_are_carved_from_the_vpc_block() {
+        let vpc = "2600:1f18:abcd:ef00::/56";
+        assert_eq!(parse_relative_ipv6("/64#a"), Some((64, 10)));
+        assert_eq!(parse_relative_ipv6("2001:db8::/64"), None);
+        assert_eq!(
+            resolve_ipv6_cidr(vpc, "/64#0").unwrap(),
+            "2600:1f18:abcd:ef00::/64"
+        );
+        assert_eq!(
+            resolve_ipv6_cidr(vpc, "/64#3").unwrap(),
+            "2600:1f18:abcd:ef03::/64"
+        );
+        assert_eq!(
+            resolve_ipv6_cidr(vpc, "/64#ff").unwrap(),
+            "2600:1f18:abcd:efff::/64"
+        );
+        assert!(resolve_ipv6_cidr(vpc, "/64#100")
+            .unwrap_err()
+            .contains("does not fit"));
+        assert!(resolve_ipv6_cidr(vpc, "/48#0")
+            .unwrap_err()
+            .contains("larger than"));
+        assert_eq!(
+            resolve_ipv6_cidr(vpc, "2001:db8:0:111::/64").unwrap(),
+            "2001:db8:0:111::/64"
+        );
+    }
+
+    #[test]
+    fn an_ipv6_only_subnet_needs_dns64_and_aaaa_names() {
+        let mut v6 = subnet(Some(true));
+        v6.cidr = None;
+        v6.ipv6_cidr = Some("/64#1".into());
+        let mut found = actual(true);
+        found.cidr = None;
+        found.a_records = false;
+        found.ipv6_cidr = Some("2600:1f18:abcd:ef01::/64".into());
+        found.assign_ipv6 = true;
+        let changes = v6.diff(Some(&found), &deps(&v6)).unwrap();
+        let rendered: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            rendered,
+            ["dns64: false -> true", "resourceBasedNaming: false -> true"]
+        );
+        found.dns64 = true;
+        found.aaaa_records = true;
+        assert!(v6.diff(Some(&found), &deps(&v6)).unwrap().is_empty());
     }
 }

@@ -1,0 +1,75 @@
+# Fixes for moto_server bugs that make real AWS behaviour impossible to
+# test, applied by kops-testkit before moto's own `main`. Each patch only
+# corrects what moto answers or keeps wrongly; nothing here imitates AWS.
+import sys
+
+from moto.core.types import Base64EncodedString
+from moto.ec2.models import launch_templates, subnets
+from moto.ec2.utils import parse_user_data
+
+# 1. CreateLaunchTemplateVersion keeps the user data as sent (base64 text)
+#    where CreateLaunchTemplate decodes it; every launch from such a version
+#    then fails inside moto, so an autoscaling group could never replace an
+#    instance after a spec change.
+_create_version = launch_templates.LaunchTemplate.create_version
+
+
+def _create_version_decoded(self, data, description):
+    user_data = data.get("UserData") if isinstance(data, dict) else None
+    if user_data is not None and not isinstance(user_data, Base64EncodedString):
+        data["UserData"] = parse_user_data(user_data)
+    return _create_version(self, data, description)
+
+
+launch_templates.LaunchTemplate.create_version = _create_version_decoded
+
+# 2. A subnet's IPv6 block association reports its state as the text of a
+#    Python dict (`{'State': 'associated'}`) instead of `associated`.
+def _ipv6_associations(self):
+    return [
+        {
+            "ipv6CidrBlock": a["ipv6CidrBlock"],
+            "associationId": a["associationId"],
+            "ipv6CidrBlockState": {"state": a["ipv6CidrBlockState"]["State"]},
+        }
+        for a in self.ipv6_cidr_block_associations.values()
+        if a["ipv6CidrBlockState"]["State"] == "associated"
+    ]
+
+
+subnets.Subnet.ipv6_cidr_block_association_set = property(_ipv6_associations)
+
+# 3. An IPv6-native subnet counts its free addresses from its /64
+#    (2^64 - 5), which does not fit the API's 32-bit integer: no SDK can
+#    read DescribeSubnets any more. AWS reports IPv4 addresses only (0).
+_available = subnets.Subnet.available_ip_address_count
+
+
+def _available_ipv4(self):
+    if not self.cidr_block:
+        return 0
+    return _available.fget(self)
+
+
+subnets.Subnet.available_ip_address_count = property(_available_ipv4)
+
+# 4. An instance in an IPv6-native subnet gets an IPv6 private address, and
+#    moto's DNS-name helper, which splits on dots, then fails every launch.
+from moto.ec2 import utils as ec2_utils  # noqa: E402
+from moto.ec2.models import elastic_network_interfaces  # noqa: E402
+
+_dns_from_ip = ec2_utils.generate_dns_from_ip
+
+
+def _dns_from_any_ip(ip, dns_type="internal"):
+    if ":" in str(ip):
+        return "ip6-" + str(ip).split("/")[0].replace(":", "-") + ".ec2." + dns_type
+    return _dns_from_ip(ip, dns_type)
+
+
+ec2_utils.generate_dns_from_ip = _dns_from_any_ip
+elastic_network_interfaces.generate_dns_from_ip = _dns_from_any_ip
+
+from moto.server import main  # noqa: E402
+
+sys.exit(main())
