@@ -147,6 +147,7 @@ pub fn build_bastion(
         subnet_allocations: Default::default(),
         subnet_private_addresses: Default::default(),
         attributes: Default::default(),
+        dualstack: all_ipv6(&placed),
     })?;
     graph.add(TargetGroup {
         vpc: vpc_ref(model),
@@ -229,6 +230,14 @@ fn spec_error(field: &str, message: String, hint: &str) -> ModelError {
 /// The subnets the load balancer is placed in: one per zone, of the kinds
 /// its type calls for, preferring utility subnets and those of the
 /// control plane.
+/// A load balancer is dual-stack when every one of its subnets has IPv6.
+fn all_ipv6(subnets: &[&ClusterSubnetSpec]) -> bool {
+    !subnets.is_empty()
+        && subnets
+            .iter()
+            .all(|s| s.ipv6_cidr.as_deref().is_some_and(|c| !c.is_empty()))
+}
+
 fn subnets<'a>(model: &Model<'a>, internal: bool) -> Vec<&'a ClusterSubnetSpec> {
     let control_plane: Vec<&str> = model
         .groups_with(Role::ControlPlane)
@@ -387,6 +396,7 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         }
         .to_string(),
         subnets: placed.iter().map(|s| subnet_ref(model, &s.name)).collect(),
+        dualstack: all_ipv6(&placed),
         security_groups: vec![SecurityGroup::id_ref(&elb_group_name(model, "api"))],
         tags: model.tags(&name, &[]),
         name: name.clone(),

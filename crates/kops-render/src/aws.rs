@@ -1663,6 +1663,7 @@ impl AwsResource for NetworkLoadBalancer {
         )
         .set("internal", self.scheme == "internal")
         .set("load_balancer_type", "network")
+        .set_opt("ip_address_type", self.dualstack.then_some("dualstack"))
         .set("name", &self.load_balancer_name)
         .set("security_groups", Expr::List(groups))
         .set("tags", tags_expr(&self.tags));
@@ -1696,6 +1697,10 @@ impl AwsResource for NetworkLoadBalancer {
                 ("Name", Json::str(&self.load_balancer_name)),
                 ("Scheme", Json::str(&self.scheme)),
                 ("Type", Json::str("network")),
+                (
+                    "IpAddressType",
+                    Json::str(if self.dualstack { "dualstack" } else { "ipv4" }),
+                ),
                 ("SecurityGroups", Json::Array(groups)),
                 ("Subnets", Json::Array(subnets)),
                 ("Tags", Json::tags(&self.tags)),

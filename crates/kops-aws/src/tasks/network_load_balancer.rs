@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use aws_sdk_elasticloadbalancingv2::types::{
-    LoadBalancerSchemeEnum, LoadBalancerTypeEnum, SubnetMapping,
+    IpAddressType, LoadBalancerSchemeEnum, LoadBalancerTypeEnum, SubnetMapping,
 };
 use kops_engine::{Changes, FieldValue, OutputRef, Outputs, Task, TaskError, TaskKey};
 
@@ -55,6 +55,8 @@ pub struct NetworkLoadBalancer {
     /// Load-balancer attributes kops sets (`load_balancing.cross_zone.enabled`,
     /// `access_logs.s3.*`); read and compared only when there are any.
     pub attributes: BTreeMap<String, String>,
+    /// IPv4 and IPv6 (`dualstack`), when every subnet has an IPv6 block.
+    pub dualstack: bool,
 }
 
 /// What exists.
@@ -73,6 +75,8 @@ pub struct NetworkLoadBalancerActual {
     pub allocations: Option<Vec<String>>,
     /// The attributes this task manages, when it manages any.
     pub attributes: BTreeMap<String, String>,
+    /// `ipv4` or `dualstack`.
+    pub ip_address_type: String,
 }
 
 impl NetworkLoadBalancer {
@@ -106,6 +110,14 @@ impl NetworkLoadBalancer {
         ids.extend(self.additional_security_groups.iter().cloned());
         ids.sort();
         Ok(ids)
+    }
+
+    fn ip_address_type(&self) -> IpAddressType {
+        if self.dualstack {
+            IpAddressType::Dualstack
+        } else {
+            IpAddressType::Ipv4
+        }
     }
 
     /// The subnet mappings of a create.
@@ -159,6 +171,10 @@ fn actual_of(
     NetworkLoadBalancerActual {
         allocations,
         attributes: BTreeMap::new(),
+        ip_address_type: l
+            .ip_address_type()
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_else(|| "ipv4".to_string()),
         output: LoadBalancerOutput {
             arn: l.load_balancer_arn().unwrap_or_default().to_string(),
             dns_name: l.dns_name().unwrap_or_default().to_string(),
@@ -252,6 +268,16 @@ impl Task<AwsContext> for NetworkLoadBalancer {
                 &self.group_ids(deps)?,
             )
             .compare("tags", tags.as_ref(), &self.tags);
+        // AWS cannot make an existing internal IPv4 balancer dual-stack:
+        // such a one is left as it is.
+        let fixed = actual.is_some_and(|a| a.scheme == "internal" && a.ip_address_type == "ipv4");
+        if !fixed {
+            changes.compare(
+                "ipAddressType",
+                actual.map(|a| a.ip_address_type.as_str()),
+                self.ip_address_type().as_str(),
+            );
+        }
         match actual.map(|a| a.allocations.as_ref()) {
             // Unknown: nothing to compare.
             Some(None) => {}
@@ -323,6 +349,7 @@ impl Task<AwsContext> for NetworkLoadBalancer {
                 .name(&self.load_balancer_name)
                 .r#type(LoadBalancerTypeEnum::Network)
                 .scheme(LoadBalancerSchemeEnum::from(self.scheme.as_str()))
+                .ip_address_type(self.ip_address_type())
                 .set_subnet_mappings(Some(self.mappings(deps)?))
                 .set_security_groups(Some(groups))
                 .set_tags(Some(elbv2_tag_list(&self.tags)))
@@ -349,6 +376,15 @@ impl Task<AwsContext> for NetworkLoadBalancer {
                 .send()
                 .await
                 .map_err(|e| classify("SetSubnets", &self.name, e))?;
+        }
+        if changes.has("ipAddressType") {
+            elbv2
+                .set_ip_address_type()
+                .load_balancer_arn(arn)
+                .ip_address_type(self.ip_address_type())
+                .send()
+                .await
+                .map_err(|e| classify("SetIpAddressType", &self.name, e))?;
         }
         if changes.has("securityGroups") {
             elbv2
