@@ -80,6 +80,11 @@ fn render(case: &Path, work: &Path) -> Result<PathBuf, String> {
 
 const CASES: [&str; 3] = ["minimal-aws", "complex", "privatecilium"];
 
+/// Linted too: an IPv6-only cluster whose subnet blocks are carved from the
+/// VPC's (`Fn::Cidr`). Not created on moto, whose CloudFormation does not
+/// evaluate `Fn::Cidr`.
+const LINT_ONLY: [&str; 1] = ["minimal-ipv6-no-subnet-prefix"];
+
 /// Cases whose spec kops-rs' model refuses so far (reported, not failed).
 fn known_gap(error: &str) -> bool {
     error.contains(" yet")
@@ -96,7 +101,7 @@ fn templates_pass_cfn_lint() {
         return;
     };
     let mut linted = 0;
-    for case in CASES {
+    for case in CASES.iter().chain(&LINT_ONLY) {
         let dir = shared.join("conformance/kops/update_cluster").join(case);
         let work = tempfile::tempdir().unwrap();
         let template = match render(&dir, work.path()) {
@@ -132,7 +137,7 @@ fn templates_pass_cfn_lint() {
         );
         linted += 1;
     }
-    assert!(linted >= 2, "only {linted} templates linted");
+    assert!(linted >= 3, "only {linted} templates linted");
 }
 
 const CREATE_STACK: &str = r#"
