@@ -3,7 +3,7 @@
 //! `kubernetes.io/cluster/<name>: shared` are listed as kept and never
 //! touched. Works on half-made clusters: discovery is by tag, not by spec.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use aws_sdk_ec2::types::{Filter, IpPermission, UserIdGroupPair};
@@ -600,28 +600,36 @@ pub async fn delete_resources(
         report.passes += 1;
         let mut remaining = Vec::new();
         let mut progress_made = false;
-        let mut blocked_phase: Option<u8> = None;
+        let mut blocked = false;
+        // Phase by phase; the resources of one phase are deleted at once
+        // (a few at a time). A phase with a failure holds back the later ones.
+        let mut phases: BTreeMap<u8, Vec<Resource>> = BTreeMap::new();
         for r in std::mem::take(&mut todo) {
-            // A later phase waits while an earlier one still has work.
-            if blocked_phase.is_some_and(|p| r.phase > p) {
-                remaining.push(r);
+            phases.entry(r.phase).or_default().push(r);
+        }
+        for (_, batch) in phases {
+            if blocked {
+                remaining.extend(batch);
                 continue;
             }
-            match delete_one(cloud, &r).await {
-                Ok(()) => {
-                    progress(&r, None);
-                    report.deleted.push(r);
-                    progress_made = true;
+            for (r, result) in delete_batch(cloud, batch).await {
+                match result {
+                    Ok(()) => {
+                        progress(&r, None);
+                        report.deleted.push(r);
+                        progress_made = true;
+                    }
+                    Err(Retry(msg)) => {
+                        progress(&r, Some(&msg));
+                        last_error = format!("{} `{}`: {msg}", r.kind, r.id);
+                        blocked = true;
+                        remaining.push(r);
+                    }
+                    Err(Fatal(e)) => return Err(e),
                 }
-                Err(Retry(msg)) => {
-                    progress(&r, Some(&msg));
-                    last_error = format!("{} `{}`: {msg}", r.kind, r.id);
-                    blocked_phase.get_or_insert(r.phase);
-                    remaining.push(r);
-                }
-                Err(Fatal(e)) => return Err(e),
             }
         }
+        remaining.sort();
         todo = remaining;
         if todo.is_empty() {
             break;
@@ -646,6 +654,41 @@ pub async fn delete_resources(
         .await;
     }
     Ok(report)
+}
+
+/// How many deletions of one phase run at once: enough to hide the
+/// latency of one call behind another, few enough not to be throttled.
+const PARALLEL_DELETES: usize = 8;
+
+/// Deletes `batch` (resources of one phase) a few at a time, in order,
+/// and returns each with its result.
+async fn delete_batch(
+    cloud: &AwsCloud,
+    batch: Vec<Resource>,
+) -> Vec<(Resource, Result<(), DeleteError>)> {
+    let mut results = Vec::with_capacity(batch.len());
+    let mut batch = batch.into_iter().peekable();
+    while batch.peek().is_some() {
+        let chunk: Vec<Resource> = batch.by_ref().take(PARALLEL_DELETES).collect();
+        let mut running = tokio::task::JoinSet::new();
+        for (i, r) in chunk.iter().cloned().enumerate() {
+            let cloud = cloud.clone();
+            running.spawn(async move { (i, delete_one(&cloud, &r).await) });
+        }
+        let mut done: Vec<Option<Result<(), DeleteError>>> = chunk.iter().map(|_| None).collect();
+        while let Some(joined) = running.join_next().await {
+            // A deletion that panicked is left for the next pass.
+            if let Ok((i, result)) = joined {
+                done[i] = Some(result);
+            }
+        }
+        for (r, result) in chunk.into_iter().zip(done) {
+            let result =
+                result.unwrap_or_else(|| Err(Retry("the deletion stopped unexpectedly".into())));
+            results.push((r, result));
+        }
+    }
+    results
 }
 
 enum DeleteError {
