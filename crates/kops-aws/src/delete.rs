@@ -341,7 +341,90 @@ pub async fn list_cluster_resources(
             Err(e) => return Err(AwsError::call("GetRole", name, e)),
         }
     }
+    out.extend(list_service_account_iam(cloud, cluster).await?);
     Ok(out.into_iter().collect())
+}
+
+/// The cluster's service-account (IRSA) roles and OIDC provider: roles
+/// named `<sa>.<namespace>.sa.<cluster>` (or shortened to IAM's 64
+/// characters) that are tagged as owned by the cluster, and providers
+/// tagged so. One `ListRoles` (paged) and `ListOpenIDConnectProviders`, a
+/// `GetRole` per candidate name and a `GetOpenIDConnectProvider` per provider.
+async fn list_service_account_iam(
+    cloud: &AwsCloud,
+    cluster: &str,
+) -> Result<Vec<Resource>, AwsError> {
+    let iam = cloud.iam();
+    let owner = format!("{TAG_CLUSTER_PREFIX}{cluster}");
+    let resource = |kind: &'static str, id: &str| Resource {
+        phase: 8,
+        kind,
+        id: id.to_string(),
+        name: id.to_string(),
+        shared: false,
+        vpc: None,
+    };
+    let mut out = Vec::new();
+    let roles = iam
+        .list_roles()
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .map_err(|e| AwsError::call("ListRoles", cluster, e))?;
+    let suffix = format!(".sa.{cluster}");
+    for role in roles {
+        let name = role.role_name();
+        let candidate = name.ends_with(&suffix) || (name.len() == 64 && name.contains(".sa."));
+        if !candidate {
+            continue;
+        }
+        match iam.get_role().role_name(name).send().await {
+            Ok(r) => {
+                let owned = r.role().is_some_and(|role| {
+                    role.tags()
+                        .iter()
+                        .any(|t| t.key() == owner && t.value() == "owned")
+                });
+                if owned {
+                    out.push(resource("iam-role", name));
+                }
+            }
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(AwsError::call("GetRole", name, e)),
+        }
+    }
+    let providers = iam
+        .list_open_id_connect_providers()
+        .send()
+        .await
+        .map_err(|e| AwsError::call("ListOpenIDConnectProviders", cluster, e))?;
+    for arn in providers
+        .open_id_connect_provider_list()
+        .iter()
+        .filter_map(|p| p.arn())
+    {
+        match iam
+            .get_open_id_connect_provider()
+            .open_id_connect_provider_arn(arn)
+            .send()
+            .await
+        {
+            Ok(p) => {
+                let owned = p.tags().iter().any(|t| {
+                    (t.key() == owner && t.value() == "owned")
+                        || (t.key() == TAG_CLUSTER && t.value() == cluster)
+                });
+                if owned {
+                    out.push(resource("iam-oidc-provider", arn));
+                }
+            }
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(AwsError::call("GetOpenIDConnectProvider", arn, e)),
+        }
+    }
+    Ok(out)
 }
 
 fn owned_by(cluster: &str, tags: &std::collections::HashMap<String, String>) -> Option<bool> {
@@ -967,6 +1050,13 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
                 .map(|_| ())
                 .or_else(|e| sort_error("DeleteRole", r, e))
         }
+        "iam-oidc-provider" => iam
+            .delete_open_id_connect_provider()
+            .open_id_connect_provider_arn(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteOpenIDConnectProvider", r, e)),
         other => Err(Fatal(AwsError::Call {
             operation: "delete",
             resource: r.id.clone(),

@@ -13,6 +13,11 @@
 //! controller, ...) are NOT rendered yet: each is a YAML comment saying so,
 //! listed in the channel with its real hash, so the set of objects and keys
 //! is right but a cluster built from them has no addons.
+//!
+//! Also: the OIDC discovery document and the service-account signing keys
+//! (JWKS) a cluster with a discovery store publishes there
+//! ([`discovery_files`]), and the node config and bootstrap script of the
+//! groups Karpenter launches ([`karpenter_files`]).
 
 use kops_api::{Cluster, InstanceGroup, Role};
 use serde_json::{json, Value};
@@ -30,6 +35,9 @@ pub struct StateFile {
     pub contents: Vec<u8>,
     /// A canned S3 ACL kops requests, if any.
     pub acl: Option<String>,
+    /// The store the file goes to when it is not the config base (the
+    /// OIDC discovery store); `path` is then below it.
+    pub base: Option<String>,
 }
 
 impl StateFile {
@@ -43,6 +51,7 @@ impl StateFile {
             path: path.into(),
             contents: contents.into(),
             acl: None,
+            base: None,
         }
     }
 }
@@ -598,4 +607,347 @@ fn channels_manifest(model: &Model<'_>) -> String {
         "status": {},
     });
     kops_api::manifest::to_yaml(&pod)
+}
+
+/// The OIDC documents published to `spec.serviceAccountIssuerDiscovery.discoveryStore`
+/// (none without one): `discovery.json` at `.well-known/openid-configuration`
+/// and `keys.json` at `openid/v1/jwks`, the public keys of the
+/// `service-account` keyset's trusted certificates (`certificates`, PEM).
+/// Objects in an S3 store whose URL is the issuer are public-read, as kops
+/// makes them when the bucket itself is not public (which kops-rs, offline,
+/// does not check).
+pub fn discovery_files(
+    model: &Model<'_>,
+    region: &str,
+    certificates: &[String],
+) -> Result<Vec<StateFile>, crate::ModelError> {
+    use crate::iam::irsa;
+    let Some(store) = irsa::discovery_store(model) else {
+        return Ok(Vec::new());
+    };
+    let issuer = irsa::service_account_issuer(model, region);
+    let public = store.starts_with("s3://")
+        && irsa::discovery_store_url(store, region, model.ipv6_only()).as_deref()
+            == Some(issuer.as_str());
+    let mut keys = Vec::new();
+    for (index, pem) in certificates.iter().enumerate() {
+        let key = jwk_of_certificate(pem).map_err(|message| crate::ModelError::Spec {
+            path: format!("keyset `service-account`, certificate {index}"),
+            message,
+            hint: "the service-account keyset must hold RSA certificates; `kops create keypair service-account` makes a new one".into(),
+        })?;
+        keys.extend(key);
+    }
+    keys.sort_by(|a, b| a.kid.cmp(&b.kid));
+    let mut files = vec![
+        StateFile::new(
+            "discovery.json",
+            ".well-known/openid-configuration",
+            irsa::discovery_document(&issuer),
+        ),
+        StateFile::new("keys.json", "openid/v1/jwks", jwks_document(&keys)),
+    ];
+    for file in &mut files {
+        file.base = Some(store.trim_end_matches('/').to_string());
+        if public {
+            file.acl = Some("public-read".into());
+        }
+    }
+    Ok(files)
+}
+
+/// The node config and bootstrap script (`nodeupscript.sh`, the user data
+/// Karpenter gives the instances it launches) of each group Karpenter manages.
+pub fn karpenter_files(model: &Model<'_>) -> Result<Vec<StateFile>, crate::ModelError> {
+    let mut files = Vec::new();
+    for (index, group) in model.groups.iter().enumerate() {
+        if group.spec.manager.as_deref() != Some("Karpenter") {
+            continue;
+        }
+        let error = |e: kops_nodeup::config::ConfigError| {
+            let text = e.to_string();
+            let (message, hint) = text.split_once("\nhint: ").unwrap_or((&text, ""));
+            crate::ModelError::Spec {
+                path: format!("instanceGroups[{index}]"),
+                message: message.to_string(),
+                hint: hint.to_string(),
+            }
+        };
+        let Some(rendered) =
+            kops_nodeup::rendered(model.cluster, group, model.config_base).map_err(error)?
+        else {
+            continue;
+        };
+        let script = kops_nodeup::bootstrap::user_data(model.cluster, group, model.config_base)
+            .map_err(error)?;
+        let dir = rendered
+            .path
+            .rsplit_once('/')
+            .map(|(d, _)| d.to_string())
+            .unwrap_or_default();
+        files.push(StateFile::new(
+            format!("nodeupconfig-{}", group.name()),
+            rendered.path.clone(),
+            rendered.yaml,
+        ));
+        files.push(StateFile::new(
+            format!("nodeupscript-{}", group.name()),
+            format!("{dir}/nodeupscript.sh"),
+            script,
+        ));
+    }
+    Ok(files)
+}
+
+/// One signing key of the JWKS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Jwk {
+    /// base64url(SHA-256(DER SubjectPublicKeyInfo)), as kops and
+    /// Kubernetes compute it.
+    pub kid: String,
+    /// base64url of the RSA modulus and exponent (big-endian, no padding).
+    pub n: String,
+    pub e: String,
+}
+
+/// The JWKS document, laid out as kops writes it.
+pub fn jwks_document(keys: &[Jwk]) -> String {
+    if keys.is_empty() {
+        return "{\n\"keys\": null\n}".to_string();
+    }
+    let items: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            format!(
+                "{{\n\"use\": \"sig\",\n\"kty\": \"RSA\",\n\"kid\": {},\n\"alg\": \"RS256\",\n\"n\": {},\n\"e\": {}\n}}",
+                Value::String(k.kid.clone()),
+                Value::String(k.n.clone()),
+                Value::String(k.e.clone())
+            )
+        })
+        .collect();
+    format!("{{\n\"keys\": [\n{}\n]\n}}", items.join(",\n"))
+}
+
+/// The signing key of a `service-account` certificate (PEM); `None` for a
+/// certificate of another subject, which kops leaves out.
+pub fn jwk_of_certificate(pem: &str) -> Result<Option<Jwk>, String> {
+    use base64::Engine;
+    let body: String = pem
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body.as_bytes())
+        .map_err(|e| format!("not a PEM certificate: {e}"))?;
+    let certificate = der::read(&der).ok_or("not a DER certificate")?;
+    let tbs = der::read(certificate.content).ok_or("no TBSCertificate")?;
+    let mut rest = tbs.content;
+    let mut fields = Vec::new();
+    while let Some(item) = der::read(rest) {
+        rest = &rest[item.len..];
+        fields.push(item);
+    }
+    // [0] version is optional; then serial, signature, issuer, validity,
+    // subject, subjectPublicKeyInfo.
+    let offset = usize::from(fields.first().is_some_and(|f| f.tag == 0xa0));
+    let (Some(subject), Some(spki)) = (fields.get(offset + 4), fields.get(offset + 5)) else {
+        return Err("the certificate has no subject or public key".into());
+    };
+    if der::common_name(subject.content).as_deref() != Some("service-account") {
+        return Ok(None);
+    }
+    let algorithm = der::read(spki.content).ok_or("no key algorithm")?;
+    let bits = der::read(&spki.content[algorithm.len..]).ok_or("no public key")?;
+    let key = bits.content.get(1..).ok_or("empty public key")?; // unused-bits byte
+    let rsa = der::read(key).ok_or("not an RSA public key")?;
+    let modulus = der::read(rsa.content).ok_or("no modulus")?;
+    let exponent = der::read(&rsa.content[modulus.len..]).ok_or("no exponent")?;
+    let unsigned = |b: &[u8]| -> Vec<u8> {
+        let start = b.iter().position(|x| *x != 0).unwrap_or(b.len());
+        b[start..].to_vec()
+    };
+    let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    Ok(Some(Jwk {
+        kid: url.encode(Sha256::digest(&spki.raw[..spki.len])),
+        n: url.encode(unsigned(modulus.content)),
+        e: url.encode(unsigned(exponent.content)),
+    }))
+}
+
+/// Just enough DER to find a certificate's subject and RSA public key.
+mod der {
+    pub struct Item<'a> {
+        pub tag: u8,
+        pub content: &'a [u8],
+        /// The whole item (header and content) starts at `raw[0]`.
+        pub raw: &'a [u8],
+        /// Header and content length.
+        pub len: usize,
+    }
+
+    pub fn read(bytes: &[u8]) -> Option<Item<'_>> {
+        let tag = *bytes.first()?;
+        let first = *bytes.get(1)? as usize;
+        let (length, header) = if first < 0x80 {
+            (first, 2)
+        } else {
+            let count = first & 0x7f;
+            if count == 0 || count > 4 {
+                return None;
+            }
+            let mut length = 0usize;
+            for i in 0..count {
+                length = (length << 8) | *bytes.get(2 + i)? as usize;
+            }
+            (length, 2 + count)
+        };
+        let end = header.checked_add(length)?;
+        let content = bytes.get(header..end)?;
+        Some(Item {
+            tag,
+            content,
+            raw: bytes,
+            len: end,
+        })
+    }
+
+    /// The commonName (2.5.4.3) of a Name's content.
+    pub fn common_name(name: &[u8]) -> Option<String> {
+        const CN: [u8; 3] = [0x55, 0x04, 0x03];
+        let mut sets = name;
+        while let Some(set) = read(sets) {
+            sets = &sets[set.len..];
+            let mut attributes = set.content;
+            while let Some(attribute) = read(attributes) {
+                attributes = &attributes[attribute.len..];
+                let oid = read(attribute.content)?;
+                if oid.tag == 0x06 && oid.content == CN {
+                    let value = read(&attribute.content[oid.len..])?;
+                    return String::from_utf8(value.content.to_vec()).ok();
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::security::tests::{conformance_case, load, model};
+
+    /// A 512-bit self-signed `CN=service-account` certificate made for this
+    /// test (openssl); its key id and modulus were computed with openssl.
+    const SERVICE_ACCOUNT_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBizCCATWgAwIBAgIUI89fTNOgnukKDc8OtMSsdnEB1WowDQYJKoZIhvcNAQEL\nBQAwGjEYMBYGA1UEAwwPc2VydmljZS1hY2NvdW50MB4XDTI2MTEyMjA5MDc0M1oX\nDTM2MTExOTA5MDc0M1owGjEYMBYGA1UEAwwPc2VydmljZS1hY2NvdW50MFwwDQYJ\nKoZIhvcNAQEBBQADSwAwSAJBANsuSyaqBizj7IQsgq73V7PMvJTJQ4dWgI1v272/\nvxHH/Lb6u0YCbIf6gTY6PcMQPo8rucuzW+KluRV+VIBnkG8CAwEAAaNTMFEwHQYD\nVR0OBBYEFNKfz+vUgK4oAZNXidsh2O843Is0MB8GA1UdIwQYMBaAFNKfz+vUgK4o\nAZNXidsh2O843Is0MA8GA1UdEwEB/wQFMAMBAf8wDQYJKoZIhvcNAQELBQADQQA2\n2tKrn9iWRgJ7OJfjs1SQg9MqUqdyZOeubWmtKCP0PmRXeiC8ZjeVZvCXwLzqruwI\n5n1rqDvV1MSWKWVKsio/\n-----END CERTIFICATE-----";
+    const OTHER_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIICDDCCAXWgAwIBAgIUAhnrlOHlEHgK4rLV49n08d89mSMwDQYJKoZIhvcNAQEL\nBQAwGDEWMBQGA1UEAwwNa3ViZXJuZXRlcy1jYTAeFw0yNjExMjIwOTA3NDNaFw0z\nNjExMTkwOTA3NDNaMBgxFjAUBgNVBAMMDWt1YmVybmV0ZXMtY2EwgZ8wDQYJKoZI\nhvcNAQEBBQADgY0AMIGJAoGBAMFUqjUZF5Mj/aI/CkZg0RSg23se2N2201CytFDI\n0Lc0uwmHKfVtT9pIegKLrfe2h6rjCG/v/iWA5nb4hJiH2tXRJfVk9y0LyhWO/JgU\nTLo1yjZgWLqy+rptHxiILABKMg+/7wupsCft1keFVglGifu4rHybOs0sv1VdngJp\nx1UhAgMBAAGjUzBRMB0GA1UdDgQWBBQVQPFiy0KW1aeNI8gL69AEz0he/TAfBgNV\nHSMEGDAWgBQVQPFiy0KW1aeNI8gL69AEz0he/TAPBgNVHRMBAf8EBTADAQH/MA0G\nCSqGSIb3DQEBCwUAA4GBAAvx6pUJrNZwKO/1DRXu4RObrwxtJBzPd8UCBk7vV5G6\nihbIFvM1vaQObC0wQ4n5aP9JKi1rPLgJcdDLSE3ofjWMaG6ElPWrCuKu7dKRUvOb\nWPZlGl5xo5SBmp81AmRzpvKiO3WOgL3+NIR4kEkG0e4Gs2Rze55US/GqOcyt8Mxb\n-----END CERTIFICATE-----";
+
+    #[test]
+    fn jwks_has_the_service_account_keys_only() {
+        let key = jwk_of_certificate(SERVICE_ACCOUNT_PEM).unwrap().unwrap();
+        assert_eq!(key.kid, "Nb2JROYFMp3lFSzPawr_ArJRaAl-7FAzgMtAiA99TOM");
+        assert_eq!(
+            key.n,
+            "2y5LJqoGLOPshCyCrvdXs8y8lMlDh1aAjW_bvb-_Ecf8tvq7RgJsh_qBNjo9wxA-jyu5y7Nb4qW5FX5UgGeQbw"
+        );
+        assert_eq!(key.e, "AQAB");
+        assert_eq!(jwk_of_certificate(OTHER_PEM).unwrap(), None);
+        assert!(
+            jwk_of_certificate("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----")
+                .is_err()
+        );
+        let doc = jwks_document(&[key]);
+        let value: Value = serde_json::from_str(&doc).unwrap();
+        assert_eq!(value["keys"][0]["alg"], "RS256");
+        assert!(
+            doc.starts_with("{\n\"keys\": [\n{\n\"use\": \"sig\",\n\"kty\": \"RSA\",\n\"kid\": ")
+        );
+    }
+
+    #[test]
+    fn discovery_and_karpenter_files_match_kops_names_and_paths() {
+        let Some(dir) = conformance_case("karpenter") else {
+            return;
+        };
+        let yaml = std::fs::read_to_string(dir.join("in-v1alpha2.yaml")).unwrap();
+        let (cluster, groups) = load(&yaml);
+        let mut m = model(&cluster, &groups);
+        let base = "memfs://clusters.example.com/minimal.example.com";
+        m.config_base = base;
+        let pems = [SERVICE_ACCOUNT_PEM.to_string(), OTHER_PEM.to_string()];
+        let files = discovery_files(&m, "us-test-1", &pems).unwrap();
+        let names: Vec<(&str, &str)> = files
+            .iter()
+            .map(|f| (f.name.as_str(), f.path.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("discovery.json", ".well-known/openid-configuration"),
+                ("keys.json", "openid/v1/jwks")
+            ]
+        );
+        assert!(files.iter().all(|f| f.base.as_deref()
+            == Some("memfs://discovery.example.com/minimal.example.com")
+            && f.acl.is_none()));
+        let keys: Value = serde_json::from_slice(&files[1].contents).unwrap();
+        assert_eq!(keys["keys"].as_array().unwrap().len(), 1);
+
+        let karpenter = karpenter_files(&m).unwrap();
+        let names: Vec<(&str, &str)> = karpenter
+            .iter()
+            .map(|f| (f.name.as_str(), f.path.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (
+                    "nodeupconfig-karpenter-nodes-single-machinetype",
+                    "igconfig/node/karpenter-nodes-single-machinetype/nodeupconfig.yaml"
+                ),
+                (
+                    "nodeupscript-karpenter-nodes-single-machinetype",
+                    "igconfig/node/karpenter-nodes-single-machinetype/nodeupscript.sh"
+                ),
+                (
+                    "nodeupconfig-karpenter-nodes-default",
+                    "igconfig/node/karpenter-nodes-default/nodeupconfig.yaml"
+                ),
+                (
+                    "nodeupscript-karpenter-nodes-default",
+                    "igconfig/node/karpenter-nodes-default/nodeupscript.sh"
+                ),
+            ]
+        );
+        assert!(String::from_utf8_lossy(&karpenter[1].contents).starts_with("#!/bin/bash"));
+    }
+
+    #[test]
+    fn an_s3_discovery_store_is_public_read() {
+        let Some(dir) = conformance_case("vfs-said") else {
+            return;
+        };
+        let yaml = std::fs::read_to_string(dir.join("in-v1alpha2.yaml"))
+            .unwrap()
+            .replace(
+                "discoveryStore: memfs://discovery.example.com/minimal.example.com",
+                "discoveryStore: s3://oidc-store/minimal.example.com",
+            );
+        let (cluster, groups) = load(&yaml);
+        let m = model(&cluster, &groups);
+        let files = discovery_files(&m, "eu-west-1", &[]).unwrap();
+        assert!(files
+            .iter()
+            .all(|f| f.acl.as_deref() == Some("public-read")));
+        assert_eq!(
+            String::from_utf8_lossy(&files[1].contents),
+            "{\n\"keys\": null\n}"
+        );
+        assert!(String::from_utf8_lossy(&files[0].contents).contains(
+            "\"issuer\": \"https://oidc-store.s3.eu-west-1.amazonaws.com/minimal.example.com\""
+        ));
+    }
 }

@@ -10,10 +10,15 @@
 //! get no inline policy unless the networking or registry options need one;
 //! an empty policy means "must not exist", so a stale one is removed.
 //!
-//! Not handled yet: managed policies from `spec.externalPolicies`, instance
-//! groups with their own `iam.profile`, service-account (IRSA) roles, and the
+//! Managed policies from `spec.externalPolicies` are attached to the
+//! instance roles, and service accounts get their own roles (IRSA): see
+//! [`irsa`].
+//!
+//! Not handled yet: instance groups with their own `iam.profile`, and the
 //! Route 53 statements when `spec.dnsZone` is a name rather than a zone id
 //! (the zone's id comes from the DNS task of the compute half).
+
+pub mod irsa;
 
 use std::collections::BTreeSet;
 
@@ -196,7 +201,9 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
             tags,
         })?;
         graph.add(IamInstanceProfileRole::new(&name, &name))?;
+        graph.add(irsa::instance_role_attachments(model, role))?;
     }
+    irsa::build(model, graph, &env)?;
     Ok(())
 }
 
@@ -832,6 +839,186 @@ impl<'e> PolicyBuilder<'e> {
         self.ec2_create(&["CreateSecurityGroup"], &["security-group"]);
     }
 
+    /// What the load balancer controller adds for WAF, WAFv2 and Shield.
+    fn load_balancer_controller_extras(&mut self, waf: bool, waf_v2: bool, shield: bool) {
+        if waf {
+            self.unconditional(&[
+                "elasticloadbalancing:SetWebACL",
+                "waf-regional:AssociateWebACL",
+                "waf-regional:DisassociateWebACL",
+                "waf-regional:GetWebACL",
+                "waf-regional:GetWebACLForResource",
+            ]);
+        }
+        if waf_v2 {
+            self.unconditional(&[
+                "elasticloadbalancing:SetWebACL",
+                "wafv2:AssociateWebACL",
+                "wafv2:DisassociateWebACL",
+                "wafv2:GetWebACL",
+                "wafv2:GetWebACLForResource",
+            ]);
+        }
+        if shield {
+            self.unconditional(&[
+                "shield:CreateProtection",
+                "shield:DeleteProtection",
+                "shield:DescribeProtection",
+                "shield:GetSubscriptionState",
+            ]);
+        }
+    }
+
+    /// cert-manager's DNS-01 challenges: TXT records under `_acme-challenge`
+    /// in the given zones only.
+    fn cert_manager(&mut self, zones: &[String]) {
+        let resources: Vec<String> = zones
+            .iter()
+            .map(|z| self.arn("route53", &format!("::hostedzone/{z}")))
+            .collect();
+        self.statements.push(json!({
+            "Action": "route53:ListResourceRecordSets",
+            "Effect": "Allow",
+            "Resource": resources,
+        }));
+        self.statements.push(json!({
+            "Action": "route53:ChangeResourceRecordSets",
+            "Condition": {
+                "ForAllValues:StringEquals": {"route53:ChangeResourceRecordSetsRecordTypes": ["TXT"]},
+                "ForAllValues:StringLike": {"route53:ChangeResourceRecordSetsNormalizedRecordNames": ["_acme-challenge.*"]},
+            },
+            "Effect": "Allow",
+            "Resource": resources,
+        }));
+        self.statements.push(json!({
+            "Action": ["route53:GetChange"],
+            "Effect": "Allow",
+            "Resource": [self.arn("route53", "::change/*")],
+        }));
+        self.statements.push(json!({
+            "Action": ["route53:ListHostedZonesByName"],
+            "Effect": "Allow",
+            "Resource": ["*"],
+        }));
+    }
+
+    /// Karpenter launches, tags and terminates only what it made for this
+    /// cluster (tagged with the cluster and a `karpenter.sh/nodepool`), and
+    /// passes only the node role (any role when groups bring their own
+    /// instance profiles) to EC2.
+    fn karpenter(&mut self, node_role: &str, custom_profiles: bool, customer_keys: bool) {
+        if customer_keys {
+            self.kms(false);
+        }
+        self.unconditional(&[
+            "ec2:DescribeCapacityReservations",
+            "ec2:DescribeImages",
+            "ec2:DescribeInstanceStatus",
+            "ec2:DescribeInstanceTypeOfferings",
+            "ec2:DescribeInstanceTypes",
+            "ec2:DescribeInstances",
+            "ec2:DescribeLaunchTemplates",
+            "ec2:DescribePlacementGroups",
+            "ec2:DescribeSecurityGroups",
+            "ec2:DescribeSpotPriceHistory",
+            "ec2:DescribeSubnets",
+            "iam:GetInstanceProfile",
+            "iam:ListInstanceProfiles",
+            "pricing:GetProducts",
+            "ssm:GetParameter",
+        ]);
+        let ec2 = |rest: &str| self.arn("ec2", rest);
+        let instance = ec2("*:*:instance/*");
+        let launch_template = ec2("*:*:launch-template/*");
+        let mut taggable = vec![
+            ec2("*:*:fleet/*"),
+            instance.clone(),
+            launch_template.clone(),
+            ec2("*:*:network-interface/*"),
+            ec2("*:*:spot-instances-request/*"),
+            ec2("*:*:volume/*"),
+        ];
+        taggable.sort();
+        let mut launch_inputs = vec![
+            ec2("*:*:capacity-reservation/*"),
+            ec2("*::image/*"),
+            ec2("*::snapshot/*"),
+            ec2("*:*:security-group/*"),
+            ec2("*:*:subnet/*"),
+        ];
+        launch_inputs.sort();
+        let owned = json!({
+            "StringEquals": {"aws:ResourceTag/KubernetesCluster": self.cluster},
+            "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+        });
+        let pass_role = if custom_profiles {
+            self.arn("iam", ":*:role/*")
+        } else {
+            self.arn("iam", &format!(":*:role/{node_role}"))
+        };
+        let ec2_service = if self.env.partition == "aws-cn" {
+            "ec2.amazonaws.com.cn"
+        } else {
+            "ec2.amazonaws.com"
+        };
+        self.statements.extend([
+            json!({
+                "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
+                "Effect": "Allow",
+                "Resource": launch_inputs,
+            }),
+            json!({
+                "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
+                "Condition": owned,
+                "Effect": "Allow",
+                "Resource": [launch_template.clone()],
+            }),
+            json!({
+                "Action": ["ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:RunInstances"],
+                "Condition": {
+                    "StringEquals": {"aws:RequestTag/KubernetesCluster": self.cluster},
+                    "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+                },
+                "Effect": "Allow",
+                "Resource": taggable,
+            }),
+            json!({
+                "Action": "ec2:CreateTags",
+                "Condition": {
+                    "StringEquals": {
+                        "aws:RequestTag/KubernetesCluster": self.cluster,
+                        "ec2:CreateAction": ["CreateFleet", "CreateLaunchTemplate", "RunInstances"],
+                    },
+                    "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+                },
+                "Effect": "Allow",
+                "Resource": taggable,
+            }),
+            json!({
+                "Action": ["ec2:CreateTags", "ec2:DeleteTags"],
+                "Condition": {
+                    "Null": {"aws:RequestTag/KubernetesCluster": "true"},
+                    "StringEquals": {"aws:ResourceTag/KubernetesCluster": self.cluster},
+                    "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+                },
+                "Effect": "Allow",
+                "Resource": taggable,
+            }),
+            json!({
+                "Action": ["ec2:DeleteLaunchTemplate", "ec2:TerminateInstances"],
+                "Condition": owned,
+                "Effect": "Allow",
+                "Resource": [instance, launch_template],
+            }),
+            json!({
+                "Action": "iam:PassRole",
+                "Condition": {"StringEquals": {"iam:PassedToService": ec2_service}},
+                "Effect": "Allow",
+                "Resource": pass_role,
+            }),
+        ]);
+    }
+
     fn cluster_autoscaler(&mut self, static_instance_list: bool) {
         self.cluster_tagged(&[
             "autoscaling:SetDesiredCapacity",
@@ -1242,7 +1429,15 @@ mod tests {
                 assert!(keys.contains(&key), "{key} in {keys:?}");
             }
         }
-        assert_eq!(keys.len(), 15);
+        for key in [
+            "IAMRolePolicyAttachment/master-policyoverride",
+            "IAMRolePolicyAttachment/node-policyoverride",
+            "IAMRolePolicyAttachment/bastion-policyoverride",
+        ] {
+            assert!(keys.contains(&key.to_string()), "{key} in {keys:?}");
+        }
+        // No service-account roles or OIDC provider without IRSA.
+        assert_eq!(keys.len(), 18);
         let task = |key: &str| {
             graph
                 .iter()

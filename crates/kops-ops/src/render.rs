@@ -64,6 +64,9 @@ pub enum RenderClusterError {
     Render(#[from] kops_render::RenderError),
     #[error("{0}")]
     NodeConfig(String),
+    /// The service-account keyset (for the published JWKS).
+    #[error(transparent)]
+    Pki(#[from] kops_pki::PkiError),
     #[error("cannot write `{path}`: {source}\nhint: check that the output directory (--out) is writable")]
     Write {
         path: String,
@@ -117,11 +120,20 @@ pub async fn render_cluster(
     };
     let graph = kops_model::build(&model)?;
     let completed = completed_spec(&cluster, &config_base);
-    let files = kops_model::files::state_files(
+    let mut files = kops_model::files::state_files(
         &model,
         &kops_api::manifest::to_yaml(&completed),
         node_configs(&completed, &groups, &config_base)?,
     );
+    files.extend(kops_model::files::karpenter_files(&model)?);
+    if kops_model::iam::irsa::discovery_store(&model).is_some() {
+        let certificates = service_account_certificates(registry, &cluster).await?;
+        files.extend(kops_model::files::discovery_files(
+            &model,
+            &region,
+            &certificates,
+        )?);
+    }
     let input = Input {
         graph: &graph,
         cluster: &request.cluster,
@@ -147,6 +159,10 @@ pub async fn render_cluster(
     let mut state_files_written = Vec::new();
     if !managed_by_terraform && config_base == registry.config_base(&request.cluster) {
         for file in &files {
+            if file.base.is_some() {
+                // The discovery store is not the state store.
+                continue;
+            }
             let key = format!("{}/{}", request.cluster, file.path);
             registry
                 .store()
@@ -163,6 +179,36 @@ pub async fn render_cluster(
         state_files_written,
         unrendered: outcome.unrendered.iter().map(ToString::to_string).collect(),
     })
+}
+
+/// The trusted certificates of the cluster's `service-account` keyset,
+/// whose public keys the discovery store publishes. Like kops, a render
+/// creates the keyset in the state store when it does not exist yet, so
+/// the keys published are the ones the API server will sign with.
+async fn service_account_certificates(
+    registry: &Registry,
+    cluster: &kops_api::Cluster,
+) -> Result<Vec<String>, RenderClusterError> {
+    let (keystore, _) = crate::pki::cluster_keystore(registry, cluster.name());
+    let keyset = match keystore.get(kops_pki::SERVICE_ACCOUNT).await {
+        Ok(Some(keyset)) => keyset,
+        Ok(None) => {
+            let keyset = kops_pki::Keyset::generate_ca(kops_pki::SERVICE_ACCOUNT)?;
+            keystore.create(&keyset).await?;
+            // Another run may have created it first: read what is stored.
+            keystore
+                .get(kops_pki::SERVICE_ACCOUNT)
+                .await?
+                .unwrap_or(keyset)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(keyset
+        .items
+        .iter()
+        .filter(|i| i.distrust_timestamp.is_none())
+        .filter_map(|i| i.certificate_pem.clone())
+        .collect())
 }
 
 /// Each group's node config (`nodeupconfig-<group>`), as kops-nodeup

@@ -28,7 +28,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
         LifecycleHook,
         SqsQueue
     );
-    None
+    crate::aws_irsa::resource_of(task)
 }
 
 /// The AWS partition of a region.

@@ -22,6 +22,7 @@
 
 pub mod aws;
 mod aws_extra;
+mod aws_irsa;
 pub mod cloudformation;
 pub mod hcl;
 pub mod terraform;
@@ -134,7 +135,8 @@ pub fn terraform(input: &Input<'_>) -> Result<Outcome, RenderError> {
         }
     }
     for file in input.files {
-        let Some((bucket, key)) = s3_location(input.config_base, &file.path) else {
+        let base = file.base.as_deref().unwrap_or(input.config_base);
+        let Some((bucket, key)) = s3_location(base, &file.path) else {
             continue;
         };
         tf.use_files_provider();

@@ -29,11 +29,13 @@ fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
 /// Task kinds that render into another task's resource, or into nothing
 /// Terraform declares: the cleanup of hand-made rules, and role policies
 /// to remove (a policy without a document; Terraform removes by omission).
-const FOLDED: [&str; 4] = [
+const FOLDED: [&str; 5] = [
     "IAMInstanceProfileRole",
     "VPCAmazonIPv6CIDRBlock",
     "SecurityGroupCleanup",
     "IAMRolePolicy",
+    // One `aws_iam_role_policy_attachment` per policy, checked below.
+    "IAMRolePolicyAttachment",
 ];
 
 #[test]
@@ -122,7 +124,28 @@ fn terraform_resources_are_the_task_graph() {
                     .to_string()
             })
             .collect();
-        let tasks: BTreeSet<String> = from_tasks.keys().cloned().collect();
+        // A managed-policy set renders one attachment per policy, named
+        // `<task>-<hash>`.
+        let mut attachments = BTreeSet::new();
+        for (_, task) in graph.iter() {
+            if let Some(a) = task
+                .as_any()
+                .downcast_ref::<kops_aws::tasks::iam_role_policy_attachment::IamRolePolicyAttachment>()
+            {
+                for arn in &a.policy_arns {
+                    let mut hash: u32 = 0x811c_9dc5;
+                    for byte in arn.bytes() {
+                        hash ^= u32::from(byte);
+                        hash = hash.wrapping_mul(0x0100_0193);
+                    }
+                    attachments.insert(format!(
+                        "aws_iam_role_policy_attachment.{}-{hash}",
+                        kops_render::terraform::sanitize(&a.name)
+                    ));
+                }
+            }
+        }
+        let tasks: BTreeSet<String> = from_tasks.keys().cloned().chain(attachments).collect();
         let only_tf: Vec<_> = rendered.difference(&tasks).collect();
         let only_direct: Vec<_> = tasks.difference(&rendered).collect();
         assert!(
