@@ -163,30 +163,63 @@ pub async fn list_cluster_resources(
         let tags = as_ec2(g.target_group_arn());
         add(2, "target-group", g.target_group_arn(), &tags, None);
     }
-    for filter in filters(cluster) {
-        let r = ec2
-            .describe_launch_templates()
-            .filters(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeLaunchTemplates", cluster, e))?;
+    // One Describe per type and filter, all at once.
+    let describe = |filter: Filter| async move {
+        tokio::join!(
+            ec2.describe_launch_templates()
+                .filters(filter.clone())
+                .send(),
+            ec2.describe_volumes().filters(filter.clone()).send(),
+            ec2.describe_instances().filters(filter.clone()).send(),
+            ec2.describe_nat_gateways().filter(filter.clone()).send(),
+            ec2.describe_addresses().filters(filter.clone()).send(),
+            ec2.describe_key_pairs().filters(filter.clone()).send(),
+            ec2.describe_security_groups()
+                .filters(filter.clone())
+                .send(),
+            ec2.describe_subnets().filters(filter.clone()).send(),
+            ec2.describe_internet_gateways()
+                .filters(filter.clone())
+                .send(),
+            ec2.describe_egress_only_internet_gateways()
+                .filters(filter.clone())
+                .send(),
+            ec2.describe_route_tables().filters(filter.clone()).send(),
+            ec2.describe_vpcs().filters(filter.clone()).send(),
+            ec2.describe_dhcp_options().filters(filter.clone()).send(),
+        )
+    };
+    let [first, second] = filters(cluster);
+    // Boxed: the two sets of 13 requests are too big for a test thread's stack.
+    let (by_name, by_key) = tokio::join!(Box::pin(describe(first)), Box::pin(describe(second)));
+    for (
+        templates,
+        volumes,
+        instances,
+        nats,
+        addresses,
+        keys,
+        groups,
+        subnets,
+        gateways,
+        egress_gateways,
+        tables,
+        vpcs,
+        dhcp,
+    ) in [by_name, by_key]
+    {
+        let r = templates.map_err(|e| AwsError::call("DescribeLaunchTemplates", cluster, e))?;
         for t in r.launch_templates() {
             add(1, "launch-template", t.launch_template_id(), t.tags(), None);
         }
-        let r = ec2.describe_volumes().filters(filter.clone()).send().await;
-        let r = r.map_err(|e| AwsError::call("DescribeVolumes", cluster, e))?;
+        let r = volumes.map_err(|e| AwsError::call("DescribeVolumes", cluster, e))?;
         for v in r.volumes() {
             let state = v.state().map(|s| s.as_str().to_string());
             if state.as_deref() != Some("deleting") && state.as_deref() != Some("deleted") {
                 add(2, "volume", v.volume_id(), v.tags(), None);
             }
         }
-        let r = ec2
-            .describe_instances()
-            .filters(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeInstances", cluster, e))?;
+        let r = instances.map_err(|e| AwsError::call("DescribeInstances", cluster, e))?;
         for i in r.reservations().iter().flat_map(|r| r.instances()) {
             let state = i
                 .state()
@@ -196,56 +229,30 @@ pub async fn list_cluster_resources(
                 add(0, "instance", i.instance_id(), i.tags(), None);
             }
         }
-        let r = ec2
-            .describe_nat_gateways()
-            .filter(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeNatGateways", cluster, e))?;
+        let r = nats.map_err(|e| AwsError::call("DescribeNatGateways", cluster, e))?;
         for n in r.nat_gateways() {
             let state = n.state().map(|s| s.as_str().to_string());
             if state.as_deref() != Some("deleted") && state.as_deref() != Some("deleting") {
                 add(1, "nat-gateway", n.nat_gateway_id(), n.tags(), None);
             }
         }
-        let r = ec2
-            .describe_addresses()
-            .filters(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeAddresses", cluster, e))?;
+        let r = addresses.map_err(|e| AwsError::call("DescribeAddresses", cluster, e))?;
         for a in r.addresses() {
             add(2, "elastic-ip", a.allocation_id(), a.tags(), None);
         }
-        let r = ec2
-            .describe_key_pairs()
-            .filters(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeKeyPairs", cluster, e))?;
+        let r = keys.map_err(|e| AwsError::call("DescribeKeyPairs", cluster, e))?;
         for k in r.key_pairs() {
             add(2, "keypair", k.key_name(), k.tags(), None);
         }
-        let r = ec2
-            .describe_security_groups()
-            .filters(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeSecurityGroups", cluster, e))?;
+        let r = groups.map_err(|e| AwsError::call("DescribeSecurityGroups", cluster, e))?;
         for g in r.security_groups() {
             add(4, "security-group", g.group_id(), g.tags(), None);
         }
-        let r = ec2.describe_subnets().filters(filter.clone()).send().await;
-        let r = r.map_err(|e| AwsError::call("DescribeSubnets", cluster, e))?;
+        let r = subnets.map_err(|e| AwsError::call("DescribeSubnets", cluster, e))?;
         for s in r.subnets() {
             add(3, "subnet", s.subnet_id(), s.tags(), None);
         }
-        let r = ec2
-            .describe_internet_gateways()
-            .filters(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeInternetGateways", cluster, e))?;
+        let r = gateways.map_err(|e| AwsError::call("DescribeInternetGateways", cluster, e))?;
         for g in r.internet_gateways() {
             let vpc = g.attachments().first().and_then(|a| a.vpc_id());
             add(
@@ -256,12 +263,8 @@ pub async fn list_cluster_resources(
                 vpc,
             );
         }
-        let r = ec2
-            .describe_egress_only_internet_gateways()
-            .filters(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeEgressOnlyInternetGateways", cluster, e))?;
+        let r = egress_gateways
+            .map_err(|e| AwsError::call("DescribeEgressOnlyInternetGateways", cluster, e))?;
         for g in r.egress_only_internet_gateways() {
             add(
                 3,
@@ -271,29 +274,18 @@ pub async fn list_cluster_resources(
                 None,
             );
         }
-        let r = ec2
-            .describe_route_tables()
-            .filters(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeRouteTables", cluster, e))?;
+        let r = tables.map_err(|e| AwsError::call("DescribeRouteTables", cluster, e))?;
         for t in r.route_tables() {
             let main = t.associations().iter().any(|a| a.main() == Some(true));
             if !main {
                 add(4, "route-table", t.route_table_id(), t.tags(), None);
             }
         }
-        let r = ec2.describe_vpcs().filters(filter.clone()).send().await;
-        let r = r.map_err(|e| AwsError::call("DescribeVpcs", cluster, e))?;
+        let r = vpcs.map_err(|e| AwsError::call("DescribeVpcs", cluster, e))?;
         for v in r.vpcs() {
             add(5, "vpc", v.vpc_id(), v.tags(), None);
         }
-        let r = ec2
-            .describe_dhcp_options()
-            .filters(filter.clone())
-            .send()
-            .await;
-        let r = r.map_err(|e| AwsError::call("DescribeDhcpOptions", cluster, e))?;
+        let r = dhcp.map_err(|e| AwsError::call("DescribeDhcpOptions", cluster, e))?;
         for d in r.dhcp_options() {
             add(6, "dhcp-options", d.dhcp_options_id(), d.tags(), None);
         }
