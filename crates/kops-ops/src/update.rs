@@ -90,6 +90,7 @@ pub async fn update_cluster(
     };
     let graph = kops_model::build(&model)?;
     if request.apply {
+        publish_irsa_and_karpenter_files(registry, &cluster, &model, &region, &config_base).await?;
         // The node configs the launch templates' user data pin by hash,
         // stored before any instance can boot and ask for them.
         for node in kops_model::compute::node_configs(&model)? {
@@ -172,6 +173,57 @@ async fn with_resolved_zone(
         }
     }
     Ok(modelled)
+}
+
+/// Writes what is not a cloud object but must exist before nodes and pods
+/// use the cluster: the OIDC discovery document and signing keys (JWKS) in
+/// the discovery store, so IAM can verify service-account tokens, and the
+/// node config and bootstrap script of Karpenter's groups in the state
+/// store (when the config base is the state store kops-rs was given).
+/// The discovery store's objects are written without an ACL: its bucket
+/// must let anyone read them (a bucket policy), as IAM and STS fetch them
+/// anonymously.
+async fn publish_irsa_and_karpenter_files(
+    registry: &Registry,
+    cluster: &kops_api::Cluster,
+    model: &Model<'_>,
+    region: &str,
+    config_base: &str,
+) -> Result<(), OpsError> {
+    let store_error = |e: kops_state::StoreError| OpsError::Registry(e.into());
+    if let Some(store) = kops_model::iam::irsa::discovery_store(model) {
+        let (keystore, _) = crate::pki::cluster_keystore(registry, cluster.name());
+        let keyset = keystore.get(kops_pki::SERVICE_ACCOUNT).await?;
+        let certificates: Vec<String> = keyset
+            .iter()
+            .flat_map(|k| k.items.iter())
+            .filter(|i| i.distrust_timestamp.is_none())
+            .filter_map(|i| i.certificate_pem.clone())
+            .collect();
+        let files = kops_model::files::discovery_files(model, region, &certificates)?;
+        let target = kops_state::open(store).await.map_err(store_error)?;
+        for file in files {
+            target
+                .write(
+                    &file.path,
+                    &file.contents,
+                    kops_state::WriteOptions::default(),
+                )
+                .await
+                .map_err(store_error)?;
+        }
+    }
+    if config_base == registry.config_base(cluster.name()) {
+        for file in kops_model::files::karpenter_files(model)? {
+            let key = format!("{}/{}", cluster.name(), file.path);
+            registry
+                .store()
+                .write(&key, &file.contents, kops_state::WriteOptions::default())
+                .await
+                .map_err(store_error)?;
+        }
+    }
+    Ok(())
 }
 
 struct BoxedProgress(Box<dyn Progress>);
