@@ -172,6 +172,26 @@ pub async fn render_cluster(
             state_files_written.push(registry.store().url_of(&key));
         }
     }
+    // The discovery documents go to the discovery store, unless Terraform
+    // manages them as S3 objects (kops' test stores, `memfs://`, are not
+    // written anywhere).
+    for file in &files {
+        let Some(base) = &file.base else {
+            continue;
+        };
+        let in_terraform = request.target == RenderTarget::Terraform
+            && kops_render::s3_location(base, "x").is_some();
+        if in_terraform || base.starts_with("memfs://") {
+            continue;
+        }
+        let store_error = |e: kops_state::StoreError| OpsError::Registry(e.into());
+        let store = kops_state::open(base).await.map_err(store_error)?;
+        store
+            .write(&file.path, &file.contents, WriteOptions::default())
+            .await
+            .map_err(store_error)?;
+        state_files_written.push(store.url_of(&file.path));
+    }
     Ok(RenderOutcome {
         out,
         files: written,
