@@ -293,8 +293,9 @@ fn sorted(value: serde_json::Value) -> serde_json::Value {
     }
 }
 
-/// Emits YAML, quoting timestamps as Kubernetes does so YAML 1.1 readers
-/// (PyYAML, Ruby) keep them as strings.
+/// Emits YAML as kops (Go) writes it: timestamps quoted, as Kubernetes
+/// does, so YAML 1.1 readers (PyYAML, Ruby) keep them as strings, and
+/// quoted strings in double quotes (`"true"`, `""`).
 fn emit(value: &serde_json::Value) -> String {
     let text = serde_yaml_ng::to_string(value).unwrap_or_default();
     let mut out = String::with_capacity(text.len() + 8);
@@ -307,11 +308,42 @@ fn emit(value: &serde_json::Value) -> String {
             {
                 out.push_str(&format!("{indent}creationTimestamp: \"{ts}\""));
             }
-            _ => out.push_str(line),
+            _ => out.push_str(&double_quoted(line)),
         }
         out.push('\n');
     }
     out
+}
+
+/// `line` with a single-quoted scalar value (`key: 'x'`, `- 'x'`) written
+/// double-quoted instead; any other line as it is.
+fn double_quoted(line: &str) -> std::borrow::Cow<'_, str> {
+    let (head, value) = match line.find(": '") {
+        Some(i) => line.split_at(i + 2),
+        None => match line.trim_start().strip_prefix("- '") {
+            Some(_) => line.split_at(line.len() - line.trim_start().len() + 2),
+            None => return line.into(),
+        },
+    };
+    let Some(inner) = value
+        .strip_prefix('\'')
+        .and_then(|v| v.strip_suffix('\''))
+        .filter(|v| !v.is_empty() || value.len() == 2)
+    else {
+        return line.into();
+    };
+    // Inside single quotes only `''` is special; a lone quote means the
+    // line is not one whole scalar (a folded one): leave it.
+    let unescaped = inner.replace("''", "\u{0}");
+    if unescaped.contains('\'') {
+        return line.into();
+    }
+    let text = unescaped.replace('\u{0}', "'");
+    if text.chars().any(char::is_control) {
+        return line.into();
+    }
+    let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("{head}\"{escaped}\"").into()
 }
 
 /// One object as YAML.
@@ -339,5 +371,25 @@ impl Object {
             }),
             Object::Other(v) => sorted(v.clone()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_strings_are_double_quoted_like_go_yaml() {
+        let value = serde_json::json!({
+            "a": "true", "b": "", "c": ["", "it's"], "d": "plain", "e": "1.0",
+            "f": "say \"hi\"", "g": "'quoted'",
+        });
+        let text = emit(&value);
+        let back: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+        assert_eq!(back, value, "{text}");
+        for line in ["a: \"true\"", "b: \"\"", "- \"\"", "d: plain", "e: \"1.0\""] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(!text.contains(": '") && !text.contains("- ''"), "{text}");
     }
 }

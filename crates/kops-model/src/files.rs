@@ -164,6 +164,8 @@ pub fn state_files(
     for addon in &addons {
         let contents = if addon.empty {
             String::new()
+        } else if let Some(manifest) = crate::addons::manifest(addon.key) {
+            manifest
         } else {
             format!(
                 "# {}: this addon's manifest is not rendered by kops-rs yet.\n",

@@ -7,6 +7,7 @@
 //! Pure: no IO, no SDK calls. It depends on kops-api (the spec), kops-engine
 //! (the graph) and kops-aws (the task types) only.
 
+pub mod addons;
 pub mod api_load_balancer;
 pub mod compute;
 pub mod dns;

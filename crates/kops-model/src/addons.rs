@@ -1,0 +1,176 @@
+//! Manifests of the bootstrap addons kops-rs writes itself. Each object
+//! carries kops' addon labels, so the channel's pruning and `kubectl get -l
+//! k8s-addon=<addon>` find them, and keeps kops' object names, which
+//! workloads refer to (a PersistentVolumeClaim's `storageClassName`).
+//!
+//! So far the small addons whose content does not depend on the cluster:
+//! the default CPU request (`limit-range`), the API server's access to
+//! kubelets (`kubelet-api.rbac`) and the storage classes (`storage-aws`).
+//! The others (CoreDNS, kops-controller, dns-controller, the AWS cloud
+//! controller manager, the EBS CSI driver, the node-termination-handler)
+//! are still placeholders in the state store.
+
+use serde_json::{json, Value};
+
+/// The manifest of the addon `key`, when kops-rs renders it.
+pub fn manifest(key: &str) -> Option<String> {
+    let objects = match key {
+        "limit-range.addons.k8s.io" => limit_range(),
+        "kubelet-api.rbac.addons.k8s.io" => kubelet_api_rbac(),
+        "storage-aws.addons.k8s.io" => storage_aws(),
+        _ => return None,
+    };
+    let objects: Vec<Value> = objects
+        .into_iter()
+        .map(|mut object| {
+            label(&mut object, key);
+            object
+        })
+        .collect();
+    Some(kops_api::manifest::to_yaml_stream(&objects))
+}
+
+/// Adds the labels kops puts on every object of an addon.
+fn label(object: &mut Value, key: &str) {
+    let labels = json!({
+        "addon.kops.k8s.io/name": key,
+        "app.kubernetes.io/managed-by": "kops",
+        "k8s-addon": key,
+    });
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.insert("labels".into(), labels);
+    }
+}
+
+/// Containers without a CPU request in `default` get 100m.
+fn limit_range() -> Vec<Value> {
+    vec![json!({
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "limits", "namespace": "default"},
+        "spec": {"limits": [{"defaultRequest": {"cpu": "100m"}, "type": "Container"}]},
+    })]
+}
+
+/// The API server authenticates to kubelets as the user `kubelet-api`
+/// (its client certificate): that user gets the built-in kubelet API role.
+fn kubelet_api_rbac() -> Vec<Value> {
+    vec![json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "kops:system:kubelet-api-admin"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:kubelet-api-admin",
+        },
+        "subjects": [{
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "User",
+            "name": "kubelet-api",
+        }],
+    })]
+}
+
+/// A storage class; `default_class` sets the is-default annotation (absent
+/// on the legacy `default` class).
+fn storage_class(
+    name: &str,
+    provisioner: &str,
+    parameters: Value,
+    default_class: Option<bool>,
+    expandable: bool,
+) -> Value {
+    let mut class = json!({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "parameters": parameters,
+        "provisioner": provisioner,
+    });
+    if let Some(default_class) = default_class {
+        class["metadata"]["annotations"] = json!({
+            "storageclass.kubernetes.io/is-default-class": default_class.to_string(),
+        });
+    }
+    if expandable {
+        class["allowVolumeExpansion"] = json!(true);
+        class["volumeBindingMode"] = json!("WaitForFirstConsumer");
+    }
+    class
+}
+
+/// kops' storage classes (the encrypted gp3 CSI one is the default; the
+/// older names stay for claims that use them) and the role the in-tree AWS
+/// cloud provider's service account uses for nodes and events.
+fn storage_aws() -> Vec<Value> {
+    const IN_TREE: &str = "kubernetes.io/aws-ebs";
+    vec![
+        storage_class("default", IN_TREE, json!({"type": "gp2"}), None, false),
+        storage_class("gp2", IN_TREE, json!({"type": "gp2"}), Some(false), false),
+        storage_class(
+            "kops-ssd-1-17",
+            IN_TREE,
+            json!({"encrypted": "true", "type": "gp2"}),
+            Some(false),
+            true,
+        ),
+        storage_class(
+            "kops-csi-1-21",
+            "ebs.csi.aws.com",
+            json!({"encrypted": "true", "type": "gp3"}),
+            Some(true),
+            true,
+        ),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "system:aws-cloud-provider"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+            ],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "system:aws-cloud-provider"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "system:aws-cloud-provider",
+            },
+            "subjects": [{
+                "kind": "ServiceAccount",
+                "name": "aws-cloud-provider",
+                "namespace": "kube-system",
+            }],
+        }),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_carry_the_addon_labels_and_parse_back() {
+        for key in [
+            "limit-range.addons.k8s.io",
+            "kubelet-api.rbac.addons.k8s.io",
+            "storage-aws.addons.k8s.io",
+        ] {
+            let text = manifest(key).unwrap();
+            for document in text.split("\n---\n") {
+                assert!(document.contains("\nkind: "), "{document}");
+                assert!(
+                    document.contains(&format!("    k8s-addon: {key}\n")),
+                    "{document}"
+                );
+            }
+        }
+        let storage = manifest("storage-aws.addons.k8s.io").unwrap();
+        assert_eq!(storage.matches("kind: StorageClass").count(), 4);
+        assert!(manifest("coredns.addons.k8s.io").is_none());
+    }
+}
