@@ -63,6 +63,98 @@ impl Cluster {
     pub fn is_gossip(&self) -> bool {
         self.metadata.name.ends_with(".k8s.local")
     }
+
+    /// The issuer the API server signs service-account tokens with, as kops
+    /// sets it: `spec.kubeAPIServer.serviceAccountIssuer`, else the URL of
+    /// `spec.serviceAccountIssuerDiscovery.discoveryStore` (see
+    /// [`discovery_store_url`]; the bucket is taken to be in `region`), else
+    /// the discovery service's URL, else `https://<api public name>` when
+    /// anonymous clients may read the keys from anywhere, else
+    /// `https://api.internal.<cluster>`.
+    pub fn service_account_issuer(&self, region: &str) -> String {
+        let spec = &self.spec;
+        let api_server = spec.kube_api_server.as_ref();
+        if let Some(issuer) = api_server
+            .and_then(|a| a.extra.get("serviceAccountIssuer"))
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+        {
+            return issuer.to_string();
+        }
+        let discovery = spec.service_account_issuer_discovery.as_ref();
+        let ipv6_only = spec
+            .non_masquerade_cidr
+            .as_deref()
+            .is_some_and(|c| c.contains(':'));
+        if let Some(url) = discovery
+            .and_then(|d| d.discovery_store.as_deref())
+            .filter(|s| !s.is_empty())
+            .and_then(|store| discovery_store_url(store, region, ipv6_only))
+        {
+            return url;
+        }
+        if let Some(url) = discovery
+            .and_then(|d| d.extra.get("discoveryService"))
+            .and_then(|s| s.get("url"))
+            .and_then(|u| u.as_str())
+            .filter(|s| !s.is_empty())
+        {
+            return url.to_string();
+        }
+        let anonymous = api_server
+            .and_then(|a| a.extra.get("anonymousAuth"))
+            .and_then(|v| v.as_bool())
+            == Some(true);
+        let access = spec
+            .api
+            .as_ref()
+            .and_then(|a| a.access.clone())
+            .or_else(|| spec.kubernetes_api_access.clone())
+            .unwrap_or_default();
+        let open = access.iter().any(|c| c == "0.0.0.0/0" || c == "::/0");
+        let public_name = spec
+            .api
+            .as_ref()
+            .and_then(|a| a.public_name.clone())
+            .or_else(|| spec.master_public_name.clone());
+        match public_name {
+            Some(name) if anonymous && open && !name.is_empty() => format!("https://{name}"),
+            _ => format!("https://api.internal.{}", self.name()),
+        }
+    }
+}
+
+/// The `https://` URL of a service-account discovery store: its S3 address
+/// (virtual-hosted for DNS-safe bucket names, path-style for names with
+/// dots, dual-stack for IPv6-only clusters), or, for kops' test stores
+/// (`memfs://`), the path itself. `None` for other schemes.
+pub fn discovery_store_url(store: &str, region: &str, dual_stack: bool) -> Option<String> {
+    if let Some(rest) = store.strip_prefix("memfs://") {
+        return Some(format!("https://{}", rest.trim_end_matches('/')));
+    }
+    let rest = store.strip_prefix("s3://")?;
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    let key = key.trim_matches('/');
+    let suffix = if region.starts_with("cn-") {
+        "amazonaws.com.cn"
+    } else {
+        "amazonaws.com"
+    };
+    let endpoint = if dual_stack {
+        format!("s3.dualstack.{region}.{suffix}")
+    } else {
+        format!("s3.{region}.{suffix}")
+    };
+    let mut url = if bucket.contains('.') {
+        format!("https://{endpoint}/{bucket}")
+    } else {
+        format!("https://{bucket}.{endpoint}")
+    };
+    if !key.is_empty() {
+        url.push('/');
+        url.push_str(key);
+    }
+    Some(url)
 }
 
 /// `spec` of a [`Cluster`].

@@ -461,10 +461,6 @@ pub fn nodeup_config(
     .collect();
 
     let api_server_config = if runs_api_server {
-        let internal = spec
-            .master_internal_name
-            .clone()
-            .unwrap_or_else(|| format!("api.internal.{name}"));
         let public = spec
             .master_public_name
             .clone()
@@ -474,6 +470,15 @@ pub fn nodeup_config(
                 .find(|c| c.name == "main")
                 .map_or(0, |c| c.etcd_members.len())
         });
+        // The discovery store's URL with IRSA, else the internal API name.
+        let region = spec
+            .subnets
+            .iter()
+            .flatten()
+            .filter_map(|s| s.zone.as_deref())
+            .find_map(kops_api::new_cluster::aws_zone_region)
+            .unwrap_or_default();
+        let issuer = cluster.service_account_issuer(&region);
         let mut api: Settings = [
             ("allowPrivileged", json!(true)),
             ("anonymousAuth", json!(false)),
@@ -519,10 +524,10 @@ pub fn nodeup_config(
             ("requestheaderGroupHeaders", json!(["X-Remote-Group"])),
             ("requestheaderUsernameHeaders", json!(["X-Remote-User"])),
             ("securePort", json!(443)),
-            ("serviceAccountIssuer", json!(format!("https://{internal}"))),
+            ("serviceAccountIssuer", json!(issuer)),
             (
                 "serviceAccountJWKSURI",
-                json!(format!("https://{internal}/openid/v1/jwks")),
+                json!(format!("{issuer}/openid/v1/jwks")),
             ),
             ("serviceClusterIPRange", json!(service_range)),
             ("storageBackend", json!("etcd3")),

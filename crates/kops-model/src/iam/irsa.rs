@@ -106,87 +106,16 @@ pub fn manages_oidc_provider(model: &Model<'_>) -> bool {
     discovery(model).and_then(|d| d.enable_aws_oidc_provider) == Some(true)
 }
 
-/// The `https://` URL of a discovery store: the store's S3 address
-/// (virtual-hosted for DNS-safe bucket names, path-style for names with
-/// dots; the bucket is taken to be in the cluster's region), or, for
-/// kops' test stores (`memfs://`), the path itself.
+/// The `https://` URL of a discovery store (see
+/// [`kops_api::cluster::discovery_store_url`]).
 pub fn discovery_store_url(store: &str, region: &str, dual_stack: bool) -> Option<String> {
-    if let Some(rest) = store.strip_prefix("memfs://") {
-        return Some(format!("https://{}", rest.trim_end_matches('/')));
-    }
-    let rest = store.strip_prefix("s3://")?;
-    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
-    let key = key.trim_matches('/');
-    let suffix = if region.starts_with("cn-") {
-        "amazonaws.com.cn"
-    } else {
-        "amazonaws.com"
-    };
-    let endpoint = if dual_stack {
-        format!("s3.dualstack.{region}.{suffix}")
-    } else {
-        format!("s3.{region}.{suffix}")
-    };
-    let mut url = if bucket.contains('.') {
-        format!("https://{endpoint}/{bucket}")
-    } else {
-        format!("https://{bucket}.{endpoint}")
-    };
-    if !key.is_empty() {
-        url.push('/');
-        url.push_str(key);
-    }
-    Some(url)
+    kops_api::cluster::discovery_store_url(store, region, dual_stack)
 }
 
-/// The issuer the API server signs service-account tokens with, as kops
-/// sets it: `spec.kubeAPIServer.serviceAccountIssuer`, else the discovery
-/// store's URL, else the discovery service's URL, else the API's public
-/// name when anonymous clients may read the keys from anywhere, else
-/// `https://api.internal.<cluster>`.
+/// The issuer the API server signs service-account tokens with (see
+/// [`kops_api::Cluster::service_account_issuer`]).
 pub fn service_account_issuer(model: &Model<'_>, region: &str) -> String {
-    let spec = &model.cluster.spec;
-    let api_server = spec.kube_api_server.as_ref();
-    if let Some(issuer) = api_server
-        .and_then(|a| a.extra.get("serviceAccountIssuer"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
-        return issuer.to_string();
-    }
-    if let Some(store) = discovery_store(model) {
-        if let Some(url) = discovery_store_url(store, region, model.ipv6_only()) {
-            return url;
-        }
-    }
-    if let Some(url) = discovery(model)
-        .and_then(|d| d.extra.get("discoveryService"))
-        .and_then(|s| s.get("url"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
-        return url.to_string();
-    }
-    let anonymous = api_server
-        .and_then(|a| a.extra.get("anonymousAuth"))
-        .and_then(Value::as_bool)
-        == Some(true);
-    let access = spec
-        .api
-        .as_ref()
-        .and_then(|a| a.access.clone())
-        .or_else(|| spec.kubernetes_api_access.clone())
-        .unwrap_or_default();
-    let open = access.iter().any(|c| c == "0.0.0.0/0" || c == "::/0");
-    let public_name = spec
-        .api
-        .as_ref()
-        .and_then(|a| a.public_name.clone())
-        .or_else(|| spec.master_public_name.clone());
-    match public_name {
-        Some(name) if anonymous && open && !name.is_empty() => format!("https://{name}"),
-        _ => format!("https://api.internal.{}", model.name()),
-    }
+    model.cluster.service_account_issuer(region)
 }
 
 /// The OIDC discovery document published at
