@@ -1147,46 +1147,41 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
             .collect()
     };
     for g in &outside {
-        let id = g.group_id().unwrap_or_default();
         let ingress = naming_ours(g.ip_permissions());
-        if !ingress.is_empty() {
-            ec2.revoke_security_group_ingress()
-                .group_id(id)
-                .set_ip_permissions(Some(ingress))
-                .send()
-                .await
-                .map_err(|e| AwsError::call("RevokeSecurityGroupIngress", id, e))?;
-        }
         let egress = naming_ours(g.ip_permissions_egress());
-        if !egress.is_empty() {
-            ec2.revoke_security_group_egress()
-                .group_id(id)
-                .set_ip_permissions(Some(egress))
-                .send()
-                .await
-                .map_err(|e| AwsError::call("RevokeSecurityGroupEgress", id, e))?;
-        }
+        revoke(ec2, g.group_id().unwrap_or_default(), ingress, egress).await?;
     }
     for g in described.security_groups() {
-        let id = g.group_id().unwrap_or_default();
         let ingress = referencing(g.ip_permissions());
-        if !ingress.is_empty() {
-            ec2.revoke_security_group_ingress()
-                .group_id(id)
-                .set_ip_permissions(Some(ingress))
-                .send()
-                .await
-                .map_err(|e| AwsError::call("RevokeSecurityGroupIngress", id, e))?;
-        }
         let egress = referencing(g.ip_permissions_egress());
-        if !egress.is_empty() {
-            ec2.revoke_security_group_egress()
-                .group_id(id)
-                .set_ip_permissions(Some(egress))
-                .send()
-                .await
-                .map_err(|e| AwsError::call("RevokeSecurityGroupEgress", id, e))?;
-        }
+        revoke(ec2, g.group_id().unwrap_or_default(), ingress, egress).await?;
+    }
+    Ok(())
+}
+
+/// Revokes the `ingress` and `egress` permissions of the group `id` (the
+/// calls are skipped for empty lists).
+async fn revoke(
+    ec2: &aws_sdk_ec2::Client,
+    id: &str,
+    ingress: Vec<aws_sdk_ec2::types::IpPermission>,
+    egress: Vec<aws_sdk_ec2::types::IpPermission>,
+) -> Result<(), AwsError> {
+    if !ingress.is_empty() {
+        ec2.revoke_security_group_ingress()
+            .group_id(id)
+            .set_ip_permissions(Some(ingress))
+            .send()
+            .await
+            .map_err(|e| AwsError::call("RevokeSecurityGroupIngress", id, e))?;
+    }
+    if !egress.is_empty() {
+        ec2.revoke_security_group_egress()
+            .group_id(id)
+            .set_ip_permissions(Some(egress))
+            .send()
+            .await
+            .map_err(|e| AwsError::call("RevokeSecurityGroupEgress", id, e))?;
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{cloud, load, run, IMAGE, SSH_KEY};
+use common::{cloud, load, resolved, run, IMAGE, SSH_KEY};
 use kops_api::{Cluster, InstanceGroup};
 use kops_aws::AwsCloud;
 use kops_engine::Mode;
@@ -42,30 +42,6 @@ fn case_yaml(case: &str) -> Option<String> {
             .collect::<Vec<_>>()
             .join("\n"),
     )
-}
-
-/// The cluster as `update cluster` models it: the Route 53 zone resolved to
-/// its id when the cluster publishes records.
-async fn resolved(cloud: &AwsCloud, cluster: &Cluster) -> Cluster {
-    let mut c = cluster.clone();
-    let probe = Model {
-        cluster,
-        groups: &[],
-        ssh_public_key: None,
-        config_base: "",
-    };
-    if probe.publishes_dns_records() {
-        let zone = kops_aws::dns::find_hosted_zone(
-            cloud,
-            cluster.name(),
-            cluster.spec.dns_zone.as_deref(),
-            probe.dns_type() == "Private",
-        )
-        .await
-        .unwrap();
-        c.spec.dns_zone = Some(zone.id);
-    }
-    c
 }
 
 /// Everything of the cluster left in the services this test checks.

@@ -13,6 +13,7 @@ use aws_sdk_ec2::config::Credentials;
 use kops_api::{Cluster, InstanceGroup, Object};
 use kops_aws::{AwsCloud, AwsContext};
 use kops_engine::{Executor, ExecutorOptions, Mode, Report, RetryPolicy, TaskGraph};
+use kops_model::Model;
 
 pub const REGION: &str = "us-east-1";
 /// An image moto ships (kops' default Ubuntu 24.04 image is not among them).
@@ -92,4 +93,28 @@ pub fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
         }
     }
     (cluster.unwrap(), groups)
+}
+
+/// The cluster as `update cluster` models it: the Route 53 zone resolved to
+/// its id when the cluster publishes records.
+pub async fn resolved(cloud: &AwsCloud, cluster: &Cluster) -> Cluster {
+    let mut c = cluster.clone();
+    let probe = Model {
+        cluster,
+        groups: &[],
+        ssh_public_key: None,
+        config_base: "",
+    };
+    if probe.publishes_dns_records() {
+        let zone = kops_aws::dns::find_hosted_zone(
+            cloud,
+            cluster.name(),
+            cluster.spec.dns_zone.as_deref(),
+            probe.dns_type() == "Private",
+        )
+        .await
+        .unwrap();
+        c.spec.dns_zone = Some(zone.id);
+    }
+    c
 }
