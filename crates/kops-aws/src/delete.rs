@@ -225,8 +225,10 @@ pub async fn list_cluster_resources(
                 .state()
                 .and_then(|s| s.name())
                 .map(|n| n.as_str().to_string());
+            // After the autoscaling groups (phase 0) are gone: a group
+            // still running would replace an instance terminated under it.
             if state.as_deref() != Some("terminated") && state.as_deref() != Some("shutting-down") {
-                add(0, "instance", i.instance_id(), i.tags(), None);
+                add(1, "instance", i.instance_id(), i.tags(), None);
             }
         }
         let r = nats.map_err(|e| AwsError::call("DescribeNatGateways", cluster, e))?;
