@@ -84,18 +84,20 @@ pub fn partition(region: &str) -> &'static str {
     }
 }
 
-/// `spec.dnsZone` when it is a hosted zone id rather than a domain name.
+/// The hosted zone dns-controller writes to: `spec.dnsZone` as an id, as
+/// `update cluster` resolves it before applying. A zone known only by name
+/// (an offline render) is given by its name, as the API records are, and
+/// the renderers look its id up (`data "aws_route53_zone"`, or a stack
+/// parameter). `None` without DNS records (gossip, `dns: None`).
 fn hosted_zone_id(model: &Model<'_>) -> Option<String> {
-    let zone = model.cluster.spec.dns_zone.as_deref()?;
+    if !model.publishes_dns_records() {
+        return None;
+    }
+    let zone = crate::dns::zone(model);
     let zone = zone
         .trim_start_matches('/')
         .trim_start_matches("hostedzone/");
-    let is_id = zone.starts_with('Z')
-        && zone.len() > 1
-        && zone
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
-    (is_id && !model.uses_none_dns()).then(|| zone.to_string())
+    Some(zone.to_string())
 }
 
 /// The key of a role in `spec.additionalPolicies` / `spec.externalPolicies`
@@ -1335,7 +1337,8 @@ mod tests {
             PolicyEnvironment {
                 partition: "aws".into(),
                 region: "us-east-1".into(),
-                hosted_zone_id: None
+                // Not resolved here: the zone by name (renders look it up).
+                hosted_zone_id: Some("example.com".into())
             }
         );
         let doc = PolicyDocument::new(role_policy(&m, Role::ControlPlane, &env).unwrap().unwrap());

@@ -995,6 +995,42 @@ impl AwsResource for IamRole {
     }
 }
 
+/// How a policy names a hosted zone: `arn:<partition>:route53:::hostedzone/`.
+const HOSTED_ZONE_ARN: &str = ":route53:::hostedzone/";
+/// The `templatefile` variable holding a zone's id.
+const ZONE_ID_VARIABLE: &str = "hosted_zone_id";
+
+/// The zone a policy names by domain name rather than id (the model's way
+/// of saying "the id of this zone", known only to the cloud).
+fn zone_by_name(json: &str) -> Option<String> {
+    json.split(HOSTED_ZONE_ARN)
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .find(|zone| zone.contains('.'))
+        .map(str::to_string)
+}
+
+/// Replaces, in a CloudFormation policy document, each resource ARN of the
+/// zone `zone` with `Fn::Sub` of the stack parameter holding its id.
+fn substitute_zone(value: &mut serde_json::Value, zone: &str, parameter: &Json) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) if text.ends_with(&format!("{HOSTED_ZONE_ARN}{zone}")) => {
+            let prefix = text.trim_end_matches(zone).to_string();
+            let id = parameter.to_value();
+            *value =
+                serde_json::json!({"Fn::Sub": [format!("{prefix}${{ZoneId}}"), {"ZoneId": id}]});
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| substitute_zone(v, zone, parameter)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| substitute_zone(v, zone, parameter)),
+        _ => {}
+    }
+}
+
 impl AwsResource for IamRolePolicy {
     fn tf_type(&self) -> Option<&'static str> {
         // No document: a policy to remove, which Terraform expresses by
@@ -1004,17 +1040,50 @@ impl AwsResource for IamRolePolicy {
     fn tf_name(&self) -> String {
         self.name.clone()
     }
-    fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+    fn terraform(&self, tf: &mut Terraform, ctx: &Ctx<'_>) -> Result<(), RenderError> {
         let Some(document) = &self.document else {
             return Ok(()); // a policy to remove: nothing to declare
         };
-        let policy = tf.file(
-            "aws_iam_role_policy",
-            &self.name,
-            "policy",
-            document.to_json().into_bytes(),
-            false,
-        );
+        let json = document.to_json();
+        let policy = match zone_by_name(&json) {
+            // The zone's id is looked up by Terraform and put into the
+            // document: `templatefile`, with `$` and `%` escaped.
+            Some(zone) => {
+                let mut z = Body::new();
+                z.set("name", zone.as_str())
+                    .set("private_zone", ctx.private_zone);
+                let address = tf.data_source("aws_route53_zone", &zone, z);
+                let template = json.replace("${", "$${").replace("%{", "%%{").replace(
+                    &format!("{HOSTED_ZONE_ARN}{zone}\""),
+                    &format!("{HOSTED_ZONE_ARN}${{{ZONE_ID_VARIABLE}}}\""),
+                );
+                let file = tf.file(
+                    "aws_iam_role_policy",
+                    &self.name,
+                    "policy",
+                    template.into_bytes(),
+                    false,
+                );
+                let Expr::Raw(read) = file else {
+                    unreachable!("Terraform::file returns a file() call")
+                };
+                let path = read
+                    .strip_prefix("file(")
+                    .and_then(|r| r.strip_suffix(')'))
+                    .unwrap_or_default()
+                    .to_string();
+                Expr::raw(format!(
+                    "templatefile({path}, {{ {ZONE_ID_VARIABLE} = {address}.zone_id }})"
+                ))
+            }
+            None => tf.file(
+                "aws_iam_role_policy",
+                &self.name,
+                "policy",
+                json.into_bytes(),
+                false,
+            ),
+        };
         let mut b = Body::new();
         b.set("name", &self.name)
             .set("policy", policy)
@@ -1026,12 +1095,22 @@ impl AwsResource for IamRolePolicy {
         let Some(document) = &self.document else {
             return Ok(());
         };
+        let mut value = document.value().clone();
+        if let Some(zone) = zone_by_name(&document.to_json()) {
+            // The zone's id is a stack parameter, as for the API records.
+            let parameter = cf.parameter(
+                &format!("HostedZone{zone}"),
+                "AWS::Route53::HostedZone::Id",
+                &format!("The id of the Route 53 hosted zone `{zone}`"),
+            );
+            substitute_zone(&mut value, &zone, &parameter);
+        }
         cf.resource(
             "AWS::IAM::RolePolicy",
             &self.name,
             Json::obj([
                 ("PolicyName", Json::str(&self.name)),
-                ("PolicyDocument", Json::from_value(document.value())),
+                ("PolicyDocument", Json::from_value(&value)),
                 ("RoleName", cf.reference(self.role.key())?),
             ]),
         );
@@ -1849,5 +1928,34 @@ impl AwsResource for Listener {
             ]),
         );
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zone_named_in_a_policy_is_found_and_substituted() {
+        let json = r#"{"Statement":[{"Resource":["arn:aws:route53:::hostedzone/example.com"]},{"Resource":["arn:aws:route53:::hostedzone/Z123","arn:aws:route53:::change/*"]}]}"#;
+        assert_eq!(zone_by_name(json).as_deref(), Some("example.com"));
+        assert_eq!(
+            zone_by_name(r#"{"Resource":"arn:aws:route53:::hostedzone/Z123"}"#),
+            None
+        );
+        let mut value: serde_json::Value = serde_json::from_str(json).unwrap();
+        let parameter = Json::obj([("Ref", Json::str("HostedZoneexamplecom"))]);
+        substitute_zone(&mut value, "example.com", &parameter);
+        assert_eq!(
+            value["Statement"][0]["Resource"][0],
+            serde_json::json!({"Fn::Sub": [
+                "arn:aws:route53:::hostedzone/${ZoneId}",
+                {"ZoneId": {"Ref": "HostedZoneexamplecom"}}
+            ]})
+        );
+        assert_eq!(
+            value["Statement"][1]["Resource"][0],
+            "arn:aws:route53:::hostedzone/Z123"
+        );
     }
 }
