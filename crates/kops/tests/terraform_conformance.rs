@@ -170,7 +170,28 @@ fn render_case(case: &Path, work: &Path) -> Result<(PathBuf, Duration), String> 
         work,
     )?;
     let _ = started;
-    Ok((out, render_started.elapsed()))
+    let elapsed = render_started.elapsed();
+    terraform_fmt_check(&out.join("kubernetes.tf"))?;
+    Ok((out, elapsed))
+}
+
+/// When `terraform` is on PATH (no provider needed): the file must be
+/// valid HCL laid out exactly as `terraform fmt` writes it.
+fn terraform_fmt_check(file: &Path) -> Result<(), String> {
+    let checked = Command::new("terraform")
+        .args(["fmt", "-check", "-diff"])
+        .arg(file)
+        .env("TF_CLI_CONFIG_FILE", "/dev/null")
+        .output();
+    match checked {
+        Err(_) => Ok(()), // not installed
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "terraform fmt -check: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    }
 }
 
 fn score(python: &Path, tool: &Path, case: &Path, out: &Path) -> Result<Score, String> {
