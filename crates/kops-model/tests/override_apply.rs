@@ -5,6 +5,9 @@
 //! with no change and no write, and deleted, leaving nothing of the cluster
 //! and every object of the owner (the override groups, the zone).
 //!
+//! Also kops' `minimal-dns-none` case, whose API load balancer carries
+//! kops-controller's listener and target group (HTTPS health check).
+//!
 //! kops' fake ids stand for objects made here first; the override groups
 //! must live in the cluster's VPC, so the VPC is the owner's too
 //! (`spec.networkID`).
@@ -353,4 +356,65 @@ async fn private_zone_association() {
         zones.hosted_zones().iter().any(|z| z.id() == zone_id),
         "the owner's zone was deleted"
     );
+}
+
+/// kops' minimal-dns-none case: nodes reach kops-controller through the API
+/// load balancer (listener 3988, HTTPS `/healthz` health check), which
+/// balances across zones.
+#[tokio::test]
+async fn dns_none_kops_controller_listener() {
+    let Some(yaml) = case_yaml("minimal-dns-none") else {
+        return;
+    };
+    let Some(cloud) = cloud().await else {
+        return;
+    };
+    let (cluster, groups) = load(&yaml);
+    let name = cluster.name().to_string();
+    apply_twice(&cloud, &cluster, &groups).await;
+
+    let elbv2 = cloud.elbv2();
+    let groups_out = elbv2.describe_target_groups().send().await.unwrap();
+    let kops_controller = groups_out
+        .target_groups()
+        .iter()
+        .find(|g| {
+            g.target_group_name()
+                .is_some_and(|n| n.starts_with("kops-controller-minimal"))
+        })
+        .expect("the kops-controller target group");
+    assert_eq!(kops_controller.port(), Some(3988));
+    assert_eq!(
+        kops_controller.health_check_protocol().map(|p| p.as_str()),
+        Some("HTTPS")
+    );
+    assert_eq!(kops_controller.health_check_path(), Some("/healthz"));
+    let lb_arn = kops_controller.load_balancer_arns().first().cloned();
+    let lbs = elbv2.describe_load_balancers().send().await.unwrap();
+    let api = lbs
+        .load_balancers()
+        .iter()
+        .find(|l| {
+            l.load_balancer_name()
+                .is_some_and(|n| n.starts_with("api-minimal-example"))
+        })
+        .expect("the API load balancer");
+    let listeners = elbv2
+        .describe_listeners()
+        .load_balancer_arn(api.load_balancer_arn().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let mut ports: Vec<i32> = listeners
+        .listeners()
+        .iter()
+        .filter_map(|l| l.port())
+        .collect();
+    ports.sort_unstable();
+    assert_eq!(ports, [443, 3988]);
+    if let Some(arn) = lb_arn {
+        assert_eq!(Some(arn.as_str()), api.load_balancer_arn());
+    }
+
+    delete(&cloud, &name).await;
 }
