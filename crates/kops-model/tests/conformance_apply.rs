@@ -13,7 +13,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{cloud, load, resolved, run, IMAGE, SSH_KEY};
+use common::{cloud, load, owners_vpc, resolved, run, IMAGE, SSH_KEY};
 use kops_api::{Cluster, InstanceGroup};
 use kops_aws::AwsCloud;
 use kops_engine::Mode;
@@ -291,17 +291,8 @@ async fn shared_subnet() {
         return;
     };
     let ec2 = cloud.ec2();
-    let vpc = ec2
-        .create_vpc()
-        .cidr_block("172.20.0.0/16")
-        .send()
-        .await
-        .unwrap()
-        .vpc()
-        .unwrap()
-        .vpc_id()
-        .unwrap()
-        .to_string();
+    // The owner's VPC reaches the internet (kops' harness has it so too).
+    let vpc = owners_vpc(&cloud).await;
     let subnet = ec2
         .create_subnet()
         .vpc_id(&vpc)
@@ -315,23 +306,6 @@ async fn shared_subnet() {
         .subnet_id()
         .unwrap()
         .to_string();
-    // The owner's VPC reaches the internet (kops' harness has it so too).
-    let igw = ec2
-        .create_internet_gateway()
-        .send()
-        .await
-        .unwrap()
-        .internet_gateway()
-        .unwrap()
-        .internet_gateway_id()
-        .unwrap()
-        .to_string();
-    ec2.attach_internet_gateway()
-        .internet_gateway_id(&igw)
-        .vpc_id(&vpc)
-        .send()
-        .await
-        .unwrap();
     let yaml = yaml
         .replace("vpc-12345678", &vpc)
         .replace("subnet-12345678", &subnet);

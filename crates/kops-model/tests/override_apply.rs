@@ -16,7 +16,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{cloud, load, resolved, run, IMAGE, SSH_KEY};
+use common::{cloud, load, owners_vpc, resolved, run, IMAGE, SSH_KEY};
 use kops_api::{Cluster, InstanceGroup};
 use kops_aws::AwsCloud;
 use kops_engine::Mode;
@@ -43,39 +43,6 @@ fn case_yaml(case: &str) -> Option<String> {
             .join("\n")
             + "\n",
     )
-}
-
-/// An owner's VPC with an internet gateway; its id.
-async fn owners_vpc(cloud: &AwsCloud) -> String {
-    let ec2 = cloud.ec2();
-    let vpc = ec2
-        .create_vpc()
-        .cidr_block("172.20.0.0/16")
-        .send()
-        .await
-        .unwrap()
-        .vpc()
-        .unwrap()
-        .vpc_id()
-        .unwrap()
-        .to_string();
-    let igw = ec2
-        .create_internet_gateway()
-        .send()
-        .await
-        .unwrap()
-        .internet_gateway()
-        .unwrap()
-        .internet_gateway_id()
-        .unwrap()
-        .to_string();
-    ec2.attach_internet_gateway()
-        .internet_gateway_id(&igw)
-        .vpc_id(&vpc)
-        .send()
-        .await
-        .unwrap();
-    vpc
 }
 
 /// Applies, re-applies (no change, no write) and hands back the model's

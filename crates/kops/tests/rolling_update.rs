@@ -165,6 +165,16 @@ fn moto() -> Option<&'static kops_testkit::Moto> {
     kops_testkit::require_moto()
 }
 
+/// The column names of the table `stdout` starts with.
+fn table_header(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect()
+}
+
 /// A private cluster in one zone with a bastion, one control-plane node and
 /// two worker nodes, applied to moto.
 fn cluster(name: &str) -> Option<Cluster> {
@@ -250,13 +260,7 @@ fn machine_type_change_rolls_bastion_then_control_plane_then_nodes() {
         "{}",
         r.stdout
     );
-    let header: Vec<&str> = r
-        .stdout
-        .lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .collect();
+    let header = table_header(&r.stdout);
     assert_eq!(
         header,
         [
@@ -439,13 +443,7 @@ fn cloudonly_rolls_without_a_kubernetes_api_and_finishes_an_interrupted_surge() 
 
     // No kubeconfig anywhere: --cloudonly must not need one.
     let r = c.kops_ok(&["rolling-update", "cluster", name, "--cloudonly"]);
-    let header: Vec<&str> = r
-        .stdout
-        .lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .collect();
+    let header = table_header(&r.stdout);
     assert_eq!(
         header,
         [

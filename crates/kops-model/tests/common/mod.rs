@@ -118,3 +118,36 @@ pub async fn resolved(cloud: &AwsCloud, cluster: &Cluster) -> Cluster {
     }
     c
 }
+
+/// An owner's VPC with an internet gateway; its id.
+pub async fn owners_vpc(cloud: &AwsCloud) -> String {
+    let ec2 = cloud.ec2();
+    let vpc = ec2
+        .create_vpc()
+        .cidr_block("172.20.0.0/16")
+        .send()
+        .await
+        .unwrap()
+        .vpc()
+        .unwrap()
+        .vpc_id()
+        .unwrap()
+        .to_string();
+    let igw = ec2
+        .create_internet_gateway()
+        .send()
+        .await
+        .unwrap()
+        .internet_gateway()
+        .unwrap()
+        .internet_gateway_id()
+        .unwrap()
+        .to_string();
+    ec2.attach_internet_gateway()
+        .internet_gateway_id(&igw)
+        .vpc_id(&vpc)
+        .send()
+        .await
+        .unwrap();
+    vpc
+}
