@@ -6,7 +6,7 @@
 //! deleted the way `kops delete cluster` does, leaving no role, instance
 //! profile or OIDC provider of the cluster.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

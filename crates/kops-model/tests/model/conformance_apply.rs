@@ -9,7 +9,7 @@
 //! The hosted zone `example.com` is made on moto first, and resolved the
 //! way `update cluster` does, so the API records land in it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! nodeup accepts: it names the state store, and the hash it pins is the
 //! stored node config's (checked by nodeup's own loader, as on a node).
 
-mod common;
+use crate::common;
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;

@@ -1,7 +1,7 @@
 //! `create cluster --vpc / --subnets` reads the existing network from AWS
 //! (moto_server on 127.0.0.1) and builds the same spec kops would.
 
-mod common;
+use crate::common;
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;

@@ -3,7 +3,7 @@
 //! again (nothing to do, exit code 0) → delete (dry run lists) → delete --yes
 //! → nothing tagged for the cluster is left.
 
-mod common;
+use crate::common;
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;

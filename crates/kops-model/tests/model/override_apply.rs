@@ -12,7 +12,7 @@
 //! must live in the cluster's VPC, so the VPC is the owner's too
 //! (`spec.networkID`).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

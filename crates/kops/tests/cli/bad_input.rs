@@ -2,7 +2,7 @@
 //! code, no panic, and nothing written to the state store. Each case's
 //! stderr is a snapshot.
 
-mod common;
+use crate::common;
 
 use common::{command, file_url, kops, tree, Run};
 

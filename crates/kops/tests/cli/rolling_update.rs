@@ -3,8 +3,8 @@
 //! instances) and a small Kubernetes API served by the test (see
 //! `fake_kube`), which registers a Ready node for every new instance.
 
-mod common;
-mod fake_kube;
+use crate::common;
+use crate::fake_kube;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -14,7 +14,7 @@
 //! ignores `MaxInstanceLifetime` (never returns it), so the groups here set
 //! none: with one, every run would see a change moto cannot make.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

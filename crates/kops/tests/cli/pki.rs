@@ -5,7 +5,7 @@
 //! that kubectl loads and whose client certificate openssl verifies against
 //! the CA. Bad input fails with exit code 1 and writes nothing.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

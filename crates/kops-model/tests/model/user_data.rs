@@ -6,7 +6,7 @@
 //! way the node config sees (the Kubernetes version) changes the hash, and
 //! so the template: a new version.
 
-mod common;
+use crate::common;
 
 use base64::Engine;
 use common::{cloud, load, run, IMAGE, SSH_KEY};

@@ -1,7 +1,7 @@
 //! Every kops integration input (AWS and other clouds) loads with
 //! `kops create -f` and reads back with `kops get all -o yaml` unchanged.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

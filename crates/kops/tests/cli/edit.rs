@@ -1,7 +1,7 @@
 //! `kops edit`: saves valid edits, reopens the editor with the error on an
 //! invalid one, and saves nothing on abort. The editor is a script.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -10,7 +10,7 @@
 //! one DescribeListeners); `delete cluster` leaves no load balancer or
 //! target group of the cluster.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

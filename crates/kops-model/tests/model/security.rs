@@ -18,7 +18,7 @@
 //! (`InvalidKeyPair.Format`, so the test key is a real one), and URL-encodes
 //! the inline policy documents it returns.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

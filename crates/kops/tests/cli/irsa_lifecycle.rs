@@ -5,7 +5,7 @@
 //! the bucket → a second update has nothing to do → `delete cluster --yes`
 //! leaves no provider and no role of the cluster.
 
-mod common;
+use crate::common;
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;

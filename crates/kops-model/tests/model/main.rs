@@ -1,0 +1,15 @@
+//! kops-model's tests against moto_server, as one test executable (each
+//! links the AWS SDK; one per file cost gigabytes of disk and minutes of
+//! linking in CI). Run one area with e.g.
+//! `scripts/test -p kops-model -E 'test(/^irsa::/)'`.
+
+mod common;
+
+mod api_load_balancer;
+mod compute;
+mod conformance_apply;
+mod irsa;
+mod network;
+mod override_apply;
+mod security;
+mod user_data;

@@ -1,0 +1,21 @@
+//! The `kops` binary's tests, as one test executable: each module is one
+//! area (lifecycle on moto, bad input, PKI, rolling update, the Terraform
+//! and CloudFormation targets, ...). One executable instead of one per file
+//! because each links the AWS SDK: eleven of them cost gigabytes of disk and
+//! minutes of linking in CI. Run one area with e.g.
+//! `scripts/test -p kops -E 'test(/^lifecycle::/)'`.
+
+mod common;
+mod fake_kube;
+
+mod bad_input;
+mod cloudformation_target;
+mod edit;
+mod existing_network;
+mod irsa_lifecycle;
+mod lifecycle;
+mod node_bootstrap;
+mod pki;
+mod rolling_update;
+mod roundtrip;
+mod terraform_conformance;
