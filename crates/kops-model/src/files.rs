@@ -164,7 +164,7 @@ pub fn state_files(
     for addon in &addons {
         let contents = if addon.empty {
             String::new()
-        } else if let Some(manifest) = crate::addons::manifest(addon.key) {
+        } else if let Some(manifest) = crate::addons::manifest(model, addon.key) {
             manifest
         } else {
             format!(

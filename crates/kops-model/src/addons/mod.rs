@@ -1,23 +1,35 @@
 //! Manifests of the bootstrap addons kops-rs writes itself. Each object
-//! carries kops' addon labels, so the channel's pruning and `kubectl get -l
-//! k8s-addon=<addon>` find them, and keeps kops' object names, which
-//! workloads refer to (a PersistentVolumeClaim's `storageClassName`).
+//! carries kops' addon labels (added to the object's own), so the channel's
+//! pruning and `kubectl get -l k8s-addon=<addon>` find them, and keeps kops'
+//! object names, which workloads and other addons refer to.
 //!
-//! So far the small addons whose content does not depend on the cluster:
-//! the default CPU request (`limit-range`), the API server's access to
-//! kubelets (`kubelet-api.rbac`) and the storage classes (`storage-aws`).
-//! The others (CoreDNS, kops-controller, dns-controller, the AWS cloud
-//! controller manager, the EBS CSI driver, the node-termination-handler)
-//! are still placeholders in the state store.
+//! Small addons whose content does not depend on the cluster live here (the
+//! default CPU request `limit-range`, the API server's access to kubelets
+//! `kubelet-api.rbac`, the storage classes `storage-aws`); each larger one
+//! has its own module, built from the cluster's model. An addon without a
+//! renderer is written to the state store as a placeholder comment.
 
+mod cloud_controller;
+mod coredns;
+mod dns_controller;
+mod ebs_csi;
+mod node_termination_handler;
+
+use crate::Model;
 use serde_json::{json, Value};
 
-/// The manifest of the addon `key`, when kops-rs renders it.
-pub fn manifest(key: &str) -> Option<String> {
+/// The manifest of the addon `key` for this cluster, when kops-rs renders
+/// it.
+pub fn manifest(model: &Model<'_>, key: &str) -> Option<String> {
     let objects = match key {
         "limit-range.addons.k8s.io" => limit_range(),
         "kubelet-api.rbac.addons.k8s.io" => kubelet_api_rbac(),
         "storage-aws.addons.k8s.io" => storage_aws(),
+        "coredns.addons.k8s.io" => coredns::objects(model)?,
+        "dns-controller.addons.k8s.io" => dns_controller::objects(model)?,
+        "aws-cloud-controller.addons.k8s.io" => cloud_controller::objects(model)?,
+        "aws-ebs-csi-driver.addons.k8s.io" => ebs_csi::objects(model)?,
+        "node-termination-handler.aws" => node_termination_handler::objects(model)?,
         _ => return None,
     };
     let objects: Vec<Value> = objects
@@ -30,15 +42,19 @@ pub fn manifest(key: &str) -> Option<String> {
     Some(kops_api::manifest::to_yaml_stream(&objects))
 }
 
-/// Adds the labels kops puts on every object of an addon.
+/// Adds the labels kops puts on every object of an addon to the object's
+/// own labels.
 fn label(object: &mut Value, key: &str) {
-    let labels = json!({
-        "addon.kops.k8s.io/name": key,
-        "app.kubernetes.io/managed-by": "kops",
-        "k8s-addon": key,
-    });
-    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.insert("labels".into(), labels);
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let labels = metadata
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert("addon.kops.k8s.io/name".into(), key.into());
+        labels.insert("app.kubernetes.io/managed-by".into(), "kops".into());
+        labels.insert("k8s-addon".into(), key.into());
     }
 }
 
@@ -150,17 +166,45 @@ fn storage_aws() -> Vec<Value> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use kops_api::{Cluster, InstanceGroup};
+
     use super::*;
+    use crate::security::tests::{load, model};
+
+    /// A small cluster for the addons' unit tests.
+    pub(crate) fn cluster() -> (Cluster, Vec<InstanceGroup>) {
+        load(
+            "apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata:
+  name: addons.example.com
+spec:
+  cloudProvider: aws
+  configBase: s3://state/addons.example.com
+  kubernetesVersion: v1.32.0
+  networkCIDR: 172.20.0.0/16
+  networking:
+    cni: {}
+  subnets:
+  - cidr: 172.20.32.0/19
+    name: us-test-1a
+    type: Public
+    zone: us-test-1a
+",
+        )
+    }
 
     #[test]
     fn objects_carry_the_addon_labels_and_parse_back() {
+        let (cluster, groups) = cluster();
+        let model = model(&cluster, &groups);
         for key in [
             "limit-range.addons.k8s.io",
             "kubelet-api.rbac.addons.k8s.io",
             "storage-aws.addons.k8s.io",
         ] {
-            let text = manifest(key).unwrap();
+            let text = manifest(&model, key).unwrap();
             for document in text.split("\n---\n") {
                 assert!(document.contains("\nkind: "), "{document}");
                 assert!(
@@ -169,8 +213,8 @@ mod tests {
                 );
             }
         }
-        let storage = manifest("storage-aws.addons.k8s.io").unwrap();
+        let storage = manifest(&model, "storage-aws.addons.k8s.io").unwrap();
         assert_eq!(storage.matches("kind: StorageClass").count(), 4);
-        assert!(manifest("coredns.addons.k8s.io").is_none());
+        assert!(manifest(&model, "no-such-addon.addons.k8s.io").is_none());
     }
 }
