@@ -9,6 +9,7 @@
 //! has its own module, built from the cluster's model. An addon without a
 //! renderer is written to the state store as a placeholder comment.
 
+mod cilium;
 mod cloud_controller;
 mod coredns;
 mod dns_controller;
@@ -30,6 +31,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Option<String> {
         "aws-cloud-controller.addons.k8s.io" => cloud_controller::objects(model)?,
         "aws-ebs-csi-driver.addons.k8s.io" => ebs_csi::objects(model)?,
         "node-termination-handler.aws" => node_termination_handler::objects(model)?,
+        "networking.cilium.io" => cilium::objects(model)?,
         _ => return None,
     };
     let objects: Vec<Value> = objects
