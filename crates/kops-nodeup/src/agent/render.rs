@@ -830,8 +830,48 @@ pub fn control_plane_files(
             ),
         ));
     }
+
+    // The addon applier (kops' channels): every minute it applies the
+    // bootstrap channel's changed addons, as a cluster admin.
+    let config_base = ctx.loaded.config_base.trim_end_matches('/');
+    out.extend(ks.certificate(
+        ctx.root,
+        "kubernetes-ca",
+        CHANNELS_CERT,
+        CHANNELS_KEY,
+        &IssueRequest::client("kops", Some("system:masters")),
+    )?);
+    out.push(PlannedFile::secret(
+        CHANNELS_KUBECONFIG,
+        kubeconfig(
+            "https://127.0.0.1",
+            "/srv/kubernetes/ca.crt",
+            CHANNELS_CERT,
+            CHANNELS_KEY,
+            "kops",
+        ),
+    ));
+    let environment = ctx
+        .region
+        .map(|r| format!("Environment=AWS_REGION={r}\n"))
+        .unwrap_or_default();
+    out.push(PlannedFile::new(
+        CHANNELS_UNIT,
+        0o644,
+        format!(
+            "# Written by kops-rs nodeup.\n[Unit]\nDescription=kops-rs addon applier (bootstrap channel)\nAfter=kubelet.service\n\n\
+             [Service]\n{environment}ExecStart=/opt/kops/bin/nodeup channels apply --kubeconfig {CHANNELS_KUBECONFIG} --interval 60s {config_base}/addons/bootstrap-channel.yaml\n\
+             Restart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
+        ),
+    ));
     Ok(out)
 }
+
+/// The addon applier's unit, kubeconfig and client certificate.
+const CHANNELS_UNIT: &str = "/etc/systemd/system/kops-channels.service";
+const CHANNELS_KUBECONFIG: &str = "/var/lib/kops/kubeconfig";
+const CHANNELS_CERT: &str = "/var/lib/kops/channels.crt";
+const CHANNELS_KEY: &str = "/var/lib/kops/channels.key";
 
 /// The etcd-manager image kops runs.
 pub const ETCD_MANAGER_IMAGE: &str = "registry.k8s.io/etcd-manager/etcd-manager-slim:v3.0.20260707";
@@ -890,6 +930,15 @@ pub fn start_services(changes: &[Change]) -> Result<ServiceAction, NodeupError> 
     ] {
         run(&["systemctl", "enable", "--now", unit])?;
         if prefixes.iter().any(|p| changed(p)) {
+            run(&["systemctl", "restart", unit])?;
+        }
+        units.push(unit.to_string());
+    }
+    // Control-plane nodes only: the addon applier.
+    if changes.iter().any(|c| c.path == CHANNELS_UNIT) {
+        let unit = "kops-channels.service";
+        run(&["systemctl", "enable", "--now", unit])?;
+        if changed(CHANNELS_UNIT) || changed("/var/lib/kops/") {
             run(&["systemctl", "restart", unit])?;
         }
         units.push(unit.to_string());

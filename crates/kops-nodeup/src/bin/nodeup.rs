@@ -1,11 +1,15 @@
 //! `nodeup --conf FILE [--root DIR] [--dry-run]`: turns this machine into a
 //! Kubernetes node from its boot config (written by the instance's user data).
+//!
+//! `nodeup channels apply URL --kubeconfig FILE [--interval 60s]`: applies
+//! the bootstrap channel's addons (what kops' `channels` does); control-plane
+//! nodes run it as the `kops-channels` service.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use kops_nodeup::agent::{self, ChangeKind, Options, ServiceAction};
 use kops_nodeup::Arch;
 
@@ -13,12 +17,52 @@ use kops_nodeup::Arch;
 #[command(
     name = "nodeup",
     version,
-    about = "Set up a Kubernetes node from its kops-rs boot config"
+    about = "Set up a Kubernetes node from its kops-rs boot config",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
 )]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    setup: Args,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Addons from a channel file (kops' `channels`).
+    #[command(subcommand)]
+    Channels(ChannelsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum ChannelsCommand {
+    /// Apply the channel's addons that the cluster does not have at their
+    /// version, prune what they no longer have, and record them.
+    Apply(ChannelsApply),
+}
+
+#[derive(clap::Args, Debug)]
+struct ChannelsApply {
+    /// The channel file: `<configBase>/addons/bootstrap-channel.yaml`
+    /// (s3:// or file://).
+    channel: String,
+    /// The cluster to apply to.
+    #[arg(long)]
+    kubeconfig: PathBuf,
+    /// Apply again at this interval (e.g. `60s`), forever; once without it.
+    #[arg(long)]
+    interval: Option<humantime::Duration>,
+    /// Only say which addons would be applied.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(clap::Args, Debug)]
 struct Args {
     /// The boot config the user data wrote (kube_env.yaml).
-    #[arg(long)]
-    conf: PathBuf,
+    #[arg(long, required = true)]
+    conf: Option<PathBuf>,
     /// Where the node's file system is; services are started only when it is `/`.
     #[arg(long, default_value = "/")]
     root: PathBuf,
@@ -46,7 +90,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -57,7 +101,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args)) {
+    let result = match cli.command {
+        Some(Command::Channels(ChannelsCommand::Apply(apply))) => runtime.block_on(channels(apply)),
+        None => runtime.block_on(run(cli.setup)),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -66,8 +114,60 @@ fn main() -> ExitCode {
     }
 }
 
+async fn channels(args: ChannelsApply) -> anyhow::Result<()> {
+    use kops_channels::AddonOutcome;
+    let client = kops_channels::client_from_kubeconfig(&args.kubeconfig).await?;
+    let options = kops_channels::ApplyOptions {
+        dry_run: args.dry_run,
+    };
+    loop {
+        let failed = match kops_channels::apply_channel(&client, &args.channel, &options).await {
+            Ok(report) => {
+                for addon in &report.addons {
+                    match addon {
+                        AddonOutcome::Current { .. } => {}
+                        AddonOutcome::WouldApply { name, reason } => {
+                            println!("would apply {name}: {reason}")
+                        }
+                        AddonOutcome::Applied {
+                            name,
+                            reason,
+                            objects,
+                            pruned,
+                        } => println!(
+                            "applied {name} ({reason}): {objects} object(s), {pruned} pruned"
+                        ),
+                        AddonOutcome::Failed { name, error } => {
+                            eprintln!("error: addon {name}: {error}")
+                        }
+                    }
+                }
+                let current = report.addons.len() - report.applied() - report.failed();
+                eprintln!(
+                    "channel {}: {} applied, {} current, {} failed",
+                    args.channel,
+                    report.applied(),
+                    current,
+                    report.failed()
+                );
+                report.failed()
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        };
+        match args.interval {
+            Some(interval) => tokio::time::sleep(*interval).await,
+            None if failed > 0 => anyhow::bail!("{failed} addon(s) not applied"),
+            None => return Ok(()),
+        }
+    }
+}
+
 async fn run(args: Args) -> anyhow::Result<()> {
-    let mut options = Options::new(&args.conf, &args.root);
+    let conf = args.conf.clone().unwrap_or_default();
+    let mut options = Options::new(&conf, &args.root);
     options.dry_run = args.dry_run;
     options.node_name = args.node_name;
     options.node_ip = args.node_ip;
