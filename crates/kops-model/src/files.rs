@@ -172,7 +172,8 @@ pub fn state_files(
                 addon.key
             )
         };
-        let hash = hex(&Sha256::digest(contents.as_bytes()));
+        // kops hashes the manifest without surrounding white space.
+        let hash = hex(&Sha256::digest(contents.trim().as_bytes()));
         let mut entry = serde_json::Map::new();
         if !addon.id.is_empty() {
             entry.insert("id".into(), Value::String(addon.id.to_string()));
@@ -185,6 +186,9 @@ pub fn state_files(
                 "needsRollingUpdate".into(),
                 Value::String("control-plane".into()),
             );
+        }
+        if addon.prunes() {
+            entry.insert("prune".into(), prune_spec(addon.key, &contents));
         }
         entry.insert("selector".into(), json!({"k8s-addon": addon.key}));
         entries.push(Value::Object(entry));
@@ -229,7 +233,97 @@ pub struct Addon {
     pub empty: bool,
 }
 
+/// The kinds the channel prunes for addons that ask for it: objects of
+/// these kinds labelled as the addon's that its manifest no longer has are
+/// deleted (kops' list; namespaces and CRDs are never pruned).
+const PRUNED_KINDS: [(&str, &str); 13] = [
+    ("", "ConfigMap"),
+    ("", "Service"),
+    ("", "ServiceAccount"),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+    ),
+    ("apps", "DaemonSet"),
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("policy", "PodDisruptionBudget"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+];
+
+/// The channel's `prune` entry for `key` with manifest `contents`: every
+/// kind of [`PRUNED_KINDS`], selected by the addon's labels, scoped to the
+/// namespaces the manifest has objects of that kind in.
+fn prune_spec(key: &str, contents: &str) -> Value {
+    let mut namespaces: std::collections::BTreeMap<
+        (String, String),
+        std::collections::BTreeSet<String>,
+    > = Default::default();
+    let mut documents = vec![String::new()];
+    for line in contents.lines() {
+        if line.trim_end() == "---" {
+            documents.push(String::new());
+        } else if let Some(last) = documents.last_mut() {
+            last.push_str(line);
+            last.push('\n');
+        }
+    }
+    for document in &documents {
+        let Ok(object) = serde_yaml_ng::from_str::<Value>(document) else {
+            continue;
+        };
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let entry = namespaces
+            .entry((group.to_string(), kind.to_string()))
+            .or_default();
+        if let Some(ns) = object["metadata"]["namespace"].as_str() {
+            entry.insert(ns.to_string());
+        }
+    }
+    let selector = format!("addon.kops.k8s.io/name={key},app.kubernetes.io/managed-by=kops");
+    let kinds: Vec<Value> = PRUNED_KINDS
+        .iter()
+        .map(|(group, kind)| {
+            let mut spec = serde_json::Map::new();
+            if !group.is_empty() {
+                spec.insert("group".into(), json!(group));
+            }
+            spec.insert("kind".into(), json!(kind));
+            spec.insert("labelSelector".into(), json!(selector));
+            if let Some(ns) = namespaces.get(&(group.to_string(), kind.to_string())) {
+                if !ns.is_empty() {
+                    spec.insert("namespaces".into(), json!(ns));
+                }
+            }
+            Value::Object(spec)
+        })
+        .collect();
+    json!({ "kinds": kinds })
+}
+
 impl Addon {
+    /// Whether the channel prunes this addon's leftovers (as kops does for
+    /// these addons, and for dns-controller when the cluster does not use it).
+    fn prunes(&self) -> bool {
+        self.empty
+            || matches!(
+                self.key,
+                "certmanager.io"
+                    | "node-termination-handler.aws"
+                    | "node-problem-detector.addons.k8s.io"
+                    | "aws-load-balancer-controller.addons.k8s.io"
+            )
+    }
+
     fn new(key: &'static str, id: &'static str) -> Self {
         Self {
             key,
