@@ -9,6 +9,8 @@
 //! let endpoint = moto.endpoint(); // http://127.0.0.1:PORT
 //! ```
 
+pub mod kube_api;
+
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};

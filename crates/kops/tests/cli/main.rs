@@ -8,6 +8,7 @@
 mod common;
 mod fake_kube;
 
+mod addons_apply;
 mod bad_input;
 mod cloudformation_target;
 mod edit;

@@ -1,0 +1,358 @@
+//! A small Kubernetes API for tests, served over plain HTTP/1.1 on
+//! 127.0.0.1 by threads, objects kept in memory: discovery of the built-in
+//! kinds addon manifests use, get, list (by label), server-side apply (field
+//! manager `kops`, forced), JSON merge patch and delete. Enough for the addon
+//! applier; not a validating API server (any object of a known kind is
+//! accepted as sent).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+/// One resource the fake API knows.
+struct Resource {
+    prefix: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+}
+
+const fn r(
+    prefix: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Resource {
+    Resource {
+        prefix,
+        plural,
+        kind,
+        namespaced,
+    }
+}
+
+/// The built-in kinds addon manifests use.
+#[rustfmt::skip]
+const RESOURCES: &[Resource] = &[
+    r("api/v1", "namespaces", "Namespace", false),
+    r("api/v1", "configmaps", "ConfigMap", true),
+    r("api/v1", "secrets", "Secret", true),
+    r("api/v1", "serviceaccounts", "ServiceAccount", true),
+    r("api/v1", "services", "Service", true),
+    r("api/v1", "limitranges", "LimitRange", true),
+    r("apis/apps/v1", "deployments", "Deployment", true),
+    r("apis/apps/v1", "daemonsets", "DaemonSet", true),
+    r("apis/apps/v1", "statefulsets", "StatefulSet", true),
+    r("apis/rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", false),
+    r("apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", false),
+    r("apis/rbac.authorization.k8s.io/v1", "roles", "Role", true),
+    r("apis/rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", true),
+    r("apis/policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", true),
+    r("apis/storage.k8s.io/v1", "storageclasses", "StorageClass", false),
+    r("apis/storage.k8s.io/v1", "csidrivers", "CSIDriver", false),
+    r("apis/scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", false),
+    r("apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false),
+    r("apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false),
+    r("apis/apiextensions.k8s.io/v1", "customresourcedefinitions", "CustomResourceDefinition", false),
+    r("apis/networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", true),
+    r("apis/coordination.k8s.io/v1", "leases", "Lease", true),
+];
+
+/// Objects by (prefix, plural, namespace, name); requests as `METHOD path`.
+#[derive(Default)]
+struct State {
+    objects: BTreeMap<(String, String, String, String), Value>,
+    requests: Vec<String>,
+}
+
+pub struct FakeApi {
+    pub url: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeApi {
+    /// Starts the API with one namespace, `kube-system`.
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = shared.clone();
+                std::thread::spawn(move || serve(stream, &state));
+            }
+        });
+        let api = FakeApi { url, state };
+        api.put(
+            "api/v1",
+            "namespaces",
+            "",
+            "kube-system",
+            json!({
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "kube-system", "annotations": {"unrelated": "kept"}},
+            }),
+        );
+        api
+    }
+
+    /// Stores `object` as if it existed (`prefix` is `api/v1` or
+    /// `apis/<group>/<version>`, `ns` empty for cluster-scoped kinds).
+    pub fn put(&self, prefix: &str, plural: &str, ns: &str, name: &str, object: Value) {
+        self.state.lock().unwrap().objects.insert(
+            (prefix.into(), plural.into(), ns.into(), name.into()),
+            object,
+        );
+    }
+
+    /// The stored object, if any.
+    pub fn get(&self, prefix: &str, plural: &str, ns: &str, name: &str) -> Option<Value> {
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .get(&(prefix.into(), plural.into(), ns.into(), name.into()))
+            .cloned()
+    }
+
+    /// The requests since the last call, as `METHOD target`.
+    pub fn take_requests(&self) -> Vec<String> {
+        std::mem::take(&mut self.state.lock().unwrap().requests)
+    }
+
+    /// The applier's installed-version record of `addon`, parsed.
+    pub fn record(&self, addon: &str) -> Option<Value> {
+        let ns = self.get("api/v1", "namespaces", "", "kube-system")?;
+        let text = ns["metadata"]["annotations"][format!("addons.k8s.io/{addon}")].as_str()?;
+        serde_json::from_str(text).ok()
+    }
+}
+
+fn serve(stream: TcpStream, state: &Mutex<State>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, target) = (
+            parts.next().unwrap_or("").to_string(),
+            parts.next().unwrap_or("").to_string(),
+        );
+        let mut length = 0;
+        let mut content_type = String::new();
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).unwrap();
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').unwrap();
+            match name.to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap(),
+                "content-type" => content_type = value.trim().to_string(),
+                _ => {}
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let (status, response) = handle(state, &method, &target, &content_type, &body);
+        let text = response.to_string();
+        let reply = format!(
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{text}",
+            text.len()
+        );
+        if out.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn not_found(what: &str) -> (u16, Value) {
+    (
+        404,
+        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": format!("{what} not found")}),
+    )
+}
+
+fn handle(
+    state: &Mutex<State>,
+    method: &str,
+    target: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let path = path.trim_start_matches('/');
+    let mut state = state.lock().unwrap();
+    state.requests.push(format!("{method} {target}"));
+    // discovery
+    match path {
+        "api" => {
+            return (
+                200,
+                json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}),
+            )
+        }
+        "apis" => {
+            let mut group_versions: Vec<&str> = RESOURCES
+                .iter()
+                .filter_map(|r| r.prefix.strip_prefix("apis/"))
+                .collect();
+            group_versions.dedup();
+            let groups: Vec<Value> = group_versions
+                .iter()
+                .map(|gv| {
+                    let (g, v) = gv.split_once('/').unwrap();
+                    json!({"name": g, "versions": [{"groupVersion": gv, "version": v}], "preferredVersion": {"groupVersion": gv, "version": v}})
+                })
+                .collect();
+            return (
+                200,
+                json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
+            );
+        }
+        _ => {}
+    }
+    if let Some(r) = RESOURCES.iter().find(|r| r.prefix == path) {
+        let group_version = r
+            .prefix
+            .trim_start_matches("apis/")
+            .trim_start_matches("api/");
+        let resources: Vec<Value> = RESOURCES
+            .iter()
+            .filter(|x| x.prefix == r.prefix)
+            .map(|x| json!({"name": x.plural, "singularName": "", "namespaced": x.namespaced, "kind": x.kind, "verbs": ["create", "delete", "get", "list", "patch", "update"]}))
+            .collect();
+        return (
+            200,
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
+        );
+    }
+    // objects: <prefix>/[namespaces/<ns>/]<plural>[/<name>]
+    let Some(r) = RESOURCES.iter().find(|r| {
+        path.starts_with(&format!("{}/", r.prefix)) && {
+            let rest = &path[r.prefix.len() + 1..];
+            let segs: Vec<&str> = rest.split('/').collect();
+            match segs.as_slice() {
+                ["namespaces", _, plural, ..] => *plural == r.plural,
+                [plural, ..] => *plural == r.plural,
+                _ => false,
+            }
+        }
+    }) else {
+        return not_found(path);
+    };
+    let rest = &path[r.prefix.len() + 1..];
+    let segs: Vec<&str> = rest.split('/').collect();
+    let (ns, name) = match segs.as_slice() {
+        ["namespaces", ns, _, name] if r.plural != "namespaces" => {
+            (ns.to_string(), Some(name.to_string()))
+        }
+        ["namespaces", ns, _] if r.plural != "namespaces" => (ns.to_string(), None),
+        [_, name] => (String::new(), Some(name.to_string())),
+        _ => (String::new(), None),
+    };
+    let key = |name: &str| {
+        (
+            r.prefix.to_string(),
+            r.plural.to_string(),
+            ns.clone(),
+            name.to_string(),
+        )
+    };
+    match (method, name) {
+        ("GET", Some(name)) => match state.objects.get(&key(&name)) {
+            Some(o) => (200, o.clone()),
+            None => not_found(&name),
+        },
+        ("GET", None) => {
+            let selector: Vec<(String, String)> = query
+                .split('&')
+                .filter_map(|kv| kv.strip_prefix("labelSelector="))
+                .flat_map(|s| {
+                    let s = s
+                        .replace("%3D", "=")
+                        .replace("%2C", ",")
+                        .replace("%2F", "/");
+                    s.split(',')
+                        .filter_map(|p| {
+                            p.split_once('=')
+                                .map(|(k, v)| (k.to_string(), v.to_string()))
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let items: Vec<Value> = state
+                .objects
+                .iter()
+                .filter(|((p, pl, n, _), _)| {
+                    p == r.prefix && pl == r.plural && (ns.is_empty() || *n == ns)
+                })
+                .filter(|(_, o)| {
+                    selector
+                        .iter()
+                        .all(|(k, v)| o["metadata"]["labels"][k].as_str() == Some(v))
+                })
+                .map(|(_, o)| o.clone())
+                .collect();
+            (
+                200,
+                json!({"kind": format!("{}List", r.kind), "apiVersion": "v1", "metadata": {}, "items": items}),
+            )
+        }
+        ("PATCH", Some(name)) => {
+            let patch: Value = serde_json::from_slice(body).unwrap();
+            let object = if content_type.starts_with("application/apply-patch") {
+                assert!(
+                    query.contains("fieldManager=kops") && query.contains("force=true"),
+                    "{query}"
+                );
+                let mut o = patch;
+                if r.namespaced {
+                    o["metadata"]["namespace"] = json!(ns);
+                }
+                o
+            } else {
+                let Some(mut o) = state.objects.get(&key(&name)).cloned() else {
+                    return not_found(&name);
+                };
+                merge(&mut o, &patch);
+                o
+            };
+            state.objects.insert(key(&name), object.clone());
+            (200, object)
+        }
+        ("DELETE", Some(name)) => match state.objects.remove(&key(&name)) {
+            Some(_) => (
+                200,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
+            ),
+            None => not_found(&name),
+        },
+        _ => (405, json!({"kind": "Status", "code": 405})),
+    }
+}
+
+/// JSON merge patch (RFC 7386).
+fn merge(target: &mut Value, patch: &Value) {
+    match (target.as_object_mut(), patch.as_object()) {
+        (Some(t), Some(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        }
+        _ => *target = patch.clone(),
+    }
+}
