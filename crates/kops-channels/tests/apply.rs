@@ -97,34 +97,6 @@ spec:
     std::fs::write(addons.join("bootstrap-channel.yaml"), channel).unwrap();
 }
 
-fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
-    let path = dir.join("kubeconfig");
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: v1
-kind: Config
-clusters:
-- cluster:
-    server: {server}
-  name: c
-contexts:
-- context:
-    cluster: c
-    user: u
-  name: c
-current-context: c
-users:
-- name: u
-  user:
-    token: t
-"
-        ),
-    )
-    .unwrap();
-    path
-}
-
 fn names(report: &kops_channels::Report) -> Vec<String> {
     report
         .addons
@@ -155,7 +127,7 @@ async fn applies_prunes_records_and_then_has_nothing_to_do() {
         "file://{}/addons/bootstrap-channel.yaml",
         dir.path().display()
     );
-    let client = client_from_kubeconfig(&kubeconfig(dir.path(), &api.url))
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
         .await
         .unwrap();
     // Left over from an earlier version of each addon.
@@ -285,7 +257,7 @@ async fn a_manifest_that_does_not_match_its_hash_is_not_applied() {
         "file://{}/addons/bootstrap-channel.yaml",
         dir.path().display()
     );
-    let client = client_from_kubeconfig(&kubeconfig(dir.path(), &api.url))
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
         .await
         .unwrap();
 
@@ -315,7 +287,7 @@ async fn a_manifest_that_does_not_match_its_hash_is_not_applied() {
 async fn a_missing_channel_says_how_to_write_it() {
     let api = FakeApi::start();
     let dir = tempfile::tempdir().unwrap();
-    let client = client_from_kubeconfig(&kubeconfig(dir.path(), &api.url))
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
         .await
         .unwrap();
     let channel = format!(

@@ -109,6 +109,20 @@ impl FakeApi {
         );
     }
 
+    /// Writes a kubeconfig for this API (its current context, a token
+    /// user) to `dir/kubeconfig` and returns its path.
+    pub fn write_kubeconfig(&self, dir: &std::path::Path) -> std::path::PathBuf {
+        let path = dir.join("kubeconfig");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: {}\n  name: c\n\
+             contexts:\n- context:\n    cluster: c\n    user: u\n  name: c\ncurrent-context: c\n\
+             users:\n- name: u\n  user:\n    token: t\n",
+            self.url
+        );
+        std::fs::write(&path, text).expect("write the kubeconfig");
+        path
+    }
+
     /// The stored object, if any.
     pub fn get(&self, prefix: &str, plural: &str, ns: &str, name: &str) -> Option<Value> {
         self.state

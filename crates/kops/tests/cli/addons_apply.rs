@@ -13,17 +13,6 @@ use crate::common::{file_url, kops};
 
 const NAME: &str = "addons.example.com";
 
-fn kubeconfig(dir: &std::path::Path, server: &str) -> std::path::PathBuf {
-    let path = dir.join("kubeconfig");
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: {server}\n  name: c\n\
-         contexts:\n- context:\n    cluster: c\n    user: u\n  name: c\ncurrent-context: c\n\
-         users:\n- name: u\n  user:\n    token: t\n"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 #[tokio::test]
 async fn update_writes_addons_the_applier_applies_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -59,7 +48,7 @@ async fn update_writes_addons_the_applier_applies_once() {
     assert_eq!(r.code, 0, "{}", r.stderr);
 
     let api = FakeApi::start();
-    let client = client_from_kubeconfig(&kubeconfig(dir.path(), &api.url))
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
         .await
         .unwrap();
     let channel = format!("{state}/{NAME}/addons/bootstrap-channel.yaml");
