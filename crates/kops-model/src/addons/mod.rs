@@ -38,10 +38,55 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Option<String> {
         .into_iter()
         .map(|mut object| {
             label(&mut object, key);
+            remap_images(model, &mut object);
             object
         })
         .collect();
     Some(kops_api::manifest::to_yaml_stream(&objects))
+}
+
+/// Points every container image at `spec.assets.containerProxy` (the
+/// image's registry replaced) and then `containerRegistry` (a flat mirror:
+/// `registry.k8s.io/a/b:v` becomes `<mirror>/a-b:v`), as kops does.
+fn remap_images(model: &Model<'_>, value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let container = map.contains_key("name");
+            for (key, item) in map.iter_mut() {
+                match item {
+                    Value::String(image) if container && key == "image" => {
+                        *image = remap_image(model, image);
+                    }
+                    _ => remap_images(model, item),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| remap_images(model, i)),
+        _ => {}
+    }
+}
+
+fn remap_image(model: &Model<'_>, image: &str) -> String {
+    let assets = model.cluster.spec.assets.as_ref();
+    let mut image = image.to_string();
+    if let Some(proxy) = assets.and_then(|a| a.container_proxy.as_deref()) {
+        let proxy = proxy.trim_end_matches('/');
+        let first = image.split('/').next().unwrap_or_default();
+        image = if image.matches('/').count() <= 1 && !first.contains(['.', ':']) {
+            format!("{proxy}/{image}")
+        } else {
+            format!("{proxy}{}", &image[first.len()..])
+        };
+    }
+    if let Some(mirror) = assets.and_then(|a| a.container_registry.as_deref()) {
+        let rest = image.strip_prefix("registry.k8s.io/").unwrap_or(&image);
+        if !rest.starts_with(&format!("{mirror}/")) {
+            image = format!("{mirror}/{}", rest.replace('/', "-"));
+        } else {
+            image = rest.to_string();
+        }
+    }
+    image
 }
 
 /// Adds the labels kops puts on every object of an addon to the object's
