@@ -339,11 +339,29 @@ fn double_quoted(line: &str) -> std::borrow::Cow<'_, str> {
         return line.into();
     }
     let text = unescaped.replace('\u{0}', "'");
-    if text.chars().any(char::is_control) {
+    if text.chars().any(char::is_control) || !resolves_to_non_string(&text) {
         return line.into();
     }
     let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
     format!("{head}\"{escaped}\"").into()
+}
+
+/// Whether YAML 1.1 (Go's YAML library) would read `text` unquoted as
+/// something other than a string: Go double-quotes those (`"true"`, `"1.0"`,
+/// `""`) and single-quotes strings quoted only for their characters (`'*'`).
+fn resolves_to_non_string(text: &str) -> bool {
+    const WORDS: [&str; 26] = [
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false",
+        "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF", "~", "null", "Null", "NULL",
+    ];
+    text.is_empty()
+        || WORDS.contains(&text)
+        || matches!(
+            serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text),
+            Ok(serde_yaml_ng::Value::Number(_)
+                | serde_yaml_ng::Value::Bool(_)
+                | serde_yaml_ng::Value::Null)
+        )
 }
 
 /// One object as YAML.
@@ -390,6 +408,9 @@ mod tests {
         for line in ["a: \"true\"", "b: \"\"", "- \"\"", "d: plain", "e: \"1.0\""] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
-        assert!(!text.contains(": '") && !text.contains("- ''"), "{text}");
+        assert!(!text.contains("- ''"), "{text}");
+        // Quoted for their characters only: single quotes, as Go writes them.
+        let special = emit(&serde_json::json!({"a": ["*"], "b": "::"}));
+        assert_eq!(special, "a:\n- '*'\nb: '::'\n");
     }
 }
