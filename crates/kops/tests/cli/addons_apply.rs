@@ -65,16 +65,25 @@ async fn update_writes_addons_the_applier_applies_once() {
         }
     }
     eprintln!("applied: {applied:#?}");
+    // Rendered by kops-rs (the others are still placeholders: no objects).
     for key in [
-        "networking.cilium.io",
         "coredns.addons.k8s.io",
+        "dns-controller.addons.k8s.io",
+        "aws-cloud-controller.addons.k8s.io",
         "storage-aws.addons.k8s.io",
+        "kubelet-api.rbac.addons.k8s.io",
+        "limit-range.addons.k8s.io",
     ] {
         assert!(
-            applied.iter().any(|a| a.starts_with(key)),
-            "{key} missing: {applied:?}"
+            applied
+                .iter()
+                .any(|a| a.starts_with(key) && !a.ends_with(": 0")),
+            "{key} has no objects: {applied:?}"
         );
     }
+    assert!(applied
+        .iter()
+        .any(|a| a.starts_with("networking.cilium.io")));
     for addon in &first.addons {
         let AddonOutcome::Applied { name, .. } = addon else {
             unreachable!()
@@ -84,7 +93,23 @@ async fn update_writes_addons_the_applier_applies_once() {
             .unwrap_or_else(|| panic!("{name} not recorded"));
         assert_eq!(record["systemGeneration"], 1);
     }
-    // The default StorageClass and CoreDNS' deployment are in the API.
+    // CoreDNS at the cluster's DNS address, the cloud controller, and the
+    // default StorageClass are in the API.
+    let service = api
+        .get("api/v1", "services", "kube-system", "kube-dns")
+        .unwrap();
+    assert_eq!(service["spec"]["clusterIP"], "100.64.0.10");
+    assert!(api
+        .get("apis/apps/v1", "deployments", "kube-system", "coredns")
+        .is_some());
+    assert!(api
+        .get(
+            "apis/apps/v1",
+            "daemonsets",
+            "kube-system",
+            "aws-cloud-controller-manager"
+        )
+        .is_some());
     assert!(api
         .get(
             "apis/storage.k8s.io/v1",
