@@ -242,6 +242,60 @@ spec:
         )
     }
 
+    /// Every case of kops' suite on AWS with a golden manifest of `key`:
+    /// its name, cluster, groups and kops' manifest (none without ../shared).
+    pub(crate) fn golden_cases(key: &str) -> Vec<(String, Cluster, Vec<InstanceGroup>, String)> {
+        let Some(shared) = kops_testkit::shared_dir() else {
+            eprintln!("skipping: ../shared is not there");
+            return Vec::new();
+        };
+        let root = shared.join("conformance/kops/update_cluster");
+        let mut cases: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().collect();
+        cases.sort_by_key(|e| e.file_name());
+        let mut out = Vec::new();
+        for entry in cases {
+            let case = entry.file_name().to_string_lossy().to_string();
+            let dir = entry.path();
+            let Ok(yaml) = std::fs::read_to_string(dir.join("in-v1alpha2.yaml")) else {
+                continue;
+            };
+            if !yaml.contains("cloudProvider: aws") && !yaml.contains("aws: {}") {
+                continue;
+            }
+            let golden = std::fs::read_dir(dir.join("data"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .find(|f| {
+                    let n = f.file_name().to_string_lossy().to_string();
+                    n.contains(&format!("-addons-{key}-")) && n.ends_with("_content")
+                });
+            let Some(golden) = golden else { continue };
+            let (cluster, groups) = load(&yaml);
+            out.push((
+                case,
+                cluster,
+                groups,
+                std::fs::read_to_string(golden.path()).unwrap(),
+            ));
+        }
+        out
+    }
+
+    /// Fails on the first line where `ours` and kops' manifest differ.
+    pub(crate) fn assert_same(case: &str, ours: &str, theirs: &str) {
+        let mismatch = ours
+            .trim()
+            .lines()
+            .zip(theirs.trim().lines())
+            .enumerate()
+            .find(|(_, (a, b))| a != b);
+        if let Some((n, (a, b))) = mismatch {
+            panic!("case {case}, line {}: ours {a:?}, kops {b:?}", n + 1);
+        }
+        assert_eq!(ours.trim(), theirs.trim(), "case {case}");
+    }
+
     #[test]
     fn objects_carry_the_addon_labels_and_parse_back() {
         let (cluster, groups) = cluster();
