@@ -245,25 +245,15 @@ fn scalar(value: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::addons::tests::{assert_same, golden_cases};
+    use crate::addons::tests::compare_golden;
     use crate::security::tests::model;
 
     const KEY: &str = "aws-cloud-controller.addons.k8s.io";
 
+    /// Identical but for IRSA clusters (placeholder).
     #[test]
     fn matches_kops_golden_manifests() {
-        let (mut identical, mut placeholders) = (0, 0);
-        for (case, cluster, groups, theirs) in golden_cases(KEY) {
-            let model = model(&cluster, &groups);
-            match crate::addons::manifest(&model, KEY) {
-                Some(ours) => {
-                    assert_same(&case, &ours, &theirs);
-                    identical += 1;
-                }
-                None => placeholders += 1,
-            }
-        }
-        eprintln!("{identical} identical, {placeholders} not rendered (IRSA)");
+        let (identical, placeholders) = compare_golden(KEY, |_, _| {});
         assert!(
             identical + placeholders == 0 || identical >= 40,
             "{identical}"

@@ -282,6 +282,32 @@ spec:
         out
     }
 
+    /// Renders `key` for every golden case (after `prepare` adjusts the
+    /// cluster to kops' manifest) and compares: the number identical and the
+    /// number kops-rs leaves as a placeholder.
+    pub(crate) fn compare_golden(
+        key: &str,
+        prepare: impl Fn(&mut Cluster, &str),
+    ) -> (usize, usize) {
+        let (mut identical, mut placeholders) = (0, 0);
+        for (case, mut cluster, groups, theirs) in golden_cases(key) {
+            if theirs.trim().is_empty() {
+                continue;
+            }
+            prepare(&mut cluster, &theirs);
+            let model = model(&cluster, &groups);
+            match manifest(&model, key) {
+                Some(ours) => {
+                    assert_same(&case, &ours, &theirs);
+                    identical += 1;
+                }
+                None => placeholders += 1,
+            }
+        }
+        eprintln!("{key}: {identical} identical, {placeholders} not rendered");
+        (identical, placeholders)
+    }
+
     /// Fails on the first line where `ours` and kops' manifest differ.
     pub(crate) fn assert_same(case: &str, ours: &str, theirs: &str) {
         let mismatch = ours
