@@ -100,7 +100,7 @@ pub fn state_files(
     model: &Model<'_>,
     completed_spec: &str,
     node_configs: Vec<StateFile>,
-) -> Vec<StateFile> {
+) -> Result<Vec<StateFile>, crate::ModelError> {
     let cluster = model.cluster;
     let name = model.name();
     let mut files = vec![
@@ -164,7 +164,7 @@ pub fn state_files(
     for addon in &addons {
         let contents = if addon.empty {
             String::new()
-        } else if let Some(manifest) = crate::addons::manifest(model, addon.key) {
+        } else if let Some(manifest) = crate::addons::manifest(model, addon.key)? {
             manifest
         } else {
             format!(
@@ -214,7 +214,7 @@ pub fn state_files(
         kops_api::manifest::to_yaml(&channel),
     ));
     files.extend(node_configs);
-    files
+    Ok(files)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -46,6 +46,8 @@ pub enum ModelError {
     },
     #[error(transparent)]
     Graph(#[from] EngineError),
+    #[error(transparent)]
+    AddonTemplate(#[from] addons::TemplateError),
 }
 
 impl<'a> Model<'a> {

@@ -124,7 +124,7 @@ pub async fn render_cluster(
         &model,
         &kops_api::manifest::to_yaml(&completed),
         node_configs(&completed, &groups, &config_base)?,
-    );
+    )?;
     files.extend(kops_model::files::karpenter_files(&model)?);
     if kops_model::iam::irsa::discovery_store(&model).is_some() {
         let certificates = service_account_certificates(registry, &cluster).await?;

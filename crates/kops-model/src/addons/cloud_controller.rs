@@ -267,7 +267,7 @@ mod tests {
         cluster.spec.cloud_controller_manager =
             serde_json::from_value(serde_json::json!({"concurrentNodeSyncs": 3})).ok();
         let model = model(&cluster, &groups);
-        let text = crate::addons::manifest(&model, KEY).unwrap();
+        let text = crate::addons::manifest(&model, KEY).unwrap().unwrap();
         assert!(text.contains("- --configure-cloud-routes=true\n"), "{text}");
         assert!(text.contains("- --concurrent-node-syncs=3\n"), "{text}");
         assert!(

@@ -410,7 +410,9 @@ mod tests {
         let cases = golden_cases(KEY);
         for (case, cluster, groups, theirs) in &cases {
             let model = model(cluster, groups);
-            let ours = crate::addons::manifest(&model, KEY).expect("rendered");
+            let ours = crate::addons::manifest(&model, KEY)
+                .unwrap()
+                .expect("rendered");
             assert_same(case, &ours, theirs);
         }
         eprintln!("{} cases byte-identical", cases.len());
@@ -431,7 +433,7 @@ mod tests {
             json!({"upstreamNameservers": ["10.0.0.2"], "stubDomains": {"example.org": ["10.1.0.2"]}, "memoryLimit": "300Mi"}),
         );
         let model = model(&cluster, &groups);
-        let text = crate::addons::manifest(&model, KEY).unwrap();
+        let text = crate::addons::manifest(&model, KEY).unwrap().unwrap();
         assert!(text.contains("clusterIP: 10.96.0.10"), "{text}");
         assert!(
             text.contains("kubernetes corp.internal. in-addr.arpa"),
@@ -450,6 +452,6 @@ mod tests {
             .extra
             .insert("kubeDNS".into(), json!({"provider": "KubeDNS"}));
         let model = crate::security::tests::model(&cluster, &groups);
-        assert!(crate::addons::manifest(&model, KEY).is_none());
+        assert!(crate::addons::manifest(&model, KEY).unwrap().is_none());
     }
 }

@@ -182,7 +182,7 @@ mod tests {
     fn offline_render_names_the_zone() {
         let (cluster, groups) = crate::addons::tests::cluster();
         let model = model(&cluster, &groups);
-        let text = crate::addons::manifest(&model, KEY).unwrap();
+        let text = crate::addons::manifest(&model, KEY).unwrap().unwrap();
         assert!(text.contains("- --zone=example.com\n"), "{text}");
         assert!(text.contains("- --internal-ipv4\n"), "{text}");
     }

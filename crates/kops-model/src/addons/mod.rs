@@ -3,11 +3,14 @@
 //! pruning and `kubectl get -l k8s-addon=<addon>` find them, and keeps kops'
 //! object names, which workloads and other addons refer to.
 //!
-//! Small addons whose content does not depend on the cluster live here (the
-//! default CPU request `limit-range`, the API server's access to kubelets
-//! `kubelet-api.rbac`, the storage classes `storage-aws`); each larger one
-//! has its own module, built from the cluster's model. An addon without a
-//! renderer is written to the state store as a placeholder comment.
+//! Manifests are data: each addon has a folder with its YAML template
+//! (`manifest.yaml`, filled in by [`template`] with minijinja), and, when
+//! its content depends on the cluster, a module building the template's
+//! context from the model. Addons whose content never changes (the default
+//! CPU request `limit-range`, the API server's access to kubelets
+//! `kubelet-api.rbac`, the storage classes `storage-aws`) are a template
+//! alone. An addon without a renderer is written to the state store as a
+//! placeholder comment.
 
 mod cilium;
 mod cloud_controller;
@@ -15,24 +18,32 @@ mod coredns;
 mod dns_controller;
 mod ebs_csi;
 mod node_termination_handler;
+pub mod template;
 
 use crate::Model;
 use serde_json::{json, Value};
+pub use template::TemplateError;
 
 /// The manifest of the addon `key` for this cluster, when kops-rs renders
-/// it.
-pub fn manifest(model: &Model<'_>, key: &str) -> Option<String> {
+/// it. An error is a template that does not render: a kops-rs bug, which
+/// the addon's tests catch.
+pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, TemplateError> {
     let objects = match key {
-        "limit-range.addons.k8s.io" => limit_range(),
-        "kubelet-api.rbac.addons.k8s.io" => kubelet_api_rbac(),
-        "storage-aws.addons.k8s.io" => storage_aws(),
-        "coredns.addons.k8s.io" => coredns::objects(model)?,
-        "dns-controller.addons.k8s.io" => dns_controller::objects(model)?,
-        "aws-cloud-controller.addons.k8s.io" => cloud_controller::objects(model)?,
-        "aws-ebs-csi-driver.addons.k8s.io" => ebs_csi::objects(model)?,
-        "node-termination-handler.aws" => node_termination_handler::objects(model)?,
-        "networking.cilium.io" => cilium::objects(model)?,
-        _ => return None,
+        "limit-range.addons.k8s.io" => fixed(key, include_str!("limit_range/manifest.yaml"))?,
+        "kubelet-api.rbac.addons.k8s.io" => {
+            fixed(key, include_str!("kubelet_api_rbac/manifest.yaml"))?
+        }
+        "storage-aws.addons.k8s.io" => fixed(key, include_str!("storage_aws/manifest.yaml"))?,
+        "coredns.addons.k8s.io" => coredns::objects(model),
+        "dns-controller.addons.k8s.io" => dns_controller::objects(model),
+        "aws-cloud-controller.addons.k8s.io" => cloud_controller::objects(model),
+        "aws-ebs-csi-driver.addons.k8s.io" => ebs_csi::objects(model),
+        "node-termination-handler.aws" => node_termination_handler::objects(model),
+        "networking.cilium.io" => cilium::objects(model),
+        _ => None,
+    };
+    let Some(objects) = objects else {
+        return Ok(None);
     };
     let objects: Vec<Value> = objects
         .into_iter()
@@ -42,7 +53,12 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Option<String> {
             object
         })
         .collect();
-    Some(kops_api::manifest::to_yaml_stream(&objects))
+    Ok(Some(kops_api::manifest::to_yaml_stream(&objects)))
+}
+
+/// The objects of an addon whose template needs no context.
+fn fixed(key: &str, source: &str) -> Result<Option<Vec<Value>>, TemplateError> {
+    template::render(key, source, &json!({})).map(Some)
 }
 
 /// Points every container image at `spec.assets.containerProxy` (the
@@ -105,113 +121,6 @@ fn label(object: &mut Value, key: &str) {
     }
 }
 
-/// Containers without a CPU request in `default` get 100m.
-fn limit_range() -> Vec<Value> {
-    vec![json!({
-        "apiVersion": "v1",
-        "kind": "LimitRange",
-        "metadata": {"name": "limits", "namespace": "default"},
-        "spec": {"limits": [{"defaultRequest": {"cpu": "100m"}, "type": "Container"}]},
-    })]
-}
-
-/// The API server authenticates to kubelets as the user `kubelet-api`
-/// (its client certificate): that user gets the built-in kubelet API role.
-fn kubelet_api_rbac() -> Vec<Value> {
-    vec![json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "kops:system:kubelet-api-admin"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "system:kubelet-api-admin",
-        },
-        "subjects": [{
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "User",
-            "name": "kubelet-api",
-        }],
-    })]
-}
-
-/// A storage class; `default_class` sets the is-default annotation (absent
-/// on the legacy `default` class).
-fn storage_class(
-    name: &str,
-    provisioner: &str,
-    parameters: Value,
-    default_class: Option<bool>,
-    expandable: bool,
-) -> Value {
-    let mut class = json!({
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "StorageClass",
-        "metadata": {"name": name},
-        "parameters": parameters,
-        "provisioner": provisioner,
-    });
-    if let Some(default_class) = default_class {
-        class["metadata"]["annotations"] = json!({
-            "storageclass.kubernetes.io/is-default-class": default_class.to_string(),
-        });
-    }
-    if expandable {
-        class["allowVolumeExpansion"] = json!(true);
-        class["volumeBindingMode"] = json!("WaitForFirstConsumer");
-    }
-    class
-}
-
-/// kops' storage classes (the encrypted gp3 CSI one is the default; the
-/// older names stay for claims that use them) and the role the in-tree AWS
-/// cloud provider's service account uses for nodes and events.
-fn storage_aws() -> Vec<Value> {
-    const IN_TREE: &str = "kubernetes.io/aws-ebs";
-    vec![
-        storage_class("default", IN_TREE, json!({"type": "gp2"}), None, false),
-        storage_class("gp2", IN_TREE, json!({"type": "gp2"}), Some(false), false),
-        storage_class(
-            "kops-ssd-1-17",
-            IN_TREE,
-            json!({"encrypted": "true", "type": "gp2"}),
-            Some(false),
-            true,
-        ),
-        storage_class(
-            "kops-csi-1-21",
-            "ebs.csi.aws.com",
-            json!({"encrypted": "true", "type": "gp3"}),
-            Some(true),
-            true,
-        ),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": "system:aws-cloud-provider"},
-            "rules": [
-                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
-                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
-            ],
-        }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "system:aws-cloud-provider"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "system:aws-cloud-provider",
-            },
-            "subjects": [{
-                "kind": "ServiceAccount",
-                "name": "aws-cloud-provider",
-                "namespace": "kube-system",
-            }],
-        }),
-    ]
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use kops_api::{Cluster, InstanceGroup};
@@ -268,7 +177,9 @@ spec:
                 .flatten()
                 .find(|f| {
                     let n = f.file_name().to_string_lossy().to_string();
-                    n.contains(&format!("-addons-{key}-")) && n.ends_with("_content")
+                    (n.contains(&format!("-addons-{key}-"))
+                        || n.ends_with(&format!("-addons-{key}_content")))
+                        && n.ends_with("_content")
                 });
             let Some(golden) = golden else { continue };
             let (cluster, groups) = load(&yaml);
@@ -296,7 +207,7 @@ spec:
             }
             prepare(&mut cluster, &theirs);
             let model = model(&cluster, &groups);
-            match manifest(&model, key) {
+            match manifest(&model, key).expect("renders") {
                 Some(ours) => {
                     assert_same(&case, &ours, &theirs);
                     identical += 1;
@@ -323,6 +234,21 @@ spec:
     }
 
     #[test]
+    fn fixed_addons_are_identical_to_kops_in_every_case() {
+        for key in [
+            "limit-range.addons.k8s.io",
+            "kubelet-api.rbac.addons.k8s.io",
+            "storage-aws.addons.k8s.io",
+        ] {
+            let (identical, placeholders) = compare_golden(key, |_, _| {});
+            assert_eq!(placeholders, 0, "{key}");
+            if kops_testkit::shared_dir().is_some() {
+                assert!(identical > 0, "{key}: no golden case");
+            }
+        }
+    }
+
+    #[test]
     fn objects_carry_the_addon_labels_and_parse_back() {
         let (cluster, groups) = cluster();
         let model = model(&cluster, &groups);
@@ -331,7 +257,7 @@ spec:
             "kubelet-api.rbac.addons.k8s.io",
             "storage-aws.addons.k8s.io",
         ] {
-            let text = manifest(&model, key).unwrap();
+            let text = manifest(&model, key).unwrap().unwrap();
             for document in text.split("\n---\n") {
                 assert!(document.contains("\nkind: "), "{document}");
                 assert!(
@@ -340,8 +266,12 @@ spec:
                 );
             }
         }
-        let storage = manifest(&model, "storage-aws.addons.k8s.io").unwrap();
+        let storage = manifest(&model, "storage-aws.addons.k8s.io")
+            .unwrap()
+            .unwrap();
         assert_eq!(storage.matches("kind: StorageClass").count(), 4);
-        assert!(manifest(&model, "no-such-addon.addons.k8s.io").is_none());
+        assert!(manifest(&model, "no-such-addon.addons.k8s.io")
+            .unwrap()
+            .is_none());
     }
 }
