@@ -766,6 +766,7 @@ spec: {role: Master, image: ami-12345678, machineType: m3.medium, minSize: 1, ma
             cluster: &cluster,
             groups: &groups,
             ssh_public_key: None,
+            account_id: None,
             config_base: "memfs://tests/minimal-aws.example.com",
         };
         let (template, asg) = instance_group(&model, 1, &groups[1]).unwrap();

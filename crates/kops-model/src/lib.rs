@@ -33,6 +33,11 @@ pub struct Model<'a> {
     /// Where the cluster's state lives (`s3://bucket/prefix/<cluster>` or
     /// `file://...`): IAM policies grant read access to it.
     pub config_base: &'a str,
+    /// The AWS account the cluster lives in, when known (a direct apply
+    /// asks AWS; kops' test cases use 123456789012). Addons that name the
+    /// account (the termination handler's queue URL, IRSA role ARNs) stay
+    /// placeholders without it.
+    pub account_id: Option<&'a str>,
 }
 
 /// Something in the spec the builders cannot turn into tasks.

@@ -735,6 +735,7 @@ mod tests {
             cluster,
             groups: &[],
             ssh_public_key: None,
+            account_id: None,
             config_base: "memfs://example",
         };
         let mut graph = TaskGraph::new();

@@ -116,6 +116,7 @@ pub async fn render_cluster(
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
+        account_id: None,
         config_base: &config_base,
     };
     let graph = kops_model::build(&model)?;

@@ -86,6 +86,7 @@ pub async fn update_cluster(
         cluster: &modelled,
         groups: &groups,
         ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
+        account_id: None,
         config_base: &config_base,
     };
     let graph = kops_model::build(&model)?;
@@ -147,6 +148,7 @@ async fn with_resolved_zone(
         cluster,
         groups: &[],
         ssh_public_key: None,
+        account_id: None,
         config_base: "",
     };
     if !probe.publishes_dns_records() {

@@ -68,6 +68,7 @@ async fn apply_case(cluster: Cluster, groups: Vec<InstanceGroup>) {
         cluster: &modelled,
         groups: &groups,
         ssh_public_key: Some(SSH_KEY),
+        account_id: None,
         config_base: &format!("s3://state-bucket/{name}"),
     };
     let graph = kops_model::build(&model).unwrap_or_else(|e| panic!("{name}: {e}"));

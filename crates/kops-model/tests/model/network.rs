@@ -60,6 +60,7 @@ fn graph_of(cluster: &Cluster, groups: &[InstanceGroup]) -> TaskGraph<AwsContext
         cluster,
         groups,
         ssh_public_key: None,
+        account_id: None,
         config_base: "memfs://clusters.example.com",
     };
     let mut graph = TaskGraph::new();
@@ -982,6 +983,7 @@ fn layout_matches_kops_golden_terraform() {
             cluster: &cluster,
             groups: &groups,
             ssh_public_key: None,
+            account_id: None,
             config_base: "memfs://clusters.example.com",
         };
         let mut graph = TaskGraph::new();

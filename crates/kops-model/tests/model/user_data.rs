@@ -110,6 +110,7 @@ async fn launch_templates_carry_the_node_bootstrap() {
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: Some(SSH_KEY),
+        account_id: None,
         config_base: CONFIG_BASE,
     };
     let graph = kops_model::build(&model).unwrap();
@@ -168,6 +169,7 @@ async fn launch_templates_carry_the_node_bootstrap() {
         cluster: &cluster2,
         groups: &groups2,
         ssh_public_key: Some(SSH_KEY),
+        account_id: None,
         config_base: CONFIG_BASE,
     };
     let graph2 = kops_model::build(&model2).unwrap();
