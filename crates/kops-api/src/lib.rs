@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod meta;
 pub mod networking;
 pub mod new_cluster;
+pub mod populate;
 pub mod set;
 pub mod validation;
 pub mod version;
