@@ -114,6 +114,12 @@ impl<'a> Populate<'a> {
             authz.insert("rbac".into(), json!({}));
         }
         set_default(spec, "channel", json!("stable"));
+        if let Some(Value::Object(flannel)) = spec
+            .get_mut("networking")
+            .and_then(|n| n.get_mut("flannel"))
+        {
+            set_default(flannel, "backend", json!("udp"));
+        }
         if let Some(Value::Object(iam)) = spec.get_mut("iam") {
             set_default(iam, "legacy", json!(false));
         }
@@ -149,17 +155,20 @@ impl<'a> Populate<'a> {
             spec.insert("networkCIDR".into(), json!("172.20.0.0/16"));
         }
         set_default(spec, "nonMasqueradeCIDR", json!("100.64.0.0/10"));
-        if !self.uses_none_dns(spec) && !self.is_gossip() {
+        if self.dns_type(spec) == "Public" {
             set_default(
                 spec,
                 "masterPublicName",
                 json!(format!("api.{}", self.name)),
             );
         }
-        if let Some(v) = str_at(spec, "kubernetesVersion") {
-            let trimmed = v.trim().trim_start_matches('v').to_string();
-            spec.insert("kubernetesVersion".into(), json!(trimmed));
-        }
+        // The version without its `v` (the channel's recommended one when
+        // the spec names none).
+        let version = str_at(spec, "kubernetesVersion")
+            .map(str::to_string)
+            .unwrap_or_else(|| self.version.to_string());
+        let trimmed = version.trim().trim_start_matches('v').to_string();
+        spec.insert("kubernetesVersion".into(), json!(trimmed));
     }
 
     fn stores_and_api(&self, spec: &mut Map<String, Value>) {
@@ -258,11 +267,15 @@ impl<'a> Populate<'a> {
     }
 
     fn uses_none_dns(&self, spec: &Map<String, Value>) -> bool {
+        self.dns_type(spec) == "None"
+    }
+
+    /// `topology.dns.type` (`Public` when unset).
+    fn dns_type<'s>(&self, spec: &'s Map<String, Value>) -> &'s str {
         spec.get("topology")
             .and_then(|t| t.get("dns"))
-            .and_then(|d| d.get("type"))
-            .and_then(Value::as_str)
-            == Some("None")
+            .and_then(|d| str_of(d, "type"))
+            .unwrap_or("Public")
     }
 
     fn image(&self, spec: &Map<String, Value>, component: &str) -> String {
