@@ -122,8 +122,14 @@ pub async fn update_cluster(
     };
     let report = executor.run(&graph, ctx, mode).await?;
     if request.apply {
+        // kops' completed spec names the hosted zone found for the cluster
+        // when the user's names none.
+        let mut input = cluster.clone();
+        if input.spec.dns_zone.is_none() {
+            input.spec.dns_zone = modelled.spec.dns_zone.clone();
+        }
         registry
-            .put_completed_spec(&completed_spec(&cluster, &config_base))
+            .put_completed_spec(&completed_spec(&input, &config_base))
             .await?;
     }
     Ok(UpdateOutcome {
@@ -236,29 +242,18 @@ impl Progress for BoxedProgress {
     }
 }
 
-/// The populated spec kops writes beside the user's: the spec with the
-/// values kops-rs derived filled in (config base, key and secret stores,
-/// API names, service and pod ranges).
+/// The populated spec kops writes beside the user's
+/// (`cluster-completed.spec`): every default kops' populate step derives,
+/// filled in by [`kops_api::populate`]. The hosted zone is whatever
+/// `cluster` names (update passes the one it looked up); the API's
+/// DNS-or-load-balancer choice is made from the subnets, as the instance
+/// groups are not at hand here.
 pub fn completed_spec(cluster: &kops_api::Cluster, config_base: &str) -> kops_api::Cluster {
-    let mut c = cluster.clone();
-    let s = &mut c.spec;
-    s.config_base.get_or_insert_with(|| config_base.to_string());
-    s.key_store
-        .get_or_insert_with(|| format!("{config_base}/pki"));
-    s.secret_store
-        .get_or_insert_with(|| format!("{config_base}/secrets"));
-    let name = cluster.name().to_string();
-    s.master_public_name
-        .get_or_insert_with(|| format!("api.{name}"));
-    s.master_internal_name
-        .get_or_insert_with(|| format!("api.internal.{name}"));
-    s.non_masquerade_cidr
-        .get_or_insert_with(|| "100.64.0.0/10".to_string());
-    s.service_cluster_ip_range
-        .get_or_insert_with(|| "100.64.0.0/13".to_string());
-    s.pod_cidr
-        .get_or_insert_with(|| "100.96.0.0/11".to_string());
-    s.cluster_dns_domain
-        .get_or_insert_with(|| "cluster.local".to_string());
-    c
+    kops_api::populate::completed_spec(
+        cluster,
+        &kops_api::populate::PopulateOptions {
+            config_base,
+            ..Default::default()
+        },
+    )
 }
