@@ -8,15 +8,18 @@
 //! controller manager, scheduler) are kept as ordered maps: kops' defaults
 //! with the user's spec laid over them, unknown settings kept.
 //!
-//! Differences from kops, on purpose: kops-rs has no kops-controller, so
-//! every node (not only the control plane) reads its config, CAs and
-//! secrets from the state store (`configStore`); and `CAs`/`KeypairIDs` stay
-//! empty because the config is built from the spec alone (nodeup reads the
-//! keysets from `configStore.keypairs`). That keeps the config, and the hash
-//! the user data carries, a pure function of the spec.
+//! Built as kops builds it: component settings from the completed spec
+//! (`kops_api::populate`), the group's kubelet, labels and taints laid over
+//! them, CA bundles and keypair ids from the cluster's keysets
+//! ([`NodeInputs`]). Rendered as kops writes it (keys sorted, Go's quoting),
+//! so the same cluster gives the same bytes, and the same hash in the user
+//! data. Left to the caller: the keysets (none given, the config names no
+//! CA; nodeup then reads them from `configStore.keypairs`) and whether
+//! workers bootstrap through kops-controller (`config_server`; off, every
+//! node reads the state store).
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use base64::Engine;
 use kops_api::{Cluster, InstanceGroup, Role};
@@ -35,6 +38,9 @@ pub const SANDBOX_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
 pub const DEFAULT_REGISTRY: &str = "registry.k8s.io";
 
 /// kops' `nodeup.Config`, the fields kops-rs writes and reads (others are kept).
+/// Optional fields are left out when empty, as kops' `omitempty` does;
+/// `CAs`, `KeypairIDs`, `Hooks`, `UpdatePolicy` and `usesNoneDNS` are always
+/// written, as kops writes them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeupConfig {
     #[serde(
@@ -46,6 +52,8 @@ pub struct NodeupConfig {
     /// Per architecture, `sha256@url[,url...]`.
     #[serde(rename = "Assets", default)]
     pub assets: BTreeMap<String, Vec<String>>,
+    /// CA bundles by keyset name (a worker's cluster CA travels in the boot
+    /// config instead).
     #[serde(rename = "CAs", default)]
     pub cas: BTreeMap<String, String>,
     #[serde(rename = "ClusterName", default)]
@@ -56,24 +64,59 @@ pub struct NodeupConfig {
         default
     )]
     pub control_plane_config: Option<ControlPlaneConfig>,
+    /// The hosted zone (control plane: dns-controller's zone).
+    #[serde(rename = "DNSZone", skip_serializing_if = "Option::is_none", default)]
+    pub dns_zone: Option<String>,
+    /// The group's first machine type, for CNIs that size by it (AWS VPC CNI, Cilium ENI).
+    #[serde(
+        rename = "DefaultMachineType",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub default_machine_type: Option<String>,
+    #[serde(
+        rename = "EnableLifecycleHook",
+        skip_serializing_if = "is_false",
+        default
+    )]
+    pub enable_lifecycle_hook: bool,
     #[serde(
         rename = "EtcdClusterNames",
         skip_serializing_if = "Vec::is_empty",
         default
     )]
     pub etcd_cluster_names: Vec<String>,
+    /// Files nodeup writes (`path`, `content`, ...): the group's, the
+    /// cluster's, then kops' own (the kube-scheduler config).
+    #[serde(rename = "FileAssets", skip_serializing_if = "Vec::is_empty", default)]
+    pub file_assets: Vec<Value>,
+    /// The group's hooks then the cluster's (`null` when none, as kops writes).
+    #[serde(rename = "Hooks", default)]
+    pub hooks: Vec<Option<Vec<Value>>>,
     #[serde(rename = "InstallCNIAssets", skip_serializing_if = "is_false", default)]
     pub install_cni_assets: bool,
+    /// Primary keypair ids by keyset name.
     #[serde(rename = "KeypairIDs", default)]
     pub keypair_ids: BTreeMap<String, String>,
-    #[serde(rename = "KubeProxy", skip_serializing_if = "Option::is_none", default)]
+    /// `null` when kube-proxy does not run there (kops writes the field always).
+    #[serde(rename = "KubeProxy", default)]
     pub kube_proxy: Option<Settings>,
     #[serde(rename = "KubeletConfig", default)]
     pub kubelet_config: Settings,
     #[serde(rename = "KubernetesVersion", default)]
     pub kubernetes_version: String,
+    #[serde(rename = "NTPUnmanaged", skip_serializing_if = "is_false", default)]
+    pub ntp_unmanaged: bool,
     #[serde(rename = "Networking", default)]
     pub networking: Settings,
+    #[serde(rename = "NvidiaGPU", skip_serializing_if = "Option::is_none", default)]
+    pub nvidia_gpu: Option<Value>,
+    #[serde(
+        rename = "ServiceNodePortRange",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub service_node_port_range: Option<String>,
     #[serde(
         rename = "SysctlParameters",
         skip_serializing_if = "Vec::is_empty",
@@ -86,6 +129,25 @@ pub struct NodeupConfig {
         default
     )]
     pub update_policy: Option<String>,
+    #[serde(rename = "UseCiliumEtcd", skip_serializing_if = "is_false", default)]
+    pub use_cilium_etcd: bool,
+    #[serde(rename = "UsesKubenet", skip_serializing_if = "is_false", default)]
+    pub uses_kubenet: bool,
+    #[serde(
+        rename = "VolumeMounts",
+        skip_serializing_if = "Vec::is_empty",
+        default
+    )]
+    pub volume_mounts: Vec<Value>,
+    /// The channels manifest the control plane applies.
+    #[serde(
+        rename = "channelsManifest",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub channels_manifest: Option<String>,
+    /// Where nodes that run the API server read keysets and secrets (the
+    /// others get theirs from kops-controller).
     #[serde(
         rename = "configStore",
         skip_serializing_if = "Option::is_none",
@@ -98,11 +160,43 @@ pub struct NodeupConfig {
         default
     )]
     pub containerd_config: Option<Settings>,
+    /// The etcd-manager manifests of this control-plane group.
+    #[serde(
+        rename = "etcdManifests",
+        skip_serializing_if = "Vec::is_empty",
+        default
+    )]
+    pub etcd_manifests: Vec<String>,
+    /// Extra OS packages (the cluster's, then the group's).
+    #[serde(rename = "packages", skip_serializing_if = "Vec::is_empty", default)]
+    pub packages: Vec<String>,
+    /// Static pod manifests nodeup fetches from the config base.
+    #[serde(
+        rename = "staticManifests",
+        skip_serializing_if = "Vec::is_empty",
+        default
+    )]
+    pub static_manifests: Vec<StaticManifest>,
     #[serde(rename = "usesNoneDNS", default)]
     pub uses_none_dns: bool,
+    #[serde(
+        rename = "warmPoolImages",
+        skip_serializing_if = "Vec::is_empty",
+        default
+    )]
+    pub warm_pool_images: Vec<String>,
     /// Fields kops writes that kops-rs does not model.
     #[serde(flatten)]
     pub extra: Settings,
+}
+
+/// A static pod manifest: its key and its path under the config base.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaticManifest {
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub key: String,
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub path: String,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -128,10 +222,18 @@ pub struct ApiServerConfig {
     #[serde(rename = "KubeAPIServer", default)]
     pub kube_api_server: Settings,
     #[serde(
-        rename = "ServiceAccountPublicKeys",
+        rename = "Authentication",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub authentication: Option<Value>,
+    #[serde(
+        rename = "EncryptionConfigSecretHash",
         skip_serializing_if = "String::is_empty",
         default
     )]
+    pub encryption_config_secret_hash: String,
+    #[serde(rename = "ServiceAccountPublicKeys", default)]
     pub service_account_public_keys: String,
     #[serde(flatten)]
     pub extra: Settings,
@@ -159,7 +261,7 @@ pub enum ConfigError {
     },
     #[error("instance group `{group}` has no known role\nhint: set `spec.role` to Master, Node, Bastion or APIServer")]
     NoRole { group: String },
-    #[error("`{field}` `{value}` is not an IPv4 CIDR kops-rs can derive the cluster DNS address from\nhint: set `spec.kubelet.clusterDNS` to the DNS service address")]
+    #[error("`{field}` `{value}` is not a CIDR kops-rs can derive the cluster DNS address from\nhint: set `spec.kubelet.clusterDNS` to the DNS service address")]
     BadServiceRange { field: String, value: String },
     #[error("the node config at `{url}` cannot be read: {reason}\nhint: run `kops update cluster --yes` again to rewrite it")]
     Parse { url: String, reason: String },
@@ -176,9 +278,33 @@ pub fn nodeup_config_path(role: Role, group: &str) -> String {
     format!("igconfig/{}/{group}/nodeupconfig.yaml", role.path_name())
 }
 
-/// The YAML kops-rs stores (sorted keys, as kops writes them).
+/// The YAML kops-rs stores, as kops writes it (keys sorted at every level,
+/// Go's quoting).
 pub fn render_yaml(config: &NodeupConfig) -> String {
-    serde_yaml_ng::to_string(config).unwrap_or_default()
+    let text = kops_api::to_yaml(config);
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(&go_quoted_digits(line));
+        out.push('\n');
+    }
+    out
+}
+
+/// Go quotes a string of digits too long for an integer (keypair ids) in
+/// double quotes, like any string that reads as a number; the YAML emitter
+/// under `kops_api::to_yaml` gives those single quotes.
+fn go_quoted_digits(line: &str) -> std::borrow::Cow<'_, str> {
+    let Some(head) = line.strip_suffix('\'') else {
+        return line.into();
+    };
+    let Some(i) = head.rfind(": '") else {
+        return line.into();
+    };
+    let digits = &head[i + 3..];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return line.into();
+    }
+    format!("{}: \"{digits}\"", &head[..i]).into()
 }
 
 /// Parses a stored node config.
@@ -210,6 +336,36 @@ pub struct RenderedNodeupConfig {
     pub path: String,
 }
 
+/// One keyset as the node config names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeKeyset {
+    /// The trusted certificates, PEM, one after the other.
+    pub certificates: String,
+    /// The primary keypair's id.
+    pub primary_id: String,
+}
+
+/// What a node config needs beyond the spec: the cluster's keysets (kops'
+/// `keysets` argument to its node config builder: which CAs a node trusts,
+/// which keypair ids it pins) and what the cloud told `update`. Left empty,
+/// the config names no CA, no keypair and no zone the spec does not name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeInputs {
+    pub keysets: BTreeMap<String, NodeKeyset>,
+    /// The service-account keyset's public keys, PEM.
+    pub service_account_public_keys: String,
+    /// The id of the hosted zone found for the cluster when the spec names
+    /// no `dnsZone` (the control plane's `DNSZone`).
+    pub dns_zone: Option<String>,
+    /// All the cluster's groups, when known (where the API servers run
+    /// decides how the API is reached).
+    pub instance_groups: Option<Vec<InstanceGroup>>,
+    /// Workers bootstrap through kops-controller (kops' config server), as
+    /// kops' do: their config names no config store and leaves the cluster
+    /// CA to the boot config. Off, every node reads the state store.
+    pub config_server: bool,
+}
+
 /// Builds and renders the node config of one group. `None` for bastions
 /// (kops gives them no node config: they do not run nodeup).
 pub fn rendered(
@@ -217,13 +373,23 @@ pub fn rendered(
     group: &InstanceGroup,
     config_base: &str,
 ) -> Result<Option<RenderedNodeupConfig>, ConfigError> {
+    rendered_with_inputs(cluster, group, config_base, &NodeInputs::default())
+}
+
+/// [`rendered`] with the cluster's keysets.
+pub fn rendered_with_inputs(
+    cluster: &Cluster,
+    group: &InstanceGroup,
+    config_base: &str,
+    inputs: &NodeInputs,
+) -> Result<Option<RenderedNodeupConfig>, ConfigError> {
     let role = group.role().ok_or_else(|| ConfigError::NoRole {
         group: group.name().to_string(),
     })?;
     if role == Role::Bastion {
         return Ok(None);
     }
-    let config = nodeup_config(cluster, group, config_base)?;
+    let config = nodeup_config_with_inputs(cluster, group, config_base, inputs)?;
     let yaml = render_yaml(&config);
     Ok(Some(RenderedNodeupConfig {
         role,
@@ -242,22 +408,19 @@ pub fn rendered_all(
     config_base: &str,
 ) -> Result<Vec<RenderedNodeupConfig>, ConfigError> {
     let mut out = Vec::new();
+    let inputs = NodeInputs {
+        instance_groups: Some(groups.to_vec()),
+        ..NodeInputs::default()
+    };
     for group in groups {
         if group.spec.manager.as_deref() == Some("Karpenter") {
             continue;
         }
-        if let Some(r) = rendered(cluster, group, config_base)? {
+        if let Some(r) = rendered_with_inputs(cluster, group, config_base, &inputs)? {
             out.push(r);
         }
     }
     Ok(out)
-}
-
-fn to_settings(value: &impl Serialize) -> Settings {
-    match serde_json::to_value(value) {
-        Ok(Value::Object(map)) => map.into_iter().collect(),
-        _ => Settings::new(),
-    }
 }
 
 /// Lays `over` onto `base` (maps merge key by key, anything else replaces).
@@ -283,16 +446,6 @@ fn merge_objects(base: &mut Map<String, Value>, over: Map<String, Value>) {
     }
 }
 
-fn registry(cluster: &Cluster) -> String {
-    cluster
-        .spec
-        .assets
-        .as_ref()
-        .and_then(|a| a.container_registry.clone())
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| DEFAULT_REGISTRY.to_string())
-}
-
 /// The 10th address of the service range (where kube-dns/CoreDNS listens).
 fn cluster_dns(service_range: &str) -> Result<String, ConfigError> {
     let bad = || ConfigError::BadServiceRange {
@@ -300,8 +453,10 @@ fn cluster_dns(service_range: &str) -> Result<String, ConfigError> {
         value: service_range.to_string(),
     };
     let (addr, _) = service_range.split_once('/').ok_or_else(bad)?;
-    let ip: Ipv4Addr = addr.parse().map_err(|_| bad())?;
-    Ok(Ipv4Addr::from(u32::from(ip).wrapping_add(10)).to_string())
+    match addr.parse::<IpAddr>().map_err(|_| bad())? {
+        IpAddr::V4(ip) => Ok(Ipv4Addr::from(u32::from(ip).wrapping_add(10)).to_string()),
+        IpAddr::V6(ip) => Ok(Ipv6Addr::from(u128::from(ip).wrapping_add(10)).to_string()),
+    }
 }
 
 /// Builds a group's node config from the cluster spec (kops' defaults for
@@ -312,6 +467,16 @@ pub fn nodeup_config(
     group: &InstanceGroup,
     config_base: &str,
 ) -> Result<NodeupConfig, ConfigError> {
+    nodeup_config_with_inputs(cluster, group, config_base, &NodeInputs::default())
+}
+
+/// [`nodeup_config`] with the cluster's keysets.
+pub fn nodeup_config_with_inputs(
+    cluster: &Cluster,
+    group: &InstanceGroup,
+    config_base: &str,
+    inputs: &NodeInputs,
+) -> Result<NodeupConfig, ConfigError> {
     let asset_error = |source| ConfigError::Asset {
         group: group.name().to_string(),
         source: Box::new(source),
@@ -320,74 +485,114 @@ pub fn nodeup_config(
         group: group.name().to_string(),
     })?;
     let spec = &cluster.spec;
+    // Fields kops-rs does not model are read from the spec as JSON.
+    let spec_json = serde_json::to_value(spec).unwrap_or(Value::Null);
+    // Component settings come from the completed spec (kops' populate
+    // step), as kops builds its node configs from the completed cluster.
+    // `create cluster` always writes the non-masquerade range; a spec
+    // written by hand may not, and kops-rs' default before was kops' one.
+    let mut with_range;
+    let populated = if spec.non_masquerade_cidr.is_none() {
+        with_range = cluster.clone();
+        with_range.spec.non_masquerade_cidr = Some("100.64.0.0/10".into());
+        &with_range
+    } else {
+        cluster
+    };
+    let completed = kops_api::populate::completed_spec(
+        populated,
+        &kops_api::populate::PopulateOptions {
+            config_base,
+            instance_groups: inputs.instance_groups.as_deref(),
+            dns_zone_id: inputs.dns_zone.as_deref(),
+        },
+    );
+    let completed = serde_json::to_value(&completed.spec).unwrap_or(Value::Null);
+    let group_json = serde_json::to_value(&group.spec).unwrap_or(Value::Null);
+    let ipv6 = spec.non_masquerade_cidr.as_deref() == Some("::/0");
     let k8s = assets::kubernetes_version(cluster).map_err(asset_error)?;
     let version = k8s.to_string();
-    let registry = registry(cluster);
     let name = cluster.name().to_string();
-    let service_range = spec
-        .service_cluster_ip_range
-        .clone()
-        .unwrap_or_else(|| "100.64.0.0/13".into());
-    let non_masquerade = spec
-        .non_masquerade_cidr
-        .clone()
-        .unwrap_or_else(|| "100.64.0.0/10".into());
-    let pod_cidr = spec
-        .pod_cidr
-        .clone()
-        .unwrap_or_else(|| "100.96.0.0/11".into());
-    let dns_domain = spec
-        .cluster_dns_domain
-        .clone()
-        .unwrap_or_else(|| "cluster.local".into());
+    let completed_str = |key: &str, default: &str| {
+        completed
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or(default)
+            .to_string()
+    };
+    let service_range = completed_str(
+        "serviceClusterIPRange",
+        if ipv6 {
+            "fd00:5e4f:ce::/108"
+        } else {
+            "100.64.0.0/13"
+        },
+    );
+    let non_masquerade = completed_str("nonMasqueradeCIDR", "100.64.0.0/10");
+    let dns_domain = completed_str("clusterDNSDomain", "cluster.local");
     let control_plane = matches!(role, Role::ControlPlane);
+    let networking_json = spec_json.get("networking").cloned().unwrap_or(Value::Null);
+    let has_cni = |name: &str| networking_json.get(name).is_some_and(|v| !v.is_null());
     let runs_api_server = matches!(role, Role::ControlPlane | Role::ApiServer);
+    let install_cni_assets = match networking_json.get("cilium").filter(|v| !v.is_null()) {
+        Some(c) => c.get("chainingMode").and_then(Value::as_str) == Some("portmap"),
+        None => !has_cni("amazonvpc") && !has_cni("calico"),
+    };
 
+    // kops leaves out the CNI plugins when the CNI brings its own, and the
+    // runtime (containerd and runc, the list's last two) when the image has
+    // it (`containerd.skipInstall`).
+    let skip_runtime = completed
+        .get("containerd")
+        .and_then(|c| c.get("skipInstall"))
+        .and_then(Value::as_bool)
+        == Some(true);
     let mut assets_by_arch = BTreeMap::new();
     for arch in Arch::ALL {
-        let list = assets::node_assets(cluster, arch).map_err(asset_error)?;
+        let mut list = assets::node_assets(cluster, arch).map_err(asset_error)?;
+        if skip_runtime {
+            list.truncate(list.len().saturating_sub(2));
+        }
+        if !install_cni_assets {
+            list.retain(|a| {
+                a.urls.first().and_then(|u| assets::AssetKind::from_url(u))
+                    != Some(assets::AssetKind::CniPlugins)
+            });
+        }
         assets_by_arch.insert(
             arch.as_str().to_string(),
             list.iter().map(|a| a.compact()).collect(),
         );
     }
 
-    // kubelet: kops' defaults, then the cluster's (or control plane's), then the group's.
-    let mut kubelet: Settings = [
-        ("cgroupDriver", json!("systemd")),
-        ("cgroupRoot", json!("/")),
-        ("cloudProvider", json!("external")),
-        ("clusterDomain", json!(dns_domain)),
-        ("enableDebuggingHandlers", json!(true)),
-        (
-            "evictionHard",
-            json!("memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<10%,imagefs.inodesFree<5%"),
-        ),
-        ("kubeconfigPath", json!("/var/lib/kubelet/kubeconfig")),
-        ("logLevel", json!(2)),
-        ("podManifestPath", json!("/etc/kubernetes/manifests")),
-        ("protectKernelDefaults", json!(true)),
-        ("shutdownGracePeriod", json!("30s")),
-        ("shutdownGracePeriodCriticalPods", json!("10s")),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    if let Some(k) = &spec.kubelet {
-        overlay(&mut kubelet, to_settings(k));
+    // The kubelet as kops' instance-group populate step leaves it: the
+    // completed spec's (the control plane's own for control planes), the
+    // group's laid over it, the role's labels and taints added.
+    let mut kubelet = object_at(
+        &completed,
+        if control_plane {
+            "masterKubelet"
+        } else {
+            "kubelet"
+        },
+    );
+    if control_plane
+        && completed
+            .get("kubelet")
+            .and_then(|k| k.get("anonymousAuth"))
+            == Some(&json!(false))
+    {
+        kubelet.insert("anonymousAuth".into(), json!(false));
     }
-    if control_plane {
-        if let Some(k) = &spec.master_kubelet {
-            overlay(&mut kubelet, to_settings(k));
-        }
+    let mut labels: BTreeMap<String, Value> = kubelet
+        .get("nodeLabels")
+        .and_then(Value::as_object)
+        .map(|m| m.clone().into_iter().collect())
+        .unwrap_or_default();
+    let group_kubelet = group_json.get("kubelet").filter(|v| !v.is_null());
+    if let Some(Value::Object(l)) = group_kubelet.and_then(|k| k.get("nodeLabels")) {
+        labels.extend(l.clone());
     }
-    if let Some(k) = &group.spec.kubelet {
-        overlay(&mut kubelet, to_settings(k));
-    }
-    if !kubelet.contains_key("clusterDNS") {
-        kubelet.insert("clusterDNS".into(), json!(cluster_dns(&service_range)?));
-    }
-    let mut labels: BTreeMap<String, String> = BTreeMap::new();
     let own: &[&str] = match role {
         Role::ControlPlane => &[
             "kops.k8s.io/kops-controller-pki",
@@ -399,157 +604,211 @@ pub fn nodeup_config(
         Role::Bastion => &[],
     };
     for l in own {
-        labels.insert((*l).to_string(), String::new());
+        labels.insert((*l).to_string(), json!(""));
+    }
+    // kops labels control planes as API servers too when its APIServerNodes
+    // feature is on, which a cluster with API server groups must have.
+    let has_api_server_groups = inputs
+        .instance_groups
+        .iter()
+        .flatten()
+        .any(|g| g.role() == Some(Role::ApiServer));
+    if control_plane && has_api_server_groups {
+        labels.insert("node-role.kubernetes.io/api-server".into(), json!(""));
+    }
+    let gpu = has_gpu(&completed, &group_json, group.spec.machine_type.as_deref());
+    let mut group_taints: Vec<String> = group.spec.taints.iter().flatten().cloned().collect();
+    if gpu {
+        labels.insert("kops.k8s.io/gpu".into(), json!("1"));
+        if !group_taints.iter().any(|t| t.starts_with("nvidia.com/gpu")) {
+            group_taints.push("nvidia.com/gpu:NoSchedule".into());
+        }
     }
     for (k, v) in group.spec.node_labels.iter().flatten() {
-        labels.insert(k.clone(), v.clone());
+        labels.insert(k.clone(), json!(v));
+    }
+    let mut taints: std::collections::BTreeSet<String> = strings_at(
+        &Value::Object(kubelet.clone().into_iter().collect()),
+        "taints",
+    )
+    .into_iter()
+    .collect();
+    taints.extend(group_taints);
+    if let Some(k) = group_kubelet {
+        taints.extend(strings_at(k, "taints"));
+    }
+    if let Some(k) = completed.get("kubelet") {
+        taints.extend(strings_at(k, "taints"));
+    }
+    if let Some(Value::Object(k)) = group_kubelet {
+        overlay(&mut kubelet, k.clone().into_iter().collect());
+    }
+    match role {
+        Role::ControlPlane => {
+            taints.insert("node-role.kubernetes.io/control-plane=:NoSchedule".into());
+        }
+        Role::ApiServer => {
+            taints.insert("node-role.kubernetes.io/api-server=:NoSchedule".into());
+        }
+        _ => {}
+    }
+    if group.spec.manager.as_deref() == Some("Karpenter") {
+        taints.insert("karpenter.sh/unregistered=:NoExecute".into());
     }
     kubelet.insert("nodeLabels".into(), json!(labels));
-    let mut taints: Vec<String> = Vec::new();
-    if control_plane {
-        taints.push("node-role.kubernetes.io/control-plane=:NoSchedule".into());
-    }
-    taints.extend(group.spec.taints.iter().flatten().cloned());
-    if !taints.is_empty() {
+    if taints.is_empty() {
+        kubelet.remove("taints");
+    } else {
         kubelet.insert("taints".into(), json!(taints));
     }
-
-    let kube_proxy = match spec.kube_proxy.as_ref().and_then(|p| p.enabled) {
-        Some(false) => None,
-        _ => {
-            let mut p: Settings = [
-                ("clusterCIDR", json!(pod_cidr)),
-                ("cpuRequest", json!("100m")),
-                ("image", json!(format!("{registry}/kube-proxy:{version}"))),
-                ("logLevel", json!(2)),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-            if let Some(user) = &spec.kube_proxy {
-                overlay(&mut p, to_settings(user));
-            }
-            Some(p)
-        }
-    };
-
-    let (containerd_version, runc_version) = assets::runtime_versions(cluster);
-    let mut containerd: Settings = [
-        ("logLevel", json!("info")),
-        ("runc", json!({"version": runc_version})),
-        ("sandboxImage", json!(SANDBOX_IMAGE)),
-        ("version", json!(containerd_version)),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    if let Some(user) = &spec.containerd {
-        let mut user = to_settings(user);
-        user.remove("packages");
-        if let Some(Value::Object(r)) = user.get_mut("runc") {
-            r.remove("packages");
-        }
-        overlay(&mut containerd, user);
+    if !kubelet.contains_key("clusterDNS") {
+        kubelet.insert("clusterDNS".into(), json!(cluster_dns(&service_range)?));
     }
 
-    let networking: Settings = [
+    let isolated = control_plane && spec.isolate_masters == Some(true);
+    let kube_proxy = match spec.kube_proxy.as_ref().and_then(|p| p.enabled) {
+        Some(false) => None,
+        _ if isolated => None,
+        _ => Some(object_at(&completed, "kubeProxy")),
+    };
+
+    // containerd as the completed spec has it (the group's laid over it).
+    let mut containerd = object_at(&completed, "containerd");
+    if let Some(Value::Object(c)) = group_json.get("containerd") {
+        overlay(&mut containerd, c.clone().into_iter().collect());
+    }
+    let nvidia_gpu = containerd
+        .get("nvidiaGPU")
+        .filter(|g| !g.is_null())
+        .cloned()
+        .map(|mut g| {
+            if let Value::Object(m) = &mut g {
+                m.entry("package")
+                    .or_insert_with(|| json!("nvidia-driver-535-server"));
+            }
+            g
+        });
+
+    let mut networking: Settings = [
         ("nonMasqueradeCIDR", json!(non_masquerade)),
         ("serviceClusterIPRange", json!(service_range)),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
-
-    let api_server_config = if runs_api_server {
-        let public = spec
-            .master_public_name
-            .clone()
-            .unwrap_or_else(|| format!("api.{name}"));
-        let etcd_count = spec.etcd_clusters.as_ref().map_or(0, |e| {
-            e.iter()
-                .find(|c| c.name == "main")
-                .map_or(0, |c| c.etcd_members.len())
-        });
-        // The discovery store's URL with IRSA, else the internal API name.
-        let region = spec
-            .subnets
+    // kops passes each CNI's block with only what nodeup needs of it.
+    let first_machine_type = || {
+        group
+            .spec
+            .machine_type
+            .as_deref()
+            .map(|m| m.split(',').next().unwrap_or_default().to_string())
+    };
+    let mut default_machine_type = None;
+    if has_cni("amazonvpc") {
+        networking.insert("amazonVPC".into(), json!({}));
+        default_machine_type = first_machine_type();
+    }
+    if let Some(calico) = networking_json.get("calico").filter(|v| !v.is_null()) {
+        let mut c = Map::new();
+        if let Some(w) = calico
+            .get("wireguardEnabled")
+            .filter(|v| v.as_bool() == Some(true))
+        {
+            c.insert("wireguardEnabled".into(), w.clone());
+        }
+        networking.insert("calico".into(), Value::Object(c));
+    }
+    let mut use_cilium_etcd = false;
+    if let Some(cilium) = networking_json.get("cilium").filter(|v| !v.is_null()) {
+        let mut c = Map::new();
+        if cilium.get("ipam").and_then(Value::as_str) == Some("eni") {
+            c.insert("ipam".into(), json!("eni"));
+            default_machine_type = first_machine_type();
+        }
+        networking.insert("cilium".into(), Value::Object(c));
+        use_cilium_etcd = spec
+            .etcd_clusters
             .iter()
             .flatten()
-            .filter_map(|s| s.zone.as_deref())
-            .find_map(kops_api::new_cluster::aws_zone_region)
-            .unwrap_or_default();
-        let issuer = cluster.service_account_issuer(&region);
-        let mut api: Settings = [
-            ("allowPrivileged", json!(true)),
-            ("anonymousAuth", json!(false)),
-            ("apiAudiences", json!(["kubernetes.svc.default"])),
-            ("apiServerCount", json!(etcd_count.max(1))),
-            ("authorizationMode", json!("Node,RBAC")),
-            ("bindAddress", json!("0.0.0.0")),
-            (
-                "enableAdmissionPlugins",
-                json!([
-                    "DefaultStorageClass",
-                    "DefaultTolerationSeconds",
-                    "LimitRanger",
-                    "MutatingAdmissionWebhook",
-                    "NamespaceLifecycle",
-                    "NodeRestriction",
-                    "ResourceQuota",
-                    "RuntimeClass",
-                    "ServiceAccount",
-                    "ValidatingAdmissionPolicy",
-                    "ValidatingAdmissionWebhook"
-                ]),
-            ),
-            ("etcdServers", json!(["https://127.0.0.1:4001"])),
-            (
-                "etcdServersOverrides",
-                json!(["/events#https://127.0.0.1:4002"]),
-            ),
-            (
-                "image",
-                json!(format!("{registry}/kube-apiserver:{version}")),
-            ),
-            (
-                "kubeletPreferredAddressTypes",
-                json!(["InternalIP", "Hostname", "ExternalIP"]),
-            ),
-            ("logLevel", json!(2)),
-            ("requestheaderAllowedNames", json!(["aggregator"])),
-            (
-                "requestheaderExtraHeaderPrefixes",
-                json!(["X-Remote-Extra-"]),
-            ),
-            ("requestheaderGroupHeaders", json!(["X-Remote-Group"])),
-            ("requestheaderUsernameHeaders", json!(["X-Remote-User"])),
-            ("securePort", json!(443)),
-            ("serviceAccountIssuer", json!(issuer)),
-            (
-                "serviceAccountJWKSURI",
-                json!(format!("{issuer}/openid/v1/jwks")),
-            ),
-            ("serviceClusterIPRange", json!(service_range)),
-            ("storageBackend", json!("etcd3")),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        if let Some(user) = &spec.kube_api_server {
-            overlay(&mut api, to_settings(user));
+            .any(|e| e.name == "cilium");
+    }
+    if networking_json
+        .get("cni")
+        .and_then(|c| c.get("usesSecondaryIP"))
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        networking.insert("cni".into(), json!({"usesSecondaryIP": true}));
+    }
+    for (spec_name, name) in [
+        ("flannel", "flannel"),
+        ("kuberouter", "kubeRouter"),
+        ("kindnet", "kindnet"),
+    ] {
+        if has_cni(spec_name) {
+            networking.insert(name.into(), json!({}));
         }
-        let mut api_spec = spec.api.as_ref().map(to_settings).unwrap_or_default();
-        if api_spec.is_empty() {
+    }
+    if runs_api_server {
+        if let Some(p) = spec_json.get("egressProxy").filter(|v| !v.is_null()) {
+            networking.insert("egressProxy".into(), p.clone());
+        }
+    }
+    let uses_kubenet = ["kubenet", "gce", "external", "kopeio"]
+        .iter()
+        .any(|n| has_cni(n));
+
+    let api_server_config = if runs_api_server {
+        let public = completed_str("masterPublicName", &format!("api.{name}"));
+        let api = object_at(&completed, "kubeAPIServer");
+        // Of the API spec, nodes get the names and how the API is reached.
+        let user_api = spec_json.get("api").cloned().unwrap_or(Value::Null);
+        let mut api_spec = Settings::new();
+        api_spec.insert(
+            "publicName".into(),
+            user_api
+                .get("publicName")
+                .filter(|v| !v.is_null())
+                .cloned()
+                .unwrap_or_else(|| json!(public)),
+        );
+        if let Some(sans) = user_api.get("additionalSANs").filter(|v| !v.is_null()) {
+            api_spec.insert("additionalSANs".into(), sans.clone());
+        }
+        let load_balancer = user_api.get("loadBalancer").filter(|v| !v.is_null());
+        if user_api.get("dns").is_some_and(|v| !v.is_null()) || load_balancer.is_none() {
             api_spec.insert("dns".into(), json!({}));
         }
-        api_spec
-            .entry("publicName".into())
-            .or_insert_with(|| json!(public));
+        if load_balancer
+            .and_then(|lb| {
+                lb.get("useForInternalApi")
+                    .or_else(|| lb.get("useForInternalAPI"))
+            })
+            .and_then(Value::as_bool)
+            == Some(true)
+        {
+            api_spec.insert("loadBalancer".into(), json!({"useForInternalAPI": true}));
+        }
+        // Authentication as configured, except that AWS IAM's settings
+        // stay with its addon.
+        let authentication = spec_json
+            .get("authentication")
+            .filter(|v| !v.is_null())
+            .cloned()
+            .map(|mut a| {
+                if let Some(aws) = a.get_mut("aws").filter(|v| !v.is_null()) {
+                    *aws = json!({});
+                }
+                a
+            });
         Some(ApiServerConfig {
             api: api_spec,
+            authentication,
             cluster_dns_domain: dns_domain.clone(),
+            encryption_config_secret_hash: String::new(),
             kube_api_server: api,
-            service_account_public_keys: String::new(),
+            service_account_public_keys: inputs.service_account_public_keys.clone(),
             extra: Settings::new(),
         })
     } else {
@@ -557,41 +816,8 @@ pub fn nodeup_config(
     };
 
     let control_plane_config = if control_plane {
-        let mut kcm: Settings = [
-            ("allocateNodeCIDRs", json!(true)),
-            ("attachDetachReconcileSyncPeriod", json!("1m0s")),
-            ("cloudProvider", json!("external")),
-            ("clusterCIDR", json!(pod_cidr)),
-            ("clusterName", json!(name)),
-            ("configureCloudRoutes", json!(false)),
-            (
-                "image",
-                json!(format!("{registry}/kube-controller-manager:{version}")),
-            ),
-            ("leaderElection", json!({"leaderElect": true})),
-            ("logLevel", json!(2)),
-            ("useServiceAccountCredentials", json!(true)),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        if let Some(user) = &spec.kube_controller_manager {
-            overlay(&mut kcm, to_settings(user));
-        }
-        let mut sched: Settings = [
-            (
-                "image",
-                json!(format!("{registry}/kube-scheduler:{version}")),
-            ),
-            ("leaderElection", json!({"leaderElect": true})),
-            ("logLevel", json!(2)),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        if let Some(user) = &spec.kube_scheduler {
-            overlay(&mut sched, to_settings(user));
-        }
+        let kcm = object_at(&completed, "kubeControllerManager");
+        let sched = object_at(&completed, "kubeScheduler");
         Some(ControlPlaneConfig {
             kube_controller_manager: kcm,
             kube_scheduler: sched,
@@ -619,7 +845,9 @@ pub fn nodeup_config(
         == Some("None");
 
     let base = config_base.trim_end_matches('/');
-    let config_store = ConfigStore {
+    // Nodes that run the API server read the keystore; with a config
+    // server the others get their certificates from kops-controller.
+    let config_store = (runs_api_server || !inputs.config_server).then(|| ConfigStore {
         keypairs: Some(
             spec.key_store
                 .clone()
@@ -630,30 +858,355 @@ pub fn nodeup_config(
                 .clone()
                 .unwrap_or_else(|| format!("{base}/secrets")),
         ),
+    });
+
+    let (cas, keypair_ids) = trusted_keys(cluster, role, inputs);
+
+    let applies = |item: &Value| match item.get("roles").and_then(Value::as_array) {
+        Some(roles) if !roles.is_empty() => roles
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|r| Role::parse(r) == Some(role)),
+        _ => true,
     };
+    let for_role = |list: Option<&Value>| -> Option<Vec<Value>> {
+        let items: Vec<Value> = list
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|i| applies(i))
+            .map(|i| {
+                let mut i = i.clone();
+                if let Value::Object(m) = &mut i {
+                    m.remove("roles");
+                }
+                i
+            })
+            .collect();
+        (!items.is_empty()).then_some(items)
+    };
+    let hooks = vec![
+        for_role(group_json.get("hooks")),
+        for_role(spec_json.get("hooks")),
+    ];
+    let mut file_assets: Vec<Value> = for_role(group_json.get("fileAssets"))
+        .into_iter()
+        .chain(for_role(spec_json.get("fileAssets")))
+        .flatten()
+        .collect();
+    let mut static_manifests = Vec::new();
+    if runs_api_server {
+        // kops' own files for nodes that run the API server: the
+        // scheduler's config and the API server's health check.
+        file_assets.push(json!({
+            "content": "apiVersion: kubescheduler.config.k8s.io/v1\nclientConnection:\n  kubeconfig: /var/lib/kube-scheduler/kubeconfig\nkind: KubeSchedulerConfiguration\n",
+            "path": "/var/lib/kube-scheduler/config.yaml",
+        }));
+        static_manifests.push(StaticManifest {
+            key: "kube-apiserver-healthcheck".into(),
+            path: "manifests/static/kube-apiserver-healthcheck.yaml".into(),
+        });
+    }
+
+    let mut sysctl_parameters = Vec::new();
+    for (list, from) in [
+        (group_json.get("sysctlParameters"), "instance group"),
+        (spec_json.get("sysctlParameters"), "cluster"),
+    ] {
+        let list: Vec<String> = list
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        if !list.is_empty() {
+            sysctl_parameters.push(format!("# Custom sysctl parameters from {from} spec"));
+            sysctl_parameters.push(String::new());
+            sysctl_parameters.extend(list);
+        }
+    }
+    let packages: Vec<String> = [spec_json.get("packages"), group_json.get("packages")]
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    let volume_mounts = group_json
+        .get("volumeMounts")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ntp_unmanaged = spec_json
+        .get("ntp")
+        .and_then(|n| n.get("managed"))
+        .and_then(Value::as_bool)
+        == Some(false);
+    let service_node_port_range = spec_json
+        .get("kubeAPIServer")
+        .and_then(|a| a.get("serviceNodePortRange"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let update_policy = group_json
+        .get("updatePolicy")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| spec.update_policy.clone())
+        .unwrap_or_else(|| "automatic".into());
+
+    let (channels_manifest, etcd_manifests, dns_zone) = if control_plane {
+        let manifests = spec
+            .etcd_clusters
+            .iter()
+            .flatten()
+            .flat_map(|c| {
+                c.etcd_members
+                    .iter()
+                    .filter(|m| m.instance_group.as_deref() == Some(group.name()))
+                    .map(move |_| format!("{base}/manifests/etcd/{}-{}.yaml", c.name, group.name()))
+            })
+            .collect();
+        (
+            Some(format!("{base}/manifests/channels/kops-channels.yaml")),
+            manifests,
+            spec.dns_zone.clone().or_else(|| inputs.dns_zone.clone()),
+        )
+    } else {
+        (None, Vec::new(), None)
+    };
+
+    let mut extra = Settings::new();
+    let aws = spec_json
+        .get("cloudProvider")
+        .and_then(|c| c.get("aws"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    if runs_api_server {
+        for key in [
+            "disableSecurityGroupIngress",
+            "elbSecurityGroup",
+            "nlbSecurityGroupMode",
+            "nodeIPFamilies",
+        ] {
+            if let Some(v) = aws.get(key).filter(|v| !v.is_null()) {
+                extra.insert(key.into(), v.clone());
+            }
+        }
+        // IPv6 clusters prefer IPv6 node addresses (kops' default).
+        if ipv6 && !extra.contains_key("nodeIPFamilies") {
+            extra.insert("nodeIPFamilies".into(), json!(["ipv6", "ipv4"]));
+        }
+    }
+    if aws.get("useIPBasedNodeNames").and_then(Value::as_bool) == Some(true) {
+        extra.insert("useIPBasedNodeNames".into(), json!(true));
+    }
+    if let Some(url) = spec_json
+        .get("serviceAccountIssuerDiscovery")
+        .and_then(|d| d.get("discoveryService"))
+        .filter(|v| !v.is_null())
+        .map(|d| d.get("url").cloned().unwrap_or(json!("")))
+    {
+        let mut d = Map::new();
+        if url.as_str().is_some_and(|u| !u.is_empty()) {
+            d.insert("url".into(), url);
+        }
+        extra.insert("discoveryServiceWithUniverse".into(), Value::Object(d));
+    }
 
     Ok(NodeupConfig {
         api_server_config,
         assets: assets_by_arch,
-        cas: BTreeMap::new(),
+        cas,
         cluster_name: name,
         control_plane_config,
+        dns_zone,
+        default_machine_type,
+        enable_lifecycle_hook: warm_pool_lifecycle_hook(&spec_json, &group_json, role),
         etcd_cluster_names,
-        install_cni_assets: true,
-        keypair_ids: BTreeMap::new(),
+        file_assets,
+        hooks,
+        install_cni_assets,
+        keypair_ids,
         kube_proxy,
         kubelet_config: kubelet,
         kubernetes_version: version.trim_start_matches('v').to_string(),
+        ntp_unmanaged,
         networking,
-        sysctl_parameters: Vec::new(),
-        update_policy: Some(
-            spec.update_policy
-                .clone()
-                .unwrap_or_else(|| "automatic".into()),
-        ),
-        config_store: Some(config_store),
+        nvidia_gpu,
+        service_node_port_range,
+        sysctl_parameters,
+        update_policy: Some(update_policy),
+        use_cilium_etcd,
+        uses_kubenet,
+        volume_mounts,
+        channels_manifest,
+        config_store,
         containerd_config: Some(containerd),
+        etcd_manifests,
+        packages,
+        static_manifests,
         uses_none_dns,
-        extra: Settings::new(),
+        warm_pool_images: Vec::new(),
+        extra,
     })
+}
+
+/// Whether the group's warm pool (its own laid over the cluster's, none for
+/// control planes and bastions unless they set one) is on and waits for
+/// nodeup through a lifecycle hook.
+fn warm_pool_lifecycle_hook(spec: &Value, group: &Value, role: Role) -> bool {
+    let present = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+    let cluster = present(spec.get("warmPool")).or_else(|| {
+        present(
+            spec.get("cloudProvider")
+                .and_then(|c| c.get("aws"))
+                .and_then(|a| a.get("warmPool")),
+        )
+    });
+    let own = present(group.get("warmPool"));
+    let inherits = !matches!(role, Role::ControlPlane | Role::Bastion);
+    let resolved = match (own, cluster) {
+        (None, Some(c)) if inherits => c,
+        (None, _) => return false,
+        (Some(o), Some(c)) if inherits => {
+            let mut o = o;
+            if let Value::Object(m) = &mut o {
+                if m.get("maxSize").is_none_or(Value::is_null) {
+                    if let Some(v) = c.get("maxSize") {
+                        m.insert("maxSize".into(), v.clone());
+                    }
+                }
+                if m.get("enableLifecycleHook").and_then(Value::as_bool) != Some(true) {
+                    if let Some(v) = c.get("enableLifecycleHook") {
+                        m.insert("enableLifecycleHook".into(), v.clone());
+                    }
+                }
+            }
+            o
+        }
+        (Some(o), _) => o,
+    };
+    let enabled = resolved.get("maxSize").and_then(Value::as_i64) != Some(0);
+    enabled && resolved.get("enableLifecycleHook").and_then(Value::as_bool) == Some(true)
+}
+
+/// The object at `key` of the completed spec, as settings (empty when absent).
+fn object_at(completed: &Value, key: &str) -> Settings {
+    match completed.get(key) {
+        Some(Value::Object(m)) => m.clone().into_iter().collect(),
+        _ => Settings::new(),
+    }
+}
+
+/// The strings of the list at `key`.
+fn strings_at(value: &Value, key: &str) -> Vec<String> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+/// Whether the group gets kops' GPU label and taint: NVIDIA enabled (the
+/// cluster's or the group's containerd) on an AWS GPU instance family
+/// (g*, p*; kops asks EC2, kops-rs goes by the family's name).
+fn has_gpu(completed: &Value, group: &Value, machine_type: Option<&str>) -> bool {
+    let enabled = |v: Option<&Value>| {
+        v.and_then(|c| c.get("nvidiaGPU"))
+            .and_then(|g| g.get("enabled"))
+            .and_then(Value::as_bool)
+            == Some(true)
+    };
+    if !enabled(completed.get("containerd")) && !enabled(group.get("containerd")) {
+        return false;
+    }
+    let family = machine_type
+        .unwrap_or_default()
+        .split(',')
+        .next()
+        .unwrap_or_default()
+        .split('.')
+        .next()
+        .unwrap_or_default();
+    let mut chars = family.chars();
+    matches!(chars.next(), Some('g' | 'p')) && chars.next().is_some_and(|c| c.is_ascii_digit())
+}
+
+/// The CA bundles and keypair ids a node of `role` is given, as kops picks
+/// them: every node the cluster CA (a worker's bundle goes to its boot
+/// config, only the id stays), the control plane etcd's CAs, nodes that run
+/// the API server the aggregator CA and the service-account key. Keysets the
+/// cluster does not have are left out.
+fn trusted_keys(
+    cluster: &Cluster,
+    role: Role,
+    inputs: &NodeInputs,
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let mut cas = BTreeMap::new();
+    let mut ids = BTreeMap::new();
+    if role == Role::Bastion {
+        return (cas, ids);
+    }
+    let keyset = |name: &str| inputs.keysets.get(name);
+    let trust =
+        |name: &str, cas: &mut BTreeMap<String, String>, ids: &mut BTreeMap<String, String>| {
+            if let Some(k) = keyset(name) {
+                cas.insert(name.to_string(), k.certificates.clone());
+                if !k.primary_id.is_empty() {
+                    ids.insert(name.to_string(), k.primary_id.clone());
+                }
+            }
+        };
+    let pin = |name: &str, ids: &mut BTreeMap<String, String>| {
+        if let Some(k) = keyset(name).filter(|k| !k.primary_id.is_empty()) {
+            ids.insert(name.to_string(), k.primary_id.clone());
+        }
+    };
+    let control_plane = role == Role::ControlPlane;
+    let runs_api_server = matches!(role, Role::ControlPlane | Role::ApiServer);
+    trust("kubernetes-ca", &mut cas, &mut ids);
+    trust("etcd-clients-ca-cilium", &mut cas, &mut ids);
+    if control_plane {
+        trust("etcd-clients-ca", &mut cas, &mut ids);
+        for etcd in cluster.spec.etcd_clusters.iter().flatten() {
+            let k = &etcd.name;
+            trust(&format!("etcd-manager-ca-{k}"), &mut cas, &mut ids);
+            trust(&format!("etcd-peers-ca-{k}"), &mut cas, &mut ids);
+            if !matches!(k.as_str(), "events" | "main" | "leases") {
+                trust(&format!("etcd-clients-ca-{k}"), &mut cas, &mut ids);
+            }
+        }
+        pin("service-account", &mut ids);
+        let discovery_url = serde_json::to_value(&cluster.spec)
+            .ok()
+            .and_then(|s| {
+                s.get("serviceAccountIssuerDiscovery")?
+                    .get("discoveryService")?
+                    .get("url")?
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .filter(|u| !u.is_empty());
+        if discovery_url.is_some() {
+            pin("discovery-ca", &mut ids);
+        }
+    } else {
+        pin("etcd-client-cilium", &mut ids);
+    }
+    if runs_api_server {
+        trust("apiserver-aggregator-ca", &mut cas, &mut ids);
+        trust("etcd-clients-ca", &mut cas, &mut ids);
+        pin("service-account", &mut ids);
+    } else {
+        for name in ["kubelet", "kube-proxy", "kube-router"] {
+            pin(name, &mut ids);
+        }
+        // Workers get the cluster CA with the address of kops-controller.
+        if inputs.config_server {
+            cas.remove("kubernetes-ca");
+        }
+    }
+    (cas, ids)
 }

@@ -32,6 +32,8 @@ spec:
   cloudProvider: aws
   kubernetesVersion: v1.34.0
   networkCIDR: 172.20.0.0/16
+  networking: {{cni: {{}}}}
+  nonMasqueradeCIDR: 100.64.0.0/10
   etcdClusters:
   - {{name: main, etcdMembers: [{{name: us-test-1a, instanceGroup: master-us-test-1a}}]}}
   - {{name: events, etcdMembers: [{{name: us-test-1a, instanceGroup: master-us-test-1a}}]}}
@@ -149,6 +151,23 @@ fn config_path_hash_and_round_trip() {
             Some("memfs://clusters.example.com/minimal-aws.example.com/pki")
         );
     }
+    // With kops-controller as the config server, as kops: only nodes that
+    // run the API server read the keystore.
+    let inputs = config::NodeInputs {
+        config_server: true,
+        ..Default::default()
+    };
+    for (group, store) in [(&groups[0], true), (&groups[1], false)] {
+        let r = config::rendered_with_inputs(&cluster, group, CONFIG_BASE, &inputs)
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.config.config_store.is_some(), store, "{}", r.path);
+    }
+    assert!(
+        config::rendered_with_inputs(&cluster, &groups[2], CONFIG_BASE, &inputs)
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[test]
@@ -257,10 +276,14 @@ fn unknown_hashes_are_a_clear_error_and_explicit_hashes_work() {
     let r = config::rendered(&cluster, &groups[1], CONFIG_BASE)
         .unwrap()
         .unwrap();
+    // kops keeps them in the node's containerd settings (its
+    // containerd-custom case); the assets carry them too.
     assert!(
-        !r.yaml.contains("packages"),
-        "explicit packages are not node settings"
+        r.yaml.contains("    urlAmd64: https://m/c-amd64.tgz\n"),
+        "{}",
+        r.yaml
     );
+    assert!(r.config.assets["amd64"].contains(&format!("{h}@https://m/c-amd64.tgz")));
 
     let (cluster, groups) = minimal("").clone();
     let mut cluster = cluster;
