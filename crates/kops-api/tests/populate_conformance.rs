@@ -98,11 +98,28 @@ fn populate_matches_kops_completed_spec() {
             instance_groups: Some(&groups),
             dns_zone_id: Some(MOCK_ZONE_ID),
         };
-        let ours = to_yaml(&completed_spec(&cluster, &options));
+        let completed = completed_spec(&cluster, &options);
+        assert_eq!(
+            completed_spec(&completed, &options),
+            completed,
+            "{name}: populating the completed spec again changes it"
+        );
+        let ours = to_yaml(&completed);
         if let Some(out) = &out_dir {
             std::fs::create_dir_all(out).unwrap();
             std::fs::write(out.join(format!("{name}.yaml")), &ours).unwrap();
             std::fs::write(out.join(format!("{name}.kops.yaml")), &kops).unwrap();
+        }
+        // As `update` calls it: no instance groups at hand.
+        let without_groups = to_yaml(&completed_spec(
+            &cluster,
+            &PopulateOptions {
+                instance_groups: None,
+                ..options.clone()
+            },
+        ));
+        if without_groups != ours {
+            println!("{name}: differs without instance groups");
         }
         let score = line_similarity(&ours, &kops);
         if ours == kops {
