@@ -364,6 +364,9 @@ pub struct NodeInputs {
     /// kops' do: their config names no config store and leaves the cluster
     /// CA to the boot config. Off, every node reads the state store.
     pub config_server: bool,
+    /// The objects the cluster's file carries beside the cluster and its
+    /// groups (a `KubeSchedulerConfiguration` becomes the scheduler's config).
+    pub additional_objects: Vec<Value>,
 }
 
 /// Builds and renders the node config of one group. `None` for bastions
@@ -899,7 +902,7 @@ pub fn nodeup_config_with_inputs(
         // kops' own files for nodes that run the API server: the
         // scheduler's config and the API server's health check.
         file_assets.push(json!({
-            "content": "apiVersion: kubescheduler.config.k8s.io/v1\nclientConnection:\n  kubeconfig: /var/lib/kube-scheduler/kubeconfig\nkind: KubeSchedulerConfiguration\n",
+            "content": scheduler_config(&completed, &inputs.additional_objects),
             "path": "/var/lib/kube-scheduler/config.yaml",
         }));
         static_manifests.push(StaticManifest {
@@ -1049,6 +1052,63 @@ pub fn nodeup_config_with_inputs(
         warm_pool_images: Vec::new(),
         extra,
     })
+}
+
+/// kube-scheduler's config file as kops writes it: the cluster's
+/// `KubeSchedulerConfiguration` object (or an empty one), pointed at the
+/// scheduler's kubeconfig, with `kubeScheduler.qps`/`burst` as its client
+/// connection's.
+fn scheduler_config(completed: &Value, additional_objects: &[Value]) -> String {
+    let mut matches = additional_objects.iter().filter(|o| {
+        o.get("kind").and_then(Value::as_str) == Some("KubeSchedulerConfiguration")
+            && o.get("apiVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|v| v.split('/').next() == Some("kubescheduler.config.k8s.io"))
+    });
+    let mut config = match (matches.next(), matches.next()) {
+        (Some(one), None) => one.clone(),
+        _ => json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+        }),
+    };
+    let Value::Object(root) = &mut config else {
+        return String::new();
+    };
+    let connection = root.entry("clientConnection").or_insert_with(|| json!({}));
+    if !connection.is_object() {
+        *connection = json!({});
+    }
+    if let Value::Object(c) = connection {
+        c.insert(
+            "kubeconfig".into(),
+            json!("/var/lib/kube-scheduler/kubeconfig"),
+        );
+        let scheduler = completed.get("kubeScheduler");
+        if let Some(qps) = scheduler.and_then(|s| s.get("qps")).and_then(quantity) {
+            c.insert("qps".into(), json!(qps));
+        }
+        if let Some(burst) = scheduler
+            .and_then(|s| s.get("burst"))
+            .and_then(Value::as_i64)
+            .filter(|b| *b != 0)
+        {
+            c.insert("burst".into(), json!(burst));
+        }
+    }
+    kops_api::to_yaml(&config)
+}
+
+/// A decimal quantity (`3.1`, `"3.1"`, `"500m"`) as a number.
+fn quantity(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.strip_suffix('m') {
+            Some(milli) => milli.parse::<f64>().ok().map(|m| m / 1000.0),
+            None => s.parse().ok(),
+        },
+        _ => None,
+    }
 }
 
 /// Whether the group's warm pool (its own laid over the cluster's, none for

@@ -16,10 +16,14 @@ use std::path::{Path, PathBuf};
 use kops_api::{Cluster, InstanceGroup, Object};
 use kops_nodeup::config::{self, NodeInputs};
 
-/// Mean line similarity the configs must keep.
+/// Mean line similarity the configs must keep (reached: 0.9987 over 103
+/// files; was 0.55 before the configs were built from the completed spec).
 const FLOOR_MEAN: f64 = 0.998;
-/// Files that must be identical to kops'.
-const FLOOR_EXACT: usize = 99;
+/// Files that must be identical to kops' (reached: 100 of 103; left: the
+/// warm pool's image list, which needs the addons' images, and two
+/// `auditWebhookBatchThrottleQps` quantities the completed spec keeps as
+/// written instead of kops' canonical `3140m`).
+const FLOOR_EXACT: usize = 100;
 
 /// The AWS cases: those whose golden kubernetes.tf declares AWS resources
 /// beyond the state-store objects every cloud's case has.
@@ -109,18 +113,20 @@ fn case_keys(goldens: &[(String, String)]) -> NodeInputs {
     keys
 }
 
-fn load(case: &Path) -> (Cluster, Vec<InstanceGroup>) {
+fn load(case: &Path) -> (Cluster, Vec<InstanceGroup>, Vec<serde_json::Value>) {
     let text = std::fs::read_to_string(case.join("in-v1alpha2.yaml")).unwrap();
     let mut cluster = None;
     let mut groups = Vec::new();
+    let mut others = Vec::new();
     for object in kops_api::parse_objects("in-v1alpha2.yaml", &text).unwrap() {
         match object {
             Object::Cluster(c) if cluster.is_none() => cluster = Some(*c),
             Object::InstanceGroup(g) => groups.push(*g),
+            Object::Other(v) => others.push(v),
             _ => {}
         }
     }
-    (cluster.unwrap(), groups)
+    (cluster.unwrap(), groups, others)
 }
 
 #[test]
@@ -134,7 +140,7 @@ fn nodeup_config_matches_kops_in_aws_cases() {
     let mut extra = Vec::new();
     for case in aws_cases(&shared) {
         let case_name = case.file_name().unwrap().to_string_lossy().to_string();
-        let (cluster, groups) = load(&case);
+        let (cluster, groups, others) = load(&case);
         let data = case.join("data");
         let mut goldens: Vec<(String, String)> = std::fs::read_dir(&data)
             .unwrap()
@@ -152,6 +158,7 @@ fn nodeup_config_matches_kops_in_aws_cases() {
         let mut keys = case_keys(&goldens);
         keys.instance_groups = Some(groups.clone());
         keys.config_server = true;
+        keys.additional_objects = others;
         let base = cluster
             .spec
             .config_base
@@ -192,7 +199,7 @@ fn nodeup_config_matches_kops_in_aws_cases() {
     }
     let mean = sims.iter().sum::<f64>() / sims.len().max(1) as f64;
     println!(
-        "node configs: {} files, mean line similarity {mean:.3}, {exact} identical; extra: {extra:?}",
+        "node configs: {} files, mean line similarity {mean:.4}, {exact} identical; extra: {extra:?}",
         sims.len()
     );
     assert!(extra.is_empty(), "configs kops does not write: {extra:?}");
