@@ -14,10 +14,13 @@
 
 mod cilium;
 mod cloud_controller;
+mod cluster_autoscaler;
 mod coredns;
 mod dns_controller;
 mod ebs_csi;
+mod metrics_server;
 mod node_termination_handler;
+mod service_account_role;
 pub mod template;
 
 use crate::Model;
@@ -38,7 +41,9 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "dns-controller.addons.k8s.io" => dns_controller::objects(model),
         "aws-cloud-controller.addons.k8s.io" => cloud_controller::objects(model),
         "aws-ebs-csi-driver.addons.k8s.io" => ebs_csi::objects(model),
-        "node-termination-handler.aws" => node_termination_handler::objects(model),
+        "node-termination-handler.aws" => node_termination_handler::objects(model)?,
+        "cluster-autoscaler.addons.k8s.io" => cluster_autoscaler::objects(model)?,
+        "metrics-server.addons.k8s.io" => metrics_server::objects(model)?,
         "networking.cilium.io" => cilium::objects(model),
         _ => None,
     };
@@ -105,8 +110,8 @@ fn remap_image(model: &Model<'_>, image: &str) -> String {
     image
 }
 
-/// Adds the labels kops puts on every object of an addon to the object's
-/// own labels.
+/// Adds the labels kops puts on every object of an addon (its name, kops as
+/// manager, its channel selector) to the object's own labels.
 fn label(object: &mut Value, key: &str) {
     let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
@@ -117,7 +122,19 @@ fn label(object: &mut Value, key: &str) {
     if let Some(labels) = labels.as_object_mut() {
         labels.insert("addon.kops.k8s.io/name".into(), key.into());
         labels.insert("app.kubernetes.io/managed-by".into(), "kops".into());
-        labels.insert("k8s-addon".into(), key.into());
+        if let Some((name, value)) = selector(key) {
+            labels.insert(name.into(), value.into());
+        }
+    }
+}
+
+/// The label the channel selects an addon's objects by: `k8s-addon=<key>`,
+/// except metrics-server (`k8s-app=metrics-server`) and cert-manager (none).
+fn selector(key: &str) -> Option<(&str, &str)> {
+    match key {
+        "metrics-server.addons.k8s.io" => Some(("k8s-app", "metrics-server")),
+        "certmanager.io" => None,
+        _ => Some(("k8s-addon", key)),
     }
 }
 
@@ -200,15 +217,38 @@ spec:
         key: &str,
         prepare: impl Fn(&mut Cluster, &str),
     ) -> (usize, usize) {
+        compare(key, None, prepare)
+    }
+
+    /// [`compare_golden`] with the model in kops' test account, for addons
+    /// that name the account. kops' test cloud sits in the partition
+    /// `aws-test`, which its ARNs name.
+    pub(crate) fn compare_golden_in_account(
+        key: &str,
+        prepare: impl Fn(&mut Cluster, &str),
+    ) -> (usize, usize) {
+        compare(key, Some("123456789012"), prepare)
+    }
+
+    fn compare(
+        key: &str,
+        account: Option<&str>,
+        prepare: impl Fn(&mut Cluster, &str),
+    ) -> (usize, usize) {
         let (mut identical, mut placeholders) = (0, 0);
         for (case, mut cluster, groups, theirs) in golden_cases(key) {
             if theirs.trim().is_empty() {
                 continue;
             }
             prepare(&mut cluster, &theirs);
-            let model = model(&cluster, &groups);
+            let mut model = model(&cluster, &groups);
+            model.account_id = account;
             match manifest(&model, key).expect("renders") {
                 Some(ours) => {
+                    let ours = match account {
+                        Some(_) => ours.replace("arn:aws:", "arn:aws-test:"),
+                        None => ours,
+                    };
                     assert_same(&case, &ours, &theirs);
                     identical += 1;
                 }
