@@ -11,7 +11,9 @@ use crate::gofmt;
 /// Parses YAML into JSON-shaped data as `sigs.k8s.io/yaml.Unmarshal` into `interface{}`:
 /// keys become strings, numbers become floats.
 pub fn yaml_to_json(text: &str) -> Result<Value, serde_yaml_ng::Error> {
-    let y: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
+    let mut y: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
+    // go-yaml v2 applies `<<: *anchor` merge keys while decoding.
+    y.apply_merge()?;
     Ok(floatify(convert(y)))
 }
 
@@ -337,6 +339,13 @@ mod tests {
         assert!(parse_set("a", &mut m, false)
             .unwrap_err()
             .contains("has no value"));
+    }
+
+    #[test]
+    fn merge_keys_apply() {
+        let v =
+            yaml_to_json("base: &b {type: m5.large, min: 1}\nig:\n  <<: *b\n  min: 2\n").unwrap();
+        assert_eq!(v["ig"], json!({"type": "m5.large", "min": 2.0}));
     }
 
     #[test]

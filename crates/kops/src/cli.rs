@@ -63,6 +63,8 @@ pub enum Command {
     Validate(crate::roll_commands::ValidateArgs),
     /// Replace instances that run an outdated spec.
     RollingUpdate(crate::roll_commands::RollingUpdateArgs),
+    /// Misc infrequently used commands: render cluster.yaml from a template.
+    Toolbox(crate::toolbox_commands::ToolboxArgs),
     /// Print the kops version.
     Version(VersionArgs),
     /// Print a shell completion script.

@@ -7,6 +7,7 @@ mod editor;
 mod output;
 mod pki_commands;
 mod roll_commands;
+mod toolbox_commands;
 
 use clap::Parser;
 
