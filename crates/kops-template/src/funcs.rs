@@ -186,6 +186,11 @@ const NAMES: &[&str] = &[
     "chunk",
     "mustChunk",
     "fail",
+    "semverCompare",
+    "sha1sum",
+    "adler32sum",
+    "b32enc",
+    "b32dec",
     // Helm-style extras
     "toYaml",
     "fromYaml",
@@ -642,6 +647,97 @@ fn round_half(v: f64, places: i64, round_on: f64) -> f64 {
     let (int, frac) = (digit.trunc(), digit.fract());
     let r = if frac >= round_on { int + 1.0 } else { int };
     r / pow
+}
+
+/// SHA-1 (Sprig's `sha1sum`), hex encoded; small enough to keep a dependency away.
+fn sha1_hex(data: &[u8]) -> String {
+    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
+    let mut msg = data.to_vec();
+    let bit_len = (data.len() as u64).wrapping_mul(8);
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&bit_len.to_be_bytes());
+    for chunk in msg.chunks(64) {
+        let mut w = [0u32; 80];
+        for (i, word) in chunk.chunks(4).enumerate() {
+            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+        }
+        for i in 16..80 {
+            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e] = h;
+        for (i, wi) in w.iter().enumerate() {
+            let (f, k) = match i {
+                0..=19 => ((b & c) | (!b & d), 0x5A827999),
+                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
+                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
+                _ => (b ^ c ^ d, 0xCA62C1D6),
+            };
+            let t = a
+                .rotate_left(5)
+                .wrapping_add(f)
+                .wrapping_add(e)
+                .wrapping_add(k)
+                .wrapping_add(*wi);
+            e = d;
+            d = c;
+            c = b.rotate_left(30);
+            b = a;
+            a = t;
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    h.iter().map(|x| format!("{x:08x}")).collect()
+}
+
+fn adler32(data: &[u8]) -> u32 {
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in data {
+        a = (a + u32::from(byte)) % 65521;
+        b = (b + a) % 65521;
+    }
+    (b << 16) | a
+}
+
+const B32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+
+fn base32_encode(data: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in data.chunks(5) {
+        let mut buf = [0u8; 5];
+        buf[..chunk.len()].copy_from_slice(chunk);
+        let bits = buf.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+        let chars = (chunk.len() * 8).div_ceil(5);
+        for i in 0..8 {
+            if i < chars {
+                out.push(B32[((bits >> (35 - i * 5)) & 31) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn base32_decode(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim_end_matches('=');
+    let mut bits = 0u64;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in s.bytes() {
+        let v = B32.iter().position(|x| *x == c)? as u64;
+        bits = (bits << 5) | v;
+        n += 5;
+        if n >= 8 {
+            n -= 8;
+            out.push(((bits >> n) & 0xFF) as u8);
+        }
+    }
+    Some(out)
 }
 
 /// Calls function `name` with evaluated arguments (the piped value last).
@@ -1196,6 +1292,17 @@ pub fn call(name: &str, args: Vec<Value>) -> R {
                 v => Ok(v.clone()),
             }
         }
+        "sha1sum" => str1(&|x| sha1_hex(x.as_bytes())),
+        "adler32sum" => str1(&|x| adler32(x.as_bytes()).to_string()),
+        "b32enc" => str1(&|x| base32_encode(x.as_bytes())),
+        "b32dec" => str1(&|x| match base32_decode(x) {
+            Some(b) => String::from_utf8_lossy(&b).into_owned(),
+            None => "illegal base32 data".to_string(),
+        }),
+        "semverCompare" => {
+            want(name, a, 2)?;
+            Ok(Value::Bool(crate::semver::compare(&s(&a[0])?, &s(&a[1])?)?))
+        }
         "fail" => {
             want(name, a, 1)?;
             Err(s(&a[0])?)
@@ -1462,6 +1569,22 @@ mod tests {
         );
         assert_eq!(c("trunc", vec![json!(-3), json!("abcdef")]), json!("def"));
         assert_eq!(c("seq", vec![json!(3)]), json!("1 2 3"));
+        assert_eq!(
+            c("sha1sum", vec![json!("abc")]),
+            json!("a9993e364706816aba3e25717850c26c9cd0d89d")
+        );
+        assert_eq!(
+            c("adler32sum", vec![json!("Wikipedia")]),
+            json!("300286872")
+        );
+        assert_eq!(
+            c("b32enc", vec![json!("foobar")]),
+            json!("MZXW6YTBOI======")
+        );
+        assert_eq!(
+            c("b32dec", vec![json!("MZXW6YTBOI======")]),
+            json!("foobar")
+        );
     }
 
     #[test]

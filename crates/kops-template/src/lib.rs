@@ -18,6 +18,7 @@ mod exec;
 mod funcs;
 mod gofmt;
 mod parse;
+mod semver;
 pub mod toolbox;
 pub mod values;
 mod yaml;

@@ -242,7 +242,7 @@ fn snippets_are_included() {
 
 #[test]
 fn sprig_functions() {
-    let values = "ips: [1.2.3.4/32, 4.3.2.1/32]\nname: My-Cluster\nsize: 3\nm: {b: 1, a: [x]}\n";
+    let values = "ips: [1.2.3.4/32, 4.3.2.1/32]\nname: My-Cluster\nsize: 3\nm: {b: 1, a: [x]}\nk8s: 1.30.2\n";
     let cases = [
         ("{{ .ips | toJson }}", r#"["1.2.3.4/32","4.3.2.1/32"]"#),
         ("{{ .m | toJson }}", r#"{"a":["x"],"b":1}"#),
@@ -271,6 +271,7 @@ fn sprig_functions() {
         ("{{ until 3 }} {{ seq 2 4 }}", "[0 1 2] 2 3 4"),
         ("{{ .name | upper | title }}", "MY-CLUSTER"),
         ("{{ coalesce .nope \"\" \"c\" }}", "c"),
+        ("{{ if semverCompare \">=1.28\" .k8s }}new{{ else }}old{{ end }}", "new"),
     ];
     for (tpl, want) in cases {
         let got = render_with(tpl, values, &[], false).unwrap_or_else(|e| panic!("{tpl}: {e}"));
