@@ -9,44 +9,189 @@ use crate::funcs::floatify;
 use crate::gofmt;
 
 /// Parses YAML into JSON-shaped data as `sigs.k8s.io/yaml.Unmarshal` into `interface{}`:
-/// keys become strings, numbers become floats.
+/// YAML 1.1 resolution of unquoted scalars as go-yaml v2 does it (`yes`/`no`/`on`/`off`/
+/// `y`/`n` are booleans, `0777` is octal, `1_000` is a number), `<<` merge keys applied,
+/// keys made strings, numbers made floats.
 pub fn yaml_to_json(text: &str) -> Result<Value, serde_yaml_ng::Error> {
-    let mut y: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)?;
-    // go-yaml v2 applies `<<: *anchor` merge keys while decoding.
-    y.apply_merge()?;
-    Ok(floatify(convert(y)))
+    let seed = Loader {
+        base: text.as_ptr() as usize,
+        src: text.as_bytes(),
+    };
+    // Like go-yaml's Unmarshal, only the first document counts.
+    let Some(doc) = serde_yaml_ng::Deserializer::from_str(text).next() else {
+        return Ok(Value::Null);
+    };
+    let v = serde::de::DeserializeSeed::deserialize(seed, doc)?;
+    Ok(floatify(v))
 }
 
-fn convert(y: serde_yaml_ng::Value) -> Value {
-    use serde_yaml_ng::Value as Y;
-    match y {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                serde_json::Number::from_f64(n.as_f64().unwrap_or(0.0))
-                    .map_or(Value::Null, Value::Number)
+/// Builds JSON values from YAML events, telling unquoted scalars (which go-yaml v2
+/// resolves with YAML 1.1 rules) from quoted ones by where their text sits in the input.
+#[derive(Clone, Copy)]
+struct Loader<'a> {
+    base: usize,
+    src: &'a [u8],
+}
+
+impl Loader<'_> {
+    /// Whether `s`, borrowed from the input, was written without quotes.
+    fn is_plain(&self, s: &str) -> bool {
+        let start = (s.as_ptr() as usize).wrapping_sub(self.base);
+        if start > self.src.len() {
+            return false;
+        }
+        let before = start.checked_sub(1).and_then(|i| self.src.get(i));
+        let after = self.src.get(start + s.len());
+        !matches!(
+            (before, after),
+            (Some(b'\''), Some(b'\'')) | (Some(b'"'), Some(b'"'))
+        )
+    }
+}
+
+/// go-yaml v2's reading of an unquoted scalar that YAML 1.2 would leave a string.
+fn resolve_plain(s: &str) -> Value {
+    match s {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => return Value::Bool(true),
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => return Value::Bool(false),
+        _ => {}
+    }
+    if !s.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '+' | '-' | '.')) {
+        return Value::String(s.to_string());
+    }
+    let plain: String = s.chars().filter(|c| *c != '_').collect();
+    let (neg, body) = match plain.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, plain.strip_prefix('+').unwrap_or(&plain)),
+    };
+    let int = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i64::from_str_radix(h, 16).ok()
+    } else if let Some(o) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
+        i64::from_str_radix(o, 8).ok()
+    } else if let Some(b) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
+        i64::from_str_radix(b, 2).ok()
+    } else if body.len() > 1 && body.starts_with('0') {
+        i64::from_str_radix(&body[1..], 8).ok()
+    } else if !body.is_empty() && body.bytes().all(|c| c.is_ascii_digit()) {
+        body.parse().ok()
+    } else {
+        None
+    };
+    if let Some(i) = int {
+        return Value::from(if neg { -i } else { i });
+    }
+    // go-yaml's float pattern: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+    let (mant, exp) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let mant_ok = match mant.split_once('.') {
+        Some((a, b)) => {
+            a.bytes().all(|c| c.is_ascii_digit())
+                && b.bytes().all(|c| c.is_ascii_digit())
+                && !(a.is_empty() && b.is_empty())
+        }
+        None => !mant.is_empty() && mant.bytes().all(|c| c.is_ascii_digit()),
+    };
+    let exp_ok = exp.is_none_or(|e| {
+        let d = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit())
+    });
+    if mant_ok && exp_ok {
+        if let Ok(f) = plain.parse::<f64>() {
+            if let Some(n) = serde_json::Number::from_f64(f) {
+                return Value::Number(n);
             }
         }
-        Y::String(s) => Value::String(s),
-        Y::Sequence(s) => Value::Array(s.into_iter().map(convert).collect()),
-        Y::Mapping(m) => {
-            let mut out = Map::new();
+    }
+    Value::String(s.to_string())
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Loader<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Loader<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, i: i64) -> Result<Value, E> {
+        Ok(Value::from(i))
+    }
+    fn visit_u64<E>(self, u: u64) -> Result<Value, E> {
+        Ok(Value::from(u))
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number))
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Value, E> {
+        if self.is_plain(s) {
+            Ok(resolve_plain(s))
+        } else {
+            Ok(Value::String(s.to_string()))
+        }
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        // Not borrowed: escapes were decoded or it is a block scalar, so it was quoted.
+        Ok(Value::String(s.to_string()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(self)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut explicit = Map::new();
+        let mut merged: Vec<Map<String, Value>> = Vec::new();
+        while let Some(k) = map.next_key_seed(self)? {
+            let v = map.next_value_seed(self)?;
+            let key = match k {
+                Value::String(s) => s,
+                Value::Null => "null".to_string(),
+                other => gofmt::sprint(&floatify(other)),
+            };
+            if key == "<<" {
+                match v {
+                    Value::Object(m) => merged.push(m),
+                    Value::Array(list) => merged.extend(list.into_iter().filter_map(|x| match x {
+                        Value::Object(m) => Some(m),
+                        _ => None,
+                    })),
+                    _ => {}
+                }
+                continue;
+            }
+            explicit.insert(key, v);
+        }
+        // Explicit keys win over merged ones; among merged maps the first one wins.
+        for m in merged {
             for (k, v) in m {
-                let key = match convert(k) {
-                    Value::String(s) => s,
-                    Value::Null => "null".to_string(),
-                    other => gofmt::sprint(&floatify(other)),
-                };
-                out.insert(key, convert(v));
+                explicit.entry(k).or_insert(v);
             }
-            Value::Object(out)
         }
-        Y::Tagged(t) => convert(t.value),
+        Ok(Value::Object(explicit))
     }
 }
 
@@ -342,6 +487,24 @@ mod tests {
     }
 
     #[test]
+    fn yaml_1_1_scalars_like_go_yaml_v2() {
+        let v = yaml_to_json("a: yes\nb: 'yes'\nc: Off\nd: 0777\ne: 1_000\nf: \"0777\"\ng: 1.30.2\nh: y\ni: 0x1F\nj: .5\nk: NO\non: 1\n").unwrap();
+        assert_eq!(
+            v,
+            json!({"a": true, "b": "yes", "c": false, "d": 511.0, "e": 1000.0, "f": "0777", "g": "1.30.2", "h": true, "i": 31.0, "j": 0.5, "k": false, "true": 1.0})
+        );
+    }
+
+    #[test]
+    fn first_document_only() {
+        assert_eq!(
+            yaml_to_json("a: 1\n---\nb: 2\n").unwrap(),
+            json!({"a": 1.0})
+        );
+        assert_eq!(yaml_to_json("").unwrap(), Value::Null);
+    }
+
+    #[test]
     fn merge_keys_apply() {
         let v =
             yaml_to_json("base: &b {type: m5.large, min: 1}\nig:\n  <<: *b\n  min: 2\n").unwrap();
@@ -351,7 +514,7 @@ mod tests {
     #[test]
     fn values_are_floats_and_merge_deeply() {
         let a = yaml_to_json(
-            "instanceGroups:\n  foo:\n    ami: ami-1234567\n    type: m4.large\nn: 3\n",
+            "instanceGroups:\n  foo:\n    ami: ami-1234567\n    type: m4.large\ncount: 3\n",
         )
         .unwrap();
         let b = yaml_to_json("instanceGroups:\n  foo:\n    type: t2.large\n").unwrap();
@@ -363,6 +526,6 @@ mod tests {
             a["instanceGroups"]["foo"],
             json!({"ami": "ami-1234567", "type": "t2.large"})
         );
-        assert!(a["n"].as_number().is_some_and(|n| n.is_f64()));
+        assert!(a["count"].as_number().is_some_and(|n| n.is_f64()));
     }
 }
