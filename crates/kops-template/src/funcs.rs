@@ -794,7 +794,7 @@ pub fn call(name: &str, args: Vec<Value>) -> R {
                     (Value::Array(l), Value::Number(_)) => {
                         let idx = to_i64(k);
                         if idx < 0 || idx as usize >= l.len() {
-                            return Err(format!("error calling index: index out of range: {idx}"));
+                            return Err(format!("index out of range: {idx}"));
                         }
                         l[idx as usize].clone()
                     }
@@ -802,16 +802,10 @@ pub fn call(name: &str, args: Vec<Value>) -> R {
                         let idx = to_i64(k);
                         match st.as_bytes().get(idx.max(0) as usize) {
                             Some(b) if idx >= 0 => Value::from(*b),
-                            _ => {
-                                return Err(format!(
-                                    "error calling index: index out of range: {idx}"
-                                ))
-                            }
+                            _ => return Err(format!("index out of range: {idx}")),
                         }
                     }
-                    (Value::Null, _) => {
-                        return Err("error calling index: index of untyped nil".into())
-                    }
+                    (Value::Null, _) => return Err("index of untyped nil".into()),
                     (other, _) => {
                         return Err(format!("can't index item of type {}", type_of(other)))
                     }
