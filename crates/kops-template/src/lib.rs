@@ -6,6 +6,19 @@
 //! `{{-`/`-}}` trimming) evaluated over JSON-shaped values, printing values the way Go's
 //! `fmt` does, plus the functions kops registers (Sprig's, its own `indent` and `include`).
 //!
+//! Where it differs from kops:
+//! - missing Sprig functions: regex (`regex*`), dates (`now`, `date`, `ago`, `duration`...),
+//!   randomness (`rand*`, `uuidv4`, `shuffle`), crypto (`genCA`, `genPrivateKey`, `bcrypt`,
+//!   `htpasswd`, `encryptAES`...), `getHostByName`, `urlParse`/`urlJoin`, `wrap`/`wrapWith`,
+//!   `abbrevboth`, `toDecimal`, `semver` (`semverCompare` is there); using one is a parse
+//!   error naming it, as for any unknown function;
+//! - kops' `Channel*` functions are left to the caller (`Engine::add_func`);
+//! - more lenient than Go: numbers are accepted where a string is expected and ints compare
+//!   with floats (Go errors; a template that renders in kops renders the same here);
+//! - Sprig's `set`/`unset`/`merge` change a map in place in Go; here only when the map is
+//!   held in a variable (`$d`, `$d.a`);
+//! - extras kops does not have: `toYaml`, `fromYaml`, `required` (Helm's).
+//!
 //! ```
 //! use kops_template::Engine;
 //! let mut eng = Engine::new();
