@@ -25,17 +25,13 @@
 
 use serde_json::{json, Value};
 
-use crate::iam::irsa::{self, ServiceAccount, AWS_AUDIENCE};
+use super::service_account_role;
 use crate::Model;
 
 /// The driver release kops deploys unless `version` says otherwise.
 const DEFAULT_VERSION: &str = "v1.58.0";
 /// The controller's service account, which carries the IAM role with IRSA.
 const CONTROLLER_SERVICE_ACCOUNT: &str = "ebs-csi-controller-sa";
-/// Where the projected web-identity token is mounted in each container.
-const TOKEN_DIR: &str = "/var/run/secrets/amazonaws.com/";
-/// The projected token volume's name.
-const TOKEN_VOLUME: &str = "token-amazonaws-com";
 
 pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
     let spec = &model.cluster.spec;
@@ -49,12 +45,6 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
         return None;
     }
     let region = crate::iam::region(model)?;
-    let irsa = irsa::uses_service_account_permissions(model);
-    let role_arn = if irsa {
-        Some(role_arn(model, &region)?)
-    } else {
-        None
-    };
 
     let version = driver
         .get("version")
@@ -97,7 +87,7 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
         "cluster_name": model.name(),
         "cloud_labels": cloud_labels.join(","),
         "replicas": if control_planes > 1 { 2 } else { 1 },
-        "irsa": irsa,
+        "irsa": crate::iam::irsa::uses_service_account_permissions(model),
         "control_plane_mode": spec.karpenter.as_ref().and_then(|k| k.enabled) == Some(true),
         "snapshot_controller": spec.snapshot_controller.as_ref().and_then(|s| s.enabled) == Some(true),
         "kubernetes_1_35": kubernetes_1_35,
@@ -111,97 +101,8 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
         &context,
     )
     .ok()?;
-    if let Some(arn) = role_arn {
-        for object in &mut objects {
-            add_web_identity(object, CONTROLLER_SERVICE_ACCOUNT, &arn);
-        }
-    }
+    service_account_role::add(model, &mut objects, &[CONTROLLER_SERVICE_ACCOUNT])?;
     Some(objects)
-}
-
-/// The ARN of the controller's IRSA role (named as `iam::irsa` creates it),
-/// when the account is known.
-fn role_arn(model: &Model<'_>, region: &str) -> Option<String> {
-    let account = model.account_id?;
-    let sa = ServiceAccount {
-        namespace: "kube-system".into(),
-        name: CONTROLLER_SERVICE_ACCOUNT.into(),
-    };
-    Some(format!(
-        "arn:{}:iam::{account}:role/{}",
-        crate::iam::partition(region),
-        irsa::role_name(model, &sa)
-    ))
-}
-
-/// Gives the pods of a Deployment or DaemonSet running as `service_account`
-/// the web identity of `role_arn`, as kops does for addons with IRSA roles:
-/// a projected token for AWS' audience, mounted and named in every
-/// container (`AWS_WEB_IDENTITY_TOKEN_FILE`) next to `AWS_ROLE_ARN`, and a
-/// group that may read it (`fsGroup`, when the pod sets none).
-fn add_web_identity(object: &mut Value, service_account: &str, role_arn: &str) {
-    let workload = matches!(
-        object.get("kind").and_then(Value::as_str),
-        Some("Deployment" | "DaemonSet")
-    ) && object.get("apiVersion").and_then(Value::as_str) == Some("apps/v1");
-    if !workload {
-        return;
-    }
-    let Some(pod) = object
-        .pointer_mut("/spec/template/spec")
-        .and_then(Value::as_object_mut)
-    else {
-        return;
-    };
-    if pod.get("serviceAccountName").and_then(Value::as_str) != Some(service_account) {
-        return;
-    }
-    push(
-        pod,
-        "volumes",
-        json!({
-            "name": TOKEN_VOLUME,
-            "projected": {
-                "defaultMode": 0o644,
-                "sources": [{"serviceAccountToken": {
-                    "audience": AWS_AUDIENCE,
-                    "expirationSeconds": 86400,
-                    "path": "token",
-                }}],
-            },
-        }),
-    );
-    if let Some(containers) = pod.get_mut("containers").and_then(Value::as_array_mut) {
-        for container in containers.iter_mut().filter_map(Value::as_object_mut) {
-            push(
-                container,
-                "volumeMounts",
-                json!({"mountPath": TOKEN_DIR, "name": TOKEN_VOLUME, "readOnly": true}),
-            );
-            push(
-                container,
-                "env",
-                json!({"name": "AWS_ROLE_ARN", "value": role_arn}),
-            );
-            push(
-                container,
-                "env",
-                json!({"name": "AWS_WEB_IDENTITY_TOKEN_FILE", "value": format!("{TOKEN_DIR}token")}),
-            );
-        }
-    }
-    let security = pod.entry("securityContext").or_insert_with(|| json!({}));
-    if let Some(security) = security.as_object_mut() {
-        security.entry("fsGroup").or_insert(json!(10001));
-    }
-}
-
-/// Appends `item` to the list `key` of `map`, creating the list.
-fn push(map: &mut serde_json::Map<String, Value>, key: &str, item: Value) {
-    let list = map.entry(key).or_insert_with(|| json!([]));
-    if let Some(list) = list.as_array_mut() {
-        list.push(item);
-    }
 }
 
 /// An integer setting, given as a number or a numeric string.
@@ -234,9 +135,8 @@ fn scalar(value: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::addons::manifest;
-    use crate::addons::tests::{assert_same, cluster, golden_cases};
+    use crate::addons::tests::{cluster, compare_golden_in_account};
     use crate::security::tests::model;
 
     const KEY: &str = "aws-ebs-csi-driver.addons.k8s.io";
@@ -245,21 +145,7 @@ mod tests {
 
     #[test]
     fn matches_kops_golden_manifests() {
-        let (mut identical, mut placeholders) = (0, 0);
-        for (case, cluster, groups, theirs) in golden_cases(KEY) {
-            let mut model = model(&cluster, &groups);
-            model.account_id = Some(TEST_ACCOUNT);
-            // kops' test cloud puts its region in a partition of its own.
-            let theirs = theirs.replace("arn:aws-test:", "arn:aws:");
-            match manifest(&model, KEY).expect("renders") {
-                Some(ours) => {
-                    assert_same(&case, &ours, &theirs);
-                    identical += 1;
-                }
-                None => placeholders += 1,
-            }
-        }
-        eprintln!("{KEY}: {identical} identical, {placeholders} not rendered");
+        let (identical, placeholders) = compare_golden_in_account(KEY, |_, _| {});
         assert_eq!(placeholders, 0);
         if kops_testkit::shared_dir().is_some() {
             assert!(identical >= 47, "{identical}");
