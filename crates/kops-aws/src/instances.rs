@@ -376,3 +376,46 @@ pub async fn detach_for_surge(
         .map_err(|e| AwsError::call("DetachInstances", instance_id, e))?;
     Ok(())
 }
+
+/// What `get instances` shows of an instance beyond its group's view: its
+/// addresses and the roles its `k8s.io/role/<role>` tags give it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstanceDetails {
+    pub private_ip: Option<String>,
+    pub public_ip: Option<String>,
+    /// `control-plane` (also for the older `master` tag), `node`, `bastion`, ...
+    pub roles: Vec<String>,
+    pub instance_type: Option<String>,
+}
+
+/// The cluster's live instances' addresses and roles, by id (one
+/// `DescribeInstances` call, filtered by the cluster tag).
+pub async fn instance_details(
+    cloud: &AwsCloud,
+    cluster: &str,
+) -> Result<BTreeMap<String, InstanceDetails>, AwsError> {
+    let instances = cluster_instances(cloud, cluster).await?;
+    Ok(instances
+        .into_iter()
+        .map(|(id, i)| {
+            let mut roles: Vec<String> = i
+                .tags()
+                .iter()
+                .filter_map(|t| t.key()?.strip_prefix(TAG_ROLE_PREFIX))
+                .map(|r| match r {
+                    "master" => "control-plane".to_string(),
+                    other => other.to_string(),
+                })
+                .collect();
+            roles.sort();
+            roles.dedup();
+            let details = InstanceDetails {
+                private_ip: i.private_ip_address().map(str::to_string),
+                public_ip: i.public_ip_address().map(str::to_string),
+                roles,
+                instance_type: i.instance_type().map(|t| t.as_str().to_string()),
+            };
+            (id, details)
+        })
+        .collect())
+}

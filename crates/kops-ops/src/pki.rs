@@ -492,6 +492,46 @@ pub async fn distrust_keypair(
     Ok(out)
 }
 
+/// `kops trust keypair KEYSET ID...`: trusts distrusted keypairs again (the
+/// reverse of [`distrust_keypair`]). Every id must exist before anything is
+/// written; ids already trusted are left as they are. Returns the ids that
+/// were trusted again.
+pub async fn trust_keypair(
+    registry: &Registry,
+    cluster: &str,
+    keyset: &str,
+    ids: &[String],
+) -> Result<Vec<String>, PkiOpsError> {
+    require_cluster(registry, cluster).await?;
+    if keyset == "all" {
+        return Err(PkiError::BadRequest {
+            reason: "`trust keypair` takes one keyset, not `all`; name it (e.g. kubernetes-ca)"
+                .to_string(),
+        }
+        .into());
+    }
+    let store = keystore(registry, cluster);
+    let mut k = store.require(keyset).await?;
+    for id in ids {
+        if !k.items.iter().any(|i| i.id == *id) {
+            return Err(PkiError::BadRequest {
+                reason: format!("keyset `{keyset}` has no keypair {id}"),
+            }
+            .into());
+        }
+    }
+    let mut done = Vec::new();
+    for item in &mut k.items {
+        if ids.contains(&item.id) && item.distrust_timestamp.take().is_some() {
+            done.push(item.id.clone());
+        }
+    }
+    if !done.is_empty() {
+        store.put(&k).await?;
+    }
+    Ok(done)
+}
+
 // ---------------------------------------------------------------- kubeconfig
 
 /// How long `--admin` credentials last when no duration is given.

@@ -59,6 +59,10 @@ pub enum Command {
     Promote(PromoteArgs),
     /// Distrust keypairs (CA rotation).
     Distrust(DistrustArgs),
+    /// Trust keypairs again (CA rotation).
+    Trust(crate::more_commands::TrustArgs),
+    /// Upgrade a cluster's spec to the version its channel recommends.
+    Upgrade(crate::more_commands::UpgradeArgs),
     /// Check that a cluster is healthy.
     Validate(crate::roll_commands::ValidateArgs),
     /// Replace instances that run an outdated spec.
@@ -379,6 +383,9 @@ pub enum GetCommand {
         #[arg(value_name = "SECRET")]
         names: Vec<String>,
     },
+    /// List the cluster's instances (from the cloud, with node names when the API answers).
+    #[command(visible_aliases = ["instance"])]
+    Instances(crate::more_commands::GetInstancesArgs),
     /// The cluster and its instance groups.
     All {
         #[arg(value_name = "CLUSTER")]
@@ -400,12 +407,16 @@ pub enum EditCommand {
     Cluster {
         #[arg(value_name = "CLUSTER")]
         cluster_name: Option<String>,
+        #[command(flatten)]
+        set: crate::more_commands::SetFlags,
     },
     /// Edit an instance group.
     #[command(visible_aliases = ["ig", "instancegroups"])]
     Instancegroup {
         #[arg(value_name = "INSTANCEGROUP")]
         group: String,
+        #[command(flatten)]
+        set: crate::more_commands::SetFlags,
     },
 }
 
@@ -458,13 +469,22 @@ pub struct UpdateClusterArgs {
 // ------------------------------------------------------------------ delete
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DeleteArgs {
+    /// Delete every cluster and instance group these files name; `-` reads stdin.
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    pub filenames: Vec<PathBuf>,
+    /// With -f: delete (otherwise only shows what would go).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
     #[command(subcommand)]
-    pub what: DeleteCommand,
+    pub what: Option<DeleteCommand>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum DeleteCommand {
+    /// Delete one instance (its group replaces it): detach (--surge), drain, terminate.
+    Instance(crate::more_commands::DeleteInstanceArgs),
     /// Delete an instance group.
     #[command(visible_aliases = ["ig", "instancegroups"])]
     Instancegroup {

@@ -53,6 +53,8 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Export(args) => crate::pki_commands::export(&global, args).await,
         Command::Promote(args) => crate::pki_commands::promote(&global, args).await,
         Command::Distrust(args) => crate::pki_commands::distrust(&global, args).await,
+        Command::Trust(args) => crate::more_commands::trust(&global, args).await,
+        Command::Upgrade(args) => crate::more_commands::upgrade(&global, args).await,
         Command::Update(args) => match args.what {
             UpdateCommand::Cluster(a) => update_cluster(&global, a).await,
         },
@@ -282,8 +284,18 @@ async fn create_cluster(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32
         )
         .await;
     }
+    // Name a group that exists: node groups are `nodes-<zone>`, one per zone.
+    let mut node_groups: Vec<&str> = created
+        .spec
+        .instance_groups
+        .iter()
+        .filter(|g| g.role() == Some(Role::Node))
+        .map(|g| g.name())
+        .collect();
+    node_groups.sort();
+    let node_group = node_groups.first().copied().unwrap_or("nodes");
     status(&format!(
-        "\nSuggestions:\n * list clusters with: kops get cluster\n * edit this cluster with: kops edit cluster {name}\n * edit your node instance group: kops edit ig --name={name} nodes\n * review the spec with: kops get all {name} -o yaml"
+        "\nSuggestions:\n * list clusters with: kops get cluster\n * edit this cluster with: kops edit cluster {name}\n * edit your node instance group: kops edit ig --name={name} {node_group}\n * review the spec with: kops get all {name} -o yaml"
     ));
     Ok(0)
 }
@@ -475,6 +487,9 @@ async fn get(global: &GlobalArgs, args: GetArgs) -> Result<i32> {
         Some(GetCommand::Secrets { names }) => {
             return crate::pki_commands::get_secrets(global, &names, args.output).await
         }
+        Some(GetCommand::Instances(a)) => {
+            return crate::more_commands::get_instances(global, a, args.output).await
+        }
         Some(GetCommand::All { cluster_name: c }) => {
             get_all(&registry, global, c.as_deref(), args.output.into()).await?
         }
@@ -544,12 +559,22 @@ async fn get_all(
 /// The edit loop: open, save, and on an invalid result reopen with the error
 /// shown at the top. Leaving the file unchanged (or empty) aborts.
 async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
+    match &args.what {
+        EditCommand::Cluster { cluster_name, set } if !set.is_empty() => {
+            return crate::more_commands::edit_with_sets(global, cluster_name.as_deref(), None, set)
+                .await
+        }
+        EditCommand::Instancegroup { group, set } if !set.is_empty() => {
+            return crate::more_commands::edit_with_sets(global, None, Some(group), set).await
+        }
+        _ => {}
+    }
     let registry = state(global).await?;
     let (cluster, group) = match &args.what {
-        EditCommand::Cluster { cluster_name: c } => {
-            (cluster_name(&registry, global, c.as_deref()).await?, None)
-        }
-        EditCommand::Instancegroup { group } => (
+        EditCommand::Cluster {
+            cluster_name: c, ..
+        } => (cluster_name(&registry, global, c.as_deref()).await?, None),
+        EditCommand::Instancegroup { group, .. } => (
             cluster_name(&registry, global, None).await?,
             Some(group.clone()),
         ),
@@ -757,9 +782,17 @@ async fn render_cluster(
 
 // ---------------------------------------------------------------- delete
 
-async fn delete(global: &GlobalArgs, args: DeleteArgs) -> Result<i32> {
+pub(crate) async fn delete(global: &GlobalArgs, args: DeleteArgs) -> Result<i32> {
+    let what = match args.what {
+        Some(w) => w,
+        None if args.filenames.is_empty() => bail!(
+            "nothing to delete\nhint: `kops delete -f FILE`, `kops delete cluster NAME`, `kops delete instancegroup NAME` or `kops delete instance ID`"
+        ),
+        None => return crate::more_commands::delete_files(global, &args.filenames, args.yes).await,
+    };
     let registry = state(global).await?;
-    match args.what {
+    match what {
+        DeleteCommand::Instance(a) => crate::more_commands::delete_instance(global, a).await,
         DeleteCommand::Instancegroup { group, yes } => {
             let cluster = cluster_name(&registry, global, None).await?;
             let result = kops_ops::delete_instance_group(&registry, &cluster, &group, yes).await?;

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod editor;
+mod more_commands;
 mod output;
 mod pki_commands;
 mod roll_commands;

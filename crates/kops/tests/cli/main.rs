@@ -15,6 +15,7 @@ mod edit;
 mod existing_network;
 mod irsa_lifecycle;
 mod lifecycle;
+mod more_commands;
 mod node_bootstrap;
 mod pki;
 mod rolling_update;

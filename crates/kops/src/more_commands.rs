@@ -1,0 +1,851 @@
+//! Commands kops users reach for between create and delete: `edit --set`,
+//! `get instances`, `delete instance`, `delete -f`, `trust keypair` and
+//! `upgrade cluster`; their flags and the printing of what they return.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand};
+use kops_api::manifest::{parse_objects, to_yaml, Object};
+use kops_api::version::KubernetesVersion;
+use kops_api::{Cluster, InstanceGroup};
+use kops_ops::{EditOutcome, OpsError, Registry};
+use kops_roll::{CloudGroup, CloudInstance, InstanceStatus, Kubernetes, NodeInfo};
+
+use crate::cli::{DeleteArgs, DeleteCommand, GetOutput, GlobalArgs};
+use crate::output::{print, status, Table};
+
+async fn state(global: &GlobalArgs) -> Result<Registry> {
+    Ok(kops_ops::open_state(global.state.as_deref()).await?)
+}
+
+async fn cluster_name(
+    registry: &Registry,
+    global: &GlobalArgs,
+    positional: Option<&str>,
+) -> Result<String> {
+    let name = positional.or(global.name.as_deref());
+    Ok(kops_ops::resolve_cluster_name(registry, name).await?)
+}
+
+// ---------------------------------------------------------------- edit --set
+
+/// `--set` / `--unset` of `edit cluster` and `edit instancegroup`: change
+/// the stored object without an editor.
+#[derive(Debug, Args, Default, Clone)]
+pub struct SetFlags {
+    /// Set a field without opening an editor: `spec.path=value` (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+    /// Remove a field without opening an editor: `spec.path` (repeatable).
+    #[arg(long = "unset", value_name = "PATH")]
+    pub unsets: Vec<String>,
+}
+
+impl SetFlags {
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty() && self.unsets.is_empty()
+    }
+}
+
+/// Applies `--unset` then `--set` (kops' order) to the stored cluster or
+/// group and saves the result through the same checks as an edit.
+pub async fn edit_with_sets(
+    global: &GlobalArgs,
+    cluster: Option<&str>,
+    group: Option<&str>,
+    flags: &SetFlags,
+) -> Result<i32> {
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, cluster).await?;
+    let outcome = match group {
+        None => {
+            let mut c = kops_ops::require_cluster(&registry, &cluster).await?;
+            kops_api::set::unset_cluster_fields(&mut c, &flags.unsets).map_err(OpsError::Flags)?;
+            kops_api::set::set_cluster_fields(&mut c, &flags.sets).map_err(OpsError::Flags)?;
+            kops_ops::save_edited_cluster(&registry, &cluster, &to_yaml(&c)).await?
+        }
+        Some(g) => {
+            let mut ig = registry
+                .get_instance_group(&cluster, g)
+                .await?
+                .ok_or_else(|| OpsError::InstanceGroupNotFound {
+                    cluster: cluster.clone(),
+                    name: g.to_string(),
+                })?;
+            kops_api::set::unset_instance_group_fields(&mut ig, &flags.unsets)
+                .map_err(OpsError::Flags)?;
+            kops_api::set::set_instance_group_fields(&mut ig, &flags.sets)
+                .map_err(OpsError::Flags)?;
+            kops_ops::save_edited_instance_group(&registry, &cluster, g, &to_yaml(&ig)).await?
+        }
+    };
+    let what = group
+        .map(|g| format!("instance group {g}"))
+        .unwrap_or_else(|| format!("cluster {cluster}"));
+    match outcome {
+        EditOutcome::Saved => status(&format!(
+            "Saved {what}. Apply it with: kops update cluster --name {cluster} --yes"
+        )),
+        EditOutcome::Unchanged => status(&format!("No changes made to {what}.")),
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- get instances
+
+#[derive(Debug, Args)]
+pub struct GetInstancesArgs {
+    #[arg(value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// Kubeconfig for the node names (default: KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// The cluster's groups as the cloud runs them, matched with its nodes, and
+/// each instance's addresses and roles.
+struct Live {
+    cloud: kops_aws::AwsCloud,
+    groups: Vec<CloudGroup>,
+    details: BTreeMap<String, kops_aws::instances::InstanceDetails>,
+}
+
+async fn live_instances(registry: &Registry, cluster: &str, nodes: &[NodeInfo]) -> Result<Live> {
+    let spec: Cluster = kops_ops::require_cluster(registry, cluster).await?;
+    let groups: Vec<InstanceGroup> = registry.list_instance_groups(cluster).await?;
+    let region = kops_ops::update::cluster_region(&spec)?;
+    let cloud = kops_aws::AwsCloud::new(&region).await;
+    let asgs = kops_aws::instances::cluster_groups(&cloud, cluster).await?;
+    let details = kops_aws::instances::instance_details(&cloud, cluster).await?;
+    let groups = kops_roll::build_groups(cluster, &groups, &asgs, nodes);
+    Ok(Live {
+        cloud,
+        groups,
+        details,
+    })
+}
+
+async fn kube_nodes(kubeconfig: Option<&Path>, cluster: &str) -> Result<Vec<NodeInfo>> {
+    let kube = kops_roll::KubeClient::connect(kubeconfig, cluster).await?;
+    Ok(kube.nodes().await?)
+}
+
+fn status_text(i: &CloudInstance) -> &'static str {
+    match i.status {
+        InstanceStatus::UpToDate => "UpToDate",
+        InstanceStatus::NeedsUpdate => "NeedsUpdate",
+        InstanceStatus::Detached => "Detached",
+    }
+}
+
+pub async fn get_instances(
+    global: &GlobalArgs,
+    args: GetInstancesArgs,
+    output: GetOutput,
+) -> Result<i32> {
+    if output == GetOutput::Plaintext {
+        bail!("`get instances` prints table, yaml or json\nhint: use `-o table`, `-o yaml` or `-o json`");
+    }
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, args.cluster_name.as_deref()).await?;
+    kops_ops::require_cluster(&registry, &cluster).await?;
+    // As kops: without the Kubernetes API the list still comes, without node names.
+    let nodes = match kube_nodes(args.kubeconfig.as_deref(), &cluster).await {
+        Ok(n) => n,
+        Err(e) => {
+            status(&format!(
+                "warning: cannot list node names. Kubernetes API unavailable: {}",
+                e.to_string().lines().next().unwrap_or_default()
+            ));
+            Vec::new()
+        }
+    };
+    let live = live_instances(&registry, &cluster, &nodes).await?;
+    let mut rows = Vec::new();
+    for g in &live.groups {
+        let mut members: Vec<&CloudInstance> = g.members().collect();
+        members.sort_by(|a, b| a.id().cmp(b.id()));
+        for m in members {
+            let d = live.details.get(m.id()).cloned().unwrap_or_default();
+            let state = if m.instance.lifecycle_state.starts_with("Warmed") {
+                "WarmPool"
+            } else {
+                ""
+            };
+            rows.push(serde_json::json!({
+                "id": m.id(),
+                "nodeName": m.node.as_ref().map(|n| n.name.clone()),
+                "status": status_text(m),
+                "roles": d.roles,
+                "internalIP": d.private_ip.unwrap_or_default(),
+                "externalIP": d.public_ip.unwrap_or_default(),
+                "instanceGroup": g.name,
+                "machineType": d.instance_type.or_else(|| m.instance.instance_type.clone()).unwrap_or_default(),
+                "state": state,
+            }));
+        }
+    }
+    for r in &mut rows {
+        if let Some(o) = r.as_object_mut() {
+            if o.get("nodeName").is_some_and(|v| v.is_null()) {
+                o.remove("nodeName");
+            }
+        }
+    }
+    match output {
+        GetOutput::Json => print(&format!("{}\n", serde_json::to_string_pretty(&rows)?)),
+        GetOutput::Yaml => print(&serde_yaml_ng::to_string(&rows)?),
+        _ => {
+            let text = |v: &serde_json::Value, k: &str| -> String {
+                match v.get(k) {
+                    Some(serde_json::Value::String(s)) => s.clone(),
+                    Some(serde_json::Value::Array(a)) => a
+                        .iter()
+                        .filter_map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    _ => String::new(),
+                }
+            };
+            let mut t = Table::new(&[
+                "ID",
+                "NODE-NAME",
+                "STATUS",
+                "ROLES",
+                "STATE",
+                "INTERNAL-IP",
+                "EXTERNAL-IP",
+                "INSTANCE-GROUP",
+                "MACHINE-TYPE",
+            ]);
+            for r in &rows {
+                t.row(
+                    [
+                        "id",
+                        "nodeName",
+                        "status",
+                        "roles",
+                        "state",
+                        "internalIP",
+                        "externalIP",
+                        "instanceGroup",
+                        "machineType",
+                    ]
+                    .iter()
+                    .map(|k| text(r, k))
+                    .collect(),
+                );
+            }
+            print(&format!("\n{}", t.render()));
+        }
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- delete instance
+
+#[derive(Debug, Args)]
+pub struct DeleteInstanceArgs {
+    /// The instance's id (`i-...`) or its node's name.
+    #[arg(value_name = "INSTANCE|NODE")]
+    pub target: String,
+    /// Delete it (otherwise only say what would happen).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Detach the instance from its group first, so the group launches the
+    /// replacement before the instance goes (default true, as kops).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = true, value_name = "BOOL")]
+    pub surge: bool,
+    /// Do not use the Kubernetes API: no node lookup, no drain.
+    #[arg(long)]
+    pub cloudonly: bool,
+    /// Kubeconfig for the node lookup and drain (default: KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+pub async fn delete_instance(global: &GlobalArgs, a: DeleteInstanceArgs) -> Result<i32> {
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, None).await?;
+    kops_ops::require_cluster(&registry, &cluster).await?;
+    let kube = if a.cloudonly {
+        None
+    } else {
+        let connected = async {
+            let k = kops_roll::KubeClient::connect(a.kubeconfig.as_deref(), &cluster).await?;
+            let nodes = k.nodes().await?;
+            Ok::<_, kops_roll::RollError>((k, nodes))
+        }
+        .await;
+        match connected {
+            Ok(k) => Some(k),
+            Err(e) => bail!(
+                "cannot reach the Kubernetes API of cluster `{cluster}`: {}\nhint: pass --kubeconfig, or --cloudonly to delete without draining",
+                e.to_string().lines().next().unwrap_or_default()
+            ),
+        }
+    };
+    let nodes = kube.as_ref().map(|(_, n)| n.clone()).unwrap_or_default();
+    let live = live_instances(&registry, &cluster, &nodes).await?;
+    let found = live.groups.iter().find_map(|g| {
+        g.members()
+            .find(|m| {
+                m.id() == a.target
+                    || (!a.cloudonly && m.node.as_ref().is_some_and(|n| n.name == a.target))
+            })
+            .map(|m| (g, m))
+    });
+    let Some((group, member)) = found else {
+        bail!(
+            "instance `{}` not found in cluster `{cluster}`\nhint: `kops get instances --name {cluster}` lists its instances and their node names",
+            a.target
+        );
+    };
+    let id = member.id().to_string();
+    match (&member.node, a.cloudonly) {
+        (_, true) => print(&format!("Instance {id} found for deletion\n")),
+        (Some(n), false) => print(&format!("Instance {id} ({}) found for deletion\n", n.name)),
+        (None, false) => bail!(
+            "instance {id} has no node in cluster `{cluster}`\nhint: use --cloudonly to delete it without the Kubernetes API"
+        ),
+    }
+    if !a.yes {
+        print("\nMust specify --yes to delete instance\n");
+        return Ok(0);
+    }
+    let mut detached = member.instance.detached;
+    if a.surge && !detached {
+        kops_aws::instances::detach_for_surge(&live.cloud, &group.name, &id).await?;
+        detached = true;
+        status(&format!(
+            "Detached {id} from {}; the group launches its replacement",
+            group.name
+        ));
+    }
+    if let (Some((k, _)), Some(node)) = (&kube, &member.node) {
+        k.cordon(&node.name).await?;
+        let mut evicted = 0;
+        for pod in k.pods(Some(&node.name)).await? {
+            if pod.is_evictable() {
+                if let kops_roll::Eviction::Evicted = k.evict(&pod).await? {
+                    evicted += 1;
+                }
+            }
+        }
+        status(&format!(
+            "Cordoned node {} and evicted {evicted} pods",
+            node.name
+        ));
+    }
+    if detached {
+        kops_aws::instances::terminate_instance(&live.cloud, &id).await?;
+    } else {
+        kops_aws::instances::terminate_in_group(&live.cloud, &id).await?;
+    }
+    status(&format!(
+        "Terminated instance {id}; group {} replaces it",
+        group.name
+    ));
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- delete -f
+
+/// `kops delete -f FILE`: deletes every cluster and instance group the
+/// files name (groups of a cluster deleted by the same files are skipped).
+pub async fn delete_files(global: &GlobalArgs, files: &[PathBuf], yes: bool) -> Result<i32> {
+    // Read and parse every file first: a bad second file must not leave the first deleted.
+    let mut objects = Vec::new();
+    for f in files {
+        let text = if f == Path::new("-") {
+            let mut t = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)?;
+            t
+        } else {
+            std::fs::read_to_string(f).map_err(|source| OpsError::ReadFile {
+                path: f.display().to_string(),
+                source,
+            })?
+        };
+        let source = f.display().to_string();
+        let parsed = parse_objects(&source, &text).map_err(OpsError::from)?;
+        if parsed.is_empty() {
+            return Err(OpsError::EmptyManifest {
+                source_name: source,
+            }
+            .into());
+        }
+        for o in &parsed {
+            if let Object::SshCredential { .. } | Object::Other(_) = o {
+                bail!("`{source}`: `delete -f` deletes Cluster and InstanceGroup objects only\nhint: delete SSH keys with `kops delete sshpublickey`");
+            }
+        }
+        objects.extend(parsed);
+    }
+    let mut deleted_clusters = Vec::new();
+    for o in objects {
+        match o {
+            Object::Cluster(c) => {
+                let name = c.name().to_string();
+                let args = DeleteArgs {
+                    filenames: Vec::new(),
+                    yes: false,
+                    what: Some(DeleteCommand::Cluster {
+                        cluster_name: Some(name.clone()),
+                        yes,
+                        unregister: false,
+                        region: None,
+                        count: 30,
+                        interval: std::time::Duration::from_secs(10),
+                    }),
+                };
+                Box::pin(crate::commands::delete(global, args)).await?;
+                deleted_clusters.push(name);
+            }
+            Object::InstanceGroup(ig) => {
+                let cluster = match ig.cluster_label().filter(|c| !c.is_empty()) {
+                    Some(c) => c.to_string(),
+                    None => match &global.name {
+                        Some(n) => n.clone(),
+                        None => {
+                            return Err(OpsError::NoClusterForObject {
+                                kind: "InstanceGroup".into(),
+                                name: ig.name().to_string(),
+                            }
+                            .into())
+                        }
+                    },
+                };
+                if deleted_clusters.contains(&cluster) {
+                    continue;
+                }
+                let mut g = global.clone();
+                g.name = Some(cluster);
+                let args = DeleteArgs {
+                    filenames: Vec::new(),
+                    yes: false,
+                    what: Some(DeleteCommand::Instancegroup {
+                        group: ig.name().to_string(),
+                        yes,
+                    }),
+                };
+                Box::pin(crate::commands::delete(&g, args)).await?;
+            }
+            Object::SshCredential { .. } | Object::Other(_) => {}
+        }
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- trust keypair
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    #[command(subcommand)]
+    pub what: TrustCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TrustCommand {
+    /// Trust distrusted keypairs again (the reverse of `distrust keypair`).
+    Keypair {
+        /// The keyset (e.g. kubernetes-ca).
+        #[arg(value_name = "KEYSET")]
+        keyset: String,
+        /// The keypairs' ids (`get keypairs --distrusted` lists them).
+        #[arg(value_name = "ID", required = true)]
+        ids: Vec<String>,
+    },
+}
+
+pub async fn trust(global: &GlobalArgs, args: TrustArgs) -> Result<i32> {
+    let TrustCommand::Keypair { keyset, ids } = args.what;
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, None).await?;
+    let done = kops_ops::pki::trust_keypair(&registry, &cluster, &keyset, &ids).await?;
+    if done.is_empty() {
+        status(&format!("The {keyset} keypairs named are already trusted"));
+    }
+    for id in done {
+        print(&format!("Trusted {keyset} {id}\n"));
+    }
+    Ok(0)
+}
+
+// ---------------------------------------------------------------- upgrade cluster
+
+#[derive(Debug, Args)]
+pub struct UpgradeArgs {
+    #[command(subcommand)]
+    pub what: UpgradeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UpgradeCommand {
+    /// Propose the Kubernetes version (and images) the cluster's channel recommends; --yes stores them.
+    Cluster(UpgradeClusterArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UpgradeClusterArgs {
+    #[arg(value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// Store the proposed changes (otherwise only show them).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Channel to upgrade with: stable, alpha, or a channel file (path or file:// URL).
+    #[arg(long, value_name = "CHANNEL")]
+    pub channel: Option<String>,
+    /// Kubernetes version to upgrade to (instead of the channel's recommendation).
+    #[arg(long, value_name = "VERSION")]
+    pub kubernetes_version: Option<String>,
+}
+
+/// The kops release whose channel data is compiled in: a minor upgrade is
+/// proposed only up to its own minor version (as kops does).
+const KOPS_VERSION: (u64, u64, u64) = (1, 37, 0);
+/// kops' release is a pre-release of 1.37.0, so 1.37.0 itself is newer.
+const KOPS_IS_PRERELEASE: bool = true;
+
+/// `kubernetesVersions` of kops' `channels/stable` (`channels/alpha` has the
+/// same list): the lowest version of each range and the recommended release.
+const CHANNEL_KUBERNETES_VERSIONS: &[((u64, u64, u64), &str)] = &[
+    ((1, 36, 0), "1.36.3"),
+    ((1, 35, 0), "1.35.7"),
+    ((1, 34, 0), "1.34.10"),
+    ((1, 33, 0), "1.33.13"),
+    ((1, 32, 0), "1.32.13"),
+    ((1, 31, 0), "1.31.14"),
+    ((1, 30, 0), "1.30.14"),
+    ((1, 29, 0), "1.29.15"),
+    ((1, 28, 0), "1.28.15"),
+    ((1, 27, 0), "1.27.16"),
+    ((1, 26, 0), "1.26.15"),
+    ((1, 25, 0), "1.25.16"),
+    ((1, 24, 0), "1.24.17"),
+    ((1, 23, 0), "1.23.17"),
+    ((1, 22, 0), "1.22.17"),
+    ((1, 21, 0), "1.21.14"),
+    ((1, 20, 0), "1.20.15"),
+    ((1, 19, 0), "1.19.16"),
+    ((1, 18, 0), "1.18.20"),
+    ((1, 17, 0), "1.17.17"),
+    ((1, 16, 0), "1.16.15"),
+    ((1, 15, 0), "1.15.12"),
+    ((1, 14, 0), "1.14.10"),
+    ((1, 13, 0), "1.13.12"),
+    ((1, 12, 0), "1.12.10"),
+    ((1, 11, 0), "1.11.10"),
+];
+
+type Triple = (u64, u64, u64);
+
+fn triple(v: &KubernetesVersion) -> Triple {
+    (v.major, v.minor, v.patch)
+}
+
+/// One `kubernetesVersions` entry: a range and its recommended version.
+struct VersionSpec {
+    range: Vec<(String, Triple)>,
+    recommended: String,
+}
+
+impl VersionSpec {
+    fn matches(&self, v: Triple) -> bool {
+        self.range.iter().all(|(op, bound)| match op.as_str() {
+            ">=" => v >= *bound,
+            ">" => v > *bound,
+            "<=" => v <= *bound,
+            "<" => v < *bound,
+            _ => v == *bound,
+        })
+    }
+}
+
+/// Parses a semver range as kops' channels write them (`>=1.36.0`,
+/// `>=1.4.0 <1.5.0`); pre-release suffixes of bounds are ignored.
+fn parse_range(text: &str) -> Option<Vec<(String, Triple)>> {
+    text.split_whitespace()
+        .map(|part| {
+            let op_len = part
+                .chars()
+                .take_while(|c| matches!(c, '<' | '>' | '='))
+                .count();
+            let (op, rest) = part.split_at(op_len);
+            let v = KubernetesVersion::parse(rest)?;
+            Some((op.to_string(), triple(&v)))
+        })
+        .collect()
+}
+
+/// The channel's Kubernetes versions: compiled in for `stable` and `alpha`,
+/// read from the file for a path or `file://` URL.
+fn channel_versions(channel: &str) -> Result<Vec<VersionSpec>> {
+    let builtin = |_: ()| {
+        CHANNEL_KUBERNETES_VERSIONS
+            .iter()
+            .map(|(low, rec)| VersionSpec {
+                range: vec![(">=".to_string(), *low)],
+                recommended: rec.to_string(),
+            })
+            .collect::<Vec<_>>()
+    };
+    let name = channel
+        .trim_start_matches("https://raw.githubusercontent.com/kubernetes/kops/master/channels/");
+    match name {
+        "stable" | "alpha" => return Ok(builtin(())),
+        _ => {}
+    }
+    let path = channel.strip_prefix("file://").unwrap_or(channel);
+    if !(path.starts_with('/') || path.starts_with('.')) {
+        bail!("channel `{channel}` is not known\nhint: use `stable`, `alpha`, or a channel file as a path or file:// URL");
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| OpsError::ReadFile {
+        path: path.to_string(),
+        source,
+    })?;
+    let doc: serde_json::Value = serde_yaml_ng::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("channel file `{path}` is not YAML: {e}"))?;
+    let mut out = Vec::new();
+    for entry in doc
+        .pointer("/spec/kubernetesVersions")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let (Some(range), Some(rec)) = (
+            entry.get("range").and_then(|r| r.as_str()),
+            entry.get("recommendedVersion").and_then(|r| r.as_str()),
+        ) else {
+            continue;
+        };
+        let Some(range) = parse_range(range) else {
+            bail!("channel file `{path}`: cannot read the range `{range}`");
+        };
+        out.push(VersionSpec {
+            range,
+            recommended: rec.to_string(),
+        });
+    }
+    if out.is_empty() {
+        bail!("channel file `{path}` lists no spec.kubernetesVersions\nhint: a channel file is kops' channel format (see kops' channels/stable)");
+    }
+    Ok(out)
+}
+
+fn find_spec(specs: &[VersionSpec], v: Triple) -> Option<&VersionSpec> {
+    specs.iter().find(|s| s.matches(v))
+}
+
+/// The version kops proposes: the recommended release of the current
+/// version's range, or of the next minor version when the compiled-in kops
+/// release is at least that new; never a downgrade.
+fn proposed_version(
+    specs: &[VersionSpec],
+    current: &KubernetesVersion,
+) -> Option<KubernetesVersion> {
+    let recommended = KubernetesVersion::parse(&find_spec(specs, triple(current))?.recommended)?;
+    let mut proposed = recommended.clone();
+    let next = (recommended.major, recommended.minor + 1, 0);
+    let kops_ok = if KOPS_IS_PRERELEASE {
+        next < KOPS_VERSION
+    } else {
+        next <= KOPS_VERSION
+    };
+    if kops_ok {
+        if let Some(v) =
+            find_spec(specs, next).and_then(|s| KubernetesVersion::parse(&s.recommended))
+        {
+            proposed = v;
+        }
+    }
+    if triple(current) > triple(&proposed) {
+        return Some(current.clone());
+    }
+    Some(proposed)
+}
+
+/// kops' test for images it may replace: those of the distributions its
+/// channels name (a custom image is left alone).
+fn upstream_image(image: &str) -> bool {
+    [
+        "kope.io/k8s-",
+        "099720109477/ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-",
+        "099720109477/ubuntu/images/hvm-ssd/ubuntu-jammy-22.04-",
+        "099720109477/ubuntu/images/hvm-ssd/ubuntu-focal-20.04-",
+    ]
+    .iter()
+    .any(|p| image.starts_with(p))
+}
+
+fn semver_text(v: &KubernetesVersion) -> String {
+    v.to_string().trim_start_matches('v').to_string()
+}
+
+pub async fn upgrade(global: &GlobalArgs, args: UpgradeArgs) -> Result<i32> {
+    let UpgradeCommand::Cluster(a) = args.what;
+    let registry = state(global).await?;
+    let name = cluster_name(&registry, global, a.cluster_name.as_deref()).await?;
+    let mut cluster = kops_ops::require_cluster(&registry, &name).await?;
+    let mut groups = registry.list_instance_groups(&name).await?;
+    let current_channel = cluster.spec.channel.clone().unwrap_or_default();
+    let channel = a
+        .channel
+        .clone()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| {
+            if current_channel.is_empty() {
+                "stable".to_string()
+            } else {
+                current_channel.clone()
+            }
+        });
+    let specs = channel_versions(&channel)?;
+    // (item, property, old, new)
+    let mut actions: Vec<[String; 4]> = Vec::new();
+    if channel != current_channel {
+        actions.push([
+            "Cluster".into(),
+            "Channel".into(),
+            current_channel.clone(),
+            channel.clone(),
+        ]);
+        cluster.spec.channel = Some(channel.clone());
+    }
+    let old_text = cluster.spec.kubernetes_version.clone().unwrap_or_default();
+    let current = KubernetesVersion::parse(&old_text);
+    if current.is_none() {
+        status(&format!(
+            "warning: cannot read the cluster's kubernetesVersion `{old_text}`"
+        ));
+    }
+    let proposed = match &a.kubernetes_version {
+        Some(v) => Some(KubernetesVersion::parse(v).ok_or_else(|| {
+            kops_ops::flag_error(
+                "--kubernetes-version",
+                &format!("`{v}` is not a Kubernetes version"),
+                "write e.g. `1.35.7`",
+            )
+        })?),
+        None => current.as_ref().and_then(|c| {
+            let p = proposed_version(&specs, c);
+            if p.is_none() {
+                status(&format!(
+                    "warning: channel `{channel}` has no version information for Kubernetes {old_text}"
+                ));
+            }
+            p
+        }),
+    };
+    let proposed = match (&current, proposed) {
+        (Some(c), Some(p)) if triple(c) > triple(&p) => Some(c.clone()),
+        (_, p) => p,
+    };
+    if let (Some(c), Some(p)) = (&current, &proposed) {
+        if c != p {
+            let new = semver_text(p);
+            actions.push([
+                "Cluster".into(),
+                "KubernetesVersion".into(),
+                old_text.clone(),
+                new.clone(),
+            ]);
+            cluster.spec.kubernetes_version = Some(new);
+        }
+    }
+    let target = proposed.or(current);
+    let mut changed_groups = Vec::new();
+    if let Some(v) = &target {
+        let cloud = cluster.spec.cloud_provider.clone().unwrap_or_default();
+        for g in &mut groups {
+            let arch = kops_api::new_cluster::machine_architecture(
+                g.spec.machine_type.as_deref().unwrap_or_default(),
+            );
+            let Some(image) = kops_api::new_cluster::default_image(&cloud, v, arch) else {
+                continue;
+            };
+            let old = g.spec.image.clone().unwrap_or_default();
+            if (old.is_empty() || upstream_image(&old)) && old != image {
+                actions.push([
+                    format!("InstanceGroup/{}", g.name()),
+                    "Image".into(),
+                    old,
+                    image.to_string(),
+                ]);
+                g.spec.image = Some(image.to_string());
+                changed_groups.push(g.name().to_string());
+            }
+        }
+    }
+    if actions.is_empty() {
+        status("\nNo upgrade required");
+        return Ok(0);
+    }
+    let mut t = Table::new(&["ITEM", "PROPERTY", "OLD", "NEW"]);
+    for row in &actions {
+        t.row(row.to_vec());
+    }
+    print(&t.render());
+    if !a.yes {
+        print("\nMust specify --yes to perform upgrade\n");
+        return Ok(0);
+    }
+    kops_ops::save_edited_cluster(&registry, &name, &to_yaml(&cluster)).await?;
+    for g in groups
+        .iter()
+        .filter(|g| changed_groups.iter().any(|c| c == g.name()))
+    {
+        kops_ops::save_edited_instance_group(&registry, &name, g.name(), &to_yaml(g)).await?;
+    }
+    print(&format!(
+        "\nUpdates applied to configuration.\nYou can now apply these changes, using `kops update cluster {name}`\n"
+    ));
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(text: &str) -> KubernetesVersion {
+        KubernetesVersion::parse(text).unwrap()
+    }
+
+    #[test]
+    fn proposes_as_kops_stable_channel() {
+        let specs = channel_versions("stable").unwrap();
+        // Next minor when kops (1.37 pre-release) is at least that new.
+        assert_eq!(
+            semver_text(&proposed_version(&specs, &v("1.34.1")).unwrap()),
+            "1.35.7"
+        );
+        assert_eq!(
+            semver_text(&proposed_version(&specs, &v("1.35.0")).unwrap()),
+            "1.36.3"
+        );
+        // 1.37.0 is newer than kops 1.37.0-alpha.1: stay on 1.36.
+        assert_eq!(
+            semver_text(&proposed_version(&specs, &v("1.36.0")).unwrap()),
+            "1.36.3"
+        );
+        // Never a downgrade.
+        assert_eq!(
+            semver_text(&proposed_version(&specs, &v("1.36.9")).unwrap()),
+            "1.36.9"
+        );
+    }
+
+    #[test]
+    fn ranges() {
+        let r = parse_range(">=1.4.0 <1.5.0").unwrap();
+        let s = VersionSpec {
+            range: r,
+            recommended: String::new(),
+        };
+        assert!(s.matches((1, 4, 7)));
+        assert!(!s.matches((1, 5, 0)));
+        assert!(channel_versions("beta").is_err());
+    }
+}
