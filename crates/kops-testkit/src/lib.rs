@@ -87,7 +87,24 @@ pub fn require_moto() -> Option<&'static Moto> {
     Some(Moto::shared())
 }
 
-/// Fixes for moto bugs (see the file), run before moto's `main`.
+/// `../shared/tools/moto_patched.py` when the shared tree is there: moto
+/// with fixes for more of its bugs (among them DescribeLaunchTemplates
+/// paged with `NextToken`, which plain moto cuts at 15 templates). It is
+/// read from the shared tree at run time, never copied into the repo; the
+/// test server runs it as moto's entry point (see [`with_patches`]).
+/// `None`, silently, without the shared tree or the script.
+pub fn moto_patched_script() -> Option<PathBuf> {
+    let root = workspace_root();
+    let root = root.canonicalize().unwrap_or(root);
+    let script = root
+        .parent()
+        .unwrap_or(&root)
+        .join("shared/tools/moto_patched.py");
+    script.is_file().then_some(script)
+}
+
+/// Fixes for moto bugs (see the file), run before moto's `main` (or before
+/// [`moto_patched_script`], named by `KOPS_TESTKIT_MOTO_PATCHED`).
 const MOTO_PATCHES: &str = include_str!("moto_patches.py");
 
 /// `binary` (moto's Python entry script) wrapped so that
@@ -120,6 +137,8 @@ pub struct Moto {
     port: u16,
     child: Child,
     watchdog: Option<Child>,
+    /// The shared tree's patched moto this server runs, if any.
+    patched: Option<PathBuf>,
 }
 
 impl Moto {
@@ -143,9 +162,12 @@ impl Moto {
             )
         })?;
         let wrapped = with_patches(&binary)?;
+        // The shared patched moto runs only under our wrapper (a Python
+        // entry script); a non-Python `MOTO_SERVER` is used as it is.
+        let patched = moto_patched_script().filter(|_| wrapped != binary);
         let mut result = None;
         for _ in 0..PORT_ATTEMPTS {
-            match free_port().and_then(|port| Self::start_on(&wrapped, port)) {
+            match free_port().and_then(|port| Self::start_on(&wrapped, port, patched.as_deref())) {
                 Ok(moto) => {
                     result = Some(Ok(moto));
                     break;
@@ -160,7 +182,7 @@ impl Moto {
         result.expect("at least one attempt")
     }
 
-    fn start_on(binary: &Path, port: u16) -> io::Result<Moto> {
+    fn start_on(binary: &Path, port: u16, patched: Option<&Path>) -> io::Result<Moto> {
         // moto's output goes to an unlinked temporary file: kept for the
         // error message if startup fails, never left behind.
         let log_path = std::env::temp_dir().join(format!(
@@ -168,7 +190,12 @@ impl Moto {
             std::process::id()
         ));
         let log = File::create(&log_path)?;
-        let spawned = Command::new(binary)
+        let mut command = Command::new(binary);
+        match patched {
+            Some(script) => command.env("KOPS_TESTKIT_MOTO_PATCHED", script),
+            None => command.env_remove("KOPS_TESTKIT_MOTO_PATCHED"),
+        };
+        let spawned = command
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
@@ -222,7 +249,17 @@ impl Moto {
             port,
             child,
             watchdog,
+            patched: patched.map(Path::to_path_buf),
         })
+    }
+
+    /// True when this server runs the shared tree's patched moto, which
+    /// pages DescribeLaunchTemplates with `NextToken` (plain moto answers
+    /// at most 15 templates and ignores the token). Tests of more than 15
+    /// templates check this and skip those assertions, saying why, when
+    /// it is false.
+    pub fn pages_launch_templates(&self) -> bool {
+        self.patched.is_some()
     }
 
     /// The port moto listens on (127.0.0.1).
@@ -465,6 +502,18 @@ mod tests {
         let port = moto.port();
         drop(moto);
         assert!(http_request(port, "GET", "/moto-api/").is_err());
+    }
+
+    #[test]
+    fn moto_runs_the_shared_patched_moto_when_present() {
+        let Some(moto) = require_moto() else { return };
+        assert_eq!(
+            moto.pages_launch_templates(),
+            moto_patched_script().is_some()
+                && moto_server_path()
+                    .and_then(|p| std::fs::read(p).ok())
+                    .is_some_and(|b| b.starts_with(b"#!") && b.windows(6).any(|w| w == b"python"))
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 # Fixes for moto_server bugs that make real AWS behaviour impossible to
 # test, applied by kops-testkit before moto's own `main`. Each patch only
 # corrects what moto answers or keeps wrongly; nothing here imitates AWS.
+import os
+import runpy
 import sys
 
 from moto.core.types import Base64EncodedString
@@ -69,6 +71,15 @@ def _dns_from_any_ip(ip, dns_type="internal"):
 
 ec2_utils.generate_dns_from_ip = _dns_from_any_ip
 elastic_network_interfaces.generate_dns_from_ip = _dns_from_any_ip
+
+# The shared tree's patched moto (more fixes, e.g. DescribeLaunchTemplates
+# paged with NextToken where plain moto stops at 15) runs as moto's entry
+# point when kops-testkit found it; the fixes above stay applied under it.
+_shared_moto = os.environ.get("KOPS_TESTKIT_MOTO_PATCHED")
+if _shared_moto:
+    sys.argv[0] = _shared_moto
+    runpy.run_path(_shared_moto, run_name="__main__")
+    sys.exit(0)
 
 from moto.server import main  # noqa: E402
 
