@@ -12,12 +12,15 @@
 //! alone. An addon without a renderer is written to the state store as a
 //! placeholder comment.
 
+mod certmanager;
 mod cilium;
 mod cloud_controller;
 mod cluster_autoscaler;
 mod coredns;
 mod dns_controller;
 mod ebs_csi;
+mod fold;
+pub mod kops_controller;
 mod metrics_server;
 mod node_termination_handler;
 mod service_account_role;
@@ -44,7 +47,9 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "node-termination-handler.aws" => node_termination_handler::objects(model)?,
         "cluster-autoscaler.addons.k8s.io" => cluster_autoscaler::objects(model)?,
         "metrics-server.addons.k8s.io" => metrics_server::objects(model)?,
+        "certmanager.io" => certmanager::objects(model)?,
         "networking.cilium.io" => cilium::objects(model),
+        "kops-controller.addons.k8s.io" => kops_controller::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
@@ -58,7 +63,8 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
             object
         })
         .collect();
-    Ok(Some(kops_api::manifest::to_yaml_stream(&objects)))
+    let text = kops_api::manifest::to_yaml_stream(&objects);
+    Ok(Some(fold::fold(&text)))
 }
 
 /// The objects of an addon whose template needs no context.
@@ -116,6 +122,9 @@ fn label(object: &mut Value, key: &str) {
     let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
+    // kops rewrites the metadata through its typed form, which drops
+    // fields left empty (`annotations:` with nothing under it).
+    metadata.retain(|_, v| !v.is_null());
     let labels = metadata
         .entry("labels")
         .or_insert_with(|| Value::Object(Default::default()));
@@ -130,10 +139,23 @@ fn label(object: &mut Value, key: &str) {
 
 /// The label the channel selects an addon's objects by: `k8s-addon=<key>`,
 /// except metrics-server (`k8s-app=metrics-server`) and cert-manager (none).
+/// The label selector the bootstrap channel lists for an addon.
+pub fn channel_selector(key: &str) -> Value {
+    if key.starts_with("networking.") {
+        return json!({"role.kubernetes.io/networking": "1"});
+    }
+    match key {
+        "metrics-server.addons.k8s.io" => json!({"k8s-app": "metrics-server"}),
+        _ => json!({"k8s-addon": key}),
+    }
+}
+
 fn selector(key: &str) -> Option<(&str, &str)> {
     match key {
         "metrics-server.addons.k8s.io" => Some(("k8s-app", "metrics-server")),
         "certmanager.io" => None,
+        // Networking addons are selected by role, as kops does.
+        "networking.cilium.io" => Some(("role.kubernetes.io/networking", "1")),
         _ => Some(("k8s-addon", key)),
     }
 }
