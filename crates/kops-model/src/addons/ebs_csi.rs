@@ -25,7 +25,7 @@
 
 use serde_json::{json, Value};
 
-use super::service_account_role;
+use super::{service_account_role, template, TemplateError};
 use crate::Model;
 
 /// The driver release kops deploys unless `version` says otherwise.
@@ -33,7 +33,10 @@ const DEFAULT_VERSION: &str = "v1.58.0";
 /// The controller's service account, which carries the IAM role with IRSA.
 const CONTROLLER_SERVICE_ACCOUNT: &str = "ebs-csi-controller-sa";
 
-pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
+/// The driver's objects; `None` when kops does not deploy it or kops-rs
+/// cannot render it (see the module's notes), an error when the template
+/// does not render (a kops-rs bug).
+pub(super) fn objects(model: &Model<'_>) -> Result<Option<Vec<Value>>, TemplateError> {
     let spec = &model.cluster.spec;
     let empty = Default::default();
     let driver = spec
@@ -42,9 +45,11 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
         .and_then(|c| c.aws_ebs_csi_driver.as_ref())
         .unwrap_or(&empty);
     if driver.get("managed").and_then(Value::as_bool) == Some(false) {
-        return None;
+        return Ok(None);
     }
-    let region = crate::iam::region(model)?;
+    let Some(region) = crate::iam::region(model) else {
+        return Ok(None);
+    };
 
     let version = driver
         .get("version")
@@ -93,16 +98,15 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
         "kubernetes_1_35": kubernetes_1_35,
         "selinux_mount": false,
     });
-    // A template error is a kops-rs bug the golden tests catch; the caller
-    // then writes a placeholder rather than a wrong manifest.
-    let mut objects = super::template::render(
+    let mut objects = template::render(
         "aws-ebs-csi-driver.addons.k8s.io",
         include_str!("ebs_csi/manifest.yaml"),
         &context,
+    )?;
+    Ok(
+        service_account_role::add(model, &mut objects, &[CONTROLLER_SERVICE_ACCOUNT])
+            .map(|()| objects),
     )
-    .ok()?;
-    service_account_role::add(model, &mut objects, &[CONTROLLER_SERVICE_ACCOUNT])?;
-    Some(objects)
 }
 
 /// An integer setting, given as a number or a numeric string.

@@ -43,7 +43,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "coredns.addons.k8s.io" => coredns::objects(model),
         "dns-controller.addons.k8s.io" => dns_controller::objects(model),
         "aws-cloud-controller.addons.k8s.io" => cloud_controller::objects(model),
-        "aws-ebs-csi-driver.addons.k8s.io" => ebs_csi::objects(model),
+        "aws-ebs-csi-driver.addons.k8s.io" => ebs_csi::objects(model)?,
         "node-termination-handler.aws" => node_termination_handler::objects(model)?,
         "cluster-autoscaler.addons.k8s.io" => cluster_autoscaler::objects(model)?,
         "metrics-server.addons.k8s.io" => metrics_server::objects(model)?,
