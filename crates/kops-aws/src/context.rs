@@ -716,6 +716,27 @@ const RETRYABLE_CODES: &[&str] = &[
     "ResourceInUse",
 ];
 
+/// True when AWS asks to be asked again (throttling, a 5xx answer), the
+/// request never got an answer (a dropped connection, a timeout), or the
+/// object is not visible yet. Missing credentials are not: asking again
+/// finds none either.
+pub fn is_retryable<E>(err: &SdkError<E, HttpResponse>) -> bool
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    if crate::error_text::error_text(err).text == crate::error_text::NO_CREDENTIALS {
+        return false;
+    }
+    let status_5xx = err
+        .raw_response()
+        .is_some_and(|r| r.status().as_u16() >= 500);
+    let transport = matches!(
+        err,
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_)
+    );
+    status_5xx || transport || err.code().is_some_and(|c| RETRYABLE_CODES.contains(&c))
+}
+
 /// Turns an SDK error into a task error: retryable when AWS says so (or the
 /// object is not visible yet), fatal otherwise, always with the operation,
 /// the resource and AWS' own message.
@@ -727,25 +748,9 @@ pub fn classify<E>(
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
-    let code = err.code().map(str::to_string);
-    let status_5xx = err
-        .raw_response()
-        .is_some_and(|r| r.status().as_u16() >= 500);
-    let transport = matches!(
-        err,
-        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_)
-    );
-    let message = match err.message() {
-        Some(m) => format!("{}: {m}", code.as_deref().unwrap_or("error")),
-        None => aws_smithy_types::error::display::DisplayErrorContext(&err).to_string(),
-    };
+    let message = crate::error_text::error_text(&err).text;
     let text = format!("{operation} on `{resource}`: {message}");
-    let retry = status_5xx
-        || transport
-        || code
-            .as_deref()
-            .is_some_and(|c| RETRYABLE_CODES.contains(&c));
-    if retry {
+    if is_retryable(&err) {
         TaskError::retryable(text)
     } else {
         TaskError::fatal(text)

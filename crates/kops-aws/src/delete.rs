@@ -60,9 +60,47 @@ fn iam_names(cluster: &str) -> Vec<String> {
         .collect()
 }
 
+/// How often the listing (and the revocation of rules between groups) is
+/// tried when AWS' answer is retryable (throttling, 5xx, a dropped
+/// connection), each try after the SDK's own attempts.
+const WHOLE_STEP_ATTEMPTS: u32 = 5;
+
+/// Runs `step` again while it fails with a retryable AWS error, up to
+/// [`WHOLE_STEP_ATTEMPTS`] times, waiting longer each time.
+async fn retrying<T, F, Fut>(what: &str, mut step: F) -> Result<T, AwsError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, AwsError>>,
+{
+    let mut wait = Duration::from_millis(250);
+    let mut attempt = 1;
+    loop {
+        match step().await {
+            Err(e) if e.is_retryable() && attempt < WHOLE_STEP_ATTEMPTS => {
+                tracing::info!("{what}: {e}; trying again ({attempt}/{WHOLE_STEP_ATTEMPTS})");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Lists every resource of the cluster: one tagged Describe per EC2 type
-/// and filter, and a GetRole / GetInstanceProfile per kops role name.
+/// and filter (every page), and a GetRole / GetInstanceProfile per kops
+/// role name. Retried as a whole while AWS' answers are retryable.
 pub async fn list_cluster_resources(
+    cloud: &AwsCloud,
+    cluster: &str,
+) -> Result<Vec<Resource>, AwsError> {
+    retrying("listing the cluster's resources", || {
+        list_cluster_resources_once(cloud, cluster)
+    })
+    .await
+}
+
+async fn list_cluster_resources_once(
     cloud: &AwsCloud,
     cluster: &str,
 ) -> Result<Vec<Resource>, AwsError> {
@@ -163,30 +201,34 @@ pub async fn list_cluster_resources(
         let tags = as_ec2(g.target_group_arn());
         add(2, "target-group", g.target_group_arn(), &tags, None);
     }
-    // One Describe per type and filter, all at once.
+    // One Describe per type and filter (every page of it), all at once.
+    // DescribeAddresses and DescribeKeyPairs have no pages in AWS' API.
+    macro_rules! paged {
+        ($request:expr) => {
+            $request
+                .into_paginator()
+                .items()
+                .send()
+                .collect::<Result<Vec<_>, _>>()
+        };
+    }
     let describe = |filter: Filter| async move {
         tokio::join!(
-            ec2.describe_launch_templates()
-                .filters(filter.clone())
-                .send(),
-            ec2.describe_volumes().filters(filter.clone()).send(),
-            ec2.describe_instances().filters(filter.clone()).send(),
-            ec2.describe_nat_gateways().filter(filter.clone()).send(),
+            paged!(ec2.describe_launch_templates().filters(filter.clone())),
+            paged!(ec2.describe_volumes().filters(filter.clone())),
+            paged!(ec2.describe_instances().filters(filter.clone())),
+            paged!(ec2.describe_nat_gateways().filter(filter.clone())),
             ec2.describe_addresses().filters(filter.clone()).send(),
             ec2.describe_key_pairs().filters(filter.clone()).send(),
-            ec2.describe_security_groups()
-                .filters(filter.clone())
-                .send(),
-            ec2.describe_subnets().filters(filter.clone()).send(),
-            ec2.describe_internet_gateways()
-                .filters(filter.clone())
-                .send(),
-            ec2.describe_egress_only_internet_gateways()
-                .filters(filter.clone())
-                .send(),
-            ec2.describe_route_tables().filters(filter.clone()).send(),
-            ec2.describe_vpcs().filters(filter.clone()).send(),
-            ec2.describe_dhcp_options().filters(filter.clone()).send(),
+            paged!(ec2.describe_security_groups().filters(filter.clone())),
+            paged!(ec2.describe_subnets().filters(filter.clone())),
+            paged!(ec2.describe_internet_gateways().filters(filter.clone())),
+            paged!(ec2
+                .describe_egress_only_internet_gateways()
+                .filters(filter.clone())),
+            paged!(ec2.describe_route_tables().filters(filter.clone())),
+            paged!(ec2.describe_vpcs().filters(filter.clone())),
+            paged!(ec2.describe_dhcp_options().filters(filter.clone())),
         )
     };
     let [first, second] = filters(cluster);
@@ -209,18 +251,18 @@ pub async fn list_cluster_resources(
     ) in [by_name, by_key]
     {
         let r = templates.map_err(|e| AwsError::call("DescribeLaunchTemplates", cluster, e))?;
-        for t in r.launch_templates() {
+        for t in &r {
             add(1, "launch-template", t.launch_template_id(), t.tags(), None);
         }
         let r = volumes.map_err(|e| AwsError::call("DescribeVolumes", cluster, e))?;
-        for v in r.volumes() {
+        for v in &r {
             let state = v.state().map(|s| s.as_str().to_string());
             if state.as_deref() != Some("deleting") && state.as_deref() != Some("deleted") {
                 add(2, "volume", v.volume_id(), v.tags(), None);
             }
         }
         let r = instances.map_err(|e| AwsError::call("DescribeInstances", cluster, e))?;
-        for i in r.reservations().iter().flat_map(|r| r.instances()) {
+        for i in r.iter().flat_map(|r| r.instances()) {
             let state = i
                 .state()
                 .and_then(|s| s.name())
@@ -232,7 +274,7 @@ pub async fn list_cluster_resources(
             }
         }
         let r = nats.map_err(|e| AwsError::call("DescribeNatGateways", cluster, e))?;
-        for n in r.nat_gateways() {
+        for n in &r {
             let state = n.state().map(|s| s.as_str().to_string());
             if state.as_deref() != Some("deleted") && state.as_deref() != Some("deleting") {
                 add(1, "nat-gateway", n.nat_gateway_id(), n.tags(), None);
@@ -247,15 +289,15 @@ pub async fn list_cluster_resources(
             add(2, "keypair", k.key_name(), k.tags(), None);
         }
         let r = groups.map_err(|e| AwsError::call("DescribeSecurityGroups", cluster, e))?;
-        for g in r.security_groups() {
+        for g in &r {
             add(4, "security-group", g.group_id(), g.tags(), None);
         }
         let r = subnets.map_err(|e| AwsError::call("DescribeSubnets", cluster, e))?;
-        for s in r.subnets() {
+        for s in &r {
             add(3, "subnet", s.subnet_id(), s.tags(), None);
         }
         let r = gateways.map_err(|e| AwsError::call("DescribeInternetGateways", cluster, e))?;
-        for g in r.internet_gateways() {
+        for g in &r {
             let vpc = g.attachments().first().and_then(|a| a.vpc_id());
             add(
                 3,
@@ -267,7 +309,7 @@ pub async fn list_cluster_resources(
         }
         let r = egress_gateways
             .map_err(|e| AwsError::call("DescribeEgressOnlyInternetGateways", cluster, e))?;
-        for g in r.egress_only_internet_gateways() {
+        for g in &r {
             add(
                 3,
                 "egress-only-internet-gateway",
@@ -277,18 +319,18 @@ pub async fn list_cluster_resources(
             );
         }
         let r = tables.map_err(|e| AwsError::call("DescribeRouteTables", cluster, e))?;
-        for t in r.route_tables() {
+        for t in &r {
             let main = t.associations().iter().any(|a| a.main() == Some(true));
             if !main {
                 add(4, "route-table", t.route_table_id(), t.tags(), None);
             }
         }
         let r = vpcs.map_err(|e| AwsError::call("DescribeVpcs", cluster, e))?;
-        for v in r.vpcs() {
+        for v in &r {
             add(5, "vpc", v.vpc_id(), v.tags(), None);
         }
         let r = dhcp.map_err(|e| AwsError::call("DescribeDhcpOptions", cluster, e))?;
-        for d in r.dhcp_options() {
+        for d in &r {
             add(6, "dhcp-options", d.dhcp_options_id(), d.tags(), None);
         }
     }
@@ -443,10 +485,13 @@ async fn list_messaging(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>
         .sqs()
         .list_queues()
         .queue_name_prefix(&prefix)
+        .into_paginator()
+        .items()
         .send()
+        .collect::<Result<Vec<_>, _>>()
         .await
         .map_err(|e| AwsError::call("ListQueues", cluster, e))?;
-    for url in queues.queue_urls() {
+    for url in &queues {
         let tags = cloud
             .sqs()
             .list_queue_tags()
@@ -467,11 +512,7 @@ async fn list_messaging(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>
     }
     let rules = crate::context::list_event_rules(cloud.eventbridge(), cluster)
         .await
-        .map_err(|e| AwsError::Call {
-            operation: "ListRules",
-            resource: cluster.to_string(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| from_task("ListRules", cluster, e))?;
     for rule in rules {
         let (Some(name), Some(arn)) = (rule.name(), rule.arn()) else {
             continue;
@@ -529,11 +570,7 @@ async fn list_records(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>, 
         let zone_id = zone.id().trim_start_matches("/hostedzone/").to_string();
         let records = crate::context::list_record_sets(cloud.route53(), &zone_id)
             .await
-            .map_err(|e| AwsError::Call {
-                operation: "ListResourceRecordSets",
-                resource: zone_id.clone(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| from_task("ListResourceRecordSets", &zone_id, e))?;
         for r in records {
             let name = normalise_dns_name(r.name());
             let kind = r.r#type().as_str();
@@ -580,23 +617,11 @@ async fn delete_record(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError
         .action(ChangeAction::Delete)
         .resource_record_set(set.clone())
         .build()
-        .map_err(|e| {
-            Fatal(AwsError::Call {
-                operation: "ChangeResourceRecordSets",
-                resource: r.id.clone(),
-                message: e.to_string(),
-            })
-        })?;
+        .map_err(|e| Fatal(AwsError::other("ChangeResourceRecordSets", r.id.clone(), e)))?;
     let batch = ChangeBatch::builder()
         .changes(change)
         .build()
-        .map_err(|e| {
-            Fatal(AwsError::Call {
-                operation: "ChangeResourceRecordSets",
-                resource: r.id.clone(),
-                message: e.to_string(),
-            })
-        })?;
+        .map_err(|e| Fatal(AwsError::other("ChangeResourceRecordSets", r.id.clone(), e)))?;
     match cloud
         .route53()
         .change_resource_record_sets()
@@ -613,15 +638,11 @@ async fn delete_record(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError
 
 async fn delete_rule(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
     let events = cloud.eventbridge();
-    let targets = match events.list_targets_by_rule().rule(&r.id).send().await {
+    let targets = match crate::tasks::eventbridge::list_targets(events, &r.id).await {
         Ok(t) => t,
         Err(e) => return sort_error("ListTargetsByRule", r, e),
     };
-    let ids: Vec<String> = targets
-        .targets()
-        .iter()
-        .map(|t| t.id().to_string())
-        .collect();
+    let ids: Vec<String> = targets.iter().map(|t| t.id().to_string()).collect();
     if !ids.is_empty() {
         if let Err(e) = events
             .remove_targets()
@@ -636,6 +657,22 @@ async fn delete_rule(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> 
     match events.delete_rule().name(&r.id).send().await {
         Ok(_) => Ok(()),
         Err(e) => sort_error("DeleteRule", r, e),
+    }
+}
+
+/// A discovery error of the engine's kind (retryable or not) as the
+/// AwsError the listing returns, without repeating operation and resource.
+fn from_task(operation: &'static str, resource: &str, e: kops_engine::TaskError) -> AwsError {
+    let retryable = matches!(e, kops_engine::TaskError::Retryable { .. });
+    let text = e.to_string();
+    let prefix = format!("{operation} on `{resource}`: ");
+    let message = text.strip_prefix(&prefix).unwrap_or(&text).to_string();
+    AwsError::Call {
+        operation,
+        resource: resource.to_string(),
+        message,
+        hint: None,
+        retryable,
     }
 }
 
@@ -670,7 +707,10 @@ pub async fn delete_resources(
         .filter(|r| r.kind == "security-group")
         .map(|r| r.id.clone())
         .collect();
-    revoke_group_rules(cloud, &groups).await?;
+    retrying("revoking rules between security groups", || {
+        revoke_group_rules(cloud, &groups)
+    })
+    .await?;
 
     let mut last_error = String::new();
     while !todo.is_empty() {
@@ -796,13 +836,15 @@ where
     if gone {
         return Ok(());
     }
-    match classify(operation, &r.id, e) {
-        kops_engine::TaskError::Retryable { reason } => Err(Retry(reason)),
-        other => Err(Fatal(AwsError::Call {
-            operation,
-            resource: r.id.clone(),
-            message: other.to_string(),
-        })),
+    // IAM's answer while a role is still in an instance profile or has
+    // policies (a prerequisite step failed or raced): the next pass runs
+    // the prerequisites again, then the delete.
+    if code == "DeleteConflict" {
+        return Err(Retry(classify(operation, &r.id, e).to_string()));
+    }
+    match AwsError::call(operation, r.id.clone(), e) {
+        e if e.is_retryable() => Err(Retry(e.to_string())),
+        e => Err(Fatal(e)),
     }
 }
 
@@ -985,21 +1027,29 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
             .map(|_| ())
             .or_else(|e| sort_error("DeleteDhcpOptions", r, e)),
         "iam-instance-profile" => {
-            if let Ok(p) = iam
+            // Its roles out first; a failure of any step is sorted like
+            // the delete's own (retried next pass when AWS may answer
+            // differently), never skipped.
+            let roles = match iam
                 .get_instance_profile()
                 .instance_profile_name(&r.id)
                 .send()
                 .await
             {
-                for role in p.instance_profile().map(|p| p.roles()).unwrap_or_default() {
-                    iam.remove_role_from_instance_profile()
-                        .instance_profile_name(&r.id)
-                        .role_name(role.role_name())
-                        .send()
-                        .await
-                        .map(|_| ())
-                        .or_else(|e| sort_error("RemoveRoleFromInstanceProfile", r, e))?;
-                }
+                Ok(p) => p
+                    .instance_profile()
+                    .map(|p| p.roles().to_vec())
+                    .unwrap_or_default(),
+                Err(e) => return sort_error("GetInstanceProfile", r, e),
+            };
+            for role in roles {
+                iam.remove_role_from_instance_profile()
+                    .instance_profile_name(&r.id)
+                    .role_name(role.role_name())
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .or_else(|e| sort_error("RemoveRoleFromInstanceProfile", r, e))?;
             }
             iam.delete_instance_profile()
                 .instance_profile_name(&r.id)
@@ -1008,42 +1058,7 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
                 .map(|_| ())
                 .or_else(|e| sort_error("DeleteInstanceProfile", r, e))
         }
-        "iam-role" => {
-            let policies = iam.list_role_policies().role_name(&r.id).send().await;
-            if let Ok(p) = policies {
-                for name in p.policy_names() {
-                    iam.delete_role_policy()
-                        .role_name(&r.id)
-                        .policy_name(name)
-                        .send()
-                        .await
-                        .map(|_| ())
-                        .or_else(|e| sort_error("DeleteRolePolicy", r, e))?;
-                }
-            }
-            let attached = iam
-                .list_attached_role_policies()
-                .role_name(&r.id)
-                .send()
-                .await;
-            if let Ok(a) = attached {
-                for p in a.attached_policies() {
-                    iam.detach_role_policy()
-                        .role_name(&r.id)
-                        .set_policy_arn(p.policy_arn().map(str::to_string))
-                        .send()
-                        .await
-                        .map(|_| ())
-                        .or_else(|e| sort_error("DetachRolePolicy", r, e))?;
-                }
-            }
-            iam.delete_role()
-                .role_name(&r.id)
-                .send()
-                .await
-                .map(|_| ())
-                .or_else(|e| sort_error("DeleteRole", r, e))
-        }
+        "iam-role" => delete_role(cloud, r).await,
         "iam-oidc-provider" => iam
             .delete_open_id_connect_provider()
             .open_id_connect_provider_arn(&r.id)
@@ -1051,12 +1066,90 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
             .await
             .map(|_| ())
             .or_else(|e| sort_error("DeleteOpenIDConnectProvider", r, e)),
-        other => Err(Fatal(AwsError::Call {
-            operation: "delete",
-            resource: r.id.clone(),
-            message: format!("kops-rs does not know how to delete a `{other}`"),
-        })),
+        other => Err(Fatal(AwsError::other(
+            "delete",
+            r.id.clone(),
+            format!("kops-rs does not know how to delete a `{other}`"),
+        ))),
     }
+}
+
+/// Deletes the role `r` after its prerequisites, which IAM refuses the
+/// delete without (`DeleteConflict`): the role out of every instance
+/// profile, managed policies detached, inline policies deleted. Every
+/// listing is paged. A failed step (or a conflict from a policy or profile
+/// added meanwhile) is retried next pass, prerequisites first.
+async fn delete_role(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
+    let iam = cloud.iam();
+    let profiles = iam
+        .list_instance_profiles_for_role()
+        .role_name(&r.id)
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await;
+    let profiles = match profiles {
+        Ok(p) => p,
+        Err(e) => return sort_error("ListInstanceProfilesForRole", r, e),
+    };
+    for profile in profiles {
+        iam.remove_role_from_instance_profile()
+            .instance_profile_name(profile.instance_profile_name())
+            .role_name(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("RemoveRoleFromInstanceProfile", r, e))?;
+    }
+    let inline = iam
+        .list_role_policies()
+        .role_name(&r.id)
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await;
+    let inline = match inline {
+        Ok(p) => p,
+        Err(e) => return sort_error("ListRolePolicies", r, e),
+    };
+    for name in inline {
+        iam.delete_role_policy()
+            .role_name(&r.id)
+            .policy_name(name)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteRolePolicy", r, e))?;
+    }
+    let attached = iam
+        .list_attached_role_policies()
+        .role_name(&r.id)
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await;
+    let attached = match attached {
+        Ok(a) => a,
+        Err(e) => return sort_error("ListAttachedRolePolicies", r, e),
+    };
+    for p in attached {
+        iam.detach_role_policy()
+            .role_name(&r.id)
+            .set_policy_arn(p.policy_arn().map(str::to_string))
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DetachRolePolicy", r, e))?;
+    }
+    iam.delete_role()
+        .role_name(&r.id)
+        .send()
+        .await
+        .map(|_| ())
+        .or_else(|e| sort_error("DeleteRole", r, e))
 }
 
 /// Revokes the rules of `groups` that reference security groups, and the
@@ -1067,12 +1160,17 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
         return Ok(());
     }
     let ec2 = cloud.ec2();
+    // Named by count: the ids of a large cluster would fill the line.
+    let label = format!("{} security groups of the cluster", groups.len());
     let described = ec2
         .describe_security_groups()
         .set_group_ids(Some(groups.to_vec()))
+        .into_paginator()
+        .items()
         .send()
+        .collect::<Result<Vec<_>, _>>()
         .await
-        .map_err(|e| AwsError::call("DescribeSecurityGroups", groups.join(","), e))?;
+        .map_err(|e| AwsError::call("DescribeSecurityGroups", label.clone(), e))?;
     let referencing = |perms: &[IpPermission]| -> Vec<IpPermission> {
         perms
             .iter()
@@ -1109,10 +1207,13 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
                     .set_values(Some(groups.to_vec()))
                     .build(),
             )
+            .into_paginator()
+            .items()
             .send()
+            .collect::<Result<Vec<_>, _>>()
             .await
-            .map_err(|e| AwsError::call("DescribeSecurityGroups", groups.join(","), e))?;
-        for g in found.security_groups() {
+            .map_err(|e| AwsError::call("DescribeSecurityGroups", label.clone(), e))?;
+        for g in &found {
             let id = g.group_id().unwrap_or_default();
             if !groups.iter().any(|c| c == id) && !outside.iter().any(|o| o.group_id() == Some(id))
             {
@@ -1153,7 +1254,7 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
         let egress = naming_ours(g.ip_permissions_egress());
         revoke(ec2, g.group_id().unwrap_or_default(), ingress, egress).await?;
     }
-    for g in described.security_groups() {
+    for g in &described {
         let ingress = referencing(g.ip_permissions());
         let egress = referencing(g.ip_permissions_egress());
         revoke(ec2, g.group_id().unwrap_or_default(), ingress, egress).await?;
@@ -1186,4 +1287,117 @@ async fn revoke(
             .map_err(|e| AwsError::call("RevokeSecurityGroupEgress", id, e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+    use aws_smithy_runtime_api::client::result::{ConnectorError, SdkError};
+    use aws_smithy_types::body::SdkBody;
+    use aws_smithy_types::error::ErrorMetadata;
+
+    type DeleteRoleError = aws_sdk_iam::operation::delete_role::DeleteRoleError;
+
+    fn answer(status: u16, code: &str, message: &str) -> SdkError<DeleteRoleError, HttpResponse> {
+        SdkError::service_error(
+            DeleteRoleError::generic(ErrorMetadata::builder().code(code).message(message).build()),
+            HttpResponse::new(status.try_into().expect("a status"), SdkBody::empty()),
+        )
+    }
+
+    fn role() -> Resource {
+        Resource {
+            phase: 8,
+            kind: "iam-role",
+            id: "nodes.example.com".into(),
+            name: "nodes.example.com".into(),
+            shared: false,
+            vpc: None,
+        }
+    }
+
+    fn sorted(e: SdkError<DeleteRoleError, HttpResponse>) -> &'static str {
+        match sort_error("DeleteRole", &role(), e) {
+            Ok(()) => "gone",
+            Err(Retry(_)) => "retry",
+            Err(Fatal(_)) => "fatal",
+        }
+    }
+
+    #[test]
+    fn delete_conflicts_and_transient_answers_are_retried() {
+        let conflict = answer(
+            409,
+            "DeleteConflict",
+            "Cannot delete entity, must remove roles from instance profile first.",
+        );
+        assert_eq!(sorted(conflict), "retry");
+        assert_eq!(sorted(answer(400, "Throttling", "Rate exceeded")), "retry");
+        assert_eq!(sorted(answer(500, "InternalFailure", "oops")), "retry");
+        assert_eq!(sorted(answer(503, "ServiceUnavailable", "later")), "retry");
+        let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        assert_eq!(
+            sorted(SdkError::dispatch_failure(ConnectorError::io(Box::new(
+                reset
+            )))),
+            "retry"
+        );
+        assert_eq!(sorted(answer(404, "NoSuchEntity", "no role")), "gone");
+        assert_eq!(sorted(answer(403, "AccessDenied", "not allowed")), "fatal");
+    }
+
+    #[test]
+    fn a_fatal_delete_error_is_one_line_without_debug_structures() {
+        let Err(Fatal(e)) = sort_error("DeleteRole", &role(), answer(403, "AccessDenied", "no"))
+        else {
+            panic!("fatal expected");
+        };
+        let text = e.to_string();
+        assert_eq!(
+            text,
+            "AWS DeleteRole on `nodes.example.com` failed: AccessDenied: no\n\
+             hint: the AWS identity in use lacks this permission"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_step_is_repeated_while_aws_answers_are_retryable() {
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let result = retrying("test", || {
+            let n = tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                if n < 2 {
+                    Err(AwsError::call(
+                        "ListRoles",
+                        "c",
+                        answer(500, "InternalFailure", "x"),
+                    ))
+                } else {
+                    Ok(n)
+                }
+            }
+        })
+        .await;
+        assert_eq!(result.expect("third try succeeds"), 2);
+
+        let tries = std::sync::atomic::AtomicU32::new(0);
+        let result: Result<(), AwsError> = retrying("test", || {
+            tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async {
+                Err(AwsError::call(
+                    "ListRoles",
+                    "c",
+                    answer(403, "AccessDenied", "x"),
+                ))
+            }
+        })
+        .await;
+        assert!(result.is_err());
+        assert_eq!(
+            tries.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "fatal: no retry"
+        );
+    }
 }

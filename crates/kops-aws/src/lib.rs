@@ -11,6 +11,7 @@ mod calls;
 pub mod context;
 pub mod delete;
 pub mod dns;
+pub mod error_text;
 pub mod instances;
 mod network;
 pub mod tasks;
@@ -24,11 +25,17 @@ pub use network::describe_existing_network;
 /// What went wrong talking to AWS.
 #[derive(Debug, thiserror::Error)]
 pub enum AwsError {
-    #[error("AWS {operation} on `{resource}` failed: {message}\nhint: check the AWS credentials, AWS_REGION, and AWS_ENDPOINT_URL if you set it")]
+    /// One failed call: AWS' error code and message (or what failed when
+    /// AWS was not reached), and a hint only where one applies.
+    #[error("AWS {operation} on `{resource}` failed: {message}{}", .hint.map(|h| format!("\nhint: {h}")).unwrap_or_default())]
     Call {
         operation: &'static str,
         resource: String,
         message: String,
+        hint: Option<&'static str>,
+        /// AWS may answer differently when asked again (throttling, 5xx,
+        /// a dropped connection): callers that can repeat the work do.
+        retryable: bool,
     },
     #[error("{kind} `{id}` was not found in region `{region}`\nhint: check the id and that --zones (or AWS_REGION) name the region it lives in")]
     NotFound {
@@ -53,15 +60,51 @@ pub enum AwsError {
 }
 
 impl AwsError {
-    pub(crate) fn call<E>(operation: &'static str, resource: impl Into<String>, err: E) -> Self
+    pub(crate) fn call<E>(
+        operation: &'static str,
+        resource: impl Into<String>,
+        err: aws_smithy_runtime_api::client::result::SdkError<
+            E,
+            aws_smithy_runtime_api::client::orchestrator::HttpResponse,
+        >,
+    ) -> Self
     where
-        E: std::error::Error + 'static,
+        E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
     {
+        let text = error_text::error_text(&err);
         AwsError::Call {
             operation,
             resource: resource.into(),
-            message: aws_smithy_types::error::display::DisplayErrorContext(err).to_string(),
+            message: text.text,
+            hint: text.hint,
+            retryable: context::is_retryable(&err),
         }
+    }
+
+    /// A failure of kops-rs' own around a call (no SDK error to read).
+    pub(crate) fn other(
+        operation: &'static str,
+        resource: impl Into<String>,
+        message: impl std::fmt::Display,
+    ) -> Self {
+        AwsError::Call {
+            operation,
+            resource: resource.into(),
+            message: error_text::shorten(&message.to_string()),
+            hint: None,
+            retryable: false,
+        }
+    }
+
+    /// True when asking AWS again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            AwsError::Call {
+                retryable: true,
+                ..
+            }
+        )
     }
 }
 

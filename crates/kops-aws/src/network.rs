@@ -2,6 +2,7 @@
 //! and `--subnets`: at most two calls (DescribeSubnets, DescribeVpcs).
 
 use aws_sdk_ec2::types::Filter;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use kops_api::new_cluster::{ExistingNetwork, ExistingSubnet};
 
 use crate::{AwsCloud, AwsError};
@@ -34,8 +35,7 @@ pub async fn describe_existing_network(
         .collect::<Result<Vec<_>, _>>()
         .await
         .map_err(|e| {
-            let text = aws_smithy_types::error::display::DisplayErrorContext(&e).to_string();
-            if text.contains("InvalidSubnetID.NotFound") {
+            if e.code() == Some("InvalidSubnetID.NotFound") {
                 AwsError::NotFound {
                     kind: "subnet",
                     id: resource.clone(),
@@ -83,8 +83,7 @@ pub async fn describe_existing_network(
         .send()
         .await
         .map_err(|e| {
-            let text = aws_smithy_types::error::display::DisplayErrorContext(&e).to_string();
-            if text.contains("InvalidVpcID.NotFound") {
+            if e.code() == Some("InvalidVpcID.NotFound") {
                 AwsError::NotFound {
                     kind: "VPC",
                     id: network_id.clone(),

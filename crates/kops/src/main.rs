@@ -38,7 +38,13 @@ fn main() {
     }
 }
 
+/// The longest line an error prints (the `Error: ` prefix included):
+/// AWS errors are one line per cause, and a cause that is longer (a
+/// resource listing, an odd SDK text) is cut rather than wrapped.
+const MAX_ERROR_LINE: usize = 300;
+
 /// The error and its causes, one per line; `hint:` lines stay as written.
+/// No line is longer than [`MAX_ERROR_LINE`] with the `Error: ` prefix.
 fn render_error(err: &anyhow::Error) -> String {
     let mut text = err.to_string();
     for cause in err.chain().skip(1) {
@@ -47,21 +53,76 @@ fn render_error(err: &anyhow::Error) -> String {
             text.push_str(&format!("\ncaused by: {c}"));
         }
     }
-    text
+    let room = MAX_ERROR_LINE - "Error: ".len();
+    text.lines()
+        .map(|line| {
+            if line.chars().count() <= room {
+                line.to_string()
+            } else {
+                let mut cut: String = line.chars().take(room - 1).collect();
+                cut.push('…');
+                cut
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
-fn init_tracing(verbosity: u8) {
-    let default = match verbosity {
+/// The log filter of `-v <verbosity>` when `RUST_LOG` is not set. The AWS
+/// SDK's own logs (`aws_config`, `aws_smithy_*`, `aws_sdk_*`: IMDS probes
+/// when no credentials are set, each retry attempt) are shown only from
+/// `-v 2`: below that, kops-rs' own one-line error says what failed.
+fn tracing_directives(verbosity: u8) -> String {
+    let level = match verbosity {
         0 => "warn",
         1..=2 => "info",
         3..=5 => "debug",
         _ => "trace",
     };
+    if verbosity < 2 {
+        // Target prefixes: `aws` covers every aws_* crate.
+        format!("{level},aws=off")
+    } else {
+        level.to_string()
+    }
+}
+
+fn init_tracing(verbosity: u8) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(tracing_directives(verbosity)));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aws_sdk_logs_only_from_v2() {
+        assert_eq!(tracing_directives(0), "warn,aws=off");
+        assert_eq!(tracing_directives(1), "info,aws=off");
+        assert_eq!(tracing_directives(2), "info");
+        assert_eq!(tracing_directives(4), "debug");
+        // The directive is a target prefix: it hides every aws_* crate.
+        let filter = tracing_subscriber::EnvFilter::new(tracing_directives(0));
+        assert!(filter.to_string().contains("aws=off"), "{filter}");
+    }
+
+    #[test]
+    fn no_error_line_is_longer_than_300_characters() {
+        let long = format!("AWS DescribeVpcs on `{}` failed: x", "a".repeat(500));
+        let err = anyhow::anyhow!("{long}\nhint: short");
+        let text = render_error(&err);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines
+            .iter()
+            .all(|l| l.chars().count() + "Error: ".len() <= MAX_ERROR_LINE));
+        assert!(lines[0].ends_with('…'));
+        assert_eq!(lines[1], "hint: short");
+    }
 }
