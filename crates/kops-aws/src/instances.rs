@@ -121,14 +121,17 @@ pub async fn cluster_groups(
     if !symbolic.is_empty() {
         symbolic.sort();
         symbolic.dedup();
-        let out = cloud
+        let templates = cloud
             .ec2()
             .describe_launch_templates()
             .set_launch_template_ids(Some(symbolic))
+            .into_paginator()
+            .items()
             .send()
+            .collect::<Result<Vec<_>, _>>()
             .await
             .map_err(|e| AwsError::call("DescribeLaunchTemplates", cluster, e))?;
-        for t in out.launch_templates() {
+        for t in &templates {
             if let Some(id) = t.launch_template_id() {
                 resolved.insert(
                     id.to_string(),

@@ -214,15 +214,8 @@ impl Task<AwsContext> for EventBridgeTarget {
         else {
             return Ok(None);
         };
-        let out = match ctx
-            .cloud
-            .eventbridge()
-            .list_targets_by_rule()
-            .rule(&rule.0)
-            .send()
-            .await
-        {
-            Ok(out) => out,
+        let targets = match list_targets(ctx.cloud.eventbridge(), &rule.0).await {
+            Ok(targets) => targets,
             Err(e)
                 if aws_smithy_types::error::metadata::ProvideErrorMetadata::code(&e)
                     == Some("ResourceNotFoundException") =>
@@ -231,8 +224,7 @@ impl Task<AwsContext> for EventBridgeTarget {
             }
             Err(e) => return Err(classify("ListTargetsByRule", &self.name, e)),
         };
-        Ok(out
-            .targets()
+        Ok(targets
             .iter()
             .find(|t| t.arn() == queue.0)
             .map(|t| EventBridgeTargetActual {
@@ -294,5 +286,33 @@ impl Task<AwsContext> for EventBridgeTarget {
             )));
         }
         Ok(())
+    }
+}
+
+/// Every target of the rule `rule` (ListTargetsByRule, all pages).
+pub async fn list_targets(
+    client: &aws_sdk_eventbridge::Client,
+    rule: &str,
+) -> Result<
+    Vec<aws_sdk_eventbridge::types::Target>,
+    aws_smithy_runtime_api::client::result::SdkError<
+        aws_sdk_eventbridge::operation::list_targets_by_rule::ListTargetsByRuleError,
+        aws_smithy_runtime_api::client::orchestrator::HttpResponse,
+    >,
+> {
+    let mut targets = Vec::new();
+    let mut next = None;
+    loop {
+        let out = client
+            .list_targets_by_rule()
+            .rule(rule)
+            .set_next_token(next)
+            .send()
+            .await?;
+        targets.extend(out.targets().iter().cloned());
+        next = out.next_token().map(str::to_string);
+        if next.is_none() {
+            return Ok(targets);
+        }
     }
 }

@@ -71,15 +71,18 @@ impl Task<AwsContext> for Listener {
         let Some(lb) = deps.try_get(&self.load_balancer)? else {
             return Ok(None);
         };
-        let out = ctx
+        // Every page (a load balancer has up to 50 listeners).
+        let listeners = ctx
             .elbv2()
             .describe_listeners()
             .load_balancer_arn(&lb.arn)
+            .into_paginator()
+            .items()
             .send()
+            .collect::<Result<Vec<_>, _>>()
             .await
             .map_err(|e| classify("DescribeListeners", &self.name, e))?;
-        Ok(out
-            .listeners()
+        Ok(listeners
             .iter()
             .find(|l| l.port() == Some(self.port))
             .map(|l| ListenerActual {
