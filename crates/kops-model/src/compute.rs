@@ -225,8 +225,13 @@ pub fn user_data(
     index: usize,
     group: &InstanceGroup,
 ) -> Result<String, ModelError> {
-    kops_nodeup::bootstrap::user_data(model.cluster, group, model.config_base)
-        .map_err(|e| node_config_error(index, e))
+    kops_nodeup::bootstrap::user_data_with(
+        model.cluster,
+        group,
+        model.config_base,
+        &model.node_inputs(),
+    )
+    .map_err(|e| node_config_error(index, e))
 }
 
 /// Every group's node config as `update cluster --yes` stores it
@@ -240,8 +245,13 @@ pub fn node_configs(
         if group.spec.manager.as_deref() == Some("Karpenter") {
             continue;
         }
-        if let Some(rendered) = kops_nodeup::rendered(model.cluster, group, model.config_base)
-            .map_err(|e| node_config_error(index, e))?
+        if let Some(rendered) = kops_nodeup::config::rendered_with_inputs(
+            model.cluster,
+            group,
+            model.config_base,
+            &model.node_inputs(),
+        )
+        .map_err(|e| node_config_error(index, e))?
         {
             out.push(rendered);
         }
@@ -766,6 +776,7 @@ spec: {role: Master, image: ami-12345678, machineType: m3.medium, minSize: 1, ma
             cluster: &cluster,
             groups: &groups,
             ssh_public_key: None,
+            node_inputs: None,
             account_id: None,
             config_base: "memfs://tests/minimal-aws.example.com",
         };

@@ -187,10 +187,17 @@ pub fn state_files(
                 Value::String("control-plane".into()),
             );
         }
+        // A new network plugin needs every node restarted, as kops marks it.
+        if addon.key.starts_with("networking.") {
+            entry.insert("needsRollingUpdate".into(), Value::String("all".into()));
+        }
         if addon.prunes() {
             entry.insert("prune".into(), prune_spec(addon.key, &contents));
         }
-        entry.insert("selector".into(), json!({"k8s-addon": addon.key}));
+        entry.insert(
+            "selector".into(),
+            crate::addons::channel_selector(addon.key),
+        );
         entries.push(Value::Object(entry));
         let suffix = if addon.id.is_empty() {
             String::new()
@@ -769,13 +776,24 @@ pub fn karpenter_files(model: &Model<'_>) -> Result<Vec<StateFile>, crate::Model
                 hint: hint.to_string(),
             }
         };
-        let Some(rendered) =
-            kops_nodeup::rendered(model.cluster, group, model.config_base).map_err(error)?
+        let inputs = model.node_inputs();
+        let Some(rendered) = kops_nodeup::config::rendered_with_inputs(
+            model.cluster,
+            group,
+            model.config_base,
+            &inputs,
+        )
+        .map_err(error)?
         else {
             continue;
         };
-        let script = kops_nodeup::bootstrap::user_data(model.cluster, group, model.config_base)
-            .map_err(error)?;
+        let script = kops_nodeup::bootstrap::user_data_with(
+            model.cluster,
+            group,
+            model.config_base,
+            &inputs,
+        )
+        .map_err(error)?;
         let dir = rendered
             .path
             .rsplit_once('/')

@@ -38,6 +38,11 @@ pub struct Model<'a> {
     /// account (the termination handler's queue URL, IRSA role ARNs) stay
     /// placeholders without it.
     pub account_id: Option<&'a str>,
+    /// What node configs and user data need beyond the spec: the cluster's
+    /// keysets (CA bundles, keypair ids), the hosted zone found, and
+    /// whether workers bootstrap through kops-controller. `None` (tests,
+    /// previews before the keysets exist) renders them from the spec alone.
+    pub node_inputs: Option<&'a kops_nodeup::config::NodeInputs>,
 }
 
 /// Something in the spec the builders cannot turn into tasks.
@@ -56,6 +61,14 @@ pub enum ModelError {
 }
 
 impl<'a> Model<'a> {
+    /// [`Model::node_inputs`], or none.
+    pub fn node_inputs(&self) -> std::borrow::Cow<'a, kops_nodeup::config::NodeInputs> {
+        match self.node_inputs {
+            Some(inputs) => std::borrow::Cow::Borrowed(inputs),
+            None => std::borrow::Cow::Owned(Default::default()),
+        }
+    }
+
     pub fn name(&self) -> &str {
         self.cluster.name()
     }

@@ -735,6 +735,7 @@ mod tests {
             cluster,
             groups: &[],
             ssh_public_key: None,
+            node_inputs: None,
             account_id: None,
             config_base: "memfs://example",
         };

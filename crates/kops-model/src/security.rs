@@ -885,6 +885,7 @@ pub(crate) mod tests {
             cluster,
             groups,
             ssh_public_key: None,
+            node_inputs: None,
             account_id: None,
             config_base: cluster
                 .spec

@@ -45,6 +45,14 @@ pub struct BootConfig {
         default
     )]
     pub config_base: Option<String>,
+    /// Where workers get their config and certificates instead of the
+    /// state store: kops-controller (kops' `ConfigServer`).
+    #[serde(
+        rename = "ConfigServer",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub config_server: Option<ConfigServer>,
     #[serde(rename = "InstanceGroupName", default)]
     pub instance_group_name: String,
     /// `ControlPlane`, `Node` or `APIServer`.
@@ -55,6 +63,29 @@ pub struct BootConfig {
     pub nodeup_config_hash: String,
     #[serde(flatten)]
     pub extra: config::Settings,
+}
+
+/// kops' `ConfigServerOptions`: the kops-controllers a worker asks, and the
+/// CA certificates it trusts them with (the cluster's `kubernetes-ca`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigServer {
+    #[serde(rename = "CACertificates", default)]
+    pub ca_certificates: String,
+    #[serde(rename = "servers", default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+    /// The name to verify the servers' certificate against, when it is not
+    /// the URL's host.
+    #[serde(
+        rename = "tlsServerName",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub tls_server_name: String,
+}
+
+/// The kops-controller URL workers use: `https://kops-controller.internal.<cluster>:3988/`.
+pub fn kops_controller_url(cluster: &str) -> String {
+    format!("https://kops-controller.internal.{cluster}:3988/")
 }
 
 impl BootConfig {
@@ -151,6 +182,7 @@ pub fn boot_config(
             .unwrap_or_else(|| "aws".into()),
         cluster_name: cluster.name().to_string(),
         config_base: Some(config_base.trim_end_matches('/').to_string()),
+        config_server: None,
         instance_group_name: group.name().to_string(),
         instance_group_role: role_name(role).to_string(),
         nodeup_config_hash: hash.to_string(),
@@ -165,12 +197,25 @@ pub fn user_data(
     group: &InstanceGroup,
     config_base: &str,
 ) -> Result<String, ConfigError> {
+    user_data_with(cluster, group, config_base, &config::NodeInputs::default())
+}
+
+/// [`user_data`] with the cluster's keysets and bootstrap choices: when
+/// workers bootstrap through kops-controller (`inputs.config_server`), a
+/// worker's boot config names kops-controller and carries the cluster CA it
+/// trusts it with, and no state store (workers may not read it).
+pub fn user_data_with(
+    cluster: &Cluster,
+    group: &InstanceGroup,
+    config_base: &str,
+    inputs: &config::NodeInputs,
+) -> Result<String, ConfigError> {
     let additional = group
         .spec
         .additional_user_data
         .as_deref()
         .unwrap_or_default();
-    let Some(rendered) = config::rendered(cluster, group, config_base)? else {
+    let Some(rendered) = config::rendered_with_inputs(cluster, group, config_base, inputs)? else {
         if !additional.is_empty() {
             return Ok(multipart(None, additional));
         }
@@ -180,7 +225,19 @@ pub fn user_data(
             cluster.name()
         ));
     };
-    let boot = boot_config(cluster, group, rendered.role, config_base, &rendered.hash);
+    let mut boot = boot_config(cluster, group, rendered.role, config_base, &rendered.hash);
+    if inputs.config_server && rendered.role == Role::Node {
+        boot.config_base = None;
+        boot.config_server = Some(ConfigServer {
+            ca_certificates: inputs
+                .keysets
+                .get("kubernetes-ca")
+                .map(|k| k.certificates.clone())
+                .unwrap_or_default(),
+            servers: vec![kops_controller_url(cluster.name())],
+            tls_server_name: String::new(),
+        });
+    }
     let binaries = nodeup_binaries(cluster).map_err(|source| ConfigError::Asset {
         group: group.name().to_string(),
         source: Box::new(source),
@@ -342,6 +399,7 @@ mod tests {
             cloud_provider: "aws".into(),
             cluster_name: "c".into(),
             config_base: Some("s3://b/c".into()),
+            config_server: None,
             instance_group_name: "nodes".into(),
             instance_group_role: "Node".into(),
             nodeup_config_hash: "x".into(),

@@ -739,6 +739,41 @@ pub async fn ensure_cluster_pki(
     kops_pki::ensure_cluster_pki(&store, cluster).await
 }
 
+/// What node configs and user data take from the state store: every
+/// keyset of the cluster that exists (CA bundles and primary ids; the
+/// service-account public keys), all the groups, and kops' node bootstrap
+/// through kops-controller for workers (whose boot config then carries the
+/// cluster CA instead of naming the state store).
+pub async fn node_inputs(
+    registry: &Registry,
+    cluster: &Cluster,
+    groups: &[kops_api::InstanceGroup],
+) -> Result<kops_nodeup::config::NodeInputs, PkiError> {
+    let store: Arc<dyn kops_state::ObjectStore> = registry.store().clone();
+    let keystore = kops_pki::Keystore::new(store, cluster.name());
+    let mut inputs = kops_nodeup::config::NodeInputs {
+        instance_groups: Some(groups.to_vec()),
+        config_server: true,
+        ..Default::default()
+    };
+    for name in kops_pki::cluster_keyset_names(cluster) {
+        let Some(keyset) = keystore.get(&name).await? else {
+            continue;
+        };
+        if name == kops_pki::SERVICE_ACCOUNT {
+            inputs.service_account_public_keys = keyset.trusted_public_keys_pem();
+        }
+        inputs.keysets.insert(
+            name,
+            kops_nodeup::config::NodeKeyset {
+                certificates: keyset.trusted_certificates_pem(),
+                primary_id: keyset.primary_id.clone().unwrap_or_default(),
+            },
+        );
+    }
+    Ok(inputs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

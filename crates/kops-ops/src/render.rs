@@ -112,10 +112,19 @@ pub async fn render_cluster(
         .config_base
         .clone()
         .unwrap_or_else(|| registry.config_base(&request.cluster));
+    // The CA keysets first, as kops' render does: the node configs and the
+    // workers' boot configs carry their certificates.
+    crate::pki::ensure_cluster_pki(registry, &cluster)
+        .await
+        .map_err(OpsError::from)?;
+    let node_inputs = crate::pki::node_inputs(registry, &cluster, &groups)
+        .await
+        .map_err(OpsError::from)?;
     let model = Model {
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
+        node_inputs: Some(&node_inputs),
         account_id: None,
         config_base: &config_base,
     };
@@ -124,7 +133,7 @@ pub async fn render_cluster(
     let mut files = kops_model::files::state_files(
         &model,
         &kops_api::manifest::to_yaml(&completed),
-        node_configs(&completed, &groups, &config_base)?,
+        node_configs(&completed, &groups, &config_base, &node_inputs)?,
     )?;
     files.extend(kops_model::files::karpenter_files(&model)?);
     if kops_model::iam::irsa::discovery_store(&model).is_some() {
@@ -238,9 +247,18 @@ fn node_configs(
     cluster: &kops_api::Cluster,
     groups: &[kops_api::InstanceGroup],
     config_base: &str,
+    inputs: &kops_nodeup::config::NodeInputs,
 ) -> Result<Vec<StateFile>, RenderClusterError> {
-    let rendered = kops_nodeup::config::rendered_all(cluster, groups, config_base)
-        .map_err(|e| RenderClusterError::NodeConfig(e.to_string()))?;
+    let mut rendered = Vec::new();
+    for group in groups {
+        if group.spec.manager.as_deref() == Some("Karpenter") {
+            continue;
+        }
+        rendered.extend(
+            kops_nodeup::config::rendered_with_inputs(cluster, group, config_base, inputs)
+                .map_err(|e| RenderClusterError::NodeConfig(e.to_string()))?,
+        );
+    }
     Ok(rendered
         .into_iter()
         .map(|r| StateFile::new(format!("nodeupconfig-{}", r.group), r.path, r.yaml))

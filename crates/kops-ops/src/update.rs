@@ -82,10 +82,12 @@ pub async fn update_cluster(
         None => AwsCloud::new(&region).await,
     };
     let modelled = with_resolved_zone(&cloud, &cluster).await?;
+    let node_inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
     let model = Model {
         cluster: &modelled,
         groups: &groups,
         ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
+        node_inputs: Some(&node_inputs),
         account_id: None,
         config_base: &config_base,
     };
@@ -154,6 +156,7 @@ async fn with_resolved_zone(
         cluster,
         groups: &[],
         ssh_public_key: None,
+        node_inputs: None,
         account_id: None,
         config_base: "",
     };

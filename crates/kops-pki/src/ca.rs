@@ -9,7 +9,8 @@ use std::time::Duration;
 use ::time::OffsetDateTime;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, RsaKeySize, SanType, SerialNumber, PKCS_RSA_SHA256,
+    Issuer, KeyPair, KeyUsagePurpose, PublicKeyData, RsaKeySize, SanType, SerialNumber,
+    SubjectPublicKeyInfo, PKCS_RSA_SHA256,
 };
 use x509_parser::prelude::{FromDer, GeneralName, X509Certificate, X509Name};
 
@@ -137,6 +138,14 @@ pub fn kops_serial() -> Result<(String, Vec<u8>), PkiError> {
         bytes.insert(0, 0);
     }
     Ok((serial.to_string(), bytes))
+}
+
+/// A new RSA 2048 private key for a node's certificate: the key PEM as kops
+/// stores keys (PKCS#1) and its public key as DER SubjectPublicKeyInfo (what
+/// the node sends to kops-controller to be certified).
+pub fn new_private_key() -> Result<(String, Vec<u8>), PkiError> {
+    let key = new_rsa_key()?;
+    Ok((key_to_pem(&key), key.subject_public_key_info()))
 }
 
 fn new_rsa_key() -> Result<KeyPair, PkiError> {
@@ -287,6 +296,36 @@ impl CertificateAuthority {
 
     /// Issues a certificate with a new RSA 2048 key.
     pub fn issue(&self, request: &IssueRequest) -> Result<IssuedCertificate, PkiError> {
+        let key = new_rsa_key()?;
+        let (certificate_pem, serial) = self.sign(request, &key)?;
+        Ok(IssuedCertificate {
+            certificate_pem,
+            private_key_pem: key_to_pem(&key),
+            serial,
+        })
+    }
+
+    /// Issues a certificate for a public key someone else holds (a node
+    /// asking kops-controller): `public_key_der` is its DER
+    /// SubjectPublicKeyInfo. Returns the certificate PEM.
+    pub fn issue_for_public_key(
+        &self,
+        request: &IssueRequest,
+        public_key_der: &[u8],
+    ) -> Result<String, PkiError> {
+        let key =
+            SubjectPublicKeyInfo::from_der(public_key_der).map_err(|e| PkiError::BadRequest {
+                reason: format!("the public key does not parse: {e}"),
+            })?;
+        Ok(self.sign(request, &key)?.0)
+    }
+
+    /// Signs a certificate for `key` as `request` asks: its PEM and serial.
+    fn sign(
+        &self,
+        request: &IssueRequest,
+        key: &impl PublicKeyData,
+    ) -> Result<(String, String), PkiError> {
         if request.common_name.trim().is_empty() {
             return Err(PkiError::BadRequest {
                 reason: "the common name is empty".to_string(),
@@ -302,7 +341,6 @@ impl CertificateAuthority {
         }
         let issuer = Issuer::from_ca_cert_der(&self.certificate_der.as_slice().into(), &self.key)
             .map_err(cert_error("read the CA certificate"))?;
-        let key = new_rsa_key()?;
         let (serial_text, serial) = kops_serial()?;
         let mut params = CertificateParams::default();
         let mut dn = DistinguishedName::new();
@@ -355,13 +393,9 @@ impl CertificateAuthority {
         }
         validity(&mut params, request.validity);
         let cert = params
-            .signed_by(&key, &issuer)
+            .signed_by(key, &issuer)
             .map_err(cert_error("sign the certificate"))?;
-        Ok(IssuedCertificate {
-            certificate_pem: pem_encode("CERTIFICATE", cert.der().to_vec()),
-            private_key_pem: key_to_pem(&key),
-            serial: serial_text,
-        })
+        Ok((pem_encode("CERTIFICATE", cert.der().to_vec()), serial_text))
     }
 }
 

@@ -406,6 +406,29 @@ impl Keyset {
 
     /// The trusted (not distrusted) certificates, oldest first, concatenated:
     /// the CA bundle clients are given.
+    /// The public keys of the trusted certificates, in the same order, as
+    /// kops lists them for the API server's service-account signing keys
+    /// (`RSA PUBLIC KEY` around a DER SubjectPublicKeyInfo).
+    pub fn trusted_public_keys_pem(&self) -> String {
+        use x509_parser::prelude::{FromDer, X509Certificate};
+        let mut out = String::new();
+        for pem in self
+            .trusted_certificates_pem()
+            .split_inclusive("-----END CERTIFICATE-----\n")
+        {
+            let Ok(der) = crate::ca::parse_certificate_pem(pem) else {
+                continue;
+            };
+            if let Ok((_, cert)) = X509Certificate::from_der(&der) {
+                out.push_str(&crate::ca::pem_encode(
+                    "RSA PUBLIC KEY",
+                    cert.tbs_certificate.subject_pki.raw.to_vec(),
+                ));
+            }
+        }
+        out
+    }
+
     pub fn trusted_certificates_pem(&self) -> String {
         let mut items: Vec<&KeysetItem> = self
             .items

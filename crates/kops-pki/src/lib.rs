@@ -42,9 +42,9 @@ mod kubeconfig;
 mod store;
 
 pub use ca::{
-    certificate_info, format_date, kops_serial, parse_certificate_pem, parse_private_key,
-    verify_signed_by, CertificateAuthority, CertificateInfo, CertificateUsage, IssueRequest,
-    IssuedCertificate, DEFAULT_VALIDITY,
+    certificate_info, format_date, kops_serial, new_private_key, parse_certificate_pem,
+    parse_private_key, verify_signed_by, CertificateAuthority, CertificateInfo, CertificateUsage,
+    IssueRequest, IssuedCertificate, DEFAULT_VALIDITY,
 };
 pub use error::PkiError;
 pub use keyset::{compare_ids, Keyset, KeysetItem, KEYSET_TYPE_KEYPAIR};

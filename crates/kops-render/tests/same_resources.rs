@@ -69,6 +69,7 @@ fn terraform_resources_are_the_task_graph() {
             cluster: &cluster,
             groups: &groups,
             ssh_public_key: key.as_deref(),
+            node_inputs: None,
             account_id: None,
             config_base: &config_base,
         };

@@ -60,6 +60,7 @@ fn graph(yaml: &str) -> TaskGraph<AwsContext> {
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: Some(SSH_KEY),
+        node_inputs: None,
         account_id: None,
         config_base: "s3://state-bucket/cluster",
     };

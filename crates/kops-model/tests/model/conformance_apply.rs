@@ -68,6 +68,7 @@ async fn apply_case(cluster: Cluster, groups: Vec<InstanceGroup>) {
         cluster: &modelled,
         groups: &groups,
         ssh_public_key: Some(SSH_KEY),
+        node_inputs: None,
         account_id: None,
         config_base: &format!("s3://state-bucket/{name}"),
     };

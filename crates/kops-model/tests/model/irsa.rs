@@ -73,6 +73,7 @@ fn iam_graph(yaml: &str) -> TaskGraph<AwsContext> {
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: None,
+        node_inputs: None,
         account_id: None,
         config_base: &format!("s3://state-bucket/{NAME}"),
     };

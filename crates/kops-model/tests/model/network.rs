@@ -60,6 +60,7 @@ fn graph_of(cluster: &Cluster, groups: &[InstanceGroup]) -> TaskGraph<AwsContext
         cluster,
         groups,
         ssh_public_key: None,
+        node_inputs: None,
         account_id: None,
         config_base: "memfs://clusters.example.com",
     };
@@ -983,6 +984,7 @@ fn layout_matches_kops_golden_terraform() {
             cluster: &cluster,
             groups: &groups,
             ssh_public_key: None,
+            node_inputs: None,
             account_id: None,
             config_base: "memfs://clusters.example.com",
         };

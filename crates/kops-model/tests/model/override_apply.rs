@@ -54,6 +54,7 @@ async fn apply_twice(cloud: &AwsCloud, cluster: &Cluster, groups: &[InstanceGrou
         cluster: &modelled,
         groups,
         ssh_public_key: Some(SSH_KEY),
+        node_inputs: None,
         account_id: None,
         config_base: &format!("s3://state-bucket/{name}"),
     };

@@ -208,6 +208,7 @@ async fn lifecycle(cloud: &AwsCloud, name: &str, private: bool) -> Run {
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: Some(SSH_KEY),
+        node_inputs: None,
         account_id: None,
         config_base: cluster.spec.config_base.as_deref().unwrap(),
     };
@@ -377,6 +378,7 @@ async fn drift_is_repaired_and_only_drift_is_touched() {
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: Some(SSH_KEY),
+        node_inputs: None,
         account_id: None,
         config_base: cluster.spec.config_base.as_deref().unwrap(),
     };
@@ -528,6 +530,7 @@ async fn access_taken_out_of_the_spec_is_revoked_and_other_ports_are_left_alone(
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: Some(SSH_KEY),
+        node_inputs: None,
         account_id: None,
         config_base: cluster.spec.config_base.as_deref().unwrap(),
     };

@@ -110,6 +110,7 @@ async fn launch_templates_carry_the_node_bootstrap() {
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: Some(SSH_KEY),
+        node_inputs: None,
         account_id: None,
         config_base: CONFIG_BASE,
     };
@@ -169,6 +170,7 @@ async fn launch_templates_carry_the_node_bootstrap() {
         cluster: &cluster2,
         groups: &groups2,
         ssh_public_key: Some(SSH_KEY),
+        node_inputs: None,
         account_id: None,
         config_base: CONFIG_BASE,
     };

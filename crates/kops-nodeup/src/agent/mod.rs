@@ -10,11 +10,13 @@
 //! an unreachable mirror) leaves the root untouched; a second run with the
 //! same inputs writes nothing.
 
+mod config_server;
 mod fetch;
 mod files;
 mod pki;
 mod render;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -50,6 +52,9 @@ pub struct Options {
     pub attempts: u32,
     /// First delay between attempts (doubles each time).
     pub retry_delay: Duration,
+    /// How long a worker keeps asking kops-controller while the control
+    /// plane does not answer.
+    pub bootstrap_timeout: Duration,
 }
 
 impl Options {
@@ -64,6 +69,7 @@ impl Options {
             region: None,
             attempts: 4,
             retry_delay: Duration::from_secs(2),
+            bootstrap_timeout: Duration::from_secs(30 * 60),
         }
     }
 }
@@ -156,6 +162,12 @@ pub enum NodeupError {
         #[source]
         source: std::io::Error,
     },
+    #[error("kops-controller issued no certificate for `{path}`")]
+    NotIssued { path: String },
+    #[error("bootstrap through kops-controller failed: {reason}")]
+    Bootstrap { reason: String },
+    #[error("the boot config names kops-controller but no region is known\nhint: the user data exports AWS_REGION; pass it to nodeup")]
+    NoRegion,
     #[error("cannot determine this node's name: {reason}\nhint: pass --node-name")]
     NodeName { reason: String },
     #[error("`{command}` failed: {reason}")]
@@ -186,12 +198,19 @@ pub struct Loaded {
     pub boot: BootConfig,
     pub role: Role,
     pub config: NodeupConfig,
+    /// The state store (empty for workers that bootstrap through
+    /// kops-controller: they have no access to it).
     pub config_base: String,
+    /// What kops-controller issued (certificate path → certificate, key),
+    /// for workers that bootstrap through it.
+    pub issued: Option<BTreeMap<String, (String, String)>>,
+    /// The registry credentials kops-controller handed a worker
+    /// (`dockerconfig` secret).
+    pub docker_config: Option<Vec<u8>>,
 }
 
-/// Reads the boot config, then the node config from the state store, and
-/// checks the node config's hash.
-pub async fn load(conf: &Path) -> Result<Loaded, NodeupError> {
+/// Reads the boot config.
+fn read_boot_config(conf: &Path) -> Result<(BootConfig, Role), NodeupError> {
     let text = std::fs::read_to_string(conf).map_err(|e| NodeupError::BootConfig {
         path: conf.display().to_string(),
         reason: e.to_string(),
@@ -206,6 +225,13 @@ pub async fn load(conf: &Path) -> Result<Loaded, NodeupError> {
         .ok_or_else(|| NodeupError::BadRole {
             role: boot.instance_group_role.clone(),
         })?;
+    Ok((boot, role))
+}
+
+/// Reads the boot config, then the node config from the state store, and
+/// checks the node config's hash.
+pub async fn load(conf: &Path) -> Result<Loaded, NodeupError> {
+    let (boot, role) = read_boot_config(conf)?;
     let config_base = boot
         .config_base
         .clone()
@@ -220,31 +246,66 @@ pub async fn load(conf: &Path) -> Result<Loaded, NodeupError> {
         .read(&key)
         .await?
         .ok_or_else(|| NodeupError::MissingConfig { url: url.clone() })?;
-    let actual = config::config_hash(&bytes);
-    if actual != boot.nodeup_config_hash {
-        return Err(NodeupError::ConfigHashMismatch {
-            url,
-            expected: boot.nodeup_config_hash.clone(),
-            actual,
-        });
-    }
-    let config = config::parse_yaml(&url, &String::from_utf8_lossy(&bytes))?;
+    let config = checked_config(&boot, &url, &bytes)?;
     Ok(Loaded {
         boot,
         role,
         config,
         config_base,
+        issued: None,
+        docker_config: None,
+    })
+}
+
+/// Checks a node config against the hash the boot config pins, and parses it.
+fn checked_config(boot: &BootConfig, url: &str, bytes: &[u8]) -> Result<NodeupConfig, NodeupError> {
+    let actual = config::config_hash(bytes);
+    if actual != boot.nodeup_config_hash {
+        return Err(NodeupError::ConfigHashMismatch {
+            url: url.to_string(),
+            expected: boot.nodeup_config_hash.clone(),
+            actual,
+        });
+    }
+    Ok(config::parse_yaml(url, &String::from_utf8_lossy(bytes))?)
+}
+
+/// The boot config and the node config: from kops-controller when the boot
+/// config names it (workers), else from the state store.
+async fn load_node(options: &Options, node_name: &str) -> Result<Loaded, NodeupError> {
+    let (boot, role) = read_boot_config(&options.conf)?;
+    let Some(server) = boot.config_server.clone() else {
+        return load(&options.conf).await;
+    };
+    let region = options.region.clone().ok_or(NodeupError::NoRegion)?;
+    let got = config_server::bootstrap(&config_server::Target {
+        boot: &boot,
+        server: &server,
+        root: &options.root,
+        node_name,
+        region: &region,
+        timeout: options.bootstrap_timeout,
+        retry_delay: options.retry_delay,
+    })
+    .await?;
+    Ok(Loaded {
+        boot,
+        role,
+        config: got.config,
+        config_base: String::new(),
+        issued: Some(got.issued),
+        docker_config: got.node_secrets.get("dockerconfig").cloned(),
     })
 }
 
 /// Runs nodeup: load, plan, then (unless a dry run) apply.
 pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
-    let loaded = load(&options.conf).await?;
-    let arch = options.arch.or_else(Arch::host).unwrap_or(Arch::Amd64);
     let node_name = match &options.node_name {
         Some(n) => n.clone(),
         None => host_name()?,
     };
+    let loaded = load_node(options, &node_name).await?;
+    let arch = options.arch.or_else(Arch::host).unwrap_or(Arch::Amd64);
     let fetcher = Fetcher::new(options.attempts, options.retry_delay);
 
     // 1. Assets: skip those already installed as recorded; download and
@@ -276,7 +337,12 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
     }
 
     // 2. Certificates (kept when still valid), then configuration files.
-    let keystore = pki::Keystore::open(&loaded).await?;
+    let keystore = match (&loaded.issued, &loaded.boot.config_server) {
+        (Some(issued), Some(server)) => {
+            pki::Keystore::remote(server.ca_certificates.clone(), issued.clone())
+        }
+        _ => pki::Keystore::open(&loaded).await?,
+    };
     keystore.load(&render::keyset_names(&loaded)).await?;
     let ctx = render::Context {
         loaded: &loaded,
@@ -288,6 +354,18 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
     planned.extend(render::node_files(&ctx, &keystore)?);
     if matches!(loaded.role, Role::ControlPlane | Role::ApiServer) {
         planned.extend(render::control_plane_files(&ctx, &keystore)?);
+    }
+    if loaded.role == Role::ControlPlane {
+        let controller =
+            config_server::controller_options(&loaded, options.region.as_deref()).await?;
+        keystore.load(&controller.server.signing_cas).await?;
+        planned.extend(render::kops_controller_files(&ctx, &keystore, &controller)?);
+    }
+    if let Some(secret) = &loaded.docker_config {
+        planned.push(files::PlannedFile::secret(
+            "/root/.docker/config.json",
+            secret.clone(),
+        ));
     }
 
     // 3. Write what differs.

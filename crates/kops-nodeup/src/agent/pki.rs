@@ -1,5 +1,8 @@
 //! Keysets from the state store and the node's certificates: issued from
-//! the cluster's CAs, kept when the existing one is still good.
+//! the cluster's CAs, kept when the existing one is still good. Workers that
+//! bootstrap through kops-controller have no keysets: their CA bundle is the
+//! boot config's and their certificates are the ones kops-controller issued
+//! ([`Keystore::remote`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,13 +17,40 @@ use super::{Loaded, NodeupError};
 /// Certificates closer than this to expiry are issued again.
 const RENEW_BEFORE_SECONDS: i64 = 30 * 24 * 3600;
 
-/// The cluster's keysets, read on demand.
+/// The cluster's keysets, read on demand, or a worker's certificates from
+/// kops-controller.
 pub struct Keystore {
-    store: Arc<dyn ObjectStore>,
+    source: Source,
     cache: std::sync::Mutex<BTreeMap<String, Keyset>>,
 }
 
+enum Source {
+    Store(Arc<dyn ObjectStore>),
+    /// `kubernetes-ca`'s bundle and, by certificate path, the certificate
+    /// and key to install.
+    Remote {
+        ca_bundle: String,
+        issued: BTreeMap<String, (String, String)>,
+    },
+}
+
 impl Keystore {
+    /// A worker's keystore: the CA bundle from its boot config and what
+    /// kops-controller issued (or the still-good files kept on disk).
+    pub fn remote(ca_bundle: String, issued: BTreeMap<String, (String, String)>) -> Keystore {
+        Keystore {
+            source: Source::Remote { ca_bundle, issued },
+            cache: Default::default(),
+        }
+    }
+
+    fn store(&self) -> Option<&Arc<dyn ObjectStore>> {
+        match &self.source {
+            Source::Store(store) => Some(store),
+            Source::Remote { .. } => None,
+        }
+    }
+
     pub async fn open(loaded: &Loaded) -> Result<Keystore, NodeupError> {
         let url = loaded
             .config
@@ -29,7 +59,7 @@ impl Keystore {
             .and_then(|c| c.keypairs.clone())
             .unwrap_or_else(|| format!("{}/pki", loaded.config_base.trim_end_matches('/')));
         Ok(Keystore {
-            store: kops_state::open(&url).await?,
+            source: Source::Store(kops_state::open(&url).await?),
             cache: Default::default(),
         })
     }
@@ -37,11 +67,13 @@ impl Keystore {
     /// Loads the keysets a role needs (before anything is planned, so a
     /// missing one stops the run early).
     pub async fn load(&self, names: &[String]) -> Result<(), NodeupError> {
+        let Some(store) = self.store() else {
+            return Ok(());
+        };
         for name in names {
             let key = format!("private/{name}/keyset.yaml");
-            let url = self.store.url_of(&key);
-            let bytes = self
-                .store
+            let url = store.url_of(&key);
+            let bytes = store
                 .read(&key)
                 .await?
                 .ok_or_else(|| NodeupError::MissingKeyset {
@@ -65,13 +97,26 @@ impl Keystore {
             .cloned()
             .ok_or_else(|| NodeupError::MissingKeyset {
                 name: name.to_string(),
-                url: self.store.url_of(&format!("private/{name}/keyset.yaml")),
+                url: self
+                    .store()
+                    .map(|s| s.url_of(&format!("private/{name}/keyset.yaml")))
+                    .unwrap_or_else(|| "the boot config".to_string()),
             })
     }
 
     /// The CA bundle (trusted certificates) of a keyset.
     pub fn bundle(&self, name: &str) -> Result<String, NodeupError> {
+        if let Source::Remote { ca_bundle, .. } = &self.source {
+            if name == kops_pki::KUBERNETES_CA {
+                return Ok(ca_bundle.clone());
+            }
+        }
         Ok(self.keyset(name)?.trusted_certificates_pem())
+    }
+
+    /// The primary keypair's id of a keyset.
+    pub fn primary_id(&self, name: &str) -> Result<String, NodeupError> {
+        Ok(self.keyset(name)?.primary_id.unwrap_or_default())
     }
 
     /// The primary certificate and private key of a keyset, PEM.
@@ -94,6 +139,17 @@ impl Keystore {
         key_path: &str,
         request: &IssueRequest,
     ) -> Result<Vec<PlannedFile>, NodeupError> {
+        if let Source::Remote { issued, .. } = &self.source {
+            let (cert, key) = issued
+                .get(cert_path)
+                .ok_or_else(|| NodeupError::NotIssued {
+                    path: cert_path.to_string(),
+                })?;
+            return Ok(vec![
+                PlannedFile::new(cert_path, 0o644, cert.clone()),
+                PlannedFile::secret(key_path, key.clone().into_bytes()),
+            ]);
+        }
         let keyset = self.keyset(ca)?;
         let authority = keyset.certificate_authority()?;
         let existing_cert = std::fs::read_to_string(under(root, cert_path)).ok();
@@ -114,7 +170,7 @@ impl Keystore {
     }
 }
 
-fn still_good(cert: &str, ca_pem: &str, request: &IssueRequest) -> bool {
+pub(super) fn still_good(cert: &str, ca_pem: &str, request: &IssueRequest) -> bool {
     let Ok(info) = kops_pki::certificate_info(cert) else {
         return false;
     };

@@ -867,6 +867,63 @@ pub fn control_plane_files(
     Ok(out)
 }
 
+/// kops-controller's files on a control-plane node: its configuration
+/// (kops' JSON), its serving certificate for
+/// `kops-controller.internal.<cluster>` (and the node's address), the key of
+/// the one CA it signs with (`kubernetes-ca`) and that CA's primary keypair
+/// id, and the systemd unit that runs it (`nodeup kops-controller`).
+pub fn kops_controller_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+    options: &kops_controller::Options,
+) -> Result<Vec<PlannedFile>, NodeupError> {
+    use kops_controller::config::{CONFIG_PATH, PKI_DIR};
+    let mut out = vec![PlannedFile::new(
+        CONFIG_PATH,
+        0o644,
+        format!("{}\n", options.to_json()),
+    )];
+    let cluster = &ctx.loaded.config.cluster_name;
+    let mut names = vec![kops_controller::protocol::audience(cluster)];
+    names.extend(ctx.node_ip.map(str::to_string));
+    out.extend(ks.certificate(
+        ctx.root,
+        "kubernetes-ca",
+        &options.server.server_certificate_path,
+        &options.server.server_key_path,
+        &IssueRequest::server("kops-controller", &names),
+    )?);
+    let mut ids = String::new();
+    for ca in &options.server.signing_cas {
+        let (cert, key) = ks.primary_pem(ca)?;
+        out.push(PlannedFile::new(format!("{PKI_DIR}/{ca}.crt"), 0o644, cert));
+        out.push(PlannedFile::secret(format!("{PKI_DIR}/{ca}.key"), key));
+        ids.push_str(&format!("{ca}: \"{}\"\n", ks.primary_id(ca)?));
+    }
+    out.push(PlannedFile::new(
+        format!("{PKI_DIR}/keypair-ids.yaml"),
+        0o644,
+        ids,
+    ));
+    let environment = ctx
+        .region
+        .map(|r| format!("Environment=AWS_REGION={r}\n"))
+        .unwrap_or_default();
+    out.push(PlannedFile::new(
+        KOPS_CONTROLLER_UNIT,
+        0o644,
+        format!(
+            "# Written by kops-rs nodeup.\n[Unit]\nDescription=kops-controller (node bootstrap: certificates and node configs for workers)\nAfter=network-online.target\n\n\
+             [Service]\n{environment}ExecStart=/opt/kops/bin/nodeup kops-controller --conf {CONFIG_PATH}\n\
+             Restart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
+        ),
+    ));
+    Ok(out)
+}
+
+/// kops-controller's unit.
+const KOPS_CONTROLLER_UNIT: &str = "/etc/systemd/system/kops-controller.service";
+
 /// The addon applier's unit, kubeconfig and client certificate.
 const CHANNELS_UNIT: &str = "/etc/systemd/system/kops-channels.service";
 const CHANNELS_KUBECONFIG: &str = "/var/lib/kops/kubeconfig";
@@ -934,14 +991,22 @@ pub fn start_services(changes: &[Change]) -> Result<ServiceAction, NodeupError> 
         }
         units.push(unit.to_string());
     }
-    // Control-plane nodes only: the addon applier.
-    if changes.iter().any(|c| c.path == CHANNELS_UNIT) {
-        let unit = "kops-channels.service";
-        run(&["systemctl", "enable", "--now", unit])?;
-        if changed(CHANNELS_UNIT) || changed("/var/lib/kops/") {
-            run(&["systemctl", "restart", unit])?;
+    // Control-plane nodes only: the addon applier and kops-controller.
+    for (unit, path, dir) in [
+        ("kops-channels.service", CHANNELS_UNIT, "/var/lib/kops/"),
+        (
+            "kops-controller.service",
+            KOPS_CONTROLLER_UNIT,
+            "/etc/kubernetes/kops-controller/",
+        ),
+    ] {
+        if changes.iter().any(|c| c.path == path) {
+            run(&["systemctl", "enable", "--now", unit])?;
+            if changed(path) || changed(dir) {
+                run(&["systemctl", "restart", unit])?;
+            }
+            units.push(unit.to_string());
         }
-        units.push(unit.to_string());
     }
     Ok(ServiceAction::Started { units })
 }

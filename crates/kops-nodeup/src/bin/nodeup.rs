@@ -4,6 +4,10 @@
 //! `nodeup channels apply URL --kubeconfig FILE [--interval 60s]`: applies
 //! the bootstrap channel's addons (what kops' `channels` does); control-plane
 //! nodes run it as the `kops-channels` service.
+//!
+//! `nodeup kops-controller --conf FILE`: kops-controller, the node bootstrap
+//! service control-plane nodes run (the `kops-controller` unit): workers
+//! get their certificates and node config from it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,6 +37,15 @@ enum Command {
     /// Addons from a channel file (kops' `channels`).
     #[command(subcommand)]
     Channels(ChannelsCommand),
+    /// Serve kops' node bootstrap protocol (port 3988) until stopped.
+    KopsController(KopsControllerArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct KopsControllerArgs {
+    /// kops-controller's configuration (kops' JSON), as nodeup writes it.
+    #[arg(long, default_value = kops_controller::config::CONFIG_PATH)]
+    conf: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -103,6 +116,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Some(Command::Channels(ChannelsCommand::Apply(apply))) => runtime.block_on(channels(apply)),
+        Some(Command::KopsController(args)) => runtime.block_on(kops_controller(args)),
         None => runtime.block_on(run(cli.setup)),
     };
     match result {
@@ -112,6 +126,25 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+async fn kops_controller(args: KopsControllerArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,aws_config=warn,aws_smithy_runtime=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let text = std::fs::read_to_string(&args.conf)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.conf.display()))?;
+    let options = kops_controller::Options::parse(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.conf.display()))?;
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    kops_controller::run(options, shutdown).await?;
+    Ok(())
 }
 
 async fn channels(args: ChannelsApply) -> anyhow::Result<()> {

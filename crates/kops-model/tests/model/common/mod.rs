@@ -103,6 +103,7 @@ pub async fn resolved(cloud: &AwsCloud, cluster: &Cluster) -> Cluster {
         cluster,
         groups: &[],
         ssh_public_key: None,
+        node_inputs: None,
         account_id: None,
         config_base: "",
     };

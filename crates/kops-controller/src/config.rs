@@ -1,0 +1,146 @@
+//! kops-controller's configuration, in kops' format (the JSON kops puts in
+//! the `kops-controller` ConfigMap), written by nodeup on control-plane
+//! nodes to `/etc/kubernetes/kops-controller/config/config.yaml`.
+
+use serde::{Deserialize, Serialize};
+
+/// Where nodeup writes kops-controller's files on a control-plane node.
+pub const CONFIG_PATH: &str = "/etc/kubernetes/kops-controller/config/config.yaml";
+/// Its certificates and the CA keys it signs with.
+pub const PKI_DIR: &str = "/etc/kubernetes/kops-controller/pki";
+
+/// The certificates kops-controller issues to workers.
+pub const CERT_NAMES: &[&str] = &["kubelet", "kubelet-server", "kube-proxy"];
+
+/// kops' `config.Options` for kops-controller (the fields kops-rs uses;
+/// the rest are kept).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    #[serde(rename = "clusterName")]
+    pub cluster_name: String,
+    #[serde(default)]
+    pub cloud: String,
+    #[serde(rename = "configBase")]
+    pub config_base: String,
+    #[serde(rename = "secretStore", default)]
+    pub secret_store: String,
+    pub server: ServerOptions,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerOptions {
+    /// `:3988`, or `host:port`.
+    #[serde(rename = "Listen")]
+    pub listen: String,
+    pub provider: ProviderOptions,
+    #[serde(rename = "serverKeyPath")]
+    pub server_key_path: String,
+    #[serde(rename = "serverCertificatePath")]
+    pub server_certificate_path: String,
+    /// Holds `<ca>.crt`, `<ca>.key` and `keypair-ids.yaml`.
+    #[serde(rename = "caBasePath")]
+    pub ca_base_path: String,
+    #[serde(rename = "signingCAs", default)]
+    pub signing_cas: Vec<String>,
+    #[serde(rename = "certNames", default)]
+    pub cert_names: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderOptions {
+    pub aws: Option<AwsOptions>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AwsOptions {
+    /// The IAM roles of the cluster's worker groups: only their instances
+    /// may bootstrap.
+    #[serde(rename = "nodesRoles", default)]
+    pub nodes_roles: Vec<String>,
+    #[serde(rename = "Region", default)]
+    pub region: String,
+    #[serde(
+        rename = "useIPBasedNodeNames",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub use_ip_based_node_names: bool,
+}
+
+impl Options {
+    /// The options kops writes for a cluster on AWS, with kops' paths.
+    pub fn for_aws(
+        cluster: &str,
+        config_base: &str,
+        secret_store: &str,
+        region: &str,
+        nodes_roles: Vec<String>,
+    ) -> Options {
+        Options {
+            cluster_name: cluster.to_string(),
+            cloud: "aws".into(),
+            config_base: config_base.to_string(),
+            secret_store: secret_store.to_string(),
+            server: ServerOptions {
+                listen: format!(":{}", crate::protocol::KOPS_CONTROLLER_PORT),
+                provider: ProviderOptions {
+                    aws: Some(AwsOptions {
+                        nodes_roles,
+                        region: region.to_string(),
+                        use_ip_based_node_names: false,
+                    }),
+                },
+                server_key_path: format!("{PKI_DIR}/kops-controller.key"),
+                server_certificate_path: format!("{PKI_DIR}/kops-controller.crt"),
+                ca_base_path: PKI_DIR.to_string(),
+                signing_cas: vec![kops_pki::KUBERNETES_CA.to_string()],
+                cert_names: CERT_NAMES.iter().map(|s| s.to_string()).collect(),
+            },
+        }
+    }
+
+    /// kops writes the options as one line of JSON (valid YAML).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads the options (JSON or YAML).
+    pub fn parse(text: &str) -> Result<Options, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The address to listen on: `:3988` means every interface.
+    pub fn listen_addr(&self) -> String {
+        match self.server.listen.strip_prefix(':') {
+            Some(port) => format!("0.0.0.0:{port}"),
+            None => self.server.listen.clone(),
+        }
+    }
+
+    pub fn aws(&self) -> Option<&AwsOptions> {
+        self.server.provider.aws.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_read_and_write_kops_json() {
+        let kops = r#"{"clusterName":"minimal-aws.example.com","cloud":"aws","configBase":"memfs://clusters.example.com/minimal-aws.example.com","secretStore":"memfs://clusters.example.com/minimal-aws.example.com/secrets","server":{"Listen":":3988","provider":{"aws":{"nodesRoles":["nodes.minimal-aws.example.com"],"Region":"us-test-1"}},"serverKeyPath":"/etc/kubernetes/kops-controller/pki/kops-controller.key","serverCertificatePath":"/etc/kubernetes/kops-controller/pki/kops-controller.crt","caBasePath":"/etc/kubernetes/kops-controller/pki","signingCAs":["kubernetes-ca"],"certNames":["kubelet","kubelet-server","kube-proxy"]}}"#;
+        let parsed = Options::parse(kops).unwrap();
+        assert_eq!(
+            parsed,
+            Options::for_aws(
+                "minimal-aws.example.com",
+                "memfs://clusters.example.com/minimal-aws.example.com",
+                "memfs://clusters.example.com/minimal-aws.example.com/secrets",
+                "us-test-1",
+                vec!["nodes.minimal-aws.example.com".into()],
+            )
+        );
+        assert_eq!(parsed.to_json(), kops);
+        assert_eq!(parsed.listen_addr(), "0.0.0.0:3988");
+    }
+}

@@ -1,0 +1,98 @@
+//! kops-controller, as kops-rs runs it: a host service on control-plane
+//! nodes (`nodeup kops-controller`, installed by nodeup as the
+//! `kops-controller` systemd unit) rather than a pod, because kops-rs
+//! publishes no container images.
+//!
+//! It speaks kops' bootstrap protocol ([`protocol`]): a worker proves which
+//! instance it is with a GetCallerIdentity request signed by its instance
+//! role ([`client`]); the controller replays it to STS and checks the
+//! answer against the cluster's worker roles and instances ([`verify`]);
+//! then it signs the worker's kubelet and kube-proxy certificates with
+//! `kubernetes-ca` and hands it its node config ([`server`]). Workers
+//! therefore never read the state store, whose `pki/` holds the CA keys.
+//!
+//! What it holds on the node (written by nodeup, `/etc/kubernetes/kops-controller/`):
+//! its configuration in kops' format ([`config::Options`]), its serving
+//! certificate, and the keys of the CAs it signs with (`kubernetes-ca`
+//! only): nothing else of the PKI.
+
+pub mod client;
+pub mod config;
+pub mod protocol;
+pub mod server;
+pub mod verify;
+
+use std::sync::Arc;
+
+pub use config::Options;
+pub use server::{Controller, SigningKeys, StartError};
+pub use verify::{NodeIdentity, Refusal, Verifier, VerifierParts};
+
+/// Builds the controller from its options: the AWS clients (region from
+/// the options), this controller's own account (STS GetCallerIdentity),
+/// the signing keys from `caBasePath`.
+pub async fn build(options: Options) -> Result<Controller, StartError> {
+    let aws = options
+        .aws()
+        .ok_or_else(|| StartError::Invalid {
+            path: config::CONFIG_PATH.to_string(),
+            reason: "kops-rs' kops-controller runs on AWS only (server.provider.aws is missing)"
+                .into(),
+        })?
+        .clone();
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(aws.region.clone()))
+        .load()
+        .await;
+    let sts = aws_sdk_sts::Client::new(&sdk);
+    let me = sts
+        .get_caller_identity()
+        .send()
+        .await
+        .map_err(|e| StartError::Aws(format!("STS GetCallerIdentity: {}", sdk_message(&e))))?;
+    let arn = me.arn().unwrap_or_default();
+    let partition = arn.split(':').nth(1).unwrap_or("aws").to_string();
+    let verifier = Verifier::new(VerifierParts {
+        cluster: options.cluster_name.clone(),
+        account: me.account().unwrap_or_default().to_string(),
+        partition,
+        nodes_roles: aws.nodes_roles.clone(),
+        region: aws.region.clone(),
+        sts_url: protocol::sts_url(&aws.region),
+        use_ip_based_node_names: aws.use_ip_based_node_names,
+        ec2: aws_sdk_ec2::Client::new(&sdk),
+    })
+    .map_err(StartError::Tls)?;
+    let keys = SigningKeys::load(&options.server.ca_base_path, &options.server.signing_cas)?;
+    Controller::new(options, verifier, keys).await
+}
+
+/// Runs the controller until `shutdown` completes.
+pub async fn run(
+    options: Options,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), StartError> {
+    let addr = options.listen_addr();
+    let controller = Arc::new(build(options).await?);
+    let tls = controller.tls()?;
+    let listener = server::listen(&addr).await?;
+    tracing::info!("kops-controller listening on {addr}");
+    controller.serve(listener, tls, shutdown).await;
+    Ok(())
+}
+
+/// An SDK error as code and message, one line.
+fn sdk_message<E, R>(error: &aws_smithy_runtime_api::client::result::SdkError<E, R>) -> String
+where
+    E: aws_sdk_sts::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match error.as_service_error() {
+        Some(e) => format!(
+            "{}: {}",
+            e.code().unwrap_or("error"),
+            e.message().unwrap_or_default()
+        ),
+        None => verify::error_chain(error),
+    }
+}

@@ -1,0 +1,329 @@
+//! kops' bootstrap protocol on the wire: the request a node POSTs to
+//! kops-controller's `/bootstrap`, the answer, and the `Authorization`
+//! token that proves the node's identity (a GetCallerIdentity request to
+//! AWS STS, signed with the instance role's credentials, that the
+//! controller replays to STS).
+//!
+//! The JSON field names are kops' (`pkg/apis/nodeup`), so a kops node can
+//! talk to a kops-rs controller and a kops-rs node to kops' controller.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The request's `apiVersion`.
+pub const BOOTSTRAP_API_VERSION: &str = "bootstrap.kops.k8s.io/v1alpha1";
+
+/// kops-controller's port (kops' `wellknownports.KopsControllerPort`).
+pub const KOPS_CONTROLLER_PORT: u16 = 3988;
+
+/// The prefix of a version-1 AWS token: base64 JSON of the signed
+/// request's headers.
+pub const AWS_TOKEN_PREFIX_V1: &str = "x-aws-sts ";
+
+/// The body of every version-1 token's STS request (the signature covers it).
+pub const STS_BODY: &[u8] = b"Action=GetCallerIdentity&Version=2011-06-15";
+
+/// The signed header binding a token to the bootstrap request's body.
+pub const REQUEST_SHA_HEADER: &str = "X-Kops-Request-Sha";
+
+/// The signed header naming the kops-controller a token is meant for
+/// (`kops-controller.internal.<cluster>`). kops-rs' controller refuses a
+/// token for another audience, so a token given to one cluster's
+/// controller cannot be used at another's. kops' controller ignores it.
+pub const AUDIENCE_HEADER: &str = "X-Kops-Audience";
+
+/// What a node asks for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BootstrapRequest {
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    /// Certificate name (`kubelet`, `kubelet-server`, `kube-proxy`, ...) →
+    /// the node's public key for it, PEM.
+    #[serde(default)]
+    pub certs: BTreeMap<String, String>,
+    /// CA name → the keypair id the node trusts as primary; the controller
+    /// refuses to sign with another (a CA rotation in progress).
+    #[serde(rename = "keypairIDs", default)]
+    pub keypair_ids: BTreeMap<String, String>,
+    /// Also send the node config of the node's instance group.
+    #[serde(rename = "includeNodeConfig", default)]
+    pub include_node_config: bool,
+}
+
+/// What kops-controller answers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BootstrapResponse {
+    /// Certificate name → certificate PEM.
+    #[serde(rename = "Certs", default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub certs: BTreeMap<String, String>,
+    #[serde(
+        rename = "nodeConfig",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub node_config: Option<NodeConfig>,
+}
+
+/// A worker's node config and the secrets it may have.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeConfig {
+    /// The group's `nodeupconfig.yaml`, as stored.
+    #[serde(rename = "nodeupConfig", default)]
+    pub nodeup_config: String,
+    /// Secret name → content (base64 in JSON, as Go encodes `[]byte`).
+    #[serde(
+        rename = "nodeSecrets",
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        with = "base64_map"
+    )]
+    pub node_secrets: BTreeMap<String, Vec<u8>>,
+}
+
+mod base64_map {
+    use std::collections::BTreeMap;
+
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        map: &BTreeMap<String, Vec<u8>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        map.iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    base64::engine::general_purpose::STANDARD.encode(v),
+                )
+            })
+            .collect::<BTreeMap<_, _>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<String, Vec<u8>>, D::Error> {
+        let encoded = BTreeMap::<String, String>::deserialize(d)?;
+        encoded
+            .into_iter()
+            .map(|(k, v)| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(v)
+                    .map(|bytes| (k, bytes))
+                    .map_err(serde::de::Error::custom)
+            })
+            .collect()
+    }
+}
+
+/// The value of [`REQUEST_SHA_HEADER`] for a request body: unpadded base64
+/// of its sha256, as kops computes it.
+pub fn body_sha(body: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD_NO_PAD.encode(Sha256::digest(body))
+}
+
+/// The audience of a cluster's kops-controller.
+pub fn audience(cluster: &str) -> String {
+    format!("kops-controller.internal.{cluster}")
+}
+
+/// The STS endpoint of a region: `AWS_ENDPOINT_URL_STS` or
+/// `AWS_ENDPOINT_URL` when set (a private endpoint, or a local AWS API in
+/// tests), else the regional public one.
+pub fn sts_url(region: &str) -> String {
+    let from_env = std::env::var("AWS_ENDPOINT_URL_STS")
+        .ok()
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
+        .filter(|u| !u.trim().is_empty());
+    match from_env {
+        Some(url) => format!("{}/", url.trim_end_matches('/')),
+        None => format!("https://sts.{region}.amazonaws.com/"),
+    }
+}
+
+/// Why a token could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot sign the node's identity token for {url}: {reason}")]
+pub struct SignError {
+    pub url: String,
+    pub reason: String,
+}
+
+/// A version-1 token: the headers of a GetCallerIdentity request to
+/// `sts_url`, signed (SigV4, service `sts`) with `credentials`, covering
+/// the sha256 of `body` and the controller's `audience`.
+pub fn create_token_v1(
+    sts_url: &str,
+    region: &str,
+    credentials: &aws_credential_types::Credentials,
+    time: SystemTime,
+    body: &[u8],
+    audience: &str,
+) -> Result<String, SignError> {
+    use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+    use aws_sigv4::sign::v4;
+
+    let fail = |reason: String| SignError {
+        url: sts_url.to_string(),
+        reason,
+    };
+    let identity = credentials.clone().into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name("sts")
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| fail(e.to_string()))?
+        .into();
+    let sha = body_sha(body);
+    let mut headers: Vec<(String, String)> = vec![
+        (
+            "Content-Type".into(),
+            "application/x-www-form-urlencoded; charset=utf-8".into(),
+        ),
+        (REQUEST_SHA_HEADER.into(), sha),
+        (AUDIENCE_HEADER.into(), audience.to_string()),
+    ];
+    let signable = SignableRequest::new(
+        "POST",
+        sts_url,
+        headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        SignableBody::Bytes(STS_BODY),
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    let (instructions, _signature) = sign(signable, &params)
+        .map_err(|e| fail(e.to_string()))?
+        .into_parts();
+    for (name, value) in instructions.headers() {
+        headers.push((canonical_header_name(name), value.to_string()));
+    }
+    // Go's http.Header as JSON: canonical names → lists of values.
+    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, value) in headers {
+        map.entry(canonical_header_name(&name))
+            .or_default()
+            .push(value);
+    }
+    let json = serde_json::to_vec(&map).map_err(|e| fail(e.to_string()))?;
+    Ok(format!(
+        "{AWS_TOKEN_PREFIX_V1}{}",
+        base64::engine::general_purpose::STANDARD.encode(json)
+    ))
+}
+
+/// Go's canonical header spelling (`x-amz-date` → `X-Amz-Date`), which
+/// kops' JSON token uses.
+pub fn canonical_header_name(name: &str) -> String {
+    name.split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(first) => {
+                    first.to_ascii_uppercase().to_string() + &chars.as_str().to_ascii_lowercase()
+                }
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// A decoded version-1 token: header name (canonical) → values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenHeaders(pub BTreeMap<String, Vec<String>>);
+
+impl TokenHeaders {
+    /// Decodes `Authorization` (`x-aws-sts <base64 JSON>`).
+    pub fn decode(token: &str) -> Result<TokenHeaders, String> {
+        let encoded = token
+            .strip_prefix(AWS_TOKEN_PREFIX_V1)
+            .ok_or("the Authorization header is not an `x-aws-sts` token")?;
+        let json = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .map_err(|e| format!("the token is not base64: {e}"))?;
+        let raw: BTreeMap<String, Vec<String>> =
+            serde_json::from_slice(&json).map_err(|e| format!("the token is not JSON: {e}"))?;
+        let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, values) in raw {
+            map.entry(canonical_header_name(&name))
+                .or_default()
+                .extend(values);
+        }
+        Ok(TokenHeaders(map))
+    }
+
+    /// The first value of a header (any spelling).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .get(&canonical_header_name(name))
+            .and_then(|v| v.first())
+            .map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_names_are_spelled_as_go_does() {
+        assert_eq!(canonical_header_name("x-amz-date"), "X-Amz-Date");
+        assert_eq!(
+            canonical_header_name("X-KOPS-REQUEST-SHA"),
+            "X-Kops-Request-Sha"
+        );
+        assert_eq!(canonical_header_name("authorization"), "Authorization");
+    }
+
+    #[test]
+    fn a_token_carries_signed_body_hash_and_audience() {
+        let credentials = aws_credential_types::Credentials::new("AKID", "SECRET", None, None, "t");
+        let body = br#"{"apiVersion":"bootstrap.kops.k8s.io/v1alpha1"}"#;
+        let token = create_token_v1(
+            "https://sts.us-east-1.amazonaws.com/",
+            "us-east-1",
+            &credentials,
+            SystemTime::now(),
+            body,
+            "kops-controller.internal.a.example.com",
+        )
+        .unwrap();
+        let headers = TokenHeaders::decode(&token).unwrap();
+        assert_eq!(headers.get("x-kops-request-sha"), Some(&*body_sha(body)));
+        let auth = headers.get("authorization").unwrap();
+        assert!(
+            auth.starts_with("AWS4-HMAC-SHA256 Credential=AKID/"),
+            "{auth}"
+        );
+        assert!(auth.contains("x-kops-request-sha"), "{auth}");
+        assert!(auth.contains("x-kops-audience"), "{auth}");
+        assert!(headers.get("x-amz-date").is_some());
+    }
+
+    #[test]
+    fn responses_use_kops_field_names() {
+        let response = BootstrapResponse {
+            certs: BTreeMap::from([("kubelet".into(), "PEM".into())]),
+            node_config: Some(NodeConfig {
+                nodeup_config: "a: b\n".into(),
+                node_secrets: BTreeMap::from([("dockerconfig".into(), b"{}".to_vec())]),
+            }),
+        };
+        let json = serde_json::to_string(&response).unwrap();
+        assert_eq!(
+            json,
+            r#"{"Certs":{"kubelet":"PEM"},"nodeConfig":{"nodeupConfig":"a: b\n","nodeSecrets":{"dockerconfig":"e30="}}}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<BootstrapResponse>(&json).unwrap(),
+            response
+        );
+    }
+}

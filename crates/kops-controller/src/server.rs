@@ -1,0 +1,479 @@
+//! kops-controller's HTTPS server: `/healthz` and `/bootstrap` on port
+//! 3988, with a serving certificate from the cluster CA.
+//!
+//! `/bootstrap` verifies the caller ([`crate::verify`]), then issues the
+//! certificates it asks for (only the names the configuration enables,
+//! each with its fixed subject: the node cannot choose what it is
+//! certified as) with the CA keys nodeup gave this controller, and, when
+//! asked, returns the node config of the caller's instance group from the
+//! state store. A refusal is logged on one line and the node gets a 403
+//! with nothing issued.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use kops_pki::{CertificateAuthority, IssueRequest};
+use kops_state::ObjectStore;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::config::Options;
+use crate::protocol::{BootstrapRequest, BootstrapResponse, NodeConfig, BOOTSTRAP_API_VERSION};
+use crate::verify::{NodeIdentity, Verifier};
+
+/// Largest request body accepted.
+const MAX_BODY: usize = 1 << 20;
+
+/// Everything that stops the controller from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot read `{path}`: {reason}\nhint: nodeup writes kops-controller's files on control-plane nodes; run it first")]
+    Read { path: String, reason: String },
+    #[error("`{path}`: {reason}")]
+    Invalid { path: String, reason: String },
+    #[error("TLS: {0}")]
+    Tls(String),
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen { addr: String, reason: String },
+    #[error("state store: {0}")]
+    Store(#[from] kops_state::StoreError),
+    #[error("AWS: {0}")]
+    Aws(String),
+}
+
+fn read(path: &str) -> Result<String, StartError> {
+    std::fs::read_to_string(path).map_err(|e| StartError::Read {
+        path: path.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// The CA keys this controller signs with (`<ca>.crt`, `<ca>.key`) and
+/// their keypair ids (`keypair-ids.yaml`), as nodeup writes them.
+pub struct SigningKeys {
+    cas: BTreeMap<String, CertificateAuthority>,
+    keypair_ids: BTreeMap<String, String>,
+}
+
+impl SigningKeys {
+    pub fn load(base: &str, names: &[String]) -> Result<SigningKeys, StartError> {
+        let mut cas = BTreeMap::new();
+        for name in names {
+            let cert = read(&format!("{base}/{name}.crt"))?;
+            let key = read(&format!("{base}/{name}.key"))?;
+            let ca =
+                CertificateAuthority::from_pem(&cert, &key).map_err(|e| StartError::Invalid {
+                    path: format!("{base}/{name}.crt"),
+                    reason: e.to_string(),
+                })?;
+            cas.insert(name.clone(), ca);
+        }
+        let ids_path = format!("{base}/keypair-ids.yaml");
+        let keypair_ids = match std::fs::read_to_string(&ids_path) {
+            Ok(text) => serde_yaml_ids(&text).map_err(|reason| StartError::Invalid {
+                path: ids_path.clone(),
+                reason,
+            })?,
+            Err(_) => BTreeMap::new(),
+        };
+        Ok(SigningKeys { cas, keypair_ids })
+    }
+}
+
+/// `name: id` lines (kops writes this file as a YAML map).
+fn serde_yaml_ids(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut map = BTreeMap::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with('#') {
+            continue;
+        }
+        let (k, v) = line
+            .split_once(':')
+            .ok_or_else(|| format!("`{line}` is not `name: id`"))?;
+        map.insert(
+            k.trim().to_string(),
+            v.trim().trim_matches('"').trim_matches('\'').to_string(),
+        );
+    }
+    Ok(map)
+}
+
+/// The bootstrap service of one cluster.
+pub struct Controller {
+    options: Options,
+    verifier: Verifier,
+    keys: SigningKeys,
+    config_store: Arc<dyn ObjectStore>,
+    secret_store: Option<Arc<dyn ObjectStore>>,
+}
+
+impl Controller {
+    pub async fn new(
+        options: Options,
+        verifier: Verifier,
+        keys: SigningKeys,
+    ) -> Result<Controller, StartError> {
+        let config_store = kops_state::open(&options.config_base).await?;
+        let secret_store = if options.secret_store.is_empty() {
+            None
+        } else {
+            Some(kops_state::open(&options.secret_store).await?)
+        };
+        Ok(Controller {
+            options,
+            verifier,
+            keys,
+            config_store,
+            secret_store,
+        })
+    }
+
+    /// The TLS acceptor for the configured serving certificate.
+    pub fn tls(&self) -> Result<TlsAcceptor, StartError> {
+        tls_acceptor(
+            &self.options.server.server_certificate_path,
+            &self.options.server.server_key_path,
+        )
+    }
+
+    /// Serves on `listener` until `shutdown` completes.
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: TcpListener,
+        tls: TlsAcceptor,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) {
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = &mut shutdown => return,
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+            };
+            let tls = tls.clone();
+            let this = self.clone();
+            tokio::spawn(async move {
+                let stream =
+                    match tokio::time::timeout(Duration::from_secs(10), tls.accept(stream)).await {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::info!("TLS handshake with {peer} failed: {e}");
+                            return;
+                        }
+                        Err(_) => return,
+                    };
+                let service = hyper::service::service_fn(move |req| {
+                    let this = this.clone();
+                    async move { Ok::<_, std::convert::Infallible>(this.handle(req, peer).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }
+
+    async fn handle(&self, req: Request<Incoming>, peer: SocketAddr) -> Response<Full<Bytes>> {
+        match (req.method().as_str(), req.uri().path()) {
+            (_, "/healthz") => reply(StatusCode::OK, "ok"),
+            ("POST", "/bootstrap") => self.bootstrap(req, peer).await,
+            _ => reply(StatusCode::NOT_FOUND, "not found"),
+        }
+    }
+
+    async fn bootstrap(&self, req: Request<Incoming>, peer: SocketAddr) -> Response<Full<Bytes>> {
+        let authorization = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => {
+                tracing::info!("bootstrap from {peer}: cannot read the body: {e}");
+                return reply(StatusCode::BAD_REQUEST, "cannot read the body");
+            }
+        };
+        let identity = match self.verifier.verify(&authorization, &body).await {
+            Ok(id) => id,
+            Err(refusal) => {
+                tracing::warn!("bootstrap from {peer} refused: {refusal}");
+                return reply(StatusCode::FORBIDDEN, "failed to verify token");
+            }
+        };
+        let request: BootstrapRequest = match serde_json::from_slice(&body) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::info!("bootstrap from {peer}: bad request: {e}");
+                return reply(StatusCode::BAD_REQUEST, "cannot decode the request");
+            }
+        };
+        if request.api_version != BOOTSTRAP_API_VERSION {
+            tracing::info!(
+                "bootstrap from {peer}: unexpected apiVersion `{}`",
+                request.api_version
+            );
+            return reply(StatusCode::BAD_REQUEST, "unexpected apiVersion");
+        }
+        match self.answer(&request, &identity).await {
+            Ok(response) => {
+                tracing::info!(
+                    "bootstrap from {peer}: node {} (instance group {}): issued {}{}",
+                    identity.node_name,
+                    identity.instance_group,
+                    response
+                        .certs
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if response.node_config.is_some() {
+                        " and its node config"
+                    } else {
+                        ""
+                    }
+                );
+                let json = serde_json::to_vec(&response).unwrap_or_default();
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .header(hyper::header::CONTENT_TYPE, "application/json")
+                    .body(Full::new(Bytes::from(json)))
+                    .unwrap_or_else(|_| reply(StatusCode::INTERNAL_SERVER_ERROR, "internal"))
+            }
+            Err(reason) => {
+                tracing::warn!(
+                    "bootstrap from {peer} (node {}): {reason}",
+                    identity.node_name
+                );
+                reply(StatusCode::BAD_REQUEST, &reason)
+            }
+        }
+    }
+
+    /// Certificates and node config for a verified node; nothing is
+    /// returned unless everything could be made.
+    async fn answer(
+        &self,
+        request: &BootstrapRequest,
+        identity: &NodeIdentity,
+    ) -> Result<BootstrapResponse, String> {
+        let mut response = BootstrapResponse::default();
+        if request.include_node_config {
+            response.node_config = Some(self.node_config(identity).await?);
+        }
+        let hours = validity_hours(&identity.node_name);
+        for (name, public_key) in &request.certs {
+            let cert = self.issue(name, public_key, identity, hours, &request.keypair_ids)?;
+            response.certs.insert(name.clone(), cert);
+        }
+        Ok(response)
+    }
+
+    fn issue(
+        &self,
+        name: &str,
+        public_key: &str,
+        identity: &NodeIdentity,
+        hours: u64,
+        keypair_ids: &BTreeMap<String, String>,
+    ) -> Result<String, String> {
+        if !self.options.server.cert_names.iter().any(|n| n == name) {
+            return Err(format!(
+                "certificate `{name}` is not one this controller issues"
+            ));
+        }
+        let mut signer = kops_pki::KUBERNETES_CA;
+        let mut issue = match name {
+            "etcd-client-cilium" => {
+                signer = "etcd-clients-ca-cilium";
+                IssueRequest::client("cilium", None)
+            }
+            "kubelet" => IssueRequest::client(
+                &format!("system:node:{}", identity.node_name),
+                Some("system:nodes"),
+            ),
+            "kubelet-server" => {
+                IssueRequest::server(&identity.node_name, &identity.certificate_names)
+            }
+            "kube-proxy" => IssueRequest::client("system:kube-proxy", None),
+            "kube-router" => IssueRequest::client("system:kube-router", None),
+            other => return Err(format!("unexpected certificate name `{other}`")),
+        };
+        issue.validity = Some(Duration::from_secs(hours * 3600));
+        if !keypair_ids.is_empty() {
+            let wanted = keypair_ids.get(signer).map(String::as_str).unwrap_or("");
+            let have = self
+                .keys
+                .keypair_ids
+                .get(signer)
+                .map(String::as_str)
+                .unwrap_or("");
+            if wanted != have {
+                return Err(format!(
+                    "the node trusts keypair `{wanted}` of {signer}, this controller signs with `{have}`"
+                ));
+            }
+        }
+        let ca = self
+            .keys
+            .cas
+            .get(signer)
+            .ok_or_else(|| format!("this controller has no key for {signer}"))?;
+        let der = public_key_der(public_key)?;
+        ca.issue_for_public_key(&issue, &der)
+            .map_err(|e| format!("cannot issue `{name}`: {e}"))
+    }
+
+    async fn node_config(&self, identity: &NodeIdentity) -> Result<NodeConfig, String> {
+        let group = &identity.instance_group;
+        let valid = !group.is_empty()
+            && group.len() <= 253
+            && group
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+            && !group.contains("..");
+        if !valid {
+            return Err(format!("`{group}` is not a valid instance group name"));
+        }
+        let key = format!("igconfig/node/{group}/nodeupconfig.yaml");
+        let bytes = self
+            .config_store
+            .read(&key)
+            .await
+            .map_err(|e| format!("cannot read the node config: {e}"))?
+            .ok_or_else(|| format!("no node config at `{}`", self.config_store.url_of(&key)))?;
+        let mut node_secrets = BTreeMap::new();
+        if let Some(store) = &self.secret_store {
+            if let Ok(Some(bytes)) = store.read("dockerconfig").await {
+                let url = store.url_of("dockerconfig");
+                let secret = kops_pki::Secret::parse(&url, &bytes)
+                    .map_err(|e| format!("cannot read secret dockerconfig: {e}"))?;
+                node_secrets.insert("dockerconfig".to_string(), secret.data);
+            }
+        }
+        Ok(NodeConfig {
+            nodeup_config: String::from_utf8_lossy(&bytes).into_owned(),
+            node_secrets,
+        })
+    }
+}
+
+/// How long a node's certificates are valid: 455 days plus up to 30 days
+/// spread by node name (so a fleet's certificates don't expire together),
+/// as kops does (FNV-1 32-bit of the name).
+pub fn validity_hours(node_name: &str) -> u64 {
+    let mut hash: u32 = 0x811c9dc5;
+    for byte in node_name.bytes() {
+        hash = hash.wrapping_mul(0x01000193);
+        hash ^= u32::from(byte);
+    }
+    455 * 24 + u64::from(hash % (30 * 24))
+}
+
+/// A public key PEM (kops labels it `RSA PUBLIC KEY` around a DER
+/// SubjectPublicKeyInfo; `PUBLIC KEY` is accepted too) → DER.
+fn public_key_der(text: &str) -> Result<Vec<u8>, String> {
+    let block = text.trim();
+    let body: String = block
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect::<Vec<_>>()
+        .concat();
+    let first = block.lines().next().unwrap_or_default();
+    if first != "-----BEGIN RSA PUBLIC KEY-----" && first != "-----BEGIN PUBLIC KEY-----" {
+        return Err(format!("unexpected public key type `{first}`"));
+    }
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .map_err(|e| format!("the public key is not PEM: {e}"))
+}
+
+/// The PEM a node sends for its public key (kops' label).
+pub fn public_key_pem(der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = String::from("-----BEGIN RSA PUBLIC KEY-----\n");
+    for chunk in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(chunk));
+        out.push('\n');
+    }
+    out.push_str("-----END RSA PUBLIC KEY-----\n");
+    out
+}
+
+fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(text.to_string())));
+    *response.status_mut() = status;
+    response
+}
+
+/// A TLS acceptor for a certificate chain and key in PEM files.
+pub fn tls_acceptor(cert_path: &str, key_path: &str) -> Result<TlsAcceptor, StartError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+    let cert_pem = read(cert_path)?;
+    let key_pem = read(key_path)?;
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| StartError::Invalid {
+            path: cert_path.to_string(),
+            reason: e.to_string(),
+        })?;
+    let key =
+        PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| StartError::Invalid {
+            path: key_path.to_string(),
+            reason: e.to_string(),
+        })?;
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])
+    .map_err(|e| StartError::Tls(e.to_string()))?
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .map_err(|e| StartError::Tls(e.to_string()))?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Binds the configured address.
+pub async fn listen(addr: &str) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| StartError::Listen {
+            addr: addr.to_string(),
+            reason: e.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validity_is_455_days_plus_a_spread() {
+        let h = validity_hours("i-0123456789abcdef0");
+        assert!((455 * 24..485 * 24).contains(&h));
+        assert_eq!(h, validity_hours("i-0123456789abcdef0"));
+    }
+
+    #[test]
+    fn keypair_ids_file_reads() {
+        let ids = serde_yaml_ids("kubernetes-ca: \"6982820025135291416230495506\"\n").unwrap();
+        assert_eq!(ids["kubernetes-ca"], "6982820025135291416230495506");
+    }
+}

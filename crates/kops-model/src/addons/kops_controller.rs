@@ -1,0 +1,146 @@
+//! kops-controller (`kops-controller.addons.k8s.io`) as kops-rs runs it: a
+//! host service on control-plane nodes, not kops' DaemonSet (kops-rs
+//! publishes no container image). The addon keeps kops' `kops-controller`
+//! ConfigMap, byte for byte the configuration kops writes (nodeup reads it
+//! from the state store to configure the service), and the RBAC the
+//! service needs to label nodes.
+//!
+//! The configuration names the IAM roles whose instances may bootstrap
+//! (every node and API-server group's role), the region, the paths nodeup
+//! writes the service's certificate and signing keys to, and the
+//! certificates it may issue (kube-proxy's only when kube-proxy runs).
+
+use kops_api::Role;
+use serde_json::{json, Value};
+
+use super::template::{self, TemplateError};
+use crate::Model;
+
+/// Where nodeup writes kops-controller's certificates and keys.
+const PKI_DIR: &str = "/etc/kubernetes/kops-controller/pki";
+
+pub(super) fn objects(model: &Model<'_>) -> Result<Option<Vec<Value>>, TemplateError> {
+    let Some(config) = config_json(model) else {
+        return Ok(None);
+    };
+    template::render(
+        "kops_controller/manifest.yaml",
+        include_str!("kops_controller/manifest.yaml"),
+        &json!({ "config": config }),
+    )
+    .map(Some)
+}
+
+/// kops-controller's options as kops serializes them (its field order).
+pub fn config_json(model: &Model<'_>) -> Option<String> {
+    let spec = &model.cluster.spec;
+    let config_base = spec
+        .config_base
+        .clone()
+        .unwrap_or_else(|| model.config_base.to_string());
+    let config_base = config_base.trim_end_matches('/').to_string();
+    let secret_store = spec
+        .secret_store
+        .clone()
+        .unwrap_or_else(|| format!("{config_base}/secrets"));
+    let region = crate::iam::region(model)?;
+    let mut roles: Vec<String> = model
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let role = g.role()?;
+            if !matches!(role, Role::Node | Role::ApiServer) {
+                return None;
+            }
+            // An existing instance profile: its name stands for its role
+            // (kops asks IAM; offline kops-rs cannot).
+            let profile = g
+                .spec
+                .extra
+                .get("iam")
+                .and_then(|i| i.get("profile"))
+                .and_then(Value::as_str)
+                .and_then(|arn| arn.rsplit('/').next());
+            Some(match profile {
+                Some(name) => name.to_string(),
+                None => crate::iam::iam_name(model, role),
+            })
+        })
+        .collect();
+    roles.sort();
+    roles.dedup();
+    let kube_proxy = spec
+        .kube_proxy
+        .as_ref()
+        .and_then(|k| k.enabled)
+        .unwrap_or(true);
+    let cilium_etcd = spec
+        .etcd_clusters
+        .iter()
+        .flatten()
+        .any(|e| e.name == "cilium");
+    let mut cert_names = vec!["kubelet", "kubelet-server"];
+    let mut signing_cas = vec!["kubernetes-ca".to_string()];
+    if cilium_etcd {
+        cert_names.push("etcd-client-cilium");
+        signing_cas.push("etcd-clients-ca-cilium".to_string());
+    }
+    if kube_proxy {
+        cert_names.push("kube-proxy");
+    }
+    let q = |v: &str| Value::String(v.to_string()).to_string();
+    let list = |items: &[String]| {
+        format!(
+            "[{}]",
+            items.iter().map(|i| q(i)).collect::<Vec<_>>().join(",")
+        )
+    };
+    let cert_names: Vec<String> = cert_names.iter().map(|s| s.to_string()).collect();
+    Some(format!(
+        "{{\"clusterName\":{},\"cloud\":\"aws\",\"configBase\":{},\"secretStore\":{},\"server\":{{\"Listen\":\":3988\",\"provider\":{{\"aws\":{{\"nodesRoles\":{},\"Region\":{}}}}},\"serverKeyPath\":{},\"serverCertificatePath\":{},\"caBasePath\":{},\"signingCAs\":{},\"certNames\":{}}}{}}}",
+        q(model.name()),
+        q(&config_base),
+        q(&secret_store),
+        list(&roles),
+        q(&region),
+        q(&format!("{PKI_DIR}/kops-controller.key")),
+        q(&format!("{PKI_DIR}/kops-controller.crt")),
+        q(PKI_DIR),
+        list(&signing_cas),
+        list(&cert_names),
+        // IPv6-only clusters: pod ranges come from the instances' IPv6
+        // prefixes (kops-controller's cloud IPAM).
+        if model.ipv6_only() {
+            ",\"enableCloudIPAM\":true"
+        } else {
+            ""
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addons::tests::golden_cases;
+    use crate::security::tests::model;
+
+    /// The ConfigMap's configuration is kops' in every AWS case.
+    #[test]
+    fn configuration_is_kops_in_every_case() {
+        let mut compared = 0;
+        for (case, cluster, groups, theirs) in golden_cases("kops-controller.addons.k8s.io") {
+            let model = model(&cluster, &groups);
+            let ours = config_json(&model).expect("renders");
+            let line = theirs
+                .lines()
+                .find(|l| l.trim_start().starts_with("{\"clusterName\""))
+                .unwrap_or_default()
+                .trim();
+            assert_eq!(ours, line, "case {case}");
+            compared += 1;
+        }
+        if kops_testkit::shared_dir().is_some() {
+            assert!(compared > 30, "only {compared} cases");
+        }
+    }
+}
