@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
@@ -13,7 +14,7 @@ use kops_api::{Cluster, InstanceGroup};
 use kops_ops::{EditOutcome, OpsError, Registry};
 use kops_roll::{CloudGroup, CloudInstance, InstanceStatus, Kubernetes, NodeInfo};
 
-use crate::cli::{DeleteArgs, DeleteCommand, GetOutput, GlobalArgs};
+use crate::cli::{parse_duration, DeleteArgs, DeleteCommand, GetOutput, GlobalArgs};
 use crate::output::{print, status, Table};
 
 async fn state(global: &GlobalArgs) -> Result<Registry> {
@@ -107,6 +108,8 @@ pub struct GetInstancesArgs {
 /// The cluster's groups as the cloud runs them, matched with its nodes, and
 /// each instance's addresses and roles.
 struct Live {
+    cluster: Cluster,
+    instance_groups: Vec<InstanceGroup>,
     cloud: kops_aws::AwsCloud,
     groups: Vec<CloudGroup>,
     details: BTreeMap<String, kops_aws::instances::InstanceDetails>,
@@ -119,10 +122,12 @@ async fn live_instances(registry: &Registry, cluster: &str, nodes: &[NodeInfo]) 
     let cloud = kops_aws::AwsCloud::new(&region).await;
     let asgs = kops_aws::instances::cluster_groups(&cloud, cluster).await?;
     let details = kops_aws::instances::instance_details(&cloud, cluster).await?;
-    let groups = kops_roll::build_groups(cluster, &groups, &asgs, nodes);
+    let built = kops_roll::build_groups(cluster, &groups, &asgs, nodes);
     Ok(Live {
+        cluster: spec,
+        instance_groups: groups,
         cloud,
-        groups,
+        groups: built,
         details,
     })
 }
@@ -255,17 +260,51 @@ pub struct DeleteInstanceArgs {
     #[arg(short = 'y', long)]
     pub yes: bool,
     /// Detach the instance from its group first, so the group launches the
-    /// replacement before the instance goes (default true, as kops).
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = true, value_name = "BOOL")]
+    /// replacement before the instance goes (default true, as kops; never
+    /// for control-plane instances).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "true", value_parser = bool_flag, value_name = "BOOL")]
     pub surge: bool,
-    /// Do not use the Kubernetes API: no node lookup, no drain.
+    /// Do not use the Kubernetes API: no node lookup, drain or validation.
     #[arg(long)]
     pub cloudonly: bool,
-    /// Kubeconfig for the node lookup and drain (default: KUBECONFIG, then ~/.kube/config).
+    /// Maximum time to wait for the cluster to validate (and for the replacement).
+    #[arg(long, default_value = "15m", value_parser = parse_duration, value_name = "DURATION")]
+    pub validation_timeout: Duration,
+    /// Consecutive successful validations required after the replacement.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub validate_count: u32,
+    /// Time to wait after draining the node.
+    #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    pub post_drain_delay: Duration,
+    /// Fail if draining the node fails (otherwise terminate it anyway).
+    #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = bool_flag, value_name = "BOOL")]
+    pub fail_on_drain_error: bool,
+    /// Fail if the cluster does not validate.
+    #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = bool_flag, value_name = "BOOL")]
+    pub fail_on_validate_error: bool,
+    /// Kubeconfig for the node lookup, drain and validation (default: KUBECONFIG, then ~/.kube/config).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
+    /// Time between validation attempts while waiting for health.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, hide = true)]
+    pub validate_tick: Duration,
+    /// Pause between two consecutive successful validations.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, hide = true)]
+    pub validate_success_pause: Duration,
 }
 
+fn bool_flag(text: &str) -> Result<bool, String> {
+    match text {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(format!("`{text}` is not a boolean; write true or false")),
+    }
+}
+
+/// `kops delete instance`: as kops' single-instance update. Detach for surge
+/// (not control-plane instances), validate, drain, terminate, wait for the
+/// group's replacement and validate again; kops-roll's roller does each step
+/// on a group made of just this instance.
 pub async fn delete_instance(global: &GlobalArgs, a: DeleteInstanceArgs) -> Result<i32> {
     let registry = state(global).await?;
     let cluster = cluster_name(&registry, global, None).await?;
@@ -315,37 +354,73 @@ pub async fn delete_instance(global: &GlobalArgs, a: DeleteInstanceArgs) -> Resu
         print("\nMust specify --yes to delete instance\n");
         return Ok(0);
     }
-    let mut detached = member.instance.detached;
-    if a.surge && !detached {
+
+    let mut target = member.clone();
+    target.status = InstanceStatus::NeedsUpdate;
+    let mut surge = a.surge && !target.instance.detached;
+    if surge && group.role() == kops_api::Role::ControlPlane {
+        status("warning: cannot detach control-plane instances; assuming --surge=false");
+        surge = false;
+    }
+    if group.instance_group.spec.manager.as_deref() == Some("Karpenter") {
+        surge = false;
+    }
+    if target.instance.detached {
+        target.status = InstanceStatus::Detached;
+    }
+    // The roller surges only with the Kubernetes API; without it, detach here.
+    if surge && a.cloudonly {
         kops_aws::instances::detach_for_surge(&live.cloud, &group.name, &id).await?;
-        detached = true;
-        status(&format!(
-            "Detached {id} from {}; the group launches its replacement",
-            group.name
-        ));
+        status(&format!("[{}] detached {id}", group.ig_name()));
+        target.status = InstanceStatus::Detached;
+        target.instance.detached = true;
+        surge = false;
     }
-    if let (Some((k, _)), Some(node)) = (&kube, &member.node) {
-        k.cordon(&node.name).await?;
-        let mut evicted = 0;
-        for pod in k.pods(Some(&node.name)).await? {
-            if pod.is_evictable() {
-                if let kops_roll::Eviction::Evicted = k.evict(&pod).await? {
-                    evicted += 1;
-                }
-            }
-        }
-        status(&format!(
-            "Cordoned node {} and evicted {evicted} pods",
-            node.name
-        ));
-    }
-    if detached {
-        kops_aws::instances::terminate_instance(&live.cloud, &id).await?;
-    } else {
-        kops_aws::instances::terminate_in_group(&live.cloud, &id).await?;
-    }
+    let mut ig = group.instance_group.clone();
+    let settings = ig.spec.rolling_update.get_or_insert_with(Default::default);
+    settings.max_surge = Some(serde_json::json!(usize::from(surge)));
+    settings.max_unavailable = Some(serde_json::json!(1));
+    settings.drain_and_terminate = Some(true);
+    let one = CloudGroup {
+        instance_group: ig,
+        name: group.name.clone(),
+        min_size: group.min_size,
+        target_size: group.target_size,
+        max_size: group.max_size,
+        ready: group.members().filter(|m| m.id() != id).cloned().collect(),
+        need_update: vec![target],
+    };
+    let options = kops_roll::RollOptions {
+        cloud_only: a.cloudonly,
+        fail_on_drain_error: a.fail_on_drain_error,
+        fail_on_validate_error: a.fail_on_validate_error,
+        post_drain_delay: a.post_drain_delay,
+        validation_timeout: a.validation_timeout,
+        validate_count: a.validate_count,
+        control_plane_interval: Duration::ZERO,
+        node_interval: Duration::ZERO,
+        bastion_interval: Duration::ZERO,
+        validate_tick: a.validate_tick,
+        validate_success_pause: a.validate_success_pause,
+        ..Default::default()
+    };
+    let progress: kops_roll::Progress =
+        std::sync::Arc::new(|event: &kops_roll::RollEvent| status(&event.to_string()));
+    let roller = kops_roll::Roller {
+        cluster_name: cluster.clone(),
+        cluster: live.cluster,
+        instance_groups: live.instance_groups,
+        cloud: std::sync::Arc::new(kops_roll::AwsGroups {
+            cloud: live.cloud,
+            cluster: cluster.clone(),
+        }),
+        kube: kube.map(|(k, _)| std::sync::Arc::new(k) as std::sync::Arc<dyn Kubernetes>),
+        options,
+        progress: Some(progress),
+    };
+    std::sync::Arc::new(roller).run(vec![one]).await?;
     status(&format!(
-        "Terminated instance {id}; group {} replaces it",
+        "Deleted instance {id}; group {} replaced it",
         group.name
     ));
     Ok(0)

@@ -474,7 +474,7 @@ fn instances_listed_and_deleted_on_moto() {
     );
     assert!(r.stdout.contains("Must specify --yes to delete instance"));
     assert!(c.instances(kc).iter().any(|i| i["id"] == first.as_str()));
-    c.ok(&[
+    let r = c.ok(&[
         "delete",
         "instance",
         &first,
@@ -482,22 +482,71 @@ fn instances_listed_and_deleted_on_moto() {
         "--surge=false",
         "--cloudonly",
     ]);
-    assert!(!c.instances(kc).iter().any(|i| i["id"] == first.as_str()));
-
-    // With surge (the default): detached, then terminated.
-    let second = nodes[1]["id"].as_str().unwrap().to_string();
-    let r = c.ok(&["delete", "instance", &second, "--yes", "--kubeconfig", kc]);
+    assert!(!r.stderr.contains("detached"), "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!("Detached {second}")),
+        r.stderr.contains(&format!("terminated {first}")),
         "{}",
         r.stderr
     );
-    assert!(!c.instances(kc).iter().any(|i| i["id"] == second.as_str()));
+    let now = c.instances(kc);
+    assert!(!now.iter().any(|i| i["id"] == first.as_str()), "{now:?}");
+    assert_eq!(now.len(), 3, "the group replaced it: {now:?}");
+
+    // With surge (the default): detached, drained, terminated, replaced, validated.
+    let second = nodes[1]["id"].as_str().unwrap().to_string();
+    let r = c.ok(&[
+        "delete",
+        "instance",
+        &second,
+        "--yes",
+        "--kubeconfig",
+        kc,
+        "--validate-count",
+        "1",
+        "--validate-tick",
+        "200ms",
+        "--validate-success-pause",
+        "0s",
+        "--post-drain-delay",
+        "0s",
+        "--validation-timeout",
+        "30s",
+    ]);
+    assert!(
+        r.stderr.contains(&format!("detached {second}")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&format!("terminated {second}")),
+        "{}",
+        r.stderr
+    );
+    let now = c.instances(kc);
+    assert!(!now.iter().any(|i| i["id"] == second.as_str()), "{now:?}");
+    assert_eq!(now.len(), 3, "{now:?}");
+
+    // A control-plane instance is never detached.
+    let cp = now
+        .iter()
+        .find(|i| i["roles"] == serde_json::json!(["control-plane"]))
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = c.ok(&["delete", "instance", &cp, "--yes", "--cloudonly"]);
+    assert!(
+        r.stderr.contains("cannot detach control-plane"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("detached i-"), "{}", r.stderr);
+    assert!(!c.instances(kc).iter().any(|i| i["id"] == cp.as_str()));
 
     let r = c.kops(&["delete", "instance", "i-0000000000", "--cloudonly"]);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(r.stderr.contains("not found in cluster"), "{}", r.stderr);
-    let r = c.kops(&["delete", "instance", &second]);
+    let r = c.kops(&["delete", "instance", &first]);
     assert_eq!(
         r.code, 1,
         "no Kubernetes API without --cloudonly: {}",
