@@ -453,12 +453,21 @@ pub async fn delete_files(global: &GlobalArgs, files: &[PathBuf], yes: bool) -> 
             .into());
         }
         for o in &parsed {
-            if let Object::SshCredential { .. } | Object::Other(_) = o {
-                bail!("`{source}`: `delete -f` deletes Cluster and InstanceGroup objects only\nhint: delete SSH keys with `kops delete sshpublickey`");
+            if let Object::Other(v) = o {
+                let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("?");
+                bail!("`{source}`: `delete -f` cannot delete a {kind}\nhint: it deletes Cluster, InstanceGroup and SSHCredential objects");
             }
         }
         objects.extend(parsed);
     }
+    // An SSHCredential names no cluster: the file's only cluster, else --name.
+    let file_clusters: Vec<String> = objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::Cluster(c) => Some(c.name().to_string()),
+            _ => None,
+        })
+        .collect();
     let mut deleted_clusters = Vec::new();
     for o in objects {
         match o {
@@ -508,7 +517,35 @@ pub async fn delete_files(global: &GlobalArgs, files: &[PathBuf], yes: bool) -> 
                 };
                 Box::pin(crate::commands::delete(&g, args)).await?;
             }
-            Object::SshCredential { .. } | Object::Other(_) => {}
+            Object::SshCredential { public_key, .. } => {
+                let registry = state(global).await?;
+                let cluster = match file_clusters.as_slice() {
+                    [only] => only.clone(),
+                    _ => cluster_name(&registry, global, None).await?,
+                };
+                if deleted_clusters.contains(&cluster) {
+                    continue;
+                }
+                kops_ops::require_cluster(&registry, &cluster).await?;
+                let id = kops_state::registry::ssh_fingerprint(public_key.trim())
+                    .map_err(OpsError::from)?;
+                let known = registry.list_ssh_public_keys(&cluster).await?;
+                if !known.iter().any(|k| k.id == id) {
+                    bail!("SSH public key {id} not found in cluster `{cluster}`\nhint: `kops get sshpublickeys --name {cluster}` lists its keys");
+                }
+                if yes {
+                    registry.delete_ssh_public_key(&cluster, &id).await?;
+                    status(&format!(
+                        "Deleted SSH public key {id} from cluster {cluster}."
+                    ));
+                } else {
+                    print(&format!(
+                        "SSH public key {id} would be deleted from cluster {cluster}.\n"
+                    ));
+                    status("Must specify --yes to delete");
+                }
+            }
+            Object::Other(_) => {}
         }
     }
     Ok(0)

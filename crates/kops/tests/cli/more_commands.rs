@@ -49,6 +49,8 @@ spec: {machineType: t3.large, maxSize: 1, minSize: 1, role: Node, subnets: [us-e
 
 const NAME: &str = "more.example.com";
 
+const SSH_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKF1D4tCJrnUwJ/ZQf8x0OY7yS4ALaMtuLZOd6Ymnb6b test@example\n";
+
 struct Fixture {
     dir: tempfile::TempDir,
     state: String,
@@ -204,6 +206,26 @@ fn delete_from_file() {
     f.fails(&["delete"], "nothing to delete");
     let empty = f.write("empty.yaml", "# nothing\n");
     f.fails(&["delete", "-f", &empty], "holds no objects");
+    let secret = f.write(
+        "secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
+    );
+    f.fails(&["delete", "-f", &secret], "cannot delete a Secret");
+
+    // An SSHCredential: the cluster's admin key.
+    let key = f.write("id.pub", SSH_KEY);
+    f.ok(&["create", "sshpublickey", "-i", &key, "--name", NAME]);
+    let credential = f.write(
+        "ssh.yaml",
+        &format!("apiVersion: kops.k8s.io/v1alpha2\nkind: SSHCredential\nmetadata:\n  name: admin\n  labels: {{kops.k8s.io/cluster: {NAME}}}\nspec:\n  publicKey: {SSH_KEY}"),
+    );
+    let keys = |f: &Fixture| f.run(&["get", "sshpublickeys", "--name", NAME]).stdout;
+    let r = f.ok(&["delete", "-f", &credential]);
+    assert!(r.stdout.contains("would be deleted"), "{}", r.stdout);
+    assert!(keys(&f).contains("07:76:b6"), "{}", keys(&f));
+    f.ok(&["delete", "-f", &credential, "--yes"]);
+    assert!(!keys(&f).contains("07:76:b6"), "{}", keys(&f));
+    f.fails(&["delete", "-f", &credential, "--yes"], "not found");
 }
 
 #[test]
@@ -542,6 +564,14 @@ fn instances_listed_and_deleted_on_moto() {
     );
     assert!(!r.stderr.contains("detached i-"), "{}", r.stderr);
     assert!(!c.instances(kc).iter().any(|i| i["id"] == cp.as_str()));
+
+    // `delete -f` with the cluster: its cloud resources are listed (no --yes).
+    let spec = c.ok(&["get", "cluster", name, "-o", "yaml"]).stdout;
+    let file = c.dir.path().join("cluster.yaml");
+    std::fs::write(&file, spec).unwrap();
+    let r = c.ok(&["delete", "-f", file.to_str().unwrap()]);
+    assert!(r.stdout.contains("vpc"), "{}", r.stdout);
+    assert!(r.stderr.contains("Must specify --yes"), "{}", r.stderr);
 
     let r = c.kops(&["delete", "instance", "i-0000000000", "--cloudonly"]);
     assert_eq!(r.code, 1, "{}", r.stdout);
