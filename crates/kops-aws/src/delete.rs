@@ -9,7 +9,7 @@ use std::time::Duration;
 use aws_sdk_ec2::types::{Filter, IpPermission, UserIdGroupPair};
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
-use crate::context::{classify, elbv2_tags, name_tag, tag_map, TAG_CLUSTER, TAG_CLUSTER_PREFIX};
+use crate::context::{elbv2_tags, name_tag, tag_map, TAG_CLUSTER, TAG_CLUSTER_PREFIX};
 use crate::{AwsCloud, AwsError};
 
 /// One cloud object of the cluster.
@@ -839,11 +839,13 @@ where
     // IAM's answer while a role is still in an instance profile or has
     // policies (a prerequisite step failed or raced): the next pass runs
     // the prerequisites again, then the delete.
-    if code == "DeleteConflict" {
-        return Err(Retry(classify(operation, &r.id, e).to_string()));
-    }
+    let conflict = code == "DeleteConflict";
     match AwsError::call(operation, r.id.clone(), e) {
-        e if e.is_retryable() => Err(Retry(e.to_string())),
+        // The progress line names the resource already; a transient
+        // failure needs no hint.
+        AwsError::Call {
+            message, retryable, ..
+        } if retryable || conflict => Err(Retry(format!("{operation}: {message}"))),
         e => Err(Fatal(e)),
     }
 }
@@ -1345,6 +1347,11 @@ mod tests {
         );
         assert_eq!(sorted(answer(404, "NoSuchEntity", "no role")), "gone");
         assert_eq!(sorted(answer(403, "AccessDenied", "not allowed")), "fatal");
+        let Err(Retry(text)) = sort_error("DeleteRole", &role(), answer(500, "InternalError", "x"))
+        else {
+            panic!("retry expected");
+        };
+        assert_eq!(text, "DeleteRole: InternalError: x", "one line, no hint");
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub enum AwsError {
         found: String,
         expected: String,
     },
-    #[error("{} resources still exist after {passes} passes: {}\nlast error: {last_error}\nhint: run `kops delete cluster --yes` again; if something outside the cluster uses them (a load balancer, an ENI), remove that first", .remaining.len(), .remaining.join(", "))]
+    #[error("{} resources still exist after {passes} passes: {}\nlast error: {last_error}\nhint: run `kops delete cluster --yes` again; if something outside the cluster uses them (a load balancer, an ENI), remove that first", .remaining.len(), first_few(.remaining))]
     DeleteIncomplete {
         remaining: Vec<String>,
         passes: u32,
@@ -57,6 +57,22 @@ pub enum AwsError {
     },
     #[error("subnets {} are in more than one VPC\nhint: a cluster lives in one VPC", .subnets.join(", "))]
     SubnetsInManyVpcs { subnets: Vec<String> },
+}
+
+/// The first few of `items`, then how many more: a listing of a hundred
+/// leftovers would not fit one line.
+fn first_few(items: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = items
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        text.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    text
 }
 
 impl AwsError {
@@ -225,5 +241,25 @@ impl AwsCloud {
     /// Every API call made through this cloud so far.
     pub fn calls(&self) -> &CallCounter {
         &self.calls
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_leftovers_are_named_by_the_first_few() {
+        let e = AwsError::DeleteIncomplete {
+            remaining: (0..100)
+                .map(|i| format!("launch-template lt-{i:017}"))
+                .collect(),
+            passes: 3,
+            last_error: "launch-template `lt-0`: DeleteLaunchTemplate: Throttling: slow".into(),
+        };
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        assert!(first.ends_with(" and 95 more"), "{first}");
+        assert!(text.lines().all(|l| l.len() < 300), "{text}");
     }
 }
