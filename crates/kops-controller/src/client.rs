@@ -134,7 +134,9 @@ impl BootstrapClient {
         }))
     }
 
-    async fn post(
+    /// One POST of `body` with a given `token` to `server` (a replayed
+    /// token must be refused: tests send one twice).
+    pub async fn post(
         &self,
         server: &str,
         token: &str,

@@ -32,6 +32,19 @@ pub use verify::{NodeIdentity, Refusal, Verifier, VerifierParts};
 /// the options), this controller's own account (STS GetCallerIdentity),
 /// the signing keys from `caBasePath`.
 pub async fn build(options: Options) -> Result<Controller, StartError> {
+    let region = options.aws().map(|a| a.region.clone()).unwrap_or_default();
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region))
+        .load()
+        .await;
+    build_with(options, &sdk).await
+}
+
+/// [`build`] with the AWS configuration given (credentials, endpoint).
+pub async fn build_with(
+    options: Options,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Controller, StartError> {
     let aws = options
         .aws()
         .ok_or_else(|| StartError::Invalid {
@@ -40,11 +53,7 @@ pub async fn build(options: Options) -> Result<Controller, StartError> {
                 .into(),
         })?
         .clone();
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new(aws.region.clone()))
-        .load()
-        .await;
-    let sts = aws_sdk_sts::Client::new(&sdk);
+    let sts = aws_sdk_sts::Client::new(sdk);
     let me = sts
         .get_caller_identity()
         .send()
@@ -60,7 +69,7 @@ pub async fn build(options: Options) -> Result<Controller, StartError> {
         region: aws.region.clone(),
         sts_url: protocol::sts_url(&aws.region),
         use_ip_based_node_names: aws.use_ip_based_node_names,
-        ec2: aws_sdk_ec2::Client::new(&sdk),
+        ec2: aws_sdk_ec2::Client::new(sdk),
     })
     .map_err(StartError::Tls)?;
     let keys = SigningKeys::load(&options.server.ca_base_path, &options.server.signing_cas)?;

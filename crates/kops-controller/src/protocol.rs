@@ -30,6 +30,11 @@ pub const STS_BODY: &[u8] = b"Action=GetCallerIdentity&Version=2011-06-15";
 /// The signed header binding a token to the bootstrap request's body.
 pub const REQUEST_SHA_HEADER: &str = "X-Kops-Request-Sha";
 
+/// A signed random value: two tokens for the same request in the same
+/// second differ, so a controller's replay check never refuses a node's
+/// honest retry.
+pub const NONCE_HEADER: &str = "X-Kops-Nonce";
+
 /// The signed header naming the kops-controller a token is meant for
 /// (`kops-controller.internal.<cluster>`). kops-rs' controller refuses a
 /// token for another audience, so a token given to one cluster's
@@ -190,6 +195,7 @@ pub fn create_token_v1(
         ),
         (REQUEST_SHA_HEADER.into(), sha),
         (AUDIENCE_HEADER.into(), audience.to_string()),
+        (NONCE_HEADER.into(), nonce(time)),
     ];
     let signable = SignableRequest::new(
         "POST",
@@ -216,6 +222,21 @@ pub fn create_token_v1(
         "{AWS_TOKEN_PREFIX_V1}{}",
         base64::engine::general_purpose::STANDARD.encode(json)
     ))
+}
+
+/// 128 random bits, hex.
+fn nonce(time: SystemTime) -> String {
+    match kops_pki::random_bytes(16) {
+        Ok(bytes) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
+        // Without randomness, the time in nanoseconds still separates
+        // tokens made one after another.
+        Err(_) => format!(
+            "{}",
+            time.duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ),
+    }
 }
 
 /// Go's canonical header spelling (`x-amz-date` → `X-Amz-Date`), which

@@ -10,11 +10,8 @@
 //! node config are refused with a clear error before anything is written.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kops_api::{Cluster, InstanceGroup, Object};
@@ -22,60 +19,12 @@ use kops_nodeup::agent::{self, ChangeKind, NodeupError, Options, ServiceAction};
 use kops_nodeup::{bootstrap, config, Arch};
 use sha2::{Digest, Sha256};
 
+use kops_testkit::file_server::FileServer as Server;
+
 const CLUSTER: &str = "nodeup.example.com";
 
-type Files = Arc<Mutex<BTreeMap<String, Vec<u8>>>>;
-
-/// A tiny HTTP/1.1 server: GET path → 200 with the bytes, or 404. It serves
-/// until the test process ends.
-struct Server {
-    base: String,
-    files: Files,
-    requests: Arc<AtomicUsize>,
-}
-
 fn serve(files: BTreeMap<String, Vec<u8>>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let files: Files = Arc::new(Mutex::new(files));
-    let requests = Arc::new(AtomicUsize::new(0));
-    let (f, r) = (files.clone(), requests.clone());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 1024];
-            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-            r.fetch_add(1, Ordering::SeqCst);
-            let text = String::from_utf8_lossy(&buf);
-            let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
-            let body = f.lock().unwrap().get(&path).cloned();
-            let _ = match body {
-                Some(body) => stream
-                    .write_all(
-                        format!(
-                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                            body.len()
-                        )
-                        .as_bytes(),
-                    )
-                    .and_then(|_| stream.write_all(&body)),
-                None => stream.write_all(
-                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                ),
-            };
-        }
-    });
-    Server {
-        base,
-        files,
-        requests,
-    }
+    Server::start(files)
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -356,11 +305,11 @@ async fn first_and_second_run(group_index: usize, name: &str) {
     settings().bind(|| insta::assert_snapshot!(name, snapshot));
 
     // Second run: nothing changes, nothing is downloaded, certificates are kept.
-    let requests = env.server.requests.load(Ordering::SeqCst);
+    let requests = env.server.request_count();
     let second = agent::run(&opts).await.unwrap();
     assert_eq!(second.changed(), 0, "{:#?}", second.changes);
     assert!(second.downloaded.is_empty());
-    assert_eq!(env.server.requests.load(Ordering::SeqCst), requests);
+    assert_eq!(env.server.request_count(), requests);
     assert_eq!(tree(&root), snapshot);
     assert!(second
         .changes

@@ -46,6 +46,7 @@ pub use ca::{
     parse_private_key, verify_signed_by, CertificateAuthority, CertificateInfo, CertificateUsage,
     IssueRequest, IssuedCertificate, DEFAULT_VALIDITY,
 };
+pub use der::random_bytes;
 pub use error::PkiError;
 pub use keyset::{compare_ids, Keyset, KeysetItem, KEYSET_TYPE_KEYPAIR};
 pub use kubeconfig::{

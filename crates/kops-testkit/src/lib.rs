@@ -9,6 +9,7 @@
 //! let endpoint = moto.endpoint(); // http://127.0.0.1:PORT
 //! ```
 
+pub mod file_server;
 pub mod kube_api;
 
 use std::fs::File;

@@ -17,6 +17,7 @@ mod irsa_lifecycle;
 mod lifecycle;
 mod more_commands;
 mod node_bootstrap;
+mod node_join;
 mod pki;
 mod rolling_update;
 mod roundtrip;

@@ -117,6 +117,23 @@ fn update_stores_node_configs_that_the_user_data_pins() {
             .nth(1)
             .and_then(|s| s.split("__KOPS_RS_BOOT_CONFIG\n").next())
             .unwrap_or_else(|| panic!("{template}: no boot config in\n{script}"));
+        let boot_config = kops_nodeup::BootConfig::parse(boot).unwrap();
+        if role == kops_api::Role::Node {
+            // Workers ask kops-controller (node_join.rs runs that): their
+            // boot config names it and the CA to trust it with, and no
+            // state store; the hash pins the stored node config.
+            assert_eq!(boot_config.config_base, None);
+            let server = boot_config.config_server.clone().expect("ConfigServer");
+            assert!(server.ca_certificates.contains("BEGIN CERTIFICATE"));
+            let stored =
+                std::fs::read(base.join("igconfig/node/nodes-us-east-1a/nodeupconfig.yaml"))
+                    .unwrap();
+            assert_eq!(
+                boot_config.nodeup_config_hash,
+                kops_nodeup::config::config_hash(&stored)
+            );
+            continue;
+        }
         let conf = tmp.path().join(format!("{template}.kube_env.yaml"));
         std::fs::write(&conf, boot).unwrap();
         // nodeup's own first step on a node: read the config the boot

@@ -1,0 +1,528 @@
+//! A worker joins, end to end on this machine: moto is AWS (STS, EC2, IAM,
+//! through the real SDK), `kops update cluster --yes` writes the keysets,
+//! node configs and launch templates, the control-plane nodeup (under a
+//! temp root) writes kops-controller's configuration, certificate and
+//! signing key, kops-controller serves on loopback from exactly those
+//! files, and a worker's nodeup, holding only credentials of its instance
+//! role, gets its node config and certificates from it. openssl checks the
+//! certificates against kubernetes-ca.
+//!
+//! Refused, with a log line and nothing issued: a request signed by the
+//! control-plane role, by another cluster's worker role, a replayed token,
+//! a token for another cluster's controller, and an instance that is not
+//! in the cluster.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_ec2::config::Credentials;
+use kops_controller::client::{BootstrapClient, ClientError};
+use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
+use kops_nodeup::agent::Options;
+use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
+use kops_nodeup::{config, Arch};
+use sha2::{Digest, Sha256};
+
+use crate::common::{command, file_url, Run};
+
+const CLUSTER: &str = "join.example.com";
+const WORKERS: &str = "nodes-us-east-1a";
+const CONTROL_PLANE: &str = "control-plane-us-east-1a";
+const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+const ACCOUNT: &str = "123456789012";
+
+fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
+    let mut c = command(args);
+    for (k, v) in moto.env() {
+        c.env(k, v);
+    }
+    c.output().unwrap().into()
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Test-made assets for the node configs (what nodeup downloads).
+fn assets(server: &kops_testkit::file_server::FileServer) -> Vec<String> {
+    let files = [
+        ("/k8s/kubelet", b"kubelet".to_vec()),
+        ("/k8s/kubectl", b"kubectl".to_vec()),
+        ("/aws/ecr-credential-provider-linux-amd64", b"ecr".to_vec()),
+        ("/runc/runc.amd64", b"runc".to_vec()),
+    ];
+    let mut list = Vec::new();
+    for (path, bytes) in files {
+        list.push(format!("{}@{}{path}", sha256(&bytes), server.base));
+        server.files.lock().unwrap().insert(path.to_string(), bytes);
+    }
+    list
+}
+
+/// Points a stored node config's assets at the test server; its new hash.
+fn localize(path: &Path, assets: &[String]) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut cfg = config::parse_yaml("test", &text).unwrap();
+    cfg.assets = BTreeMap::from([("amd64".to_string(), assets.to_vec())]);
+    let yaml = config::render_yaml(&cfg);
+    std::fs::write(path, &yaml).unwrap();
+    config::config_hash(yaml.as_bytes())
+}
+
+/// The boot config in a launch template's user data.
+async fn boot_config_of(ec2: &aws_sdk_ec2::Client, template: &str) -> BootConfig {
+    use base64::Engine;
+    let out = ec2
+        .describe_launch_template_versions()
+        .launch_template_name(template)
+        .versions("$Latest")
+        .send()
+        .await
+        .unwrap();
+    let data = out.launch_template_versions()[0]
+        .launch_template_data()
+        .and_then(|d| d.user_data())
+        .unwrap_or_default();
+    let script = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .unwrap(),
+    )
+    .unwrap();
+    let boot = script
+        .split("<<'__KOPS_RS_BOOT_CONFIG'\n")
+        .nth(1)
+        .and_then(|s| s.split("__KOPS_RS_BOOT_CONFIG\n").next())
+        .unwrap_or_else(|| panic!("{template}: no boot config"));
+    BootConfig::parse(boot).unwrap()
+}
+
+/// Credentials of `role` for the session `session` (an instance id, as
+/// EC2 names instance-profile sessions).
+async fn assume(sts: &aws_sdk_sts::Client, role: &str, session: &str) -> Credentials {
+    let out = sts
+        .assume_role()
+        .role_arn(format!("arn:aws:iam::{ACCOUNT}:role/{role}"))
+        .role_session_name(session)
+        .send()
+        .await
+        .unwrap();
+    let c = out.credentials().unwrap();
+    Credentials::new(
+        c.access_key_id(),
+        c.secret_access_key(),
+        Some(c.session_token().to_string()),
+        None,
+        "assumed",
+    )
+}
+
+/// A running instance of the moto image, with `tags`.
+async fn instance(ec2: &aws_sdk_ec2::Client, image: &str, tags: &[(&str, &str)]) -> String {
+    use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+    let mut spec = TagSpecification::builder().resource_type(ResourceType::Instance);
+    for (k, v) in tags {
+        spec = spec.tags(Tag::builder().key(*k).value(*v).build());
+    }
+    let out = ec2
+        .run_instances()
+        .image_id(image)
+        .min_count(1)
+        .max_count(1)
+        .tag_specifications(spec.build())
+        .send()
+        .await
+        .unwrap();
+    out.instances()[0].instance_id().unwrap().to_string()
+}
+
+/// Log lines, captured.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+fn openssl(args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .output()
+        .expect("openssl runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn workers_join_through_kops_controller() {
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_env_filter("kops_controller=info")
+        .try_init();
+
+    let tmp = tempfile::tempdir().unwrap();
+    let state_dir = tmp.path().join("state");
+    let state = file_url(&state_dir);
+    let r = kops_on(
+        moto,
+        &[
+            "create",
+            "cluster",
+            CLUSTER,
+            "--zones",
+            "us-east-1a",
+            "--networking",
+            "cilium",
+            "--state",
+            &state,
+            "--image",
+            IMAGE,
+            "--dns",
+            "none",
+        ],
+    );
+    assert_eq!(r.code, 0, "create: {}", r.stderr);
+    let r = kops_on(
+        moto,
+        &["update", "cluster", CLUSTER, "--state", &state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "apply: {}", r.stderr);
+
+    // Workers' STS tokens and kops-controller's replay go to moto.
+    std::env::set_var("AWS_ENDPOINT_URL", moto.endpoint());
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
+    std::env::set_var("AWS_REGION", "us-east-1");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(join(moto, tmp.path(), &state_dir, &logs));
+}
+
+async fn join(moto: &kops_testkit::Moto, tmp: &Path, state_dir: &Path, logs: &Logs) {
+    let sdk = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(moto.endpoint())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+        .load()
+        .await;
+    let ec2 = aws_sdk_ec2::Client::new(&sdk);
+    let sts = aws_sdk_sts::Client::new(&sdk);
+    let base = state_dir.join(CLUSTER);
+    let config_base = format!("{}/{CLUSTER}", file_url(state_dir));
+
+    // What update wrote for the worker: kops-controller and the cluster CA,
+    // no state store.
+    let worker_boot = boot_config_of(&ec2, &format!("{WORKERS}.{CLUSTER}")).await;
+    assert_eq!(
+        worker_boot.config_base, None,
+        "workers must not read the state store"
+    );
+    let server = worker_boot.config_server.clone().expect("ConfigServer");
+    assert_eq!(
+        server.servers,
+        vec![format!("https://kops-controller.internal.{CLUSTER}:3988/")]
+    );
+    let keyset =
+        std::fs::read_to_string(base.join("pki/private/kubernetes-ca/keyset.yaml")).unwrap();
+    let keyset = kops_pki::Keyset::parse("kubernetes-ca", &keyset).unwrap();
+    assert_eq!(server.ca_certificates, keyset.trusted_certificates_pem());
+    let cp_boot = boot_config_of(&ec2, &format!("{CONTROL_PLANE}.masters.{CLUSTER}")).await;
+    assert_eq!(cp_boot.config_base.as_deref(), Some(config_base.as_str()));
+
+    // Node configs with the test's assets (hashes as the boot configs pin).
+    let files = kops_testkit::file_server::FileServer::start(BTreeMap::new());
+    let list = assets(&files);
+    let cp_hash = localize(
+        &base.join(format!(
+            "igconfig/control-plane/{CONTROL_PLANE}/nodeupconfig.yaml"
+        )),
+        &list,
+    );
+    let worker_hash = localize(
+        &base.join(format!("igconfig/node/{WORKERS}/nodeupconfig.yaml")),
+        &list,
+    );
+
+    // 1. The control plane's nodeup: kops-controller's files.
+    let cp_root = tmp.join("control-plane");
+    let cp_conf = tmp.join("cp-kube_env.yaml");
+    let cp_boot = BootConfig {
+        nodeup_config_hash: cp_hash,
+        ..cp_boot
+    };
+    std::fs::write(&cp_conf, cp_boot.to_yaml()).unwrap();
+    let mut options = Options::new(&cp_conf, &cp_root);
+    options.node_name = Some("i-0controlplane".into());
+    options.node_ip = Some("127.0.0.1".into());
+    options.arch = Some(Arch::Amd64);
+    options.region = Some("us-east-1".into());
+    options.attempts = 2;
+    options.retry_delay = Duration::from_millis(10);
+    kops_nodeup::agent::run(&options)
+        .await
+        .unwrap_or_else(|e| panic!("control-plane nodeup: {e}"));
+    let under = |root: &Path, p: &str| root.join(p.trim_start_matches('/'));
+    let conf_path = under(&cp_root, kops_controller::config::CONFIG_PATH);
+    let mut controller_options =
+        kops_controller::Options::parse(&std::fs::read_to_string(&conf_path).unwrap()).unwrap();
+    let aws = controller_options.aws().unwrap();
+    assert_eq!(aws.nodes_roles, vec![format!("nodes.{CLUSTER}")]);
+    assert_eq!(aws.region, "us-east-1");
+    // Only the key of the CA it signs with.
+    let pki_dir = under(&cp_root, kops_controller::config::PKI_DIR);
+    let mut held: Vec<String> = std::fs::read_dir(&pki_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    held.sort();
+    assert_eq!(
+        held,
+        [
+            "keypair-ids.yaml",
+            "kops-controller.crt",
+            "kops-controller.key",
+            "kubernetes-ca.crt",
+            "kubernetes-ca.key"
+        ]
+    );
+
+    // 2. kops-controller on loopback, from those files.
+    let s = &mut controller_options.server;
+    for path in [
+        &mut s.server_key_path,
+        &mut s.server_certificate_path,
+        &mut s.ca_base_path,
+    ] {
+        *path = under(&cp_root, path).display().to_string();
+    }
+    let controller = Arc::new(
+        kops_controller::build_with(controller_options, &sdk)
+            .await
+            .unwrap_or_else(|e| panic!("kops-controller: {e}")),
+    );
+    let tls = controller.tls().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "https://127.0.0.1:{}/",
+        listener.local_addr().unwrap().port()
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(controller.clone().serve(listener, tls, async {
+        let _ = stopped.await;
+    }));
+
+    // 3. A worker of the cluster, with only its instance role's credentials.
+    let image = ec2
+        .describe_launch_template_versions()
+        .launch_template_name(format!("{WORKERS}.{CLUSTER}"))
+        .versions("$Latest")
+        .send()
+        .await
+        .unwrap()
+        .launch_template_versions()[0]
+        .launch_template_data()
+        .and_then(|d| d.image_id())
+        .unwrap()
+        .to_string();
+    let worker = instance(
+        &ec2,
+        &image,
+        &[
+            ("KubernetesCluster", CLUSTER),
+            ("kops.k8s.io/instancegroup", WORKERS),
+        ],
+    )
+    .await;
+    let stranger = instance(&ec2, &image, &[("kops.k8s.io/instancegroup", WORKERS)]).await;
+    let worker_creds = assume(&sts, &format!("nodes.{CLUSTER}"), &worker).await;
+    std::env::set_var("AWS_ACCESS_KEY_ID", worker_creds.access_key_id());
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", worker_creds.secret_access_key());
+    std::env::set_var("AWS_SESSION_TOKEN", worker_creds.session_token().unwrap());
+
+    let worker_root = tmp.join("worker");
+    let worker_conf = tmp.join("worker-kube_env.yaml");
+    let boot = BootConfig {
+        nodeup_config_hash: worker_hash,
+        config_server: Some(ConfigServer {
+            servers: vec![url.clone()],
+            ..server.clone()
+        }),
+        ..worker_boot.clone()
+    };
+    std::fs::write(&worker_conf, boot.to_yaml()).unwrap();
+    let mut options = Options::new(&worker_conf, &worker_root);
+    options.node_name = Some(worker.clone());
+    options.arch = Some(Arch::Amd64);
+    options.region = Some("us-east-1".into());
+    options.attempts = 2;
+    options.retry_delay = Duration::from_millis(50);
+    options.bootstrap_timeout = Duration::from_secs(20);
+    let outcome = kops_nodeup::agent::run(&options)
+        .await
+        .unwrap_or_else(|e| panic!("worker nodeup: {e}\nlogs:\n{}", logs.text()));
+    assert!(outcome.changed() > 0);
+
+    // Its certificates: signed by kubernetes-ca, for this node.
+    let ca_file = tmp.join("ca.crt");
+    std::fs::write(&ca_file, &server.ca_certificates).unwrap();
+    let kubelet_cert = under(&worker_root, "/var/lib/kubelet/pki/kubelet-client.crt");
+    let (ok, out) = openssl(&[
+        "verify",
+        "-CAfile",
+        ca_file.to_str().unwrap(),
+        kubelet_cert.to_str().unwrap(),
+    ]);
+    assert!(ok, "openssl verify: {out}");
+    let (_, subject) = openssl(&[
+        "x509",
+        "-noout",
+        "-subject",
+        "-in",
+        kubelet_cert.to_str().unwrap(),
+    ]);
+    assert!(
+        subject.contains(&format!("system:node:{worker}")),
+        "{subject}"
+    );
+    assert!(subject.contains("system:nodes"), "{subject}");
+    let kubeconfig =
+        std::fs::read_to_string(under(&worker_root, "/var/lib/kubelet/kubeconfig")).unwrap();
+    assert!(
+        kubeconfig.contains("/var/lib/kubelet/pki/kubelet-client.crt"),
+        "{kubeconfig}"
+    );
+    let proxy_cert = under(&worker_root, "/var/lib/kube-proxy/client.crt");
+    if proxy_cert.exists() {
+        let (ok, out) = openssl(&[
+            "verify",
+            "-CAfile",
+            ca_file.to_str().unwrap(),
+            proxy_cert.to_str().unwrap(),
+        ]);
+        assert!(ok, "kube-proxy: {out}");
+    }
+    // Nothing of the state store's PKI on the worker.
+    assert!(!under(&worker_root, "/etc/kubernetes/kops-controller").exists());
+    // A second run keeps its certificates and changes nothing.
+    let again = kops_nodeup::agent::run(&options).await.unwrap();
+    assert_eq!(again.changed(), 0, "{:?}", again.changes);
+
+    // 4. Refusals: 403, a log line each, nothing issued.
+    let client = BootstrapClient::new(
+        CLUSTER,
+        "us-east-1",
+        &[url.clone()],
+        &server.ca_certificates,
+    )
+    .unwrap();
+    let (_, public_key) = kops_pki::new_private_key().unwrap();
+    let request = BootstrapRequest {
+        api_version: BOOTSTRAP_API_VERSION.to_string(),
+        certs: BTreeMap::from([(
+            "kubelet".to_string(),
+            kops_controller::server::public_key_pem(&public_key),
+        )]),
+        include_node_config: true,
+        ..Default::default()
+    };
+    let body = serde_json::to_vec(&request).unwrap();
+    let token = |creds: &Credentials, audience: &str| {
+        protocol::create_token_v1(
+            &protocol::sts_url("us-east-1"),
+            "us-east-1",
+            creds,
+            SystemTime::now(),
+            &body,
+            audience,
+        )
+        .unwrap()
+    };
+    let ours = protocol::audience(CLUSTER);
+    let refused = |result: Result<_, ClientError>, what: &str| match result {
+        Err(ClientError::Refused { status: 403, .. }) => {}
+        Err(e) => panic!("{what}: expected 403, got {e}"),
+        Ok(_) => panic!("{what}: was accepted"),
+    };
+
+    let masters = assume(&sts, &format!("masters.{CLUSTER}"), &worker).await;
+    refused(
+        client.post(&url, &token(&masters, &ours), &body).await,
+        "control-plane role",
+    );
+    let foreign = assume(&sts, "nodes.other.example.com", &worker).await;
+    refused(
+        client.post(&url, &token(&foreign, &ours), &body).await,
+        "another cluster's role",
+    );
+    let outsider = assume(&sts, &format!("nodes.{CLUSTER}"), &stranger).await;
+    refused(
+        client.post(&url, &token(&outsider, &ours), &body).await,
+        "instance outside the cluster",
+    );
+    refused(
+        client
+            .post(
+                &url,
+                &token(&worker_creds, &protocol::audience("other.example.com")),
+                &body,
+            )
+            .await,
+        "another controller's token",
+    );
+    let once = token(&worker_creds, &ours);
+    let first = client.post(&url, &once, &body).await.unwrap();
+    assert!(first.certs.contains_key("kubelet"));
+    refused(client.post(&url, &once, &body).await, "replayed token");
+
+    let text = logs.text();
+    for expected in [
+        format!("assumed-role/masters.{CLUSTER}/{worker}` is not an instance of a worker role"),
+        format!(
+            "assumed-role/nodes.other.example.com/{worker}` is not an instance of a worker role"
+        ),
+        format!("instance `{stranger}` is not part of cluster `{CLUSTER}`"),
+        "the token is for `kops-controller.internal.other.example.com`".to_string(),
+        "the token was already used (replay)".to_string(),
+    ] {
+        assert!(
+            text.contains(&expected),
+            "no log line `{expected}` in:\n{text}"
+        );
+    }
+    let refusals = text.lines().filter(|l| l.contains("refused:")).count();
+    assert_eq!(refusals, 5, "{text}");
+    assert!(
+        text.lines().all(|l| l.len() < 400),
+        "log lines are one short line each:\n{text}"
+    );
+
+    let _ = stop.send(());
+    let _ = serving.await;
+}
