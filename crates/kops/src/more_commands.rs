@@ -200,7 +200,7 @@ pub async fn get_instances(
         }
     }
     match output {
-        GetOutput::Json => print(&format!("{}\n", serde_json::to_string_pretty(&rows)?)),
+        GetOutput::Json => print(&format!("{}\n", kops_order_json(&rows))),
         GetOutput::Yaml => print(&serde_yaml_ng::to_string(&rows)?),
         _ => {
             let text = |v: &serde_json::Value, k: &str| -> String {
@@ -247,6 +247,42 @@ pub async fn get_instances(
         }
     }
     Ok(0)
+}
+
+/// kops' `get instances -o json`: one compact array, each object's fields
+/// in kops' order (`nodeName` left out when unknown, `roles` null when none).
+fn kops_order_json(rows: &[serde_json::Value]) -> String {
+    const FIELDS: [&str; 9] = [
+        "id",
+        "nodeName",
+        "status",
+        "roles",
+        "internalIP",
+        "externalIP",
+        "instanceGroup",
+        "machineType",
+        "state",
+    ];
+    let objects: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            let fields: Vec<String> = FIELDS
+                .iter()
+                .filter_map(|k| {
+                    let v = match row.get(*k) {
+                        None => return None,
+                        Some(serde_json::Value::Array(a)) if a.is_empty() => {
+                            serde_json::Value::Null
+                        }
+                        Some(v) => v.clone(),
+                    };
+                    Some(format!("{}:{}", serde_json::Value::from(*k), v))
+                })
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        })
+        .collect();
+    format!("[{}]", objects.join(","))
 }
 
 // ---------------------------------------------------------------- delete instance
