@@ -905,6 +905,32 @@ pub fn kops_controller_files(
         0o644,
         ids,
     ));
+    // Workers find kops-controller at kops-controller.internal.<cluster>.
+    // kops' dns-controller publishes that name for pods annotated with it;
+    // the host service is no pod, so a placeholder static pod (the pause
+    // image, on the host network) carries the annotation and dns-controller
+    // points the name at this node. Gossip and `dns: None` clusters have no
+    // dns-controller.
+    let config = &ctx.loaded.config;
+    if !config.uses_none_dns && !cluster.ends_with(".k8s.local") {
+        let mut pod: Value = serde_yaml_ng::from_str(&pod(
+            "kops-controller-dns",
+            crate::config::SANDBOX_IMAGE,
+            Vec::new(),
+            &[],
+            "10m",
+        ))
+        .unwrap_or_default();
+        pod["metadata"]["annotations"] = json!({"dns.alpha.kubernetes.io/internal": kops_controller::protocol::audience(cluster)});
+        if let Some(c) = pod["spec"]["containers"][0].as_object_mut() {
+            c.remove("command");
+        }
+        out.push(PlannedFile::new(
+            "/etc/kubernetes/manifests/kops-controller-dns.manifest",
+            0o644,
+            yaml(&pod),
+        ));
+    }
     let environment = ctx
         .region
         .map(|r| format!("Environment=AWS_REGION={r}\n"))
