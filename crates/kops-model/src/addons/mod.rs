@@ -20,7 +20,9 @@ mod coredns;
 mod dns_controller;
 mod ebs_csi;
 mod fold;
+mod go_quotes;
 pub mod kops_controller;
+mod lb_controller;
 mod metrics_server;
 mod node_termination_handler;
 mod service_account_role;
@@ -50,6 +52,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "certmanager.io" => certmanager::objects(model)?,
         "networking.cilium.io" => cilium::objects(model),
         "kops-controller.addons.k8s.io" => kops_controller::objects(model)?,
+        "aws-load-balancer-controller.addons.k8s.io" => lb_controller::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
@@ -64,7 +67,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         })
         .collect();
     let text = kops_api::manifest::to_yaml_stream(&objects);
-    Ok(Some(fold::fold(&text)))
+    Ok(Some(fold::fold(&go_quotes::requote(&text))))
 }
 
 /// The objects of an addon whose template needs no context.
