@@ -25,7 +25,9 @@ pub mod kops_controller;
 mod lb_controller;
 mod metrics_server;
 mod node_termination_handler;
+mod pods;
 mod service_account_role;
+mod snapshot_controller;
 pub mod template;
 
 use crate::Model;
@@ -53,6 +55,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "networking.cilium.io" => cilium::objects(model),
         "kops-controller.addons.k8s.io" => kops_controller::objects(model)?,
         "aws-load-balancer-controller.addons.k8s.io" => lb_controller::objects(model)?,
+        "snapshot-controller.addons.k8s.io" => snapshot_controller::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
