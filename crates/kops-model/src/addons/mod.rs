@@ -19,15 +19,17 @@ mod cluster_autoscaler;
 mod coredns;
 mod dns_controller;
 mod ebs_csi;
+mod flannel;
 mod fold;
 mod go_quotes;
+mod kindnet;
+mod kopeio;
 pub mod kops_controller;
 mod lb_controller;
 mod metrics_server;
+mod networking;
 mod node_termination_handler;
-mod pods;
 mod service_account_role;
-mod snapshot_controller;
 pub mod template;
 
 use crate::Model;
@@ -53,9 +55,11 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "metrics-server.addons.k8s.io" => metrics_server::objects(model)?,
         "certmanager.io" => certmanager::objects(model)?,
         "networking.cilium.io" => cilium::objects(model),
+        "networking.kindnet" => kindnet::objects(model)?,
+        "networking.kope.io" => kopeio::objects(model)?,
+        "networking.flannel" => flannel::objects(model)?,
         "kops-controller.addons.k8s.io" => kops_controller::objects(model)?,
         "aws-load-balancer-controller.addons.k8s.io" => lb_controller::objects(model)?,
-        "snapshot-controller.addons.k8s.io" => snapshot_controller::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
@@ -161,7 +165,7 @@ fn selector(key: &str) -> Option<(&str, &str)> {
         "metrics-server.addons.k8s.io" => Some(("k8s-app", "metrics-server")),
         "certmanager.io" => None,
         // Networking addons are selected by role, as kops does.
-        "networking.cilium.io" => Some(("role.kubernetes.io/networking", "1")),
+        k if k.starts_with("networking.") => Some(("role.kubernetes.io/networking", "1")),
         _ => Some(("k8s-addon", key)),
     }
 }
