@@ -28,6 +28,7 @@ pub mod kops_controller;
 mod lb_controller;
 mod metrics_server;
 mod networking;
+mod node_problem_detector;
 mod node_termination_handler;
 mod service_account_role;
 pub mod template;
@@ -60,6 +61,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "networking.flannel" => flannel::objects(model)?,
         "kops-controller.addons.k8s.io" => kops_controller::objects(model)?,
         "aws-load-balancer-controller.addons.k8s.io" => lb_controller::objects(model)?,
+        "node-problem-detector.addons.k8s.io" => node_problem_detector::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
