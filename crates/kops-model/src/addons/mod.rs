@@ -19,6 +19,7 @@ mod cluster_autoscaler;
 mod coredns;
 mod dns_controller;
 mod ebs_csi;
+mod external_dns;
 mod flannel;
 mod fold;
 mod go_quotes;
@@ -62,6 +63,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "kops-controller.addons.k8s.io" => kops_controller::objects(model)?,
         "aws-load-balancer-controller.addons.k8s.io" => lb_controller::objects(model)?,
         "node-problem-detector.addons.k8s.io" => node_problem_detector::objects(model)?,
+        "external-dns.addons.k8s.io" => external_dns::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
