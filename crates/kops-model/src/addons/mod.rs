@@ -31,6 +31,7 @@ mod metrics_server;
 mod networking;
 mod node_problem_detector;
 mod node_termination_handler;
+mod nvidia;
 mod service_account_role;
 pub mod template;
 
@@ -64,6 +65,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "aws-load-balancer-controller.addons.k8s.io" => lb_controller::objects(model)?,
         "node-problem-detector.addons.k8s.io" => node_problem_detector::objects(model)?,
         "external-dns.addons.k8s.io" => external_dns::objects(model)?,
+        "nvidia.addons.k8s.io" => nvidia::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
