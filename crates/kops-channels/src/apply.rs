@@ -3,7 +3,10 @@
 //! list and delete for pruning, a merge patch for the record).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -14,18 +17,40 @@ use kube::{Api, Client, Config};
 use serde_json::json;
 
 use crate::channel::{
-    installed_versions, manifest_objects, plan, AddonSpec, Channel, ManifestObject, PruneKind,
-    Reason, ANNOTATION_PREFIX, RECORD_NAMESPACE,
+    has_scheme, installed_versions, manifest_objects, plan, resolve, AddonSpec, Channel,
+    ManifestObject, PruneKind, Reason, ANNOTATION_PREFIX, RECORD_NAMESPACE,
 };
 use crate::ChannelsError;
 
 /// The field manager of every apply, as kops' applier names itself.
 pub const FIELD_MANAGER: &str = "kops";
 
-#[derive(Debug, Clone, Default)]
+/// A future that fetches one `http(s)://` URL.
+pub type HttpFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<u8>, String>> + Send + 'a>>;
+
+/// Downloads `http://` and `https://` channels and manifests (custom addons
+/// may live on a web server). The caller supplies it (nodeup passes its
+/// downloader), so this crate needs no HTTP client of its own.
+pub trait HttpGet: Send + Sync {
+    /// The body of a successful GET; an error says why not (404 included).
+    fn get<'a>(&'a self, url: &'a str) -> HttpFuture<'a>;
+}
+
+#[derive(Clone, Default)]
 pub struct ApplyOptions {
     /// Only say what would be applied.
     pub dry_run: bool,
+    /// For `http(s)://` locations; without it they are refused.
+    pub http: Option<Arc<dyn HttpGet>>,
+}
+
+impl std::fmt::Debug for ApplyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApplyOptions")
+            .field("dry_run", &self.dry_run)
+            .field("http", &self.http.is_some())
+            .finish()
+    }
 }
 
 /// What happened to one addon.
@@ -86,38 +111,80 @@ fn kube_error(context: impl Into<String>) -> impl FnOnce(kube::Error) -> Channel
     move |source| ChannelsError::Kube { context, source }
 }
 
-/// One pass: reads the channel at `channel_url` (`s3://…` or `file://…`),
-/// applies the addons whose record differs, and records them. An addon that
-/// fails does not stop the others; it is reported and tried again next pass.
+/// The outcome of one channel of [`apply_channels`].
+#[derive(Debug)]
+pub struct ChannelReport {
+    /// The channel's location as given.
+    pub channel: String,
+    pub result: Result<Report, ChannelsError>,
+}
+
+/// One pass over several channels, in order, as kops' `channels apply
+/// channel A B …`: the bootstrap channel and then the cluster's custom
+/// addons (`spec.addons[].manifest`). A channel that cannot be read does
+/// not stop the others.
+pub async fn apply_channels(
+    client: &Client,
+    channel_urls: &[String],
+    options: &ApplyOptions,
+) -> Vec<ChannelReport> {
+    let mut out = Vec::new();
+    for url in channel_urls {
+        out.push(ChannelReport {
+            channel: url.clone(),
+            result: apply_channel(client, url, options).await,
+        });
+    }
+    out
+}
+
+/// One pass: reads the channel at `channel_url` (`s3://`, `file://`,
+/// `https://` with [`ApplyOptions::http`]; a `kind: Addons` index or a
+/// plain manifest), applies the addons whose record differs, and records
+/// them. An addon that fails does not stop the others; those that failed
+/// are tried once more at the end of the pass when another addon was
+/// applied meanwhile (one may define the kinds another uses), and else on
+/// the next pass.
 pub async fn apply_channel(
     client: &Client,
     channel_url: &str,
     options: &ApplyOptions,
 ) -> Result<Report, ChannelsError> {
-    let (dir, file) = channel_url
-        .rsplit_once('/')
+    if !has_scheme(channel_url) {
+        return Err(ChannelsError::NotAUrl {
+            url: channel_url.to_string(),
+        });
+    }
+    let mut reader = Reader {
+        http: options.http.clone(),
+        stores: HashMap::new(),
+    };
+    let text = reader
+        .read(channel_url)
+        .await?
         .ok_or_else(|| ChannelsError::Missing {
             what: "the channel".into(),
             url: channel_url.into(),
         })?;
-    let store = kops_state::open(dir).await?;
-    let text = store
-        .read(file)
-        .await?
-        .ok_or_else(|| ChannelsError::Missing {
-            what: "the bootstrap channel".into(),
-            url: channel_url.into(),
-        })?;
-    let channel = Channel::parse(channel_url, &String::from_utf8_lossy(&text))?;
+    let channel = Channel::load(channel_url, &text)?;
 
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let record = namespaces
-        .get(RECORD_NAMESPACE)
-        .await
-        .map_err(kube_error(format!("reading namespace {RECORD_NAMESPACE}")))?;
-    let annotations: BTreeMap<String, String> =
-        record.metadata.annotations.clone().unwrap_or_default();
-    let installed = installed_versions(&annotations);
+    let mut installed = BTreeMap::new();
+    for namespace in channel.record_namespaces() {
+        let annotations: BTreeMap<String, String> = match namespaces.get_opt(&namespace).await {
+            Ok(Some(record)) => record.metadata.annotations.clone().unwrap_or_default(),
+            // Not there yet: its addons are not installed (the manifest may
+            // create it).
+            Ok(None) if namespace != RECORD_NAMESPACE => BTreeMap::new(),
+            Ok(None) => {
+                return Err(ChannelsError::NoRecordNamespace {
+                    namespace: namespace.clone(),
+                })
+            }
+            Err(e) => return Err(kube_error(format!("reading namespace {namespace}"))(e)),
+        };
+        installed.insert(namespace, installed_versions(&annotations));
+    }
     let planned: HashMap<&str, Reason> = plan(&channel, &installed)
         .into_iter()
         .map(|(addon, reason)| (addon.name.as_str(), reason))
@@ -140,40 +207,75 @@ pub async fn apply_channel(
                 .push(AddonOutcome::WouldApply { name, reason });
             continue;
         }
-        let outcome = match applier.addon(store.as_ref(), addon).await {
-            Ok((objects, pruned)) => {
-                let value = addon.version(channel_url).encode();
-                let patch = json!({"metadata": {"annotations": {
-                    format!("{ANNOTATION_PREFIX}{}", addon.name): value
-                }}});
-                match namespaces
-                    .patch(
-                        RECORD_NAMESPACE,
-                        &PatchParams::default(),
-                        &Patch::Merge(&patch),
-                    )
-                    .await
-                {
-                    Ok(_) => AddonOutcome::Applied {
-                        name,
-                        reason,
-                        objects,
-                        pruned,
-                    },
-                    Err(e) => AddonOutcome::Failed {
-                        name,
-                        error: format!("recording the installed version: {e}"),
-                    },
-                }
-            }
-            Err(e) => AddonOutcome::Failed {
-                name,
-                error: e.to_string(),
-            },
-        };
+        let outcome = applier
+            .install(&mut reader, channel_url, addon, reason)
+            .await;
         report.addons.push(outcome);
     }
+    if report.applied() > 0 && report.failed() > 0 {
+        for (index, addon) in channel.spec.addons.iter().enumerate() {
+            if !matches!(report.addons[index], AddonOutcome::Failed { .. }) {
+                continue;
+            }
+            let Some(reason) = planned.get(addon.name.as_str()).cloned() else {
+                continue;
+            };
+            let outcome = applier
+                .install(&mut reader, channel_url, addon, reason)
+                .await;
+            if matches!(outcome, AddonOutcome::Applied { .. }) {
+                report.addons[index] = outcome;
+            }
+        }
+    }
     Ok(report)
+}
+
+/// Reads channels and manifests by URL: object stores through kops-state
+/// (one per directory), `http(s)://` through the caller's [`HttpGet`].
+struct Reader {
+    http: Option<Arc<dyn HttpGet>>,
+    stores: HashMap<String, Arc<dyn kops_state::ObjectStore>>,
+}
+
+impl Reader {
+    async fn read(&mut self, url: &str) -> Result<Option<Vec<u8>>, ChannelsError> {
+        if url.starts_with("http://") || url.starts_with("https://") {
+            let Some(http) = &self.http else {
+                return Err(ChannelsError::Fetch {
+                    url: url.to_string(),
+                    message: "no HTTP client here (nodeup channels apply has one)".into(),
+                });
+            };
+            return http
+                .get(url)
+                .await
+                .map(Some)
+                .map_err(|message| ChannelsError::Fetch {
+                    url: url.to_string(),
+                    message,
+                });
+        }
+        let (dir, file) = url.rsplit_once('/').ok_or_else(|| ChannelsError::Missing {
+            what: "a file name".into(),
+            url: url.into(),
+        })?;
+        // `file:///x.yaml`: the directory is the root.
+        let dir = if dir.ends_with("://") {
+            format!("{dir}/")
+        } else {
+            dir.to_string()
+        };
+        let store = match self.stores.get(&dir) {
+            Some(store) => store.clone(),
+            None => {
+                let store = kops_state::open(&dir).await?;
+                self.stores.insert(dir, store.clone());
+                store
+            }
+        };
+        Ok(store.read(file).await?)
+    }
 }
 
 struct Applier {
@@ -183,21 +285,79 @@ struct Applier {
 }
 
 impl Applier {
+    /// Applies `addon` and records it in its namespace's annotation.
+    async fn install(
+        &mut self,
+        reader: &mut Reader,
+        channel_url: &str,
+        addon: &AddonSpec,
+        reason: Reason,
+    ) -> AddonOutcome {
+        let name = addon.name.clone();
+        let (objects, pruned) = match self.addon(reader, channel_url, addon).await {
+            Ok(counts) => counts,
+            Err(e) => {
+                return AddonOutcome::Failed {
+                    name,
+                    error: e.to_string(),
+                }
+            }
+        };
+        let value = addon.version(channel_url).encode();
+        let patch = json!({"metadata": {"annotations": {
+            format!("{ANNOTATION_PREFIX}{}", addon.name): value
+        }}});
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        match namespaces
+            .patch(
+                addon.record_namespace(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(_) => AddonOutcome::Applied {
+                name,
+                reason,
+                objects,
+                pruned,
+            },
+            Err(e) => AddonOutcome::Failed {
+                name,
+                error: format!(
+                    "recording the installed version in namespace {}: {e}",
+                    addon.record_namespace()
+                ),
+            },
+        }
+    }
+
     /// Applies one addon's manifest and prunes; returns the number of
     /// objects applied and deleted.
     async fn addon(
         &mut self,
-        store: &dyn kops_state::ObjectStore,
+        reader: &mut Reader,
+        channel_url: &str,
         addon: &AddonSpec,
     ) -> Result<(usize, usize), ChannelsError> {
-        let manifest =
-            store
-                .read(&addon.manifest)
-                .await?
-                .ok_or_else(|| ChannelsError::Missing {
-                    what: format!("the manifest of {}", addon.name),
-                    url: store.url_of(&addon.manifest),
-                })?;
+        if addon.needs_pki {
+            return Err(ChannelsError::NeedsPki {
+                addon: addon.name.clone(),
+            });
+        }
+        if addon.manifest.is_empty() {
+            return Err(ChannelsError::NoManifest {
+                addon: addon.name.clone(),
+            });
+        }
+        let url = resolve(channel_url, &addon.manifest);
+        let manifest = reader
+            .read(&url)
+            .await?
+            .ok_or_else(|| ChannelsError::Missing {
+                what: format!("the manifest of {}", addon.name),
+                url: url.clone(),
+            })?;
         addon.verify(&manifest)?;
         let objects = manifest_objects(&addon.name, &String::from_utf8_lossy(&manifest))?;
         for object in &objects {

@@ -1,7 +1,7 @@
 //! The channel file, the installed-version records and the decision which
 //! addons to apply. No IO here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -20,7 +20,16 @@ pub const SYSTEM_GENERATION: i64 = 1;
 pub struct Channel {
     pub kind: String,
     #[serde(default)]
+    pub metadata: ChannelMetadata,
+    #[serde(default)]
     pub spec: ChannelSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ChannelMetadata {
+    /// The name of addons that do not name themselves.
+    #[serde(default)]
+    pub name: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -33,10 +42,18 @@ pub struct ChannelSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AddonSpec {
+    /// The addon's name; the channel's `metadata.name` when absent.
+    #[serde(default)]
     pub name: String,
+    /// The namespace whose annotations record the addon (`kube-system`
+    /// when absent).
+    #[serde(default)]
+    pub namespace: Option<String>,
     #[serde(default)]
     pub id: String,
-    /// The manifest's path, relative to the channel file's directory.
+    /// The manifest: a URL, or a path relative to the channel file's
+    /// directory.
+    #[serde(default)]
     pub manifest: String,
     /// sha256 (hex) of the manifest.
     #[serde(default)]
@@ -47,6 +64,18 @@ pub struct AddonSpec {
     pub needs_rolling_update: Option<String>,
     #[serde(default)]
     pub prune: Option<PruneSpec>,
+    /// A semver range of the Kubernetes versions this entry is for (all
+    /// when empty).
+    #[serde(default)]
+    pub kubernetes_version: String,
+    /// Informational; kops' records do not carry it, so a new `version`
+    /// alone does not apply the addon again (a new `id` or manifest does).
+    #[serde(default)]
+    pub version: String,
+    /// Asks for a CA and a cert-manager issuer, which kops-rs does not
+    /// provision: such an addon is refused rather than half installed.
+    #[serde(default, rename = "needsPKI")]
+    pub needs_pki: bool,
 }
 
 /// What to delete after applying: objects of these kinds matching the
@@ -159,11 +188,155 @@ impl Channel {
                 kind: channel.kind,
             });
         }
-        Ok(channel)
+        Ok(channel.with_default_names())
+    }
+
+    /// Reads what is at `location` as kops' applier does: a `kind: Addons`
+    /// index (its first document, without an `apiVersion`), or else any
+    /// Kubernetes manifest, which is one addon named
+    /// `manifest-<first 12 hex digits of sha256(location)>` whose manifest is
+    /// the location itself and whose hash is that of the trimmed text. Empty
+    /// text is a channel without addons.
+    pub fn load(location: &str, bytes: &[u8]) -> Result<Self, ChannelError> {
+        let text = String::from_utf8_lossy(bytes);
+        let text = text.trim();
+        let parse_error = |message: String| ChannelError::Parse {
+            source_name: location.to_string(),
+            message,
+        };
+        let mut first = None;
+        for document in serde_yaml_ng::Deserializer::from_str(text) {
+            let value = Value::deserialize(document).map_err(|e| parse_error(e.to_string()))?;
+            if !value.is_null() {
+                first = Some(value);
+                break;
+            }
+        }
+        let Some(first) = first else {
+            return Ok(Channel {
+                kind: "Addons".into(),
+                metadata: ChannelMetadata::default(),
+                spec: ChannelSpec::default(),
+            });
+        };
+        let api_version = first.get("apiVersion").and_then(Value::as_str);
+        if first.get("kind").and_then(Value::as_str) == Some("Addons")
+            && api_version.is_none_or(str::is_empty)
+        {
+            let channel: Channel =
+                serde_json::from_value(first).map_err(|e| parse_error(e.to_string()))?;
+            return Ok(channel.with_default_names());
+        }
+        let name = format!(
+            "manifest-{}",
+            &hex(&Sha256::digest(location.as_bytes()))[..12]
+        );
+        Ok(Channel {
+            kind: "Addons".into(),
+            metadata: ChannelMetadata { name: name.clone() },
+            spec: ChannelSpec {
+                addons: vec![AddonSpec {
+                    name,
+                    namespace: None,
+                    id: String::new(),
+                    manifest: location.to_string(),
+                    manifest_hash: hex(&Sha256::digest(text.as_bytes())),
+                    selector: BTreeMap::new(),
+                    needs_rolling_update: None,
+                    prune: None,
+                    kubernetes_version: String::new(),
+                    version: String::new(),
+                    needs_pki: false,
+                }],
+            },
+        })
+    }
+
+    fn with_default_names(mut self) -> Self {
+        for addon in &mut self.spec.addons {
+            if addon.name.is_empty() {
+                addon.name = self.metadata.name.clone();
+            }
+        }
+        self
+    }
+
+    /// The namespaces whose annotations record this channel's addons.
+    pub fn record_namespaces(&self) -> BTreeSet<String> {
+        self.spec
+            .addons
+            .iter()
+            .map(|a| a.record_namespace().to_string())
+            .collect()
+    }
+}
+
+/// Resolves `reference` (an addon's `manifest`) against the channel at
+/// `base`, as a URL reference: an absolute URL stays as it is, a path is
+/// relative to the channel file's directory (`/…` to the bucket or host
+/// root), `.` and `..` segments are resolved.
+pub fn resolve(base: &str, reference: &str) -> String {
+    if has_scheme(reference) {
+        return reference.to_string();
+    }
+    let Some((scheme, rest)) = base.split_once("://") else {
+        return reference.to_string();
+    };
+    // file:///path has an empty authority.
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let joined = if reference.starts_with('/') {
+        reference.to_string()
+    } else {
+        let dir = path.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+        format!("{dir}/{reference}")
+    };
+    let mut segments: Vec<&str> = Vec::new();
+    let parts: Vec<&str> = joined.split('/').collect();
+    for (i, segment) in parts.iter().enumerate() {
+        match *segment {
+            "." => {}
+            ".." => {
+                segments.pop();
+            }
+            "" if i != 0 && i + 1 != parts.len() => {}
+            s => segments.push(s),
+        }
+    }
+    let path = segments.join("/");
+    let path = if path.starts_with('/') {
+        path
+    } else {
+        format!("/{path}")
+    };
+    format!("{scheme}://{authority}{path}")
+}
+
+/// Whether `s` starts with a URL scheme (`https:`, `s3:`, `file:`, ...).
+pub fn has_scheme(s: &str) -> bool {
+    match s.split_once(':') {
+        Some((scheme, _)) => {
+            scheme.len() > 1
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        }
+        None => false,
     }
 }
 
 impl AddonSpec {
+    /// The namespace whose annotation records the addon.
+    pub fn record_namespace(&self) -> &str {
+        self.namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(RECORD_NAMESPACE)
+    }
+
     /// The record this addon leaves once applied from `channel_url`.
     pub fn version(&self, channel_url: &str) -> InstalledVersion {
         InstalledVersion {
@@ -198,9 +371,13 @@ impl AddonSpec {
 
     /// Checks `manifest` against the channel's hash (when it has one). kops
     /// hashes the manifest without surrounding white space (and a Terraform
-    /// data file may end with a newline), so either form matches.
+    /// data file may end with a newline), so either form matches. A hash
+    /// that is not a sha256 (hand-written custom channels use any string as
+    /// a version key; kops never checks it) is not checked either.
     pub fn verify(&self, manifest: &[u8]) -> Result<(), ChannelError> {
-        if self.manifest_hash.is_empty() {
+        let is_sha256 = self.manifest_hash.len() == 64
+            && self.manifest_hash.bytes().all(|b| b.is_ascii_hexdigit());
+        if !is_sha256 {
             return Ok(());
         }
         let actual = hex(&Sha256::digest(manifest));
@@ -236,16 +413,22 @@ pub fn installed_versions(
         .collect()
 }
 
-/// The addons to apply, in channel order, with why.
+/// The addons to apply, in channel order, with why. `installed` holds the
+/// records by namespace, then addon name.
 pub fn plan<'a>(
     channel: &'a Channel,
-    installed: &BTreeMap<String, InstalledVersion>,
+    installed: &BTreeMap<String, BTreeMap<String, InstalledVersion>>,
 ) -> Vec<(&'a AddonSpec, Reason)> {
     channel
         .spec
         .addons
         .iter()
-        .filter_map(|addon| Some((addon, addon.reason(installed.get(&addon.name))?)))
+        .filter_map(|addon| {
+            let record = installed
+                .get(addon.record_namespace())
+                .and_then(|records| records.get(&addon.name));
+            Some((addon, addon.reason(record)?))
+        })
         .collect()
 }
 
@@ -374,7 +557,10 @@ spec:
                 .to_string(),
         );
         annotations.insert("other/annotation".into(), "x".into());
-        let installed = installed_versions(&annotations);
+        let installed = BTreeMap::from([(
+            RECORD_NAMESPACE.to_string(),
+            installed_versions(&annotations),
+        )]);
         let planned = plan(&channel, &installed);
         assert_eq!(planned.len(), 1);
         assert_eq!(planned[0].0.name, "limit-range.addons.k8s.io");
@@ -405,6 +591,71 @@ spec:
     }
 
     #[test]
+    fn resolves_manifests_as_url_references() {
+        let base = "s3://bucket/cluster/addons/bootstrap-channel.yaml";
+        assert_eq!(
+            resolve(base, "coredns.addons.k8s.io/k8s-1.12.yaml"),
+            "s3://bucket/cluster/addons/coredns.addons.k8s.io/k8s-1.12.yaml"
+        );
+        assert_eq!(
+            resolve(base, "./x/../y.yaml"),
+            "s3://bucket/cluster/addons/y.yaml"
+        );
+        assert_eq!(resolve(base, "../../other.yaml"), "s3://bucket/other.yaml");
+        assert_eq!(resolve(base, "/root.yaml"), "s3://bucket/root.yaml");
+        assert_eq!(
+            resolve(base, "https://example.com/a.yaml"),
+            "https://example.com/a.yaml"
+        );
+        assert_eq!(
+            resolve("file:///srv/addon.yaml", "a/b.yaml"),
+            "file:///srv/a/b.yaml"
+        );
+        assert_eq!(resolve("file:///addon.yaml", "b.yaml"), "file:///b.yaml");
+        assert!(has_scheme("file:///x") && has_scheme("s3://b") && !has_scheme("dir/x.yaml"));
+    }
+
+    #[test]
+    fn loads_indexes_plain_manifests_and_nothing() {
+        let index = Channel::load(
+            "s3://b/addon.yaml",
+            b"kind: Addons\nmetadata:\n  name: foo.org\nspec:\n  addons:\n  - manifest: foo/v1.yaml\n    version: 0.0.1\n    namespace: foo\n",
+        )
+        .unwrap();
+        let addon = &index.spec.addons[0];
+        assert_eq!(addon.name, "foo.org", "the index's name");
+        assert_eq!(addon.record_namespace(), "foo");
+        let plain = Channel::load(
+            "s3://b/crds.yaml",
+            b"\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n\n",
+        )
+        .unwrap();
+        let addon = &plain.spec.addons[0];
+        assert!(addon.name.starts_with("manifest-") && addon.name.len() == 21);
+        assert_eq!(addon.manifest, "s3://b/crds.yaml");
+        assert_eq!(
+            addon.manifest_hash,
+            hex(&Sha256::digest(
+                b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x"
+            ))
+        );
+        assert_eq!(addon.record_namespace(), RECORD_NAMESPACE);
+        // An `Addons` kind with an apiVersion is a manifest to kops.
+        let odd = Channel::load(
+            "s3://b/a.yaml",
+            b"apiVersion: v1\nkind: Addons\nmetadata:\n  name: a\n",
+        )
+        .unwrap();
+        assert!(odd.spec.addons[0].name.starts_with("manifest-"));
+        assert!(Channel::load("s3://b/e.yaml", b"# nothing\n")
+            .unwrap()
+            .spec
+            .addons
+            .is_empty());
+        assert!(Channel::load("s3://b/e.yaml", b"kind: [").is_err());
+    }
+
+    #[test]
     fn verifies_the_manifest_hash() {
         let mut addon = Channel::parse("c.yaml", CHANNEL).unwrap().spec.addons[0].clone();
         // sha256 of the empty string
@@ -417,6 +668,9 @@ spec:
             err.contains("coredns.addons.k8s.io") && err.contains("hint:"),
             "{err}"
         );
+        // Not a sha256: a hand-written version key, not checked.
+        addon.manifest_hash = "v2".into();
+        addon.verify(b"x").unwrap();
     }
 
     #[test]

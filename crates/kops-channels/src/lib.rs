@@ -1,6 +1,8 @@
 //! The addon applier: what kops' `channels apply channel` does on control-plane
 //! nodes. It reads the bootstrap channel (`addons/bootstrap-channel.yaml` in
-//! the state store, written by `kops update cluster`), compares each addon with
+//! the state store, written by `kops update cluster`) and the cluster's
+//! custom addons (`spec.addons[].manifest`: an `Addons` index or a plain
+//! manifest, by URL), compares each addon with
 //! what the cluster records as installed, and for the addons that changed
 //! applies their manifests with server-side apply, prunes what the manifest no
 //! longer has, and records the new version.
@@ -18,7 +20,10 @@
 pub mod apply;
 pub mod channel;
 
-pub use apply::{apply_channel, client_from_kubeconfig, AddonOutcome, ApplyOptions, Report};
+pub use apply::{
+    apply_channel, apply_channels, client_from_kubeconfig, AddonOutcome, ApplyOptions,
+    ChannelReport, HttpFuture, HttpGet, Report,
+};
 pub use channel::{Channel, ChannelError, InstalledVersion, Reason};
 
 /// Everything that can go wrong applying a channel.
@@ -30,6 +35,16 @@ pub enum ChannelsError {
     Store(#[from] kops_state::StoreError),
     #[error("{what} is not in the state store at {url}\nhint: run `kops update cluster --yes` to write it")]
     Missing { what: String, url: String },
+    #[error("{url}: a channel is a URL (https://, s3://, file://); legacy addon names are not supported")]
+    NotAUrl { url: String },
+    #[error("reading {url}: {message}")]
+    Fetch { url: String, message: String },
+    #[error("addon {addon} has no manifest")]
+    NoManifest { addon: String },
+    #[error("addon {addon} needs PKI (a CA and a cert-manager issuer), which kops-rs does not provision")]
+    NeedsPki { addon: String },
+    #[error("namespace {namespace} does not exist, so addon records cannot be read\nhint: is the API server fully up?")]
+    NoRecordNamespace { namespace: String },
     #[error("kubeconfig {path}: {message}")]
     Kubeconfig { path: String, message: String },
     #[error("Kubernetes API: {context}: {source}")]

@@ -3,7 +3,10 @@
 //! discovery, server-side apply, merge patch, list by label and delete, the
 //! endpoints the applier uses.
 
-use kops_channels::{apply_channel, client_from_kubeconfig, AddonOutcome, ApplyOptions, Reason};
+use kops_channels::{
+    apply_channel, apply_channels, client_from_kubeconfig, AddonOutcome, ApplyOptions, HttpGet,
+    Reason,
+};
 use kops_testkit::kube_api::FakeApi;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -152,9 +155,16 @@ async fn applies_prunes_records_and_then_has_nothing_to_do() {
     api.put("api/v1", "configmaps", "kube-system", "users", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "users", "namespace": "kube-system"}}));
 
     // Dry run: says what, changes nothing.
-    let dry = apply_channel(&client, &channel, &ApplyOptions { dry_run: true })
-        .await
-        .unwrap();
+    let dry = apply_channel(
+        &client,
+        &channel,
+        &ApplyOptions {
+            dry_run: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     assert_eq!(
         names(&dry),
         [
@@ -299,4 +309,308 @@ async fn a_missing_channel_says_how_to_write_it() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("kops update cluster --yes"), "{err}");
+}
+
+/// A custom addon's web server: a Deployment and, unless `without_service`,
+/// its Service, labelled so that the channel's prune selector finds them.
+fn web_manifest(replicas: u32, without_service: bool) -> String {
+    let mut text = format!(
+        "apiVersion: v1
+kind: Namespace
+metadata:
+  name: web
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  labels:
+    app.kubernetes.io/part-of: web
+  name: nginx
+  namespace: web
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels:
+      app: nginx
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+      - image: nginx:1.27
+        name: nginx
+"
+    );
+    if !without_service {
+        text.push_str(
+            "---
+apiVersion: v1
+kind: Service
+metadata:
+  labels:
+    app.kubernetes.io/part-of: web
+  name: nginx
+  namespace: web
+spec:
+  ports:
+  - port: 80
+  selector:
+    app: nginx
+",
+        );
+    }
+    text
+}
+
+/// A custom channel as kops' docs describe it: an `Addons` index
+/// (`addon.yaml`) next to a directory per addon; the addon takes the
+/// index's name, records itself in namespace `web` and prunes Deployments
+/// and Services of its label.
+fn write_custom_channel(dir: &std::path::Path, manifest: &str) {
+    std::fs::create_dir_all(dir.join("web.example.org")).unwrap();
+    std::fs::write(dir.join("web.example.org/v1.yaml"), manifest).unwrap();
+    let index = format!(
+        "kind: Addons
+metadata:
+  name: web.example.org
+spec:
+  addons:
+  - manifest: web.example.org/v1.yaml
+    manifestHash: {}
+    namespace: web
+    version: 1.0.0
+    selector:
+      k8s-addon: web.example.org
+    prune:
+      kinds:
+      - group: apps
+        kind: Deployment
+        labelSelector: app.kubernetes.io/part-of=web
+      - kind: Service
+        labelSelector: app.kubernetes.io/part-of=web
+        namespaces:
+        - web
+",
+        sha(manifest)
+    );
+    std::fs::write(dir.join("addon.yaml"), index).unwrap();
+}
+
+fn channel_names(reports: &[kops_channels::ChannelReport]) -> Vec<String> {
+    reports
+        .iter()
+        .flat_map(|r| match &r.result {
+            Ok(report) => names(report),
+            Err(e) => vec![format!("channel {}: {e}", r.channel)],
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_custom_channel_is_applied_with_the_bootstrap_channel_and_pruned() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = example_manifest("hello");
+    write_store(dir.path(), &manifest, &sha(&manifest));
+    let custom_dir = dir.path().join("custom");
+    let web = web_manifest(2, false);
+    write_custom_channel(&custom_dir, &web);
+    let bootstrap = format!(
+        "file://{}/addons/bootstrap-channel.yaml",
+        dir.path().display()
+    );
+    let custom = format!("file://{}/addon.yaml", custom_dir.display());
+    let channels = [bootstrap.clone(), custom.clone()];
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
+        .await
+        .unwrap();
+
+    let first = apply_channels(&client, &channels, &ApplyOptions::default()).await;
+    assert_eq!(
+        channel_names(&first),
+        [
+            "applied example.addons.k8s.io (3 objects, 0 pruned)",
+            "applied gone.addons.k8s.io (0 objects, 0 pruned)",
+            "applied web.example.org (3 objects, 0 pruned)",
+        ]
+    );
+    let deployment = api
+        .get("apis/apps/v1", "deployments", "web", "nginx")
+        .unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert!(api.get("api/v1", "services", "web", "nginx").is_some());
+    // Recorded where the addon says, under the channel's location.
+    let ns = api.get("api/v1", "namespaces", "", "web").unwrap();
+    let record: serde_json::Value = serde_json::from_str(
+        ns["metadata"]["annotations"]["addons.k8s.io/web.example.org"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record,
+        json!({"channel": custom, "manifestHash": sha(&web), "systemGeneration": 1})
+    );
+    assert!(
+        api.record("web.example.org").is_none(),
+        "not in kube-system"
+    );
+    api.take_requests();
+
+    // Second pass: the records are read, nothing is written.
+    let second = apply_channels(&client, &channels, &ApplyOptions::default()).await;
+    assert!(
+        channel_names(&second)
+            .iter()
+            .all(|n| n.starts_with("current ")),
+        "{second:?}"
+    );
+    let writes: Vec<String> = api
+        .take_requests()
+        .into_iter()
+        .filter(|r| !r.starts_with("GET "))
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+
+    // A new version of the channel drops the Service: it is pruned, the
+    // Deployment is updated and kept, the bootstrap channel is untouched.
+    let web2 = web_manifest(3, true);
+    write_custom_channel(&custom_dir, &web2);
+    let third = apply_channels(&client, &channels, &ApplyOptions::default()).await;
+    assert_eq!(
+        channel_names(&third),
+        [
+            "current example.addons.k8s.io",
+            "current gone.addons.k8s.io",
+            "applied web.example.org (2 objects, 1 pruned)",
+        ]
+    );
+    assert!(api.get("api/v1", "services", "web", "nginx").is_none());
+    let deployment = api
+        .get("apis/apps/v1", "deployments", "web", "nginx")
+        .unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    let fourth = apply_channels(&client, &channels, &ApplyOptions::default()).await;
+    assert!(
+        channel_names(&fourth)
+            .iter()
+            .all(|n| n.starts_with("current ")),
+        "{fourth:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_plain_manifest_is_a_channel_of_one_addon() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("web.yaml");
+    let web = web_manifest(1, false);
+    std::fs::write(&path, format!("\n{web}\n")).unwrap();
+    let url = format!("file://{}", path.display());
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
+        .await
+        .unwrap();
+
+    let first = apply_channel(&client, &url, &ApplyOptions::default())
+        .await
+        .unwrap();
+    // kops' name: manifest-<first 12 hex digits of sha256(location)>.
+    let name = format!("manifest-{}", &sha(&url)[..12]);
+    assert_eq!(
+        names(&first),
+        [format!("applied {name} (3 objects, 0 pruned)")]
+    );
+    assert_eq!(
+        api.record(&name).unwrap(),
+        json!({"channel": url, "manifestHash": sha(web.trim()), "systemGeneration": 1})
+    );
+    assert!(api
+        .get("apis/apps/v1", "deployments", "web", "nginx")
+        .is_some());
+    let second = apply_channel(&client, &url, &ApplyOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(names(&second), [format!("current {name}")]);
+
+    // Changed: applied again (without a prune spec nothing is deleted, as
+    // in kops).
+    std::fs::write(&path, web_manifest(4, true)).unwrap();
+    let third = apply_channel(&client, &url, &ApplyOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&third),
+        [format!("applied {name} (2 objects, 0 pruned)")]
+    );
+    assert!(api.get("api/v1", "services", "web", "nginx").is_some());
+}
+
+/// Serves fixed bodies by URL, counting requests.
+struct FakeHttp(std::collections::BTreeMap<String, String>);
+
+impl HttpGet for FakeHttp {
+    fn get<'a>(&'a self, url: &'a str) -> kops_channels::HttpFuture<'a> {
+        let body = self.0.get(url).cloned();
+        Box::pin(async move {
+            body.map(String::into_bytes)
+                .ok_or_else(|| "HTTP 404 Not Found".to_string())
+        })
+    }
+}
+
+#[tokio::test]
+async fn https_channels_resolve_their_manifests_and_relative_names_are_refused() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
+        .await
+        .unwrap();
+    let web = web_manifest(1, false);
+    let index = "kind: Addons
+metadata:
+  name: web.example.org
+spec:
+  addons:
+  - manifest: ../manifests/./web-v1.yaml
+    id: v1
+";
+    let http = FakeHttp(
+        [
+            (
+                "https://addons.example.org/channels/addon.yaml".to_string(),
+                index.to_string(),
+            ),
+            (
+                "https://addons.example.org/manifests/web-v1.yaml".to_string(),
+                web.clone(),
+            ),
+        ]
+        .into(),
+    );
+    let options = ApplyOptions {
+        http: Some(std::sync::Arc::new(http)),
+        ..Default::default()
+    };
+    let channels = [
+        "https://addons.example.org/channels/addon.yaml".to_string(),
+        "https://addons.example.org/channels/missing.yaml".to_string(),
+        "web.example.org".to_string(),
+    ];
+    let reports = apply_channels(&client, &channels, &options).await;
+    let text = channel_names(&reports);
+    assert_eq!(text[0], "applied web.example.org (3 objects, 0 pruned)");
+    assert!(
+        text[1].contains("missing.yaml") && text[1].contains("404"),
+        "{text:?}"
+    );
+    assert!(text[2].contains("a channel is a URL"), "{text:?}");
+    assert_eq!(api.record("web.example.org").unwrap()["id"], "v1");
+
+    // Without an HTTP client, an https channel is an error, not a panic.
+    let err = apply_channel(&client, &channels[0], &ApplyOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no HTTP client"), "{err}");
 }

@@ -1,9 +1,11 @@
 //! A small Kubernetes API for tests, served over plain HTTP/1.1 on
 //! 127.0.0.1 by threads, objects kept in memory: discovery of the built-in
 //! kinds addon manifests use, get, list (by label), server-side apply (field
-//! manager `kops`, forced), JSON merge patch and delete. Enough for the addon
-//! applier; not a validating API server (any object of a known kind is
-//! accepted as sent).
+//! manager `kops`, forced), JSON merge patch and delete, `/version`. Enough
+//! for the addon applier; not a validating API server (any object of a known
+//! kind is accepted as sent). The built-in kinds are generic storage; an
+//! applied CustomResourceDefinition serves its kind from then on (deleting
+//! it stops that).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -13,59 +15,102 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 /// One resource the fake API knows.
+#[derive(Clone)]
 struct Resource {
-    prefix: &'static str,
-    plural: &'static str,
-    kind: &'static str,
+    /// `api/v1` or `apis/<group>/<version>`.
+    prefix: String,
+    plural: String,
+    kind: String,
     namespaced: bool,
 }
 
-const fn r(
-    prefix: &'static str,
-    plural: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-) -> Resource {
+fn r(prefix: &str, plural: &str, kind: &str, namespaced: bool) -> Resource {
     Resource {
-        prefix,
-        plural,
-        kind,
+        prefix: prefix.into(),
+        plural: plural.into(),
+        kind: kind.into(),
         namespaced,
     }
 }
 
-/// The built-in kinds addon manifests use.
+/// The built-in kinds addon manifests use (custom resources come from the
+/// CustomResourceDefinitions applied).
 #[rustfmt::skip]
-const RESOURCES: &[Resource] = &[
-    r("api/v1", "namespaces", "Namespace", false),
-    r("api/v1", "configmaps", "ConfigMap", true),
-    r("api/v1", "secrets", "Secret", true),
-    r("api/v1", "serviceaccounts", "ServiceAccount", true),
-    r("api/v1", "services", "Service", true),
-    r("api/v1", "limitranges", "LimitRange", true),
-    r("apis/apps/v1", "deployments", "Deployment", true),
-    r("apis/apps/v1", "daemonsets", "DaemonSet", true),
-    r("apis/apps/v1", "statefulsets", "StatefulSet", true),
-    r("apis/rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", false),
-    r("apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", false),
-    r("apis/rbac.authorization.k8s.io/v1", "roles", "Role", true),
-    r("apis/rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", true),
-    r("apis/policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", true),
-    r("apis/storage.k8s.io/v1", "storageclasses", "StorageClass", false),
-    r("apis/storage.k8s.io/v1", "csidrivers", "CSIDriver", false),
-    r("apis/scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", false),
-    r("apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false),
-    r("apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false),
-    r("apis/apiextensions.k8s.io/v1", "customresourcedefinitions", "CustomResourceDefinition", false),
-    r("apis/networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", true),
-    r("apis/coordination.k8s.io/v1", "leases", "Lease", true),
-];
+fn builtin_resources() -> Vec<Resource> {
+    vec![
+        r("api/v1", "namespaces", "Namespace", false),
+        r("api/v1", "nodes", "Node", false),
+        r("api/v1", "pods", "Pod", true),
+        r("api/v1", "configmaps", "ConfigMap", true),
+        r("api/v1", "secrets", "Secret", true),
+        r("api/v1", "serviceaccounts", "ServiceAccount", true),
+        r("api/v1", "services", "Service", true),
+        r("api/v1", "endpoints", "Endpoints", true),
+        r("api/v1", "limitranges", "LimitRange", true),
+        r("api/v1", "resourcequotas", "ResourceQuota", true),
+        r("api/v1", "persistentvolumeclaims", "PersistentVolumeClaim", true),
+        r("apis/apps/v1", "deployments", "Deployment", true),
+        r("apis/apps/v1", "daemonsets", "DaemonSet", true),
+        r("apis/apps/v1", "statefulsets", "StatefulSet", true),
+        r("apis/apps/v1", "replicasets", "ReplicaSet", true),
+        r("apis/batch/v1", "jobs", "Job", true),
+        r("apis/batch/v1", "cronjobs", "CronJob", true),
+        r("apis/autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", true),
+        r("apis/rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", false),
+        r("apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", false),
+        r("apis/rbac.authorization.k8s.io/v1", "roles", "Role", true),
+        r("apis/rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", true),
+        r("apis/policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", true),
+        r("apis/storage.k8s.io/v1", "storageclasses", "StorageClass", false),
+        r("apis/storage.k8s.io/v1", "csidrivers", "CSIDriver", false),
+        r("apis/storage.k8s.io/v1", "csinodes", "CSINode", false),
+        r("apis/storage.k8s.io/v1", "volumeattachments", "VolumeAttachment", false),
+        r("apis/scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", false),
+        r("apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false),
+        r("apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false),
+        r("apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false),
+        r("apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false),
+        r("apis/apiextensions.k8s.io/v1", "customresourcedefinitions", "CustomResourceDefinition", false),
+        r("apis/apiregistration.k8s.io/v1", "apiservices", "APIService", false),
+        r("apis/networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", true),
+        r("apis/networking.k8s.io/v1", "ingresses", "Ingress", true),
+        r("apis/networking.k8s.io/v1", "ingressclasses", "IngressClass", false),
+        r("apis/coordination.k8s.io/v1", "leases", "Lease", true),
+        r("apis/discovery.k8s.io/v1", "endpointslices", "EndpointSlice", true),
+        r("apis/node.k8s.io/v1", "runtimeclasses", "RuntimeClass", false),
+        r("apis/flowcontrol.apiserver.k8s.io/v1", "flowschemas", "FlowSchema", false),
+        r("apis/flowcontrol.apiserver.k8s.io/v1", "prioritylevelconfigurations", "PriorityLevelConfiguration", false),
+        r("apis/certificates.k8s.io/v1", "certificatesigningrequests", "CertificateSigningRequest", false),
+    ]
+}
+
+/// The resources a CustomResourceDefinition serves (one per served
+/// version).
+fn crd_resources(crd: &Value) -> Vec<Resource> {
+    let spec = &crd["spec"];
+    let (Some(group), Some(plural), Some(kind)) = (
+        spec["group"].as_str(),
+        spec["names"]["plural"].as_str(),
+        spec["names"]["kind"].as_str(),
+    ) else {
+        return Vec::new();
+    };
+    let namespaced = spec["scope"].as_str() != Some("Cluster");
+    spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["served"].as_bool() != Some(false))
+        .filter_map(|v| v["name"].as_str())
+        .map(|version| r(&format!("apis/{group}/{version}"), plural, kind, namespaced))
+        .collect()
+}
 
 /// Objects by (prefix, plural, namespace, name); requests as `METHOD path`.
-#[derive(Default)]
 struct State {
     objects: BTreeMap<(String, String, String, String), Value>,
     requests: Vec<String>,
+    resources: Vec<Resource>,
 }
 
 pub struct FakeApi {
@@ -78,7 +123,11 @@ impl FakeApi {
     pub fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let state = Arc::new(Mutex::new(State::default()));
+        let state = Arc::new(Mutex::new(State {
+            objects: BTreeMap::new(),
+            requests: Vec::new(),
+            resources: builtin_resources(),
+        }));
         let shared = state.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
@@ -131,6 +180,12 @@ impl FakeApi {
             .objects
             .get(&(prefix.into(), plural.into(), ns.into(), name.into()))
             .cloned()
+    }
+
+    /// Every stored object as (`api/v1` or `apis/<group>/<version>`, plural,
+    /// namespace, name), sorted.
+    pub fn keys(&self) -> Vec<(String, String, String, String)> {
+        self.state.lock().unwrap().objects.keys().cloned().collect()
     }
 
     /// The requests since the last call, as `METHOD target`.
@@ -209,6 +264,12 @@ fn handle(
     state.requests.push(format!("{method} {target}"));
     // discovery
     match path {
+        "version" => {
+            return (
+                200,
+                json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0", "platform": "linux/amd64"}),
+            )
+        }
         "api" => {
             return (
                 200,
@@ -216,16 +277,32 @@ fn handle(
             )
         }
         "apis" => {
-            let mut group_versions: Vec<&str> = RESOURCES
+            // group → versions, in first-seen order
+            let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+            for gv in state
+                .resources
                 .iter()
                 .filter_map(|r| r.prefix.strip_prefix("apis/"))
-                .collect();
-            group_versions.dedup();
-            let groups: Vec<Value> = group_versions
+            {
+                let Some((g, v)) = gv.split_once('/') else {
+                    continue;
+                };
+                match groups.iter_mut().find(|(name, _)| name == g) {
+                    Some((_, versions)) if !versions.iter().any(|x| x == v) => {
+                        versions.push(v.to_string())
+                    }
+                    Some(_) => {}
+                    None => groups.push((g.to_string(), vec![v.to_string()])),
+                }
+            }
+            let groups: Vec<Value> = groups
                 .iter()
-                .map(|gv| {
-                    let (g, v) = gv.split_once('/').unwrap();
-                    json!({"name": g, "versions": [{"groupVersion": gv, "version": v}], "preferredVersion": {"groupVersion": gv, "version": v}})
+                .map(|(g, versions)| {
+                    let listed: Vec<Value> = versions
+                        .iter()
+                        .map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
+                        .collect();
+                    json!({"name": g, "versions": listed, "preferredVersion": listed[0]})
                 })
                 .collect();
             return (
@@ -235,14 +312,12 @@ fn handle(
         }
         _ => {}
     }
-    if let Some(r) = RESOURCES.iter().find(|r| r.prefix == path) {
-        let group_version = r
-            .prefix
-            .trim_start_matches("apis/")
-            .trim_start_matches("api/");
-        let resources: Vec<Value> = RESOURCES
+    if state.resources.iter().any(|r| r.prefix == path) {
+        let group_version = path.trim_start_matches("apis/").trim_start_matches("api/");
+        let resources: Vec<Value> = state
+            .resources
             .iter()
-            .filter(|x| x.prefix == r.prefix)
+            .filter(|x| x.prefix == path)
             .map(|x| json!({"name": x.plural, "singularName": "", "namespaced": x.namespaced, "kind": x.kind, "verbs": ["create", "delete", "get", "list", "patch", "update"]}))
             .collect();
         return (
@@ -251,17 +326,22 @@ fn handle(
         );
     }
     // objects: <prefix>/[namespaces/<ns>/]<plural>[/<name>]
-    let Some(r) = RESOURCES.iter().find(|r| {
-        path.starts_with(&format!("{}/", r.prefix)) && {
-            let rest = &path[r.prefix.len() + 1..];
-            let segs: Vec<&str> = rest.split('/').collect();
-            match segs.as_slice() {
-                ["namespaces", _, plural, ..] => *plural == r.plural,
-                [plural, ..] => *plural == r.plural,
-                _ => false,
+    let Some(r) = state
+        .resources
+        .iter()
+        .find(|r| {
+            path.starts_with(&format!("{}/", r.prefix)) && {
+                let rest = &path[r.prefix.len() + 1..];
+                let segs: Vec<&str> = rest.split('/').collect();
+                match segs.as_slice() {
+                    ["namespaces", _, plural, ..] => *plural == r.plural,
+                    [plural, ..] => *plural == r.plural,
+                    _ => false,
+                }
             }
-        }
-    }) else {
+        })
+        .cloned()
+    else {
         return not_found(path);
     };
     let rest = &path[r.prefix.len() + 1..];
@@ -292,10 +372,7 @@ fn handle(
                 .split('&')
                 .filter_map(|kv| kv.strip_prefix("labelSelector="))
                 .flat_map(|s| {
-                    let s = s
-                        .replace("%3D", "=")
-                        .replace("%2C", ",")
-                        .replace("%2F", "/");
+                    let s = percent_decode(s);
                     s.split(',')
                         .filter_map(|p| {
                             p.split_once('=')
@@ -308,7 +385,7 @@ fn handle(
                 .objects
                 .iter()
                 .filter(|((p, pl, n, _), _)| {
-                    p == r.prefix && pl == r.plural && (ns.is_empty() || *n == ns)
+                    *p == r.prefix && *pl == r.plural && (ns.is_empty() || *n == ns)
                 })
                 .filter(|(_, o)| {
                     selector
@@ -341,18 +418,63 @@ fn handle(
                 merge(&mut o, &patch);
                 o
             };
+            if r.kind == "CustomResourceDefinition" {
+                let served = crd_resources(&object);
+                state.resources.retain(|x| {
+                    !served
+                        .iter()
+                        .any(|s| s.prefix == x.prefix && s.plural == x.plural)
+                });
+                state.resources.extend(served);
+            }
             state.objects.insert(key(&name), object.clone());
             (200, object)
         }
         ("DELETE", Some(name)) => match state.objects.remove(&key(&name)) {
-            Some(_) => (
-                200,
-                json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
-            ),
+            Some(removed) => {
+                if r.kind == "CustomResourceDefinition" {
+                    let served = crd_resources(&removed);
+                    state.resources.retain(|x| {
+                        !served
+                            .iter()
+                            .any(|s| s.prefix == x.prefix && s.plural == x.plural)
+                    });
+                }
+                (
+                    200,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
+                )
+            }
             None => not_found(&name),
         },
         _ => (405, json!({"kind": "Status", "code": 405})),
     }
+}
+
+/// Decodes `%XX` escapes and `+` (a query string's space).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// JSON merge patch (RFC 7386).
