@@ -12,6 +12,7 @@
 //! alone. An addon without a renderer is written to the state store as a
 //! placeholder comment.
 
+mod authentication_aws;
 mod certmanager;
 mod cilium;
 mod cloud_controller;
@@ -32,7 +33,9 @@ mod networking;
 mod node_problem_detector;
 mod node_termination_handler;
 mod nvidia;
+mod pods;
 mod service_account_role;
+mod snapshot_controller;
 pub mod template;
 
 use crate::Model;
@@ -66,6 +69,8 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "node-problem-detector.addons.k8s.io" => node_problem_detector::objects(model)?,
         "external-dns.addons.k8s.io" => external_dns::objects(model)?,
         "nvidia.addons.k8s.io" => nvidia::objects(model)?,
+        "snapshot-controller.addons.k8s.io" => snapshot_controller::objects(model)?,
+        "authentication.aws" => authentication_aws::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
@@ -162,6 +167,7 @@ pub fn channel_selector(key: &str) -> Value {
     }
     match key {
         "metrics-server.addons.k8s.io" => json!({"k8s-app": "metrics-server"}),
+        "authentication.aws" => json!({"role.kubernetes.io/authentication": "1"}),
         _ => json!({"k8s-addon": key}),
     }
 }
@@ -170,6 +176,7 @@ fn selector(key: &str) -> Option<(&str, &str)> {
     match key {
         "metrics-server.addons.k8s.io" => Some(("k8s-app", "metrics-server")),
         "certmanager.io" => None,
+        "authentication.aws" => Some(("role.kubernetes.io/authentication", "1")),
         // Networking addons are selected by role, as kops does.
         k if k.starts_with("networking.") => Some(("role.kubernetes.io/networking", "1")),
         _ => Some(("k8s-addon", key)),
