@@ -12,7 +12,9 @@
 //! alone. An addon without a renderer is written to the state store as a
 //! placeholder comment.
 
+mod amazon_vpc;
 mod authentication_aws;
+mod calico;
 mod certmanager;
 mod cilium;
 mod cloud_controller;
@@ -61,6 +63,8 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "metrics-server.addons.k8s.io" => metrics_server::objects(model)?,
         "certmanager.io" => certmanager::objects(model)?,
         "networking.cilium.io" => cilium::objects(model),
+        "networking.projectcalico.org" => calico::objects(model)?,
+        "networking.amazon-vpc-routed-eni" => amazon_vpc::objects(model)?,
         "networking.kindnet" => kindnet::objects(model)?,
         "networking.kope.io" => kopeio::objects(model)?,
         "networking.flannel" => flannel::objects(model)?,

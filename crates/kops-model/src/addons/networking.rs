@@ -77,3 +77,29 @@ pub(super) fn cloud_provider(spec: &Value) -> Option<&str> {
         _ => None,
     }
 }
+
+/// Labels the pod templates of an addon's Deployments and DaemonSets
+/// `kops.k8s.io/managed-by: kops`, as kops does for every addon.
+pub(super) fn label_pods(objects: &mut [Value]) {
+    for object in objects {
+        let workload = object.get("apiVersion").and_then(Value::as_str) == Some("apps/v1")
+            && matches!(
+                object.get("kind").and_then(Value::as_str),
+                Some("Deployment" | "DaemonSet")
+            );
+        if !workload {
+            continue;
+        }
+        let metadata = object
+            .pointer_mut("/spec/template/metadata")
+            .and_then(Value::as_object_mut);
+        if let Some(metadata) = metadata {
+            let labels = metadata
+                .entry("labels")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(labels) = labels.as_object_mut() {
+                labels.insert("kops.k8s.io/managed-by".into(), "kops".into());
+            }
+        }
+    }
+}
