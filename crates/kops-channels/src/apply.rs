@@ -138,6 +138,26 @@ pub async fn apply_channels(
     out
 }
 
+/// The channels listed by kops' `kops-channels` pod manifest at
+/// `manifest_url` (see [`crate::channel::channels_of_pod`]), or `None` when
+/// there is no such file.
+pub async fn channels_from_pod_manifest(
+    manifest_url: &str,
+    options: &ApplyOptions,
+) -> Result<Option<Vec<String>>, ChannelsError> {
+    let mut reader = Reader {
+        http: options.http.clone(),
+        stores: HashMap::new(),
+    };
+    let Some(text) = reader.read(manifest_url).await? else {
+        return Ok(None);
+    };
+    Ok(Some(crate::channel::channels_of_pod(
+        manifest_url,
+        &String::from_utf8_lossy(&text),
+    )?))
+}
+
 /// One pass: reads the channel at `channel_url` (`s3://`, `file://`,
 /// `https://` with [`ApplyOptions::http`]; a `kind: Addons` index or a
 /// plain manifest), applies the addons whose record differs, and records

@@ -271,6 +271,33 @@ impl Channel {
     }
 }
 
+/// The channel locations kops' `kops-channels` static pod applies (its
+/// container's arguments after `apply channel` that are not flags):
+/// `kops update cluster` writes that pod to
+/// `<configBase>/manifests/channels/kops-channels.yaml` with the bootstrap
+/// channel first and then every `spec.addons[].manifest`.
+pub fn channels_of_pod(source_name: &str, text: &str) -> Result<Vec<String>, ChannelError> {
+    let error = |message: String| ChannelError::Parse {
+        source_name: source_name.to_string(),
+        message,
+    };
+    let pod: Value = serde_yaml_ng::from_str(text).map_err(|e| error(e.to_string()))?;
+    let args = pod
+        .pointer("/spec/containers/0/args")
+        .and_then(Value::as_array)
+        .ok_or_else(|| error("no spec.containers[0].args".into()))?;
+    let args: Vec<&str> = args.iter().filter_map(Value::as_str).collect();
+    let rest = match args.as_slice() {
+        ["apply", "channel", rest @ ..] => rest,
+        _ => return Err(error("the container does not run `apply channel`".into())),
+    };
+    Ok(rest
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .map(|a| a.to_string())
+        .collect())
+}
+
 /// Resolves `reference` (an addon's `manifest`) against the channel at
 /// `base`, as a URL reference: an absolute URL stays as it is, a path is
 /// relative to the channel file's directory (`/…` to the bucket or host
@@ -653,6 +680,33 @@ spec:
             .addons
             .is_empty());
         assert!(Channel::load("s3://b/e.yaml", b"kind: [").is_err());
+    }
+
+    #[test]
+    fn lists_the_channels_of_kops_channels_pod() {
+        let pod = "apiVersion: v1
+kind: Pod
+spec:
+  containers:
+  - args:
+    - apply
+    - channel
+    - --v=4
+    - --yes
+    - --interval=1m0s
+    - --node-name=$(NODE_NAME)
+    - s3://b/c/addons/bootstrap-channel.yaml
+    - https://example.org/addon.yaml
+    name: kops-channels
+";
+        assert_eq!(
+            channels_of_pod("p", pod).unwrap(),
+            [
+                "s3://b/c/addons/bootstrap-channel.yaml",
+                "https://example.org/addon.yaml"
+            ]
+        );
+        assert!(channels_of_pod("p", "kind: Pod\n").is_err());
     }
 
     #[test]

@@ -21,8 +21,8 @@ pub mod apply;
 pub mod channel;
 
 pub use apply::{
-    apply_channel, apply_channels, client_from_kubeconfig, AddonOutcome, ApplyOptions,
-    ChannelReport, HttpFuture, HttpGet, Report,
+    apply_channel, apply_channels, channels_from_pod_manifest, client_from_kubeconfig,
+    AddonOutcome, ApplyOptions, ChannelReport, HttpFuture, HttpGet, Report,
 };
 pub use channel::{Channel, ChannelError, InstalledVersion, Reason};
 

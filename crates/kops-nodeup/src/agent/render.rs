@@ -832,8 +832,17 @@ pub fn control_plane_files(
     }
 
     // The addon applier (kops' channels): every minute it applies the
-    // bootstrap channel's changed addons, as a cluster admin.
+    // changed addons of the bootstrap channel and of the channels kops'
+    // kops-channels pod manifest lists (custom addons, `spec.addons`), as a
+    // cluster admin.
     let config_base = ctx.loaded.config_base.trim_end_matches('/');
+    let channels_manifest = ctx
+        .loaded
+        .config
+        .channels_manifest
+        .as_deref()
+        .map(|m| format!(" --channels-manifest {m}"))
+        .unwrap_or_default();
     out.extend(ks.certificate(
         ctx.root,
         "kubernetes-ca",
@@ -859,8 +868,8 @@ pub fn control_plane_files(
         CHANNELS_UNIT,
         0o644,
         format!(
-            "# Written by kops-rs nodeup.\n[Unit]\nDescription=kops-rs addon applier (bootstrap channel)\nAfter=kubelet.service\n\n\
-             [Service]\n{environment}ExecStart=/opt/kops/bin/nodeup channels apply --kubeconfig {CHANNELS_KUBECONFIG} --interval 60s {config_base}/addons/bootstrap-channel.yaml\n\
+            "# Written by kops-rs nodeup.\n[Unit]\nDescription=kops-rs addon applier (bootstrap channel and custom addons)\nAfter=kubelet.service\n\n\
+             [Service]\n{environment}ExecStart=/opt/kops/bin/nodeup channels apply --kubeconfig {CHANNELS_KUBECONFIG} --interval 60s{channels_manifest} {config_base}/addons/bootstrap-channel.yaml\n\
              Restart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
         ),
     ));

@@ -1,9 +1,10 @@
 //! `nodeup --conf FILE [--root DIR] [--dry-run]`: turns this machine into a
 //! Kubernetes node from its boot config (written by the instance's user data).
 //!
-//! `nodeup channels apply URL --kubeconfig FILE [--interval 60s]`: applies
-//! the bootstrap channel's addons (what kops' `channels` does); control-plane
-//! nodes run it as the `kops-channels` service.
+//! `nodeup channels apply [URL...] [--channels-manifest URL] --kubeconfig FILE
+//! [--interval 60s]`: applies the addons of the bootstrap channel and of the
+//! cluster's custom addon channels (what kops' `channels apply channel`
+//! does); control-plane nodes run it as the `kops-channels` service.
 //!
 //! `nodeup kops-controller --conf FILE`: kops-controller, the node bootstrap
 //! service control-plane nodes run (the `kops-controller` unit): workers
@@ -46,6 +47,9 @@ struct KopsControllerArgs {
     /// kops-controller's configuration (kops' JSON), as nodeup writes it.
     #[arg(long, default_value = kops_controller::config::CONFIG_PATH)]
     conf: PathBuf,
+    /// The cluster's API, to label nodes from their instance groups.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -57,9 +61,16 @@ enum ChannelsCommand {
 
 #[derive(clap::Args, Debug)]
 struct ChannelsApply {
-    /// The channel file: `<configBase>/addons/bootstrap-channel.yaml`
-    /// (s3:// or file://).
-    channel: String,
+    /// The channels, applied in order: `<configBase>/addons/bootstrap-channel.yaml`
+    /// and custom addons (`spec.addons[].manifest`: an `Addons` index or a
+    /// manifest; s3://, file:// or https://).
+    channels: Vec<String>,
+    /// Also apply the channels kops' kops-channels pod manifest lists
+    /// (`<configBase>/manifests/channels/kops-channels.yaml`, written by
+    /// `kops update cluster`: the bootstrap channel and `spec.addons`),
+    /// read again on every pass so new custom addons need no restart.
+    #[arg(long)]
+    channels_manifest: Option<String>,
     /// The cluster to apply to.
     #[arg(long)]
     kubeconfig: PathBuf,
@@ -143,56 +154,101 @@ async fn kops_controller(args: KopsControllerArgs) -> anyhow::Result<()> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    kops_controller::run(options, shutdown).await?;
+    kops_controller::run(options, args.kubeconfig.as_deref(), shutdown).await?;
     Ok(())
+}
+
+/// nodeup's downloader (retries, redirects, the system's roots) for
+/// `https://` channels.
+struct Download(agent::Fetcher);
+
+impl kops_channels::HttpGet for Download {
+    fn get<'a>(&'a self, url: &'a str) -> kops_channels::HttpFuture<'a> {
+        Box::pin(self.0.fetch(url))
+    }
+}
+
+/// The channels of one pass: those given, then those the pod manifest
+/// lists (each once, in order).
+async fn channels_to_apply(
+    args: &ChannelsApply,
+    options: &kops_channels::ApplyOptions,
+) -> (Vec<String>, usize) {
+    let mut channels = args.channels.clone();
+    let mut failed = 0;
+    if let Some(manifest) = &args.channels_manifest {
+        match kops_channels::channels_from_pod_manifest(manifest, options).await {
+            Ok(Some(listed)) => channels.extend(listed),
+            Ok(None) => {
+                eprintln!("note: {manifest} does not exist; applying only the channels given")
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed += 1;
+            }
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    channels.retain(|c| seen.insert(c.clone()));
+    (channels, failed)
 }
 
 async fn channels(args: ChannelsApply) -> anyhow::Result<()> {
     use kops_channels::AddonOutcome;
+    if args.channels.is_empty() && args.channels_manifest.is_none() {
+        anyhow::bail!("give at least one channel URL or --channels-manifest");
+    }
     let client = kops_channels::client_from_kubeconfig(&args.kubeconfig).await?;
     let options = kops_channels::ApplyOptions {
         dry_run: args.dry_run,
+        http: Some(std::sync::Arc::new(Download(agent::Fetcher::new(
+            3,
+            Duration::from_secs(2),
+        )))),
     };
     loop {
-        let failed = match kops_channels::apply_channel(&client, &args.channel, &options).await {
-            Ok(report) => {
-                for addon in &report.addons {
-                    match addon {
-                        AddonOutcome::Current { .. } => {}
-                        AddonOutcome::WouldApply { name, reason } => {
-                            println!("would apply {name}: {reason}")
-                        }
-                        AddonOutcome::Applied {
-                            name,
-                            reason,
-                            objects,
-                            pruned,
-                        } => println!(
-                            "applied {name} ({reason}): {objects} object(s), {pruned} pruned"
-                        ),
-                        AddonOutcome::Failed { name, error } => {
-                            eprintln!("error: addon {name}: {error}")
+        let (channels, mut failed) = channels_to_apply(&args, &options).await;
+        for channel in kops_channels::apply_channels(&client, &channels, &options).await {
+            match channel.result {
+                Ok(report) => {
+                    for addon in &report.addons {
+                        match addon {
+                            AddonOutcome::Current { .. } => {}
+                            AddonOutcome::WouldApply { name, reason } => {
+                                println!("would apply {name}: {reason}")
+                            }
+                            AddonOutcome::Applied {
+                                name,
+                                reason,
+                                objects,
+                                pruned,
+                            } => println!(
+                                "applied {name} ({reason}): {objects} object(s), {pruned} pruned"
+                            ),
+                            AddonOutcome::Failed { name, error } => {
+                                eprintln!("error: addon {name}: {error}")
+                            }
                         }
                     }
+                    let current = report.addons.len() - report.applied() - report.failed();
+                    eprintln!(
+                        "channel {}: {} applied, {} current, {} failed",
+                        channel.channel,
+                        report.applied(),
+                        current,
+                        report.failed()
+                    );
+                    failed += report.failed();
                 }
-                let current = report.addons.len() - report.applied() - report.failed();
-                eprintln!(
-                    "channel {}: {} applied, {} current, {} failed",
-                    args.channel,
-                    report.applied(),
-                    current,
-                    report.failed()
-                );
-                report.failed()
+                Err(e) => {
+                    eprintln!("error: channel {}: {e}", channel.channel);
+                    failed += 1;
+                }
             }
-            Err(e) => {
-                eprintln!("error: {e}");
-                1
-            }
-        };
+        }
         match args.interval {
             Some(interval) => tokio::time::sleep(*interval).await,
-            None if failed > 0 => anyhow::bail!("{failed} addon(s) not applied"),
+            None if failed > 0 => anyhow::bail!("{failed} addon(s) or channel(s) not applied"),
             None => return Ok(()),
         }
     }
