@@ -4,7 +4,12 @@
 //! then its bootstrap channel from the state store goes through the addon
 //! applier that control-plane nodes run (kops-channels) into a Kubernetes
 //! API served from the test. Every addon is applied and recorded, and the
-//! second pass writes nothing.
+//! second pass writes nothing. The same for some of kops' conformance cases
+//! (their `in-v1alpha2.yaml`, read from ../shared at run time): every
+//! object of every addon kops-rs renders is accepted (custom resources once
+//! their definitions are in), and the second pass writes nothing.
+
+use std::path::Path;
 
 use kops_channels::{apply_channel, client_from_kubeconfig, AddonOutcome, ApplyOptions};
 use kops_testkit::kube_api::FakeApi;
@@ -136,4 +141,180 @@ async fn update_writes_addons_the_applier_applies_once() {
         .filter(|r| !r.starts_with("GET "))
         .collect();
     assert!(writes.is_empty(), "{writes:?}");
+}
+
+/// Cases with many kinds of addons: the defaults, Cilium in a private
+/// topology, and many optional addons (CRDs, webhooks, APIService, ...).
+const CASES: &[&str] = &["minimal-aws", "privatecilium", "many-addons"];
+
+/// The `metadata.name` of the `kind: Cluster` document.
+fn cluster_name(manifest: &str) -> Option<String> {
+    for doc in manifest.split("\n---") {
+        let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(doc).ok()?;
+        if value.get("kind").and_then(|k| k.as_str()) == Some("Cluster") {
+            return value
+                .get("metadata")?
+                .get("name")?
+                .as_str()
+                .map(str::to_string);
+        }
+    }
+    None
+}
+
+/// Renders `case` offline (`create -f`, its SSH key, `update cluster
+/// --target terraform`) into a file:// state store under `work`, without
+/// the case's `configBase` (a memfs:// or s3:// location of kops' tests),
+/// so the bootstrap channel and its manifests land in that store. Returns
+/// the channel's URL.
+fn render_case(case: &Path, work: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(case.join("in-v1alpha2.yaml")).map_err(|e| e.to_string())?;
+    let name = cluster_name(&text).ok_or("no Cluster in in-v1alpha2.yaml")?;
+    let input: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("configBase:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let input_path = work.join("in.yaml");
+    std::fs::write(&input_path, input).map_err(|e| e.to_string())?;
+    let state = file_url(&work.join("state"));
+    let run = |args: &[&str]| -> Result<(), String> {
+        let r = kops(args);
+        if r.code == 0 {
+            Ok(())
+        } else {
+            Err(format!("kops {}: {}", args[..2].join(" "), r.stderr.trim()))
+        }
+    };
+    run(&[
+        "create",
+        "-f",
+        input_path.to_str().unwrap_or(""),
+        "--state",
+        &state,
+    ])?;
+    let key = case.join("id_rsa.pub");
+    if key.is_file() {
+        run(&[
+            "create",
+            "sshpublickey",
+            &name,
+            "-i",
+            key.to_str().unwrap_or(""),
+            "--state",
+            &state,
+        ])?;
+    }
+    let out = work.join("out");
+    run(&[
+        "update",
+        "cluster",
+        &name,
+        "--state",
+        &state,
+        "--target",
+        "terraform",
+        "--out",
+        out.to_str().unwrap_or(""),
+    ])?;
+    Ok(format!("{state}/{name}/addons/bootstrap-channel.yaml"))
+}
+
+/// The objects of every addon manifest next to the channel, as the test
+/// API stores them: (prefix, namespace, name, kind), with namespaced kinds
+/// defaulting to `default` when the manifest says none.
+fn manifest_objects(channel_path: &Path) -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(channel_path).unwrap();
+    let channel = kops_channels::Channel::load("c", text.as_bytes()).unwrap();
+    let dir = channel_path.parent().unwrap();
+    let mut out = Vec::new();
+    for addon in &channel.spec.addons {
+        let manifest = std::fs::read_to_string(dir.join(&addon.manifest)).unwrap();
+        for object in kops_channels::channel::manifest_objects(&addon.name, &manifest).unwrap() {
+            let prefix = if object.group.is_empty() {
+                format!("api/{}", object.version)
+            } else {
+                format!("apis/{}/{}", object.group, object.version)
+            };
+            out.push((prefix, object.kind.clone(), object.name.clone()));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn conformance_cases_addons_are_accepted_and_applied_once() {
+    let Some(shared) = kops_testkit::shared_dir() else {
+        return;
+    };
+    let root = shared.join("conformance/kops/update_cluster");
+    let mut summary = Vec::new();
+    for case in CASES {
+        let dir = root.join(case);
+        if !dir.join("in-v1alpha2.yaml").is_file() {
+            eprintln!(
+                "skipping {case}: no {}",
+                dir.join("in-v1alpha2.yaml").display()
+            );
+            continue;
+        }
+        let work = tempfile::tempdir().unwrap();
+        let channel = render_case(&dir, work.path()).unwrap_or_else(|e| panic!("{case}: {e}"));
+
+        let api = FakeApi::start();
+        let client = client_from_kubeconfig(&api.write_kubeconfig(work.path()))
+            .await
+            .unwrap();
+        let first = apply_channel(&client, &channel, &ApplyOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let mut objects = 0;
+        for addon in &first.addons {
+            match addon {
+                AddonOutcome::Applied {
+                    name, objects: n, ..
+                } => {
+                    objects += n;
+                    assert!(api.record(name).is_some(), "{case}: {name} not recorded");
+                }
+                other => panic!("{case}: not applied: {other:?}"),
+            }
+        }
+        // Every object of every manifest is in the API, by kind and name.
+        let stored = api.keys();
+        let expected = manifest_objects(Path::new(channel.trim_start_matches("file://")));
+        assert_eq!(expected.len(), objects, "{case}");
+        for (prefix, kind, name) in &expected {
+            assert!(
+                stored.iter().any(|(p, _, _, n)| p == prefix && n == name),
+                "{case}: {prefix} {kind} {name} is not in the API"
+            );
+        }
+        api.take_requests();
+
+        let second = apply_channel(&client, &channel, &ApplyOptions::default())
+            .await
+            .unwrap();
+        assert!(
+            second
+                .addons
+                .iter()
+                .all(|a| matches!(a, AddonOutcome::Current { .. })),
+            "{case}: {second:?}"
+        );
+        let writes: Vec<String> = api
+            .take_requests()
+            .into_iter()
+            .filter(|r| !r.starts_with("GET "))
+            .collect();
+        assert!(writes.is_empty(), "{case}: {writes:?}");
+        let kinds: std::collections::BTreeSet<&str> =
+            expected.iter().map(|(_, k, _)| k.as_str()).collect();
+        summary.push(format!(
+            "{case}: {} addons, {objects} objects of {} kinds applied",
+            first.addons.len(),
+            kinds.len()
+        ));
+    }
+    eprintln!("{}", summary.join("\n"));
 }
