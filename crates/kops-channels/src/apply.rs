@@ -17,8 +17,8 @@ use kube::{Api, Client, Config};
 use serde_json::json;
 
 use crate::channel::{
-    has_scheme, installed_versions, manifest_objects, plan, resolve, AddonSpec, Channel,
-    ManifestObject, PruneKind, Reason, ANNOTATION_PREFIX, RECORD_NAMESPACE,
+    has_scheme, installed_versions, manifest_objects, parse_version, plan, resolve, AddonSpec,
+    Channel, ManifestObject, PruneKind, Reason, ANNOTATION_PREFIX, RECORD_NAMESPACE,
 };
 use crate::ChannelsError;
 
@@ -187,6 +187,28 @@ pub async fn apply_channel(
             url: channel_url.into(),
         })?;
     let channel = Channel::load(channel_url, &text)?;
+    // Entries for other Kubernetes versions are left out (the server's
+    // version is asked only when the channel has such entries).
+    let mut version_errors = Vec::new();
+    let channel = if channel
+        .spec
+        .addons
+        .iter()
+        .any(|a| !a.kubernetes_version.is_empty())
+    {
+        let info = client
+            .apiserver_version()
+            .await
+            .map_err(kube_error("reading the API server's version"))?;
+        let version = parse_version(&info.git_version).ok_or_else(|| ChannelsError::Version {
+            version: info.git_version.clone(),
+        })?;
+        let (current, errors) = channel.for_version(version);
+        version_errors = errors;
+        current
+    } else {
+        channel
+    };
 
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut installed = BTreeMap::new();
@@ -215,6 +237,10 @@ pub async fn apply_channel(
         resources: HashMap::new(),
     };
     let mut report = Report::default();
+    for (name, error) in version_errors {
+        report.addons.push(AddonOutcome::Failed { name, error });
+    }
+    let skipped = report.addons.len();
     for addon in &channel.spec.addons {
         let name = addon.name.clone();
         let Some(reason) = planned.get(addon.name.as_str()).cloned() else {
@@ -234,6 +260,7 @@ pub async fn apply_channel(
     }
     if report.applied() > 0 && report.failed() > 0 {
         for (index, addon) in channel.spec.addons.iter().enumerate() {
+            let index = index + skipped;
             if !matches!(report.addons[index], AddonOutcome::Failed { .. }) {
                 continue;
             }

@@ -271,6 +271,118 @@ impl Channel {
     }
 }
 
+/// A Kubernetes version without pre-release or build (kops compares the
+/// server's version that way).
+pub type Version = (u64, u64, u64);
+
+/// Parses `v1.33.2`, `1.33`, `1.33.0-rc.1+abc` (missing parts are 0, the
+/// pre-release and build are dropped).
+pub fn parse_version(text: &str) -> Option<Version> {
+    let text = text.trim().trim_start_matches(['v', 'V']);
+    let core = text.split(['-', '+']).next()?;
+    let mut parts = core.split('.');
+    let mut next = || -> Option<u64> {
+        match parts.next() {
+            None => Some(0),
+            Some(p) => p.parse().ok(),
+        }
+    };
+    let version = (next()?, next()?, next()?);
+    parts.next().is_none().then_some(version)
+}
+
+/// Whether `version` is in the semver `range` kops' channels accept
+/// (blang/semver ranges: comparisons `>=1.20.0`, `<1.25.0`, `!=1.21.0`,
+/// `=1.2.3` or a bare version, joined by spaces (and) and `||` (or);
+/// `x` wildcards in bare versions). An error says why the range does not
+/// parse.
+pub fn version_in_range(range: &str, version: Version) -> Result<bool, String> {
+    let mut any = false;
+    for alternative in range.split("||") {
+        let mut all = true;
+        let mut terms = 0;
+        for term in alternative.split_whitespace() {
+            terms += 1;
+            let (op, rest) = ["<=", ">=", "=<", "=>", "!=", "==", "<", ">", "=", "!"]
+                .iter()
+                .find_map(|op| term.strip_prefix(op).map(|rest| (*op, rest)))
+                .unwrap_or(("", term));
+            let wildcard = |p: &str| matches!(p, "x" | "X" | "*");
+            let parts: Vec<&str> = rest.trim_start_matches(['v', 'V']).split('.').collect();
+            let bad =
+                || format!("{term:?} in kubernetesVersion {range:?} is not a version comparison");
+            if let Some(w) = parts.iter().position(|p| wildcard(p)) {
+                // 1.2.x: that minor; 1.x: that major.
+                if !op.is_empty() && op != "=" && op != "==" {
+                    return Err(bad());
+                }
+                let fixed: Vec<u64> = parts[..w]
+                    .iter()
+                    .map(|p| p.parse().map_err(|_| bad()))
+                    .collect::<Result<_, _>>()?;
+                let have = [version.0, version.1, version.2];
+                if fixed.iter().zip(have).any(|(a, b)| *a != b) {
+                    all = false;
+                }
+                continue;
+            }
+            let bound = parse_version(rest).ok_or_else(bad)?;
+            let holds = match op {
+                "" | "=" | "==" => version == bound,
+                "!=" | "!" => version != bound,
+                ">" => version > bound,
+                ">=" | "=>" => version >= bound,
+                "<" => version < bound,
+                "<=" | "=<" => version <= bound,
+                _ => return Err(bad()),
+            };
+            if !holds {
+                all = false;
+            }
+        }
+        if terms == 0 {
+            return Err(format!(
+                "kubernetesVersion {range:?} has an empty alternative"
+            ));
+        }
+        any |= all;
+    }
+    Ok(any)
+}
+
+impl Channel {
+    /// The entries for a cluster at `version`, as kops' menu: entries whose
+    /// `kubernetesVersion` range excludes it are left out, and of several
+    /// entries of one name the last that remains wins (in the place of the
+    /// first). Ranges that do not parse are returned, by addon name.
+    pub fn for_version(&self, version: Version) -> (Channel, Vec<(String, String)>) {
+        let mut errors = Vec::new();
+        let mut kept: Vec<AddonSpec> = Vec::new();
+        for addon in &self.spec.addons {
+            if !addon.kubernetes_version.is_empty() {
+                match version_in_range(&addon.kubernetes_version, version) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(e) => {
+                        errors.push((addon.name.clone(), e));
+                        continue;
+                    }
+                }
+            }
+            match kept.iter_mut().find(|k| k.name == addon.name) {
+                Some(existing) => *existing = addon.clone(),
+                None => kept.push(addon.clone()),
+            }
+        }
+        let channel = Channel {
+            kind: self.kind.clone(),
+            metadata: self.metadata.clone(),
+            spec: ChannelSpec { addons: kept },
+        };
+        (channel, errors)
+    }
+}
+
 /// The channel locations kops' `kops-channels` static pod applies (its
 /// container's arguments after `apply channel` that are not flags):
 /// `kops update cluster` writes that pod to
@@ -707,6 +819,58 @@ spec:
             ]
         );
         assert!(channels_of_pod("p", "kind: Pod\n").is_err());
+    }
+
+    #[test]
+    fn filters_entries_by_kubernetes_version() {
+        assert_eq!(parse_version("v1.33.2"), Some((1, 33, 2)));
+        assert_eq!(parse_version("1.33.0-rc.1+abc"), Some((1, 33, 0)));
+        assert_eq!(parse_version("1.33"), Some((1, 33, 0)));
+        assert_eq!(parse_version("1.x"), None);
+        let v = (1, 33, 0);
+        assert!(version_in_range(">=1.20.0", v).unwrap());
+        assert!(!version_in_range(">=1.20.0 <1.25.0", v).unwrap());
+        assert!(version_in_range("<1.20.0 || >=1.30.0", v).unwrap());
+        assert!(version_in_range("1.33.x", v).unwrap());
+        assert!(!version_in_range("1.32.x", v).unwrap());
+        assert!(version_in_range("!=1.32.0", v).unwrap());
+        assert!(version_in_range(">=one", v).is_err());
+
+        let channel = Channel::parse(
+            "c",
+            "kind: Addons
+metadata:
+  name: x
+spec:
+  addons:
+  - name: a
+    id: old
+    manifest: a/old.yaml
+    kubernetesVersion: <1.30.0
+  - name: b
+    manifest: b.yaml
+  - name: a
+    id: new
+    manifest: a/new.yaml
+    kubernetesVersion: '>=1.30.0'
+  - name: c
+    manifest: c.yaml
+    kubernetesVersion: '>=x'
+",
+        )
+        .unwrap();
+        let (current, errors) = channel.for_version(v);
+        let picked: Vec<_> = current
+            .spec
+            .addons
+            .iter()
+            .map(|a| format!("{}:{}", a.name, a.id))
+            .collect();
+        assert_eq!(picked, ["b:", "a:new"]);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].0, "c");
+        let (old, _) = channel.for_version((1, 29, 3));
+        assert_eq!(old.spec.addons[0].id, "old");
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub enum ChannelsError {
     NeedsPki { addon: String },
     #[error("namespace {namespace} does not exist, so addon records cannot be read\nhint: is the API server fully up?")]
     NoRecordNamespace { namespace: String },
+    #[error("the API server's version {version:?} is not a version")]
+    Version { version: String },
     #[error("kubeconfig {path}: {message}")]
     Kubeconfig { path: String, message: String },
     #[error("Kubernetes API: {context}: {source}")]

@@ -614,3 +614,44 @@ spec:
         .to_string();
     assert!(err.contains("no HTTP client"), "{err}");
 }
+
+#[tokio::test]
+async fn entries_for_other_kubernetes_versions_are_left_out() {
+    let api = FakeApi::start(); // serves v1.33.0
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("web")).unwrap();
+    std::fs::write(dir.path().join("web/old.yaml"), web_manifest(1, true)).unwrap();
+    std::fs::write(dir.path().join("web/new.yaml"), web_manifest(5, true)).unwrap();
+    std::fs::write(
+        dir.path().join("addon.yaml"),
+        "kind: Addons
+metadata:
+  name: web.example.org
+spec:
+  addons:
+  - id: k8s-1.20
+    manifest: web/old.yaml
+    kubernetesVersion: '<1.30.0'
+  - id: k8s-1.30
+    manifest: web/new.yaml
+    kubernetesVersion: '>=1.30.0'
+",
+    )
+    .unwrap();
+    let url = format!("file://{}/addon.yaml", dir.path().display());
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
+        .await
+        .unwrap();
+    let report = apply_channel(&client, &url, &ApplyOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&report),
+        ["applied web.example.org (2 objects, 0 pruned)"]
+    );
+    let deployment = api
+        .get("apis/apps/v1", "deployments", "web", "nginx")
+        .unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 5);
+    assert_eq!(api.record("web.example.org").unwrap()["id"], "k8s-1.30");
+}
