@@ -449,6 +449,18 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
             Addon::new("aws-load-balancer-controller.addons.k8s.io", "k8s-1.19")
         });
     }
+    // kops lists the pod identity webhook after the load balancer controller.
+    let pod_identity_webhook = spec
+        .extra
+        .get("podIdentityWebhook")
+        .and_then(|w| w.get("enabled"))
+        .and_then(Value::as_bool);
+    if pod_identity_webhook == Some(true) {
+        out.push(Addon::new(
+            "eks-pod-identity-webhook.addons.k8s.io",
+            "k8s-1.16",
+        ));
+    }
     let manage_storage = spec
         .extra
         .get("cloudConfig")

@@ -35,6 +35,7 @@ mod networking;
 mod node_problem_detector;
 mod node_termination_handler;
 mod nvidia;
+mod pod_identity_webhook;
 mod pods;
 mod service_account_role;
 mod snapshot_controller;
@@ -75,6 +76,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "nvidia.addons.k8s.io" => nvidia::objects(model)?,
         "snapshot-controller.addons.k8s.io" => snapshot_controller::objects(model)?,
         "authentication.aws" => authentication_aws::objects(model)?,
+        "eks-pod-identity-webhook.addons.k8s.io" => pod_identity_webhook::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
