@@ -114,4 +114,3 @@ mod tests {
         assert!(text.contains("\"hostNetwork\":true"), "{text}");
     }
 }
-
