@@ -303,6 +303,24 @@ impl Reader {
                     message,
                 });
         }
+        // A store opened already (the channel's directory) serves what is
+        // under it: one S3 client per pass, not one per addon.
+        let under = self
+            .stores
+            .iter()
+            .filter_map(|(base, store)| {
+                let prefix = if base.ends_with('/') {
+                    base.clone()
+                } else {
+                    format!("{base}/")
+                };
+                let key = url.strip_prefix(&prefix)?;
+                (!key.is_empty()).then(|| (store.clone(), key.to_string()))
+            })
+            .min_by_key(|(_, key)| key.len());
+        if let Some((store, key)) = under {
+            return Ok(store.read(&key).await?);
+        }
         let (dir, file) = url.rsplit_once('/').ok_or_else(|| ChannelsError::Missing {
             what: "a file name".into(),
             url: url.into(),
