@@ -150,6 +150,43 @@ impl AwsCloud {
         Self::from_config(region, config)
     }
 
+    /// The account the credentials act in (STS GetCallerIdentity): addon
+    /// manifests name it (the termination handler's queue URL, IRSA role
+    /// ARNs). One call per run.
+    pub async fn account_id(&self) -> Result<String, String> {
+        let sts = aws_sdk_sts::Client::from_conf(
+            aws_sdk_sts::config::Builder::from(&self.config)
+                .interceptor(self.calls.clone())
+                .build(),
+        );
+        // Retried as the tasks' calls are (a busy endpoint, throttling): a
+        // missing account would change addon manifests between runs.
+        let mut delay = std::time::Duration::from_millis(200);
+        let mut attempt = 1;
+        loop {
+            match sts.get_caller_identity().send().await {
+                Ok(out) => {
+                    return out
+                        .account()
+                        .map(str::to_string)
+                        .ok_or_else(|| "STS GetCallerIdentity named no account".to_string())
+                }
+                Err(e) if attempt >= 5 => {
+                    let text = error_text::error_text(&e);
+                    return Err(match text.hint {
+                        Some(hint) => format!("STS GetCallerIdentity: {}\nhint: {hint}", text.text),
+                        None => format!("STS GetCallerIdentity: {}", text.text),
+                    });
+                }
+                Err(_) => {
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
     /// Uses an SDK configuration built elsewhere (tests point it at moto).
     pub fn from_config(region: &str, config: SdkConfig) -> Self {
         let calls = CallCounter::default();

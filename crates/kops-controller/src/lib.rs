@@ -18,6 +18,7 @@
 
 pub mod client;
 pub mod config;
+pub mod labels;
 pub mod protocol;
 pub mod server;
 pub mod verify;
@@ -76,9 +77,14 @@ pub async fn build_with(
     Controller::new(options, verifier, keys).await
 }
 
-/// Runs the controller until `shutdown` completes.
+/// How often nodes are labelled.
+const LABEL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs the controller until `shutdown` completes; with a kubeconfig, it
+/// also labels the cluster's nodes from their instance groups.
 pub async fn run(
     options: Options,
+    kubeconfig: Option<&std::path::Path>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), StartError> {
     let addr = options.listen_addr();
@@ -86,8 +92,34 @@ pub async fn run(
     let tls = controller.tls()?;
     let listener = server::listen(&addr).await?;
     tracing::info!("kops-controller listening on {addr}");
+    if let Some(path) = kubeconfig {
+        let client = kube_client(path).await?;
+        let labeler = controller.labeler(kube::Api::all(client));
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = labeler.run_once().await {
+                    tracing::warn!("node labelling: {e}");
+                }
+                tokio::time::sleep(LABEL_INTERVAL).await;
+            }
+        });
+    }
     controller.serve(listener, tls, shutdown).await;
     Ok(())
+}
+
+/// A Kubernetes client from a kubeconfig file.
+async fn kube_client(path: &std::path::Path) -> Result<kube::Client, StartError> {
+    let invalid = |reason: String| StartError::Invalid {
+        path: path.display().to_string(),
+        reason,
+    };
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(path).map_err(|e| invalid(e.to_string()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .map_err(|e| invalid(e.to_string()))?;
+    kube::Client::try_from(config).map_err(|e| invalid(e.to_string()))
 }
 
 /// An SDK error as code and message, one line.

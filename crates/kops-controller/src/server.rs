@@ -134,6 +134,18 @@ impl Controller {
         })
     }
 
+    /// A node labeller sharing this controller's EC2 client and state store.
+    pub fn labeler(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> crate::labels::Labeler {
+        crate::labels::Labeler {
+            nodes,
+            ec2: self.verifier.ec2().clone(),
+            config_store: self.config_store.clone(),
+        }
+    }
+
     /// The TLS acceptor for the configured serving certificate.
     pub fn tls(&self) -> Result<TlsAcceptor, StartError> {
         tls_acceptor(

@@ -132,6 +132,11 @@ impl Verifier {
         })
     }
 
+    /// The EC2 client (shared with the node labeller).
+    pub fn ec2(&self) -> &aws_sdk_ec2::Client {
+        &self.ec2
+    }
+
     /// Checks `authorization` for a request with `body`.
     pub async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
         let headers = TokenHeaders::decode(authorization).map_err(Refusal::Malformed)?;

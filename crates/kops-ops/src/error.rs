@@ -64,6 +64,9 @@ pub enum OpsError {
     #[error("cluster `{cluster}`: {message}")]
     DnsZone { cluster: String, message: String },
 
+    #[error("cannot tell which AWS account to work in: {reason}")]
+    Account { reason: String },
+
     #[error(transparent)]
     Pki(#[from] kops_pki::PkiError),
 

@@ -83,12 +83,17 @@ pub async fn update_cluster(
     };
     let modelled = with_resolved_zone(&cloud, &cluster).await?;
     let node_inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
+    // Addons name the account (queue URLs, IRSA role ARNs).
+    let account_id = cloud
+        .account_id()
+        .await
+        .map_err(|reason| OpsError::Account { reason })?;
     let model = Model {
         cluster: &modelled,
         groups: &groups,
         ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
         node_inputs: Some(&node_inputs),
-        account_id: None,
+        account_id: Some(&account_id),
         config_base: &config_base,
     };
     let graph = kops_model::build(&model)?;

@@ -902,6 +902,25 @@ pub fn kops_controller_files(
         &options.server.server_key_path,
         &IssueRequest::server("kops-controller", &names),
     )?);
+    // Its identity in the cluster (labelling nodes): the user the
+    // kops-controller addon's RBAC binds.
+    out.extend(ks.certificate(
+        ctx.root,
+        "kubernetes-ca",
+        KOPS_CONTROLLER_CLIENT_CERT,
+        KOPS_CONTROLLER_CLIENT_KEY,
+        &IssueRequest::client("system:kops-controller", None),
+    )?);
+    out.push(PlannedFile::secret(
+        KOPS_CONTROLLER_KUBECONFIG,
+        kubeconfig(
+            "https://127.0.0.1",
+            "/srv/kubernetes/ca.crt",
+            KOPS_CONTROLLER_CLIENT_CERT,
+            KOPS_CONTROLLER_CLIENT_KEY,
+            "kops-controller",
+        ),
+    ));
     let mut ids = String::new();
     for ca in &options.server.signing_cas {
         let (cert, key) = ks.primary_pem(ca)?;
@@ -949,15 +968,18 @@ pub fn kops_controller_files(
         0o644,
         format!(
             "# Written by kops-rs nodeup.\n[Unit]\nDescription=kops-controller (node bootstrap: certificates and node configs for workers)\nAfter=network-online.target\n\n\
-             [Service]\n{environment}ExecStart=/opt/kops/bin/nodeup kops-controller --conf {CONFIG_PATH}\n\
+             [Service]\n{environment}ExecStart=/opt/kops/bin/nodeup kops-controller --conf {CONFIG_PATH} --kubeconfig {KOPS_CONTROLLER_KUBECONFIG}\n\
              Restart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
         ),
     ));
     Ok(out)
 }
 
-/// kops-controller's unit.
+/// kops-controller's unit, and its kubeconfig and client certificate.
 const KOPS_CONTROLLER_UNIT: &str = "/etc/systemd/system/kops-controller.service";
+const KOPS_CONTROLLER_KUBECONFIG: &str = "/etc/kubernetes/kops-controller/kubeconfig";
+const KOPS_CONTROLLER_CLIENT_CERT: &str = "/etc/kubernetes/kops-controller/client.crt";
+const KOPS_CONTROLLER_CLIENT_KEY: &str = "/etc/kubernetes/kops-controller/client.key";
 
 /// The addon applier's unit, kubeconfig and client certificate.
 const CHANNELS_UNIT: &str = "/etc/systemd/system/kops-channels.service";

@@ -523,6 +523,34 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state_dir: &Path, logs: &Lo
         "log lines are one short line each:\n{text}"
     );
 
+    // 5. Node labels: the node the worker registered gets its group's role
+    // labels and group name (a kubelet may not set role labels itself).
+    let api = kops_testkit::kube_api::FakeApi::start();
+    api.put(
+        "api/v1",
+        "nodes",
+        "",
+        &worker,
+        serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": worker, "labels": {"kubernetes.io/hostname": worker}},
+            "spec": {"providerID": format!("aws:///us-east-1a/{worker}")},
+        }),
+    );
+    let kubeconfig = api.write_kubeconfig(tmp);
+    let kube = kops_channels::client_from_kubeconfig(&kubeconfig)
+        .await
+        .unwrap();
+    let labeler = controller.labeler(kube::Api::all(kube));
+    assert_eq!(labeler.run_once().await.unwrap(), 1);
+    let node = api.get("api/v1", "nodes", "", &worker).unwrap();
+    let labels = &node["metadata"]["labels"];
+    assert_eq!(labels["kops.k8s.io/instancegroup"], WORKERS, "{node}");
+    assert_eq!(labels["node-role.kubernetes.io/node"], "", "{node}");
+    assert_eq!(labels["kubernetes.io/hostname"], worker.as_str(), "{node}");
+    assert_eq!(labeler.run_once().await.unwrap(), 0, "second pass");
+
     let _ = stop.send(());
     let _ = serving.await;
 }
