@@ -299,6 +299,7 @@ pub fn role_policy(
                 facts.gpu(model, Role::Node),
                 facts.lifecycle_hooks(model, role),
             );
+            p.nodeup_download(model);
             p.networking_and_registry(&facts, role);
         }
         Role::Bastion => {}
@@ -551,6 +552,28 @@ impl<'e> PolicyBuilder<'e> {
         if facts.ipv6_only {
             self.unconditional(&["ec2:AssignIpv6Addresses"]);
         }
+    }
+
+    /// Read access to the nodeup binaries `update` uploaded to the state
+    /// store, and to nothing else there: workers download nodeup before
+    /// anything else and may not read the rest of the state store (it holds
+    /// the CA keys). Only when the binaries live in the state store.
+    fn nodeup_download(&mut self, model: &Model<'_>) {
+        let Some(prefix) = model
+            .node_inputs
+            .and_then(|i| i.nodeup.as_ref())
+            .and_then(|n| n.state_store_prefix.as_deref())
+        else {
+            return;
+        };
+        let Some((_, path)) = s3_path(prefix, "placeholder-read-bucket") else {
+            return;
+        };
+        self.statements.push(json!({
+            "Action": ["s3:GetObject"],
+            "Effect": "Allow",
+            "Resource": self.arn("s3", &format!("::{path}/*")),
+        }));
     }
 
     /// Read access to the cluster's state store (never the whole bucket's
@@ -1399,6 +1422,59 @@ mod tests {
         // Nodes and (no) bastions need nothing here.
         assert_eq!(role_policy(&m, Role::Node, &env).unwrap(), None);
         assert_eq!(role_policy(&m, Role::Bastion, &env).unwrap(), None);
+    }
+
+    #[test]
+    fn workers_read_only_the_uploaded_nodeup_prefix() {
+        let (cluster, groups) = load(PUBLIC);
+        let base = model(&cluster, &groups);
+        let env = PolicyEnvironment::of(&base);
+        let node_s3 = |m: &Model<'_>| -> Vec<String> {
+            role_policy(m, Role::Node, &env)
+                .unwrap()
+                .map(|d| {
+                    PolicyDocument::new(d)
+                        .statements()
+                        .into_iter()
+                        .filter(|s| s.to_string().contains("\"s3:"))
+                        .map(|s| s.to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        // kops' node role reads nothing of the state store.
+        assert!(node_s3(&base).is_empty());
+        let inputs = kops_nodeup::config::NodeInputs {
+            nodeup: Some(kops_nodeup::bootstrap::NodeupSources {
+                binaries: Vec::new(),
+                state_store_prefix: Some(
+                    "s3://state-bucket/pub.example.com/kops-rs/nodeup/".into(),
+                ),
+            }),
+            ..Default::default()
+        };
+        let with = Model {
+            node_inputs: Some(&inputs),
+            ..base.clone()
+        };
+        let granted = node_s3(&with);
+        assert_eq!(granted.len(), 1, "{granted:?}");
+        assert!(
+            granted[0].contains("\"arn:aws:s3:::state-bucket/pub.example.com/kops-rs/nodeup/*\"")
+                && granted[0].contains("\"s3:GetObject\"")
+                && !granted[0].contains("s3:Get*"),
+            "{granted:?}"
+        );
+        // Served from elsewhere (a URL): no grant.
+        let inputs = kops_nodeup::config::NodeInputs {
+            nodeup: Some(Default::default()),
+            ..Default::default()
+        };
+        let with = Model {
+            node_inputs: Some(&inputs),
+            ..base.clone()
+        };
+        assert!(node_s3(&with).is_empty());
     }
 
     fn doc_actions(statement: &Value) -> Vec<String> {

@@ -128,7 +128,178 @@ pub struct NodeupBinary {
     pub sha256: Option<String>,
 }
 
-/// Where nodes download nodeup from, per architecture.
+/// Where nodes download nodeup from, decided by `update cluster` (kops-ops:
+/// kops' environment variables, or the binaries shipped beside `kops` and
+/// uploaded to the state store) and handed to the renderer, which reads no
+/// environment. Each binary is pinned by its sha256.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeupSources {
+    /// One entry per architecture nodeup is available for.
+    pub binaries: Vec<NodeupBinary>,
+    /// The state-store folder (`s3://bucket/.../<cluster>/kops-rs/nodeup/`)
+    /// the uploaded binaries live under, when they live in the state store:
+    /// the node role gets read access to exactly this prefix.
+    pub state_store_prefix: Option<String>,
+}
+
+impl NodeupSources {
+    /// The binary for `arch`, if one is available.
+    pub fn binary(&self, arch: Arch) -> Option<&NodeupBinary> {
+        self.binaries.iter().find(|b| b.arch == arch)
+    }
+}
+
+/// kops' environment variables that say where nodeup is, read by the caller
+/// (`update`, `render`) and passed in. Empty values count as unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeupEnv {
+    /// `KOPS_BASE_URL`: nodeup is at `<base>/linux/<arch>/nodeup`.
+    pub kops_base_url: Option<String>,
+    /// `NODEUP_URL_AMD64` / `NODEUP_URL_ARM64`: nodeup for one architecture.
+    pub url_amd64: Option<String>,
+    pub url_arm64: Option<String>,
+    /// `NODEUP_HASH_AMD64` / `NODEUP_HASH_ARM64`: its sha256 (hex).
+    pub hash_amd64: Option<String>,
+    pub hash_arm64: Option<String>,
+}
+
+/// Where nodeup comes from for one architecture according to [`NodeupEnv`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvNodeup {
+    pub url: String,
+    /// The variable the URL came from, for messages.
+    pub url_variable: String,
+    /// The pinned sha256; `None`: read it from `<url>.sha256`, as kops does.
+    pub sha256: Option<String>,
+}
+
+impl NodeupEnv {
+    /// The variables, from a look-up such as `std::env::var`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let get = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        NodeupEnv {
+            kops_base_url: get("KOPS_BASE_URL"),
+            url_amd64: get("NODEUP_URL_AMD64"),
+            url_arm64: get("NODEUP_URL_ARM64"),
+            hash_amd64: get("NODEUP_HASH_AMD64"),
+            hash_arm64: get("NODEUP_HASH_ARM64"),
+        }
+    }
+
+    /// The name of an architecture's variable (`NODEUP_URL_AMD64`, ...).
+    pub fn variable(kind: &str, arch: Arch) -> String {
+        format!("NODEUP_{kind}_{}", arch.as_str().to_ascii_uppercase())
+    }
+
+    /// nodeup for `arch`: `NODEUP_URL_<ARCH>` first, then `KOPS_BASE_URL`
+    /// (kops joins `linux/<arch>/nodeup` to the base's path); the hash from
+    /// `NODEUP_HASH_<ARCH>` when set. `None` when neither variable is set.
+    pub fn nodeup(&self, arch: Arch) -> Option<EnvNodeup> {
+        let (url, hash) = match arch {
+            Arch::Amd64 => (&self.url_amd64, &self.hash_amd64),
+            Arch::Arm64 => (&self.url_arm64, &self.hash_arm64),
+        };
+        let (url, url_variable) = match (url, &self.kops_base_url) {
+            (Some(url), _) => (url.clone(), Self::variable("URL", arch)),
+            (None, Some(base)) => (
+                format!(
+                    "{}/linux/{}/nodeup",
+                    base.trim_end_matches('/'),
+                    arch.as_str()
+                ),
+                "KOPS_BASE_URL".to_string(),
+            ),
+            (None, None) => return None,
+        };
+        Some(EnvNodeup {
+            url,
+            url_variable,
+            sha256: hash.as_ref().map(|h| h.to_ascii_lowercase()),
+        })
+    }
+}
+
+/// Whether `text` is a sha256 as nodes compare it (64 hex digits).
+pub fn is_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The sha256 in a `.sha256` file: its first word (kops' files hold only
+/// the hash; `sha256sum` output adds the file name).
+pub fn parse_sha256_file(text: &str) -> Option<String> {
+    let word = text.split_whitespace().next()?;
+    is_sha256(word).then(|| word.to_ascii_lowercase())
+}
+
+/// The sha256 of `bytes`, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Where `update` uploads a nodeup shipped beside `kops`, relative to the
+/// cluster's folder in the state store:
+/// `kops-rs/nodeup/<version>/<sha256>/linux/<arch>/nodeup`. Its own folder
+/// (kops keeps nothing under `kops-rs/`), versioned, and content-addressed
+/// so a rebuilt binary of the same version never replaces the one older
+/// launch templates pin.
+pub fn nodeup_store_path(version: &str, sha256: &str, arch: Arch) -> String {
+    format!(
+        "{NODEUP_STORE_DIR}/{version}/{sha256}/linux/{}/nodeup",
+        arch.as_str()
+    )
+}
+
+/// The folder of uploaded nodeup binaries inside the cluster's folder; the
+/// node role may read this prefix and nothing else of the state store.
+pub const NODEUP_STORE_DIR: &str = "kops-rs/nodeup";
+
+/// The architectures a group's instances run: arm64 when its image names
+/// arm64 (or aarch64), else those of its machine types (the group's and
+/// its mixed-instances policy's). Bastions and Karpenter-managed groups
+/// run no nodeup kops-rs pins, and need none.
+pub fn group_architectures(group: &InstanceGroup) -> Vec<Arch> {
+    if matches!(group.role(), Some(Role::Bastion) | None)
+        || group.spec.manager.as_deref() == Some("Karpenter")
+    {
+        return Vec::new();
+    }
+    let image = group.spec.image.as_deref().unwrap_or_default();
+    if image.contains("arm64") || image.contains("aarch64") {
+        return vec![Arch::Arm64];
+    }
+    let mut types: Vec<&str> = group.spec.machine_type.iter().map(String::as_str).collect();
+    if let Some(policy) = &group.spec.mixed_instances_policy {
+        types.extend(policy.instances.iter().flatten().map(String::as_str));
+    }
+    let mut arches: Vec<Arch> = types
+        .into_iter()
+        .flat_map(|t| t.split(','))
+        .map(
+            |t| match kops_api::new_cluster::machine_architecture(t.trim()) {
+                kops_api::new_cluster::Architecture::Arm64 => Arch::Arm64,
+                kops_api::new_cluster::Architecture::Amd64 => Arch::Amd64,
+            },
+        )
+        .collect();
+    if arches.is_empty() {
+        arches.push(Arch::Amd64);
+    }
+    arches.sort();
+    arches.dedup();
+    arches
+}
+
+/// Where nodes download nodeup from, per architecture, when `update` gave
+/// no [`NodeupSources`] (tests, previews): the file repository, then the
+/// release location.
 pub fn nodeup_binaries(cluster: &Cluster) -> Result<Vec<NodeupBinary>, assets::AssetError> {
     let repo = assets::file_repository(cluster)?;
     let mut out = Vec::new();
@@ -238,10 +409,13 @@ pub fn user_data_with(
             tls_server_name: String::new(),
         });
     }
-    let binaries = nodeup_binaries(cluster).map_err(|source| ConfigError::Asset {
-        group: group.name().to_string(),
-        source: Box::new(source),
-    })?;
+    let binaries = match &inputs.nodeup {
+        Some(sources) => sources.binaries.clone(),
+        None => nodeup_binaries(cluster).map_err(|source| ConfigError::Asset {
+            group: group.name().to_string(),
+            source: Box::new(source),
+        })?,
+    };
     let script = render_script(&binaries, region(cluster).as_deref(), &boot);
     if additional.is_empty() {
         Ok(script)
@@ -293,15 +467,18 @@ pub fn render_script(binaries: &[NodeupBinary], region: Option<&str>, boot: &Boo
         "# boot config, run nodeup (which reads this group's node config from the state store).\n",
     );
     s.push_str("set -o errexit -o nounset -o pipefail\n\n");
-    for b in binaries {
-        let a = b.arch.as_str().to_ascii_uppercase();
+    // Every architecture gets its two variables; an empty URL (no nodeup
+    // published for it) makes the script stop with a message.
+    for arch in Arch::ALL {
+        let a = arch.as_str().to_ascii_uppercase();
+        let b = binaries.iter().find(|b| b.arch == arch);
         s.push_str(&format!(
             "NODEUP_URL_{a}={}\n",
-            shell_quote(&b.urls.join(","))
+            shell_quote(&b.map(|b| b.urls.join(",")).unwrap_or_default())
         ));
         s.push_str(&format!(
             "NODEUP_HASH_{a}={}\n",
-            shell_quote(b.sha256.as_deref().unwrap_or(""))
+            shell_quote(b.and_then(|b| b.sha256.as_deref()).unwrap_or(""))
         ));
     }
     if let Some(region) = region {
@@ -326,9 +503,39 @@ log() { echo "== kops-rs bootstrap: $* ==" | tee -a /dev/console >&2 || true; }
 
 sha256-of() { sha256sum "$1" | cut -d' ' -f1; }
 
-# fetch URL FILE: one URL, curl's own retries for transient errors.
+# fetch URL FILE: one URL, curl's own retries for transient errors. An s3://
+# URL (nodeup uploaded to the state store) is read with the instance role's
+# credentials from the metadata service, signed with SigV4 by curl itself.
 fetch() {
-  curl -fsSL --connect-timeout 20 --retry 6 --retry-delay 10 -o "$2" "$1"
+  case "$1" in
+    s3://*) fetch-s3 "$1" "$2" ;;
+    *) curl -fsSL --connect-timeout 20 --retry 6 --retry-delay 10 -o "$2" "$1" ;;
+  esac
+}
+
+imds-get() {
+  curl -s -f --noproxy '*' --connect-timeout 2 --max-time 5 \
+    -H "X-aws-ec2-metadata-token: $1" "http://169.254.169.254/latest/$2"
+}
+
+json-field() {
+  local pattern="\"$2\"[[:space:]]*:[[:space:]]*\"([^\"]+)\""
+  [[ $1 =~ ${pattern} ]] && printf '%s' "${BASH_REMATCH[1]}"
+}
+
+fetch-s3() {
+  local region="${AWS_REGION:-us-east-1}" token profile creds id secret session
+  token="$(curl -s -f -X PUT --noproxy '*' --connect-timeout 2 --max-time 5 \
+    -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token)" || return 1
+  profile="$(imds-get "${token}" meta-data/iam/security-credentials/ | head -n 1)" || return 1
+  creds="$(imds-get "${token}" "meta-data/iam/security-credentials/${profile}")" || return 1
+  id="$(json-field "${creds}" AccessKeyId)" || return 1
+  secret="$(json-field "${creds}" SecretAccessKey)" || return 1
+  session="$(json-field "${creds}" Token)" || return 1
+  # The credentials go through stdin, never the command line.
+  printf 'user "%s:%s"\nheader "x-amz-security-token: %s"\n' "${id}" "${secret}" "${session}" |
+    curl -fsSL --connect-timeout 20 --retry 6 --retry-delay 10 --config - \
+      --aws-sigv4 "aws:amz:${region}:s3" -o "$2" "https://s3.${region}.amazonaws.com/${1#s3://}"
 }
 
 # download-verified FILE HASH URLS: tries each mirror in turn until one gives a
@@ -376,6 +583,10 @@ install-nodeup() {
     aarch64|arm64) url="${NODEUP_URL_ARM64}"; hash="${NODEUP_HASH_ARM64}" ;;
     *) log "unsupported architecture $(uname -m)"; exit 1 ;;
   esac
+  if [[ -z "${url}" ]]; then
+    log "no nodeup was published for $(uname -m) by kops update cluster; not booting"
+    exit 1
+  fi
   download-verified "${INSTALL_DIR}/bin/nodeup" "${hash}" "${url}"
   chmod 0755 "${INSTALL_DIR}/bin/nodeup"
 }
@@ -387,6 +598,135 @@ log "writing the boot config"
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> NodeupEnv {
+        NodeupEnv::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn nodeup_from_kops_environment_variables() {
+        // Nothing set (or empty): no override.
+        assert_eq!(env(&[]).nodeup(Arch::Amd64), None);
+        assert_eq!(env(&[("KOPS_BASE_URL", " ")]).nodeup(Arch::Amd64), None);
+        // KOPS_BASE_URL: `<base>/linux/<arch>/nodeup`, with or without a
+        // trailing slash; the hash is read later from `<url>.sha256`.
+        let base = env(&[("KOPS_BASE_URL", "https://example.com/kops/1.2.3/")]);
+        assert_eq!(
+            base.nodeup(Arch::Arm64),
+            Some(EnvNodeup {
+                url: "https://example.com/kops/1.2.3/linux/arm64/nodeup".into(),
+                url_variable: "KOPS_BASE_URL".into(),
+                sha256: None,
+            })
+        );
+        assert_eq!(
+            env(&[("KOPS_BASE_URL", "s3://b/k")])
+                .nodeup(Arch::Amd64)
+                .unwrap()
+                .url,
+            "s3://b/k/linux/amd64/nodeup"
+        );
+        // NODEUP_URL_<ARCH> wins over KOPS_BASE_URL for its architecture
+        // only; NODEUP_HASH_<ARCH> pins whichever URL is used.
+        let hash = "AB".repeat(32);
+        let both = env(&[
+            ("KOPS_BASE_URL", "https://example.com/kops/1.2.3"),
+            ("NODEUP_URL_AMD64", "https://mirror/nodeup-amd64"),
+            ("NODEUP_HASH_AMD64", &hash),
+            ("NODEUP_HASH_ARM64", "cd"),
+        ]);
+        assert_eq!(
+            both.nodeup(Arch::Amd64),
+            Some(EnvNodeup {
+                url: "https://mirror/nodeup-amd64".into(),
+                url_variable: "NODEUP_URL_AMD64".into(),
+                sha256: Some(hash.to_ascii_lowercase()),
+            })
+        );
+        let arm = both.nodeup(Arch::Arm64).unwrap();
+        assert_eq!(arm.url, "https://example.com/kops/1.2.3/linux/arm64/nodeup");
+        assert_eq!(arm.sha256.as_deref(), Some("cd"));
+        // A hash alone names no URL.
+        assert_eq!(
+            env(&[("NODEUP_HASH_AMD64", &hash)]).nodeup(Arch::Amd64),
+            None
+        );
+    }
+
+    #[test]
+    fn sha256_files_and_store_keys() {
+        let h = "0123456789abcdef".repeat(4);
+        assert_eq!(parse_sha256_file(&format!("{h}\n")), Some(h.clone()));
+        assert_eq!(
+            parse_sha256_file(&format!("{h}  nodeup\n")),
+            Some(h.clone())
+        );
+        assert_eq!(parse_sha256_file("<html>not found</html>"), None);
+        assert_eq!(parse_sha256_file(""), None);
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            nodeup_store_path("1.0.0", &h, Arch::Arm64),
+            format!("kops-rs/nodeup/1.0.0/{h}/linux/arm64/nodeup")
+        );
+    }
+
+    #[test]
+    fn group_architectures_from_image_and_machine_types() {
+        let group = |yaml: &str| -> InstanceGroup {
+            serde_yaml_ng::from_str(&format!(
+                "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata: {{name: g}}\nspec:\n{yaml}"
+            ))
+            .unwrap()
+        };
+        assert_eq!(
+            group_architectures(&group("  role: Node\n  machineType: t3.medium\n")),
+            vec![Arch::Amd64]
+        );
+        assert_eq!(
+            group_architectures(&group("  role: Node\n  machineType: m7g.large\n")),
+            vec![Arch::Arm64]
+        );
+        assert_eq!(
+            group_architectures(&group(
+                "  role: Node\n  machineType: t3.medium\n  image: ubuntu/images/ubuntu-noble-24.04-arm64-server\n"
+            )),
+            vec![Arch::Arm64]
+        );
+        assert_eq!(
+            group_architectures(&group(
+                "  role: Node\n  machineType: t3.medium\n  mixedInstancesPolicy:\n    instances: [t4g.medium, t3.large]\n"
+            )),
+            vec![Arch::Amd64, Arch::Arm64]
+        );
+        assert!(
+            group_architectures(&group("  role: Bastion\n  machineType: t3.micro\n")).is_empty()
+        );
+    }
+
+    #[test]
+    fn script_pins_given_sources_and_stops_without_one() {
+        let h = "ab".repeat(32);
+        let binaries = vec![NodeupBinary {
+            arch: Arch::Amd64,
+            urls: vec!["s3://bucket/c/kops-rs/nodeup/x/linux/amd64/nodeup".into()],
+            sha256: Some(h.clone()),
+        }];
+        let script = render_script(&binaries, Some("eu-west-1"), &BootConfig::default());
+        assert!(script
+            .contains("NODEUP_URL_AMD64='s3://bucket/c/kops-rs/nodeup/x/linux/amd64/nodeup'\n"));
+        assert!(script.contains(&format!("NODEUP_HASH_AMD64='{h}'\n")));
+        assert!(script.contains("NODEUP_URL_ARM64=''\nNODEUP_HASH_ARM64=''\n"));
+        assert!(script.contains("no nodeup was published for"));
+        assert!(script.contains("--aws-sigv4"));
+    }
 
     #[test]
     fn quotes() {

@@ -367,6 +367,10 @@ pub struct NodeInputs {
     /// The objects the cluster's file carries beside the cluster and its
     /// groups (a `KubeSchedulerConfiguration` becomes the scheduler's config).
     pub additional_objects: Vec<Value>,
+    /// Where nodes download nodeup, as `update` resolved it (kops'
+    /// environment variables or the uploaded binaries). `None`: the
+    /// default mirrors (tests, previews).
+    pub nodeup: Option<crate::bootstrap::NodeupSources>,
 }
 
 /// Builds and renders the node config of one group. `None` for bastions

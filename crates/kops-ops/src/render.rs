@@ -105,6 +105,9 @@ pub async fn render_cluster(
     }
     let groups = registry.list_instance_groups(&request.cluster).await?;
     validation::validate_all(&cluster, &groups).map_err(OpsError::from)?;
+    // Where nodes get nodeup (see update), before anything is written.
+    let nodeup =
+        crate::update::nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
     let region = cluster_region(&cluster)?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
     let config_base = cluster
@@ -117,9 +120,10 @@ pub async fn render_cluster(
     crate::pki::ensure_cluster_pki(registry, &cluster)
         .await
         .map_err(OpsError::from)?;
-    let node_inputs = crate::pki::node_inputs(registry, &cluster, &groups)
+    let mut node_inputs = crate::pki::node_inputs(registry, &cluster, &groups)
         .await
         .map_err(OpsError::from)?;
+    node_inputs.nodeup = Some(nodeup.sources.clone());
     let model = Model {
         cluster: &cluster,
         groups: &groups,
@@ -166,7 +170,8 @@ pub async fn render_cluster(
     // State files the rendered output does not manage go to the store.
     let managed_by_terraform = request.target == RenderTarget::Terraform
         && kops_render::s3_location(&config_base, "x").is_some();
-    let mut state_files_written = Vec::new();
+    // The nodeup binaries the user data pins go to the state store.
+    let mut state_files_written = nodeup.upload(registry).await?;
     if !managed_by_terraform && config_base == registry.config_base(&request.cluster) {
         for file in &files {
             if file.base.is_some() {

@@ -10,6 +10,8 @@ use kops_model::Model;
 
 use crate::{require_cluster, OpsError, Registry};
 
+pub mod nodeup;
+
 /// What `update cluster` was asked to do.
 pub struct UpdateRequest {
     pub cluster: String,
@@ -66,6 +68,9 @@ pub async fn update_cluster(
     }
     let groups = registry.list_instance_groups(&request.cluster).await?;
     validation::validate_all(&cluster, &groups)?;
+    // Where nodes get nodeup, before anything is written: a group whose
+    // architecture has none stops the update here.
+    let nodeup = nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
     if request.apply {
         // The CA keysets and secrets first: nodes' bootstrap reads them.
         crate::pki::ensure_cluster_pki(registry, &cluster).await?;
@@ -82,7 +87,8 @@ pub async fn update_cluster(
         None => AwsCloud::new(&region).await,
     };
     let modelled = with_resolved_zone(&cloud, &cluster).await?;
-    let node_inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
+    let mut node_inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
+    node_inputs.nodeup = Some(nodeup.sources.clone());
     // Addons name the account (queue URLs, IRSA role ARNs).
     let account_id = cloud
         .account_id()
@@ -99,6 +105,8 @@ pub async fn update_cluster(
     let graph = kops_model::build(&model)?;
     if request.apply {
         publish_irsa_and_karpenter_files(registry, &cluster, &model, &region, &config_base).await?;
+        // nodeup before the launch templates that pin it.
+        nodeup.upload(registry).await?;
         // The node configs the launch templates' user data pin by hash,
         // stored before any instance can boot and ask for them.
         for node in kops_model::compute::node_configs(&model)? {

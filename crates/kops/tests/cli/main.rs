@@ -18,6 +18,7 @@ mod lifecycle;
 mod more_commands;
 mod node_bootstrap;
 mod node_join;
+mod nodeup_publish;
 mod pki;
 mod rolling_update;
 mod roundtrip;
