@@ -149,7 +149,7 @@ pub fn parse_objects(source_name: &str, text: &str) -> Result<Vec<Object>, Manif
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let value = serde_yaml_ng::Value::deserialize(doc)
             .map_err(|e| yaml_error(source_name, i + 1, &e))?;
-        values.push(value);
+        values.push(string_keys(value));
     }
     let mut objects = Vec::new();
     for (i, value) in values.into_iter().enumerate() {
@@ -253,13 +253,50 @@ fn typed<T: DeserializeOwned>(
     match serde_yaml_ng::from_value::<T>(value) {
         Ok(v) => Ok(v),
         Err(first) => {
+            let first = yaml_error(source_name, document, &first);
             if let Some(doc) = serde_yaml_ng::Deserializer::from_str(text).nth(document - 1) {
                 if let Err(e) = T::deserialize(doc) {
-                    return Err(yaml_error(source_name, document, &e));
+                    let located = yaml_error(source_name, document, &e);
+                    // The text still has its non-string keys: its first error
+                    // may be one of those, which the value no longer has.
+                    if located.message == first.message {
+                        return Err(located);
+                    }
                 }
             }
-            Err(yaml_error(source_name, document, &first))
+            Err(first)
         }
+    }
+}
+
+/// The value with every number or boolean mapping key written as a string,
+/// as kops reads manifests (YAML is turned into JSON, whose keys are
+/// strings): `customPriorityExpanderConfig: {100: [...]}` is a string map
+/// there, so it has to be one here.
+fn string_keys(value: serde_yaml_ng::Value) -> serde_yaml_ng::Value {
+    use serde_yaml_ng::Value;
+    match value {
+        Value::Mapping(map) => Value::Mapping(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Value::Number(n) => Value::String(n.to_string()),
+                        Value::Bool(b) => Value::String(b.to_string()),
+                        other => other,
+                    };
+                    (key, string_keys(v))
+                })
+                .collect(),
+        ),
+        Value::Sequence(items) => Value::Sequence(items.into_iter().map(string_keys).collect()),
+        Value::Tagged(tagged) => {
+            let tagged = *tagged;
+            Value::Tagged(Box::new(serde_yaml_ng::value::TaggedValue {
+                tag: tagged.tag,
+                value: string_keys(tagged.value),
+            }))
+        }
+        other => other,
     }
 }
 
@@ -269,7 +306,9 @@ pub fn parse_one<T: DeserializeOwned>(source_name: &str, text: &str) -> Result<T
     let doc = serde_yaml_ng::Deserializer::from_str(text)
         .next()
         .ok_or_else(|| error_at(source_name, 1, "the document is empty".into(), None))?;
-    T::deserialize(doc).map_err(|e| yaml_error(source_name, 1, &e))
+    let value =
+        serde_yaml_ng::Value::deserialize(doc).map_err(|e| yaml_error(source_name, 1, &e))?;
+    typed(source_name, text, 1, string_keys(value))
 }
 
 /// Serialises an object as kops does: keys sorted, `null`s omitted.
@@ -395,6 +434,33 @@ impl Object {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_keys_of_string_maps_are_read_as_strings() {
+        let text = "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: a.example.com\nspec:\n  clusterAutoscaler:\n    expander: priority\n    customPriorityExpanderConfig:\n      100:\n      - .*spot.*\n      10: [\".*\"]\n";
+        let objects = parse_objects("c.yaml", text).unwrap();
+        let Object::Cluster(cluster) = &objects[0] else {
+            panic!("not a cluster")
+        };
+        let config = &cluster.spec.cluster_autoscaler.as_ref().unwrap().extra
+            ["customPriorityExpanderConfig"];
+        assert_eq!(
+            config,
+            &serde_json::json!({"100": [".*spot.*"], "10": [".*"]})
+        );
+        // The state store and `edit` read the same way.
+        let one: Cluster = parse_one("c.yaml", text).unwrap();
+        assert_eq!(&one, cluster.as_ref());
+        // Other errors still carry their line.
+        let bad = text.replace("expander: priority", "enabled: [1]");
+        let err = parse_objects("c.yaml", &bad).unwrap_err();
+        assert_eq!(
+            err.path.as_deref(),
+            Some("spec.clusterAutoscaler.enabled"),
+            "{err}"
+        );
+        assert!(err.location.is_some(), "{err}");
+    }
 
     #[test]
     fn quoted_strings_are_double_quoted_like_go_yaml() {

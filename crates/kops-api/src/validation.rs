@@ -159,6 +159,110 @@ fn check_cidr_list(errors: &mut Vec<FieldError>, path: &str, list: Option<&Vec<S
     }
 }
 
+/// What a subnet's `egress` may start with (before the first `-`): kops'
+/// NAT gateway, Elastic IP, NAT instance, transit gateway and `External`.
+const EGRESS_KINDS: &[&str] = &["nat", "eipalloc", "i", "tgw", "External"];
+
+/// Whether `key` names a resource quantity: kops types every
+/// `cpuRequest`, `cpuLimit`, `memoryRequest` and `memoryLimit` (of each
+/// component and addon) as a Kubernetes quantity and refuses a manifest whose
+/// value does not parse as one.
+fn is_quantity_key(key: &str) -> bool {
+    (key.starts_with("cpu") || key.starts_with("memory"))
+        && (key.ends_with("Request") || key.ends_with("Limit"))
+}
+
+/// Checks every resource quantity in `value` (a spec as JSON), wherever
+/// it is, including fields kops-rs keeps only as unmodelled `extra`.
+fn check_quantities(errors: &mut Vec<FieldError>, path: &str, value: &serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                let child = format!("{path}.{key}");
+                match v {
+                    serde_json::Value::String(text) if is_quantity_key(key) => {
+                        if !is_quantity(text) {
+                            errors.push(
+                                FieldError::new(child, "is not a Kubernetes quantity")
+                                    .value(text)
+                                    .hint("write CPU in cores or millicores (`1`, `200m`) and memory in bytes with a suffix (`800Mi`, `2Gi`)"),
+                            );
+                        }
+                    }
+                    _ => check_quantities(errors, &child, v),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                check_quantities(errors, &format!("{path}[{i}]"), v);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether `text` parses as a Kubernetes resource quantity: a signed
+/// decimal number, then a binary suffix (`Ki`..`Ei`), a decimal suffix
+/// (`n`, `u`, `m`, `k`, `M`, `G`, `T`, `P`, `E`) or an exponent (`e3`).
+pub fn is_quantity(text: &str) -> bool {
+    let rest = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let number_len = rest
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(rest.len());
+    let (number, suffix) = rest.split_at(number_len);
+    let digits = number.chars().filter(char::is_ascii_digit).count();
+    if digits == 0 || number.matches('.').count() > 1 {
+        return false;
+    }
+    const SUFFIXES: &[&str] = &[
+        "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E",
+    ];
+    if SUFFIXES.contains(&suffix) {
+        return true;
+    }
+    match suffix.strip_prefix(['e', 'E']) {
+        Some(exp) => {
+            let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+            !exp.is_empty() && exp.chars().all(|c| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// What is wrong with a port range as kube-apiserver reads it (`30000-32767`,
+/// `30000+2767` or a single port), if anything.
+fn port_range_problem(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let port = |p: &str| p.parse::<u32>().ok();
+    let (low, high) = match (text.find('-'), text.find('+')) {
+        (None, None) => (port(text), port(text)),
+        (Some(i), None) => (port(&text[..i]), port(&text[i + 1..])),
+        (None, Some(i)) => {
+            let low = port(&text[..i]);
+            (
+                low,
+                low.zip(port(&text[i + 1..]))
+                    .map(|(l, o)| l.saturating_add(o)),
+            )
+        }
+        (Some(_), Some(_)) => (None, None),
+    };
+    let (Some(low), Some(high)) = (low, high) else {
+        return Some("is not a port range".into());
+    };
+    if low > 65535 || high > 65535 {
+        Some("goes beyond port 65535".into())
+    } else if high < low {
+        Some("ends before it starts".into())
+    } else {
+        None
+    }
+}
+
 /// Validates a cluster on its own (no instance groups).
 pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -348,6 +452,26 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
     );
 
     validate_subnets(cluster, &network_cidrs, &mut errors);
+    check_quantities(
+        &mut errors,
+        "spec",
+        &crate::manifest::to_json_value(&cluster.spec),
+    );
+    if let Some(range) = spec
+        .kube_api_server
+        .as_ref()
+        .and_then(|a| a.service_node_port_range.as_deref())
+    {
+        if let Some(problem) = port_range_problem(range) {
+            errors.push(
+                FieldError::new("spec.kubeAPIServer.serviceNodePortRange", problem)
+                    .value(range)
+                    .hint(
+                        "write it as `FIRST-LAST`, e.g. `30000-32767` (kube-apiserver's default)",
+                    ),
+            );
+        }
+    }
 
     if let Some(topology) = &spec.topology {
         if let Some(t) = topology.dns.as_ref().and_then(|d| d.kind.as_deref()) {
@@ -362,6 +486,34 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
     }
 
     if let Some(lb) = spec.api.as_ref().and_then(|a| a.load_balancer.as_ref()) {
+        if cloud == "aws" {
+            let known: Vec<&str> = spec
+                .subnets
+                .iter()
+                .flatten()
+                .map(|s| s.name.as_str())
+                .collect();
+            for (i, s) in lb.subnets.iter().flatten().enumerate() {
+                let path = format!("spec.api.loadBalancer.subnets[{i}].name");
+                if s.name.is_empty() {
+                    errors.push(
+                        FieldError::new(path, "is required")
+                            .hint("name the cluster subnet the load balancer is placed in"),
+                    );
+                } else if !known.contains(&s.name.as_str()) {
+                    errors.push(
+                        FieldError::new(path, "is not a subnet of the cluster")
+                            .value(&s.name)
+                            .hint(if known.is_empty() {
+                                "the cluster has no subnets; add them to spec.subnets first"
+                                    .to_string()
+                            } else {
+                                format!("use one of: {}", known.join(", "))
+                            }),
+                    );
+                }
+            }
+        }
         if let Some(t) = lb.kind.as_deref() {
             if !["Public", "Internal"].contains(&t) {
                 errors.push(
@@ -487,6 +639,33 @@ fn validate_subnets(
                     }
                     parsed.push((i, net));
                 }
+            }
+        }
+        if let Some(egress) = s.egress.as_deref().filter(|e| !e.is_empty()) {
+            let kind = egress.split('-').next().unwrap_or("");
+            if !EGRESS_KINDS.contains(&kind) {
+                errors.push(
+                    FieldError::new(format!("{path}.egress"), "is not an egress kops knows")
+                        .value(egress)
+                        .hint("use a NAT gateway (`nat-...`), an Elastic IP for a new NAT gateway (`eipalloc-...`), a NAT instance (`i-...`), a transit gateway (`tgw-...`) or `External`"),
+                );
+            }
+            let subnet_type = s.kind.as_deref().unwrap_or("");
+            let ipv6_public =
+                subnet_type == "Public" && s.ipv6_cidr.as_deref().is_some_and(|c| !c.is_empty());
+            if egress != "External"
+                && subnet_type != "Private"
+                && subnet_type != "DualStack"
+                && !ipv6_public
+            {
+                errors.push(
+                    FieldError::new(
+                        format!("{path}.egress"),
+                        "can only be set on private or IPv6-capable public subnets",
+                    )
+                    .value(egress)
+                    .hint("remove it, or move it to the zone's `Private` subnet"),
+                );
             }
         }
         if let Some(c) = s.ipv6_cidr.as_deref() {
@@ -692,6 +871,20 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
                 }
             }
         }
+        for (i, v) in spec.volumes.iter().flatten().enumerate() {
+            if let Some(t) = v.kind.as_deref() {
+                if !VOLUME_TYPES.contains(&t) {
+                    errors.push(
+                        FieldError::new(
+                            format!("spec.volumes[{i}].type"),
+                            "is not an EBS volume type",
+                        )
+                        .value(t)
+                        .hint(format!("use one of: {}", VOLUME_TYPES.join(", "))),
+                    );
+                }
+            }
+        }
         if let Some(mt) = spec.machine_type.as_deref() {
             for (i, t) in mt.split(',').enumerate() {
                 let t = t.trim();
@@ -735,6 +928,38 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
             }
         }
     }
+    let mut devices = BTreeSet::new();
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        let path = format!("spec.volumes[{i}]");
+        if v.device.is_empty() {
+            errors.push(
+                FieldError::new(format!("{path}.device"), "is required")
+                    .hint("name the device, e.g. `/dev/xvdd`"),
+            );
+        } else if !devices.insert(v.device.as_str()) {
+            errors.push(
+                FieldError::new(format!("{path}.device"), "is used by another volume")
+                    .value(&v.device),
+            );
+        }
+        match v.size {
+            Some(size) if size > 0 => {}
+            Some(size) => errors.push(
+                FieldError::new(format!("{path}.size"), "must be a positive size in GiB")
+                    .value(size)
+                    .hint("e.g. `20`"),
+            ),
+            None => errors.push(
+                FieldError::new(format!("{path}.size"), "is required")
+                    .hint("the size in GiB, e.g. `20`"),
+            ),
+        }
+    }
+    check_quantities(
+        &mut errors,
+        "spec",
+        &crate::manifest::to_json_value(&ig.spec),
+    );
     for (i, t) in spec.taints.iter().flatten().enumerate() {
         let ok = t.split_once(':').is_some_and(|(kv, effect)| {
             !kv.is_empty() && !effect.is_empty() && !kv.starts_with('=')
@@ -856,5 +1081,159 @@ mod tests {
         assert!(dns_name_problem("A.example.com").is_some());
         assert!(dns_name_problem("a..b").is_some());
         assert!(dns_name_problem("-a.b").is_some());
+    }
+
+    /// A valid cluster and node group, in the shape of kops' `complex` case.
+    fn complex() -> (Cluster, InstanceGroup) {
+        let text = r#"
+apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata:
+  name: complex.example.com
+spec:
+  api:
+    loadBalancer:
+      type: Public
+      class: Network
+      subnets:
+      - name: us-test-1a
+  cloudProvider: aws
+  kubernetesVersion: v1.32.0
+  networkCIDR: 172.20.0.0/16
+  additionalNetworkCIDRs: [10.1.0.0/16]
+  nonMasqueradeCIDR: 100.64.0.0/10
+  networking: {cni: {}}
+  kubeAPIServer:
+    serviceNodePortRange: 28000-32767
+    cpuRequest: 200m
+    memoryLimit: 1000Mi
+  clusterAutoscaler:
+    cpuRequest: "1.5"
+  etcdClusters:
+  - name: main
+    cpuRequest: 100m
+    etcdMembers: [{name: a, instanceGroup: master-us-test-1a}]
+  subnets:
+  - {cidr: 172.20.32.0/19, name: us-test-1a, type: Public, zone: us-test-1a}
+  - {cidr: 10.1.64.0/19, name: us-east-1a-private, type: Private, zone: us-test-1a, egress: tgw-123456}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  name: nodes
+spec:
+  role: Node
+  machineType: t2.medium
+  subnets: [us-test-1a]
+  volumes:
+  - {device: /dev/xvdd, size: 20, type: gp2}
+"#;
+        let objects = crate::manifest::parse_objects("complex.yaml", text).unwrap();
+        let mut cluster = None;
+        let mut ig = None;
+        for o in objects {
+            match o {
+                crate::manifest::Object::Cluster(c) => cluster = Some(*c),
+                crate::manifest::Object::InstanceGroup(g) => ig = Some(*g),
+                _ => {}
+            }
+        }
+        (cluster.unwrap(), ig.unwrap())
+    }
+
+    /// The problems of the cluster and the group, as `validate_all` words them
+    /// (without its etcd-member check: the control-plane group is left out).
+    fn problems(cluster: &Cluster, ig: &InstanceGroup) -> String {
+        let mut errors = validate_cluster(cluster);
+        for e in validate_instance_group(ig, Some(cluster)) {
+            errors.push(FieldError {
+                path: format!("instancegroup/{}: {}", ig.name(), e.path),
+                ..e
+            });
+        }
+        match into_result(format!("cluster `{}`", cluster.name()), errors) {
+            Ok(()) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn complex_case_is_valid() {
+        let (cluster, ig) = complex();
+        assert_eq!(problems(&cluster, &ig), "");
+    }
+
+    #[test]
+    fn quantities_are_checked_wherever_they_are() {
+        let (mut cluster, ig) = complex();
+        cluster.spec.kube_api_server.as_mut().unwrap().cpu_request = Some("100xyz".into());
+        cluster
+            .spec
+            .cluster_autoscaler
+            .as_mut()
+            .unwrap()
+            .extra
+            .insert("memoryRequest".into(), serde_json::json!("lots"));
+        assert_eq!(
+            problems(&cluster, &ig),
+            "cluster `complex.example.com` is not valid (2 problems):
+- spec.clusterAutoscaler.memoryRequest: `lots`: is not a Kubernetes quantity
+    hint: write CPU in cores or millicores (`1`, `200m`) and memory in bytes with a suffix (`800Mi`, `2Gi`)
+- spec.kubeAPIServer.cpuRequest: `100xyz`: is not a Kubernetes quantity
+    hint: write CPU in cores or millicores (`1`, `200m`) and memory in bytes with a suffix (`800Mi`, `2Gi`)"
+        );
+        for good in ["1", "0.5", "200m", "1Gi", "1e3", "+1.5E", "128974848"] {
+            assert!(is_quantity(good), "{good}");
+        }
+        for bad in ["", "m", "1.2.3", "1x", "1e", "1Gb", "1 Gi", "Mi"] {
+            assert!(!is_quantity(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn volume_types_egress_port_ranges_and_subnet_references() {
+        let (mut cluster, mut ig) = complex();
+        ig.spec.volumes.as_mut().unwrap()[0].kind = Some("gp9".into());
+        let subnets = cluster.spec.subnets.as_mut().unwrap();
+        subnets[1].egress = Some("igw-123".into());
+        // Renamed away: the load balancer and the group still name it.
+        subnets[0].name = "renamed".into();
+        cluster
+            .spec
+            .kube_api_server
+            .as_mut()
+            .unwrap()
+            .service_node_port_range = Some("32767-28000".into());
+        assert_eq!(
+            problems(&cluster, &ig),
+            "cluster `complex.example.com` is not valid (5 problems):
+- spec.subnets[1].egress: `igw-123`: is not an egress kops knows
+    hint: use a NAT gateway (`nat-...`), an Elastic IP for a new NAT gateway (`eipalloc-...`), a NAT instance (`i-...`), a transit gateway (`tgw-...`) or `External`
+- spec.kubeAPIServer.serviceNodePortRange: `32767-28000`: ends before it starts
+    hint: write it as `FIRST-LAST`, e.g. `30000-32767` (kube-apiserver's default)
+- spec.api.loadBalancer.subnets[0].name: `us-test-1a`: is not a subnet of the cluster
+    hint: use one of: renamed, us-east-1a-private
+- instancegroup/nodes: spec.volumes[0].type: `gp9`: is not an EBS volume type
+    hint: use one of: gp2, gp3, io1, io2, st1, sc1, standard
+- instancegroup/nodes: spec.subnets[0]: `us-test-1a`: is not a subnet of the cluster
+    hint: use one of: renamed, us-east-1a-private"
+        );
+        let (mut cluster, ig) = complex();
+        cluster.spec.subnets.as_mut().unwrap()[0].egress = Some("nat-123".into());
+        let text = problems(&cluster, &ig);
+        assert!(
+            text.contains("spec.subnets[0].egress: `nat-123`: can only be set on private or IPv6-capable public subnets"),
+            "{text}"
+        );
+        for (range, ok) in [
+            ("30000-32767", true),
+            ("30000+100", true),
+            ("80", true),
+            ("1-70000", false),
+            ("a-b", false),
+            ("1-2-3", false),
+        ] {
+            assert_eq!(port_range_problem(range).is_none(), ok, "{range}");
+        }
     }
 }
