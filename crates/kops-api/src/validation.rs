@@ -960,6 +960,20 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
         "spec",
         &crate::manifest::to_json_value(&ig.spec),
     );
+    if let Some(profile) = spec.extra.get("iam").and_then(|i| i.get("profile")) {
+        let arn = profile.as_str().unwrap_or("");
+        let resource = arn
+            .strip_prefix("arn:")
+            .and_then(|rest| rest.splitn(5, ':').nth(4))
+            .unwrap_or("");
+        if !resource.starts_with("instance-profile/") || resource.ends_with('/') {
+            errors.push(
+                FieldError::new("spec.iam.profile", "is not an instance profile's ARN")
+                    .value(profile.as_str().map_or_else(|| profile.to_string(), str::to_string))
+                    .hint("write the ARN of an existing instance profile, e.g. `arn:aws:iam::123456789012:instance-profile/KopsExampleRole`"),
+            );
+        }
+    }
     for (i, t) in spec.taints.iter().flatten().enumerate() {
         let ok = t.split_once(':').is_some_and(|(kv, effect)| {
             !kv.is_empty() && !effect.is_empty() && !kv.starts_with('=')
@@ -1225,6 +1239,21 @@ spec:
             text.contains("spec.subnets[0].egress: `nat-123`: can only be set on private or IPv6-capable public subnets"),
             "{text}"
         );
+        let (cluster, mut ig) = complex();
+        ig.spec.extra.insert(
+            "iam".into(),
+            serde_json::json!({"profile": "arn:aws:iam::123456789012:role/KopsExampleRole"}),
+        );
+        let text = problems(&cluster, &ig);
+        assert!(
+            text.contains("spec.iam.profile: `arn:aws:iam::123456789012:role/KopsExampleRole`: is not an instance profile's ARN"),
+            "{text}"
+        );
+        ig.spec.extra.insert(
+            "iam".into(),
+            serde_json::json!({"profile": "arn:aws:iam::123456789012:instance-profile/KopsExampleRole"}),
+        );
+        assert_eq!(problems(&cluster, &ig), "");
         for (range, ok) in [
             ("30000-32767", true),
             ("30000+100", true),

@@ -23,6 +23,7 @@ fn kops_update_cluster_inputs_pass_the_added_checks() {
         "serviceNodePortRange",
         "loadBalancer.subnets",
         "spec.volumes",
+        "spec.iam.profile",
     ];
     let mut checked = 0;
     let mut wrong = Vec::new();
