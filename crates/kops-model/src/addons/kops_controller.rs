@@ -137,6 +137,15 @@ mod tests {
                 .unwrap_or_default()
                 .trim();
             assert_eq!(ours, line, "case {case}");
+            // The manifest carries it as kops does: the ConfigMap's
+            // config.yaml is the JSON itself.
+            let manifest = crate::addons::manifest(&model, "kops-controller.addons.k8s.io")
+                .unwrap()
+                .unwrap();
+            assert!(
+                manifest.contains(&format!("  config.yaml: |\n    {line}\n")),
+                "case {case}:\n{manifest}"
+            );
             compared += 1;
         }
         if kops_testkit::shared_dir().is_some() {

@@ -1,5 +1,5 @@
 //! A worker joins, end to end on this machine: moto is AWS (STS, EC2, IAM,
-//! through the real SDK), `kops update cluster --yes` writes the keysets,
+//! S3 as the state store, through the real SDK), `kops update cluster --yes` writes the keysets,
 //! node configs and launch templates, the control-plane nodeup (under a
 //! temp root) writes kops-controller's configuration, certificate and
 //! signing key, kops-controller serves on loopback from exactly those
@@ -26,7 +26,7 @@ use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
 use kops_nodeup::{config, Arch};
 use sha2::{Digest, Sha256};
 
-use crate::common::{command, file_url, Run};
+use crate::common::{command, Run};
 
 const CLUSTER: &str = "join.example.com";
 const WORKERS: &str = "nodes-us-east-1a";
@@ -66,12 +66,15 @@ fn assets(server: &kops_testkit::file_server::FileServer) -> Vec<String> {
 }
 
 /// Points a stored node config's assets at the test server; its new hash.
-fn localize(path: &Path, assets: &[String]) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut cfg = config::parse_yaml("test", &text).unwrap();
+async fn localize(store: &dyn kops_state::ObjectStore, key: &str, assets: &[String]) -> String {
+    let bytes = store.read(key).await.unwrap().expect("node config");
+    let mut cfg = config::parse_yaml("test", &String::from_utf8_lossy(&bytes)).unwrap();
     cfg.assets = BTreeMap::from([("amd64".to_string(), assets.to_vec())]);
     let yaml = config::render_yaml(&cfg);
-    std::fs::write(path, &yaml).unwrap();
+    store
+        .write(key, yaml.as_bytes(), Default::default())
+        .await
+        .unwrap();
     config::config_hash(yaml.as_bytes())
 }
 
@@ -187,8 +190,9 @@ fn workers_join_through_kops_controller() {
         .try_init();
 
     let tmp = tempfile::tempdir().unwrap();
-    let state_dir = tmp.path().join("state");
-    let state = file_url(&state_dir);
+    // The state store in moto's S3, as on AWS.
+    moto.create_bucket("kops-join-state").unwrap();
+    let state = "s3://kops-join-state/clusters".to_string();
     let r = kops_on(
         moto,
         &[
@@ -214,18 +218,18 @@ fn workers_join_through_kops_controller() {
     );
     assert_eq!(r.code, 0, "apply: {}", r.stderr);
 
-    // Workers' STS tokens and kops-controller's replay go to moto.
-    std::env::set_var("AWS_ENDPOINT_URL", moto.endpoint());
-    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-    std::env::set_var("AWS_REGION", "us-east-1");
+    // S3, workers' STS tokens and kops-controller's replay go to moto.
+    for (k, v) in moto.env() {
+        std::env::set_var(k, v);
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(join(moto, tmp.path(), &state_dir, &logs));
+    rt.block_on(join(moto, tmp.path(), &state, &logs));
 }
 
-async fn join(moto: &kops_testkit::Moto, tmp: &Path, state_dir: &Path, logs: &Logs) {
+async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     let sdk = aws_config::defaults(BehaviorVersion::latest())
         .endpoint_url(moto.endpoint())
         .region(Region::new("us-east-1"))
@@ -234,8 +238,8 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state_dir: &Path, logs: &Lo
         .await;
     let ec2 = aws_sdk_ec2::Client::new(&sdk);
     let sts = aws_sdk_sts::Client::new(&sdk);
-    let base = state_dir.join(CLUSTER);
-    let config_base = format!("{}/{CLUSTER}", file_url(state_dir));
+    let store = kops_state::open(state).await.unwrap();
+    let config_base = format!("{state}/{CLUSTER}");
 
     // What update wrote for the worker: kops-controller and the cluster CA,
     // no state store.
@@ -249,9 +253,13 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state_dir: &Path, logs: &Lo
         server.servers,
         vec![format!("https://kops-controller.internal.{CLUSTER}:3988/")]
     );
+    let keyset = store
+        .read(&format!("{CLUSTER}/pki/private/kubernetes-ca/keyset.yaml"))
+        .await
+        .unwrap()
+        .expect("kubernetes-ca keyset");
     let keyset =
-        std::fs::read_to_string(base.join("pki/private/kubernetes-ca/keyset.yaml")).unwrap();
-    let keyset = kops_pki::Keyset::parse("kubernetes-ca", &keyset).unwrap();
+        kops_pki::Keyset::parse("kubernetes-ca", &String::from_utf8_lossy(&keyset)).unwrap();
     assert_eq!(server.ca_certificates, keyset.trusted_certificates_pem());
     let cp_boot = boot_config_of(&ec2, &format!("{CONTROL_PLANE}.masters.{CLUSTER}")).await;
     assert_eq!(cp_boot.config_base.as_deref(), Some(config_base.as_str()));
@@ -260,15 +268,17 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state_dir: &Path, logs: &Lo
     let files = kops_testkit::file_server::FileServer::start(BTreeMap::new());
     let list = assets(&files);
     let cp_hash = localize(
-        &base.join(format!(
-            "igconfig/control-plane/{CONTROL_PLANE}/nodeupconfig.yaml"
-        )),
+        store.as_ref(),
+        &format!("{CLUSTER}/igconfig/control-plane/{CONTROL_PLANE}/nodeupconfig.yaml"),
         &list,
-    );
+    )
+    .await;
     let worker_hash = localize(
-        &base.join(format!("igconfig/node/{WORKERS}/nodeupconfig.yaml")),
+        store.as_ref(),
+        &format!("{CLUSTER}/igconfig/node/{WORKERS}/nodeupconfig.yaml"),
         &list,
-    );
+    )
+    .await;
 
     // 1. The control plane's nodeup: kops-controller's files.
     let cp_root = tmp.join("control-plane");
