@@ -8,8 +8,8 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
 use kube::discovery::{self, ApiCapabilities, ApiResource, Scope};
@@ -36,12 +36,18 @@ pub trait HttpGet: Send + Sync {
     fn get<'a>(&'a self, url: &'a str) -> HttpFuture<'a>;
 }
 
+/// Makes a new self-signed CA named `common_name`: (certificate PEM,
+/// private key PEM).
+pub type NewCa = fn(common_name: &str) -> Result<(String, String), String>;
+
 #[derive(Clone, Default)]
 pub struct ApplyOptions {
     /// Only say what would be applied.
     pub dry_run: bool,
     /// For `http(s)://` locations; without it they are refused.
     pub http: Option<Arc<dyn HttpGet>>,
+    /// For addons with `needsPKI`; without it they fail.
+    pub new_ca: Option<NewCa>,
 }
 
 impl std::fmt::Debug for ApplyOptions {
@@ -49,6 +55,7 @@ impl std::fmt::Debug for ApplyOptions {
         f.debug_struct("ApplyOptions")
             .field("dry_run", &self.dry_run)
             .field("http", &self.http.is_some())
+            .field("new_ca", &self.new_ca.is_some())
             .finish()
     }
 }
@@ -235,7 +242,19 @@ pub async fn apply_channel(
     let mut applier = Applier {
         client: client.clone(),
         resources: HashMap::new(),
+        new_ca: options.new_ca,
     };
+    // Addons that are current but lack their CA or issuer.
+    let mut planned = planned;
+    let mut pki_missing = BTreeSet::new();
+    for addon in channel.spec.addons.iter().filter(|a| a.needs_pki) {
+        if !applier.pki_installed(&addon.name).await? {
+            pki_missing.insert(addon.name.clone());
+            planned
+                .entry(addon.name.as_str())
+                .or_insert(Reason::PkiMissing);
+        }
+    }
     let mut report = Report::default();
     for (name, error) in version_errors {
         report.addons.push(AddonOutcome::Failed { name, error });
@@ -254,7 +273,7 @@ pub async fn apply_channel(
             continue;
         }
         let outcome = applier
-            .install(&mut reader, channel_url, addon, reason)
+            .install(&mut reader, channel_url, addon, reason, &pki_missing)
             .await;
         report.addons.push(outcome);
     }
@@ -268,7 +287,7 @@ pub async fn apply_channel(
                 continue;
             };
             let outcome = applier
-                .install(&mut reader, channel_url, addon, reason)
+                .install(&mut reader, channel_url, addon, reason, &pki_missing)
                 .await;
             if matches!(outcome, AddonOutcome::Applied { .. }) {
                 report.addons[index] = outcome;
@@ -345,13 +364,47 @@ impl Reader {
 
 struct Applier {
     client: Client,
+    new_ca: Option<NewCa>,
     /// Discovered resources by (group, version, kind).
     resources: HashMap<(String, String, String), (ApiResource, ApiCapabilities)>,
 }
 
 impl Applier {
-    /// Applies `addon` and records it in its namespace's annotation.
+    /// Applies `addon` and records it in its namespace's annotation (unless
+    /// only its PKI is missing), then makes its PKI when missing.
     async fn install(
+        &mut self,
+        reader: &mut Reader,
+        channel_url: &str,
+        addon: &AddonSpec,
+        reason: Reason,
+        pki_missing: &BTreeSet<String>,
+    ) -> AddonOutcome {
+        let outcome = if reason == Reason::PkiMissing {
+            AddonOutcome::Applied {
+                name: addon.name.clone(),
+                reason,
+                objects: 0,
+                pruned: 0,
+            }
+        } else {
+            self.install_manifest(reader, channel_url, addon, reason)
+                .await
+        };
+        if !pki_missing.contains(&addon.name) || !matches!(outcome, AddonOutcome::Applied { .. }) {
+            return outcome;
+        }
+        match self.install_pki(&addon.name).await {
+            Ok(()) => outcome,
+            Err(e) => AddonOutcome::Failed {
+                name: addon.name.clone(),
+                error: e.to_string(),
+            },
+        }
+    }
+
+    /// Applies `addon`'s manifest and records it.
+    async fn install_manifest(
         &mut self,
         reader: &mut Reader,
         channel_url: &str,
@@ -397,6 +450,104 @@ impl Applier {
         }
     }
 
+    /// The cert-manager `Issuer` resource, if the cluster serves it.
+    async fn issuer_resource(&mut self) -> Option<(ApiResource, ApiCapabilities)> {
+        self.resource("cert-manager.io", "v1", "Issuer").await.ok()
+    }
+
+    /// Whether the CA secret `<name>-ca` and the issuer `<name>` exist in
+    /// kube-system (kops' check; without the Issuer kind, they do not).
+    async fn pki_installed(&mut self, name: &str) -> Result<bool, ChannelsError> {
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), RECORD_NAMESPACE);
+        let secret = format!("{name}-ca");
+        if secrets
+            .get_opt(&secret)
+            .await
+            .map_err(kube_error(format!(
+                "reading secret {RECORD_NAMESPACE}/{secret}"
+            )))?
+            .is_none()
+        {
+            return Ok(false);
+        }
+        let Some((resource, _)) = self.issuer_resource().await else {
+            return Ok(false);
+        };
+        let issuers: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), RECORD_NAMESPACE, &resource);
+        Ok(issuers
+            .get_opt(name)
+            .await
+            .map_err(kube_error(format!(
+                "reading issuer {RECORD_NAMESPACE}/{name}"
+            )))?
+            .is_some())
+    }
+
+    /// Makes what is missing of the addon's PKI: a new CA in the secret
+    /// `<name>-ca`, and the issuer `<name>` signing with it. Existing
+    /// objects are kept as they are (created, never applied over).
+    async fn install_pki(&mut self, name: &str) -> Result<(), ChannelsError> {
+        let pki_error = |message: String| ChannelsError::NeedsPki {
+            addon: name.to_string(),
+            message,
+        };
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), RECORD_NAMESPACE);
+        let secret_name = format!("{name}-ca");
+        let exists = secrets
+            .get_opt(&secret_name)
+            .await
+            .map_err(kube_error(format!(
+                "reading secret {RECORD_NAMESPACE}/{secret_name}"
+            )))?
+            .is_some();
+        if !exists {
+            let new_ca = self.new_ca.ok_or_else(|| {
+                pki_error("no CA generator here (nodeup channels apply has one)".into())
+            })?;
+            let (certificate, key) = new_ca(name).map_err(pki_error)?;
+            let secret: Secret = serde_json::from_value(json!({
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret_name, "namespace": RECORD_NAMESPACE},
+                "stringData": {"tls.crt": certificate, "tls.key": key},
+                "type": "kubernetes.io/tls",
+            }))
+            .map_err(|e| pki_error(e.to_string()))?;
+            match secrets.create(&PostParams::default(), &secret).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => {
+                    return Err(kube_error(format!(
+                        "creating secret {RECORD_NAMESPACE}/{secret_name}"
+                    ))(e))
+                }
+            }
+        }
+        let (resource, _) = self.issuer_resource().await.ok_or_else(|| {
+            pki_error(
+                "the cluster does not serve cert-manager.io/v1 Issuer yet (cert-manager's addon)"
+                    .into(),
+            )
+        })?;
+        let issuers: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), RECORD_NAMESPACE, &resource);
+        let issuer: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Issuer",
+            "metadata": {"name": name, "namespace": RECORD_NAMESPACE},
+            "spec": {"ca": {"secretName": secret_name}},
+        }))
+        .map_err(|e| pki_error(e.to_string()))?;
+        match issuers.create(&PostParams::default(), &issuer).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+            Err(e) => Err(kube_error(format!(
+                "creating issuer {RECORD_NAMESPACE}/{name}"
+            ))(e)),
+        }
+    }
+
     /// Applies one addon's manifest and prunes; returns the number of
     /// objects applied and deleted.
     async fn addon(
@@ -405,11 +556,6 @@ impl Applier {
         channel_url: &str,
         addon: &AddonSpec,
     ) -> Result<(usize, usize), ChannelsError> {
-        if addon.needs_pki {
-            return Err(ChannelsError::NeedsPki {
-                addon: addon.name.clone(),
-            });
-        }
         if addon.manifest.is_empty() {
             return Err(ChannelsError::NoManifest {
                 addon: addon.name.clone(),

@@ -72,8 +72,9 @@ pub struct AddonSpec {
     /// alone does not apply the addon again (a new `id` or manifest does).
     #[serde(default)]
     pub version: String,
-    /// Asks for a CA and a cert-manager issuer, which kops-rs does not
-    /// provision: such an addon is refused rather than half installed.
+    /// Asks for a CA of its own: a `kubernetes.io/tls` Secret `<name>-ca`
+    /// and a cert-manager `Issuer` `<name>` signing with it, both in
+    /// `kube-system`, made once when missing.
     #[serde(default, rename = "needsPKI")]
     pub needs_pki: bool,
 }
@@ -131,9 +132,15 @@ impl InstalledVersion {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reason {
     NotInstalled,
-    IdChanged { from: String, to: String },
+    IdChanged {
+        from: String,
+        to: String,
+    },
     ManifestChanged,
     OlderGeneration(i64),
+    /// The addon is current but its CA secret or cert-manager issuer
+    /// (`needsPKI`) is missing.
+    PkiMissing,
 }
 
 impl std::fmt::Display for Reason {
@@ -142,6 +149,7 @@ impl std::fmt::Display for Reason {
             Reason::NotInstalled => write!(f, "not installed"),
             Reason::IdChanged { from, to } => write!(f, "id {from:?} → {to:?}"),
             Reason::ManifestChanged => write!(f, "manifest changed"),
+            Reason::PkiMissing => write!(f, "its CA and issuer are missing"),
             Reason::OlderGeneration(g) => {
                 write!(f, "installed by an older applier (generation {g})")
             }

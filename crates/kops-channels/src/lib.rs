@@ -22,7 +22,7 @@ pub mod channel;
 
 pub use apply::{
     apply_channel, apply_channels, channels_from_pod_manifest, client_from_kubeconfig,
-    AddonOutcome, ApplyOptions, ChannelReport, HttpFuture, HttpGet, Report,
+    AddonOutcome, ApplyOptions, ChannelReport, HttpFuture, HttpGet, NewCa, Report,
 };
 pub use channel::{Channel, ChannelError, InstalledVersion, Reason};
 
@@ -41,8 +41,8 @@ pub enum ChannelsError {
     Fetch { url: String, message: String },
     #[error("addon {addon} has no manifest")]
     NoManifest { addon: String },
-    #[error("addon {addon} needs PKI (a CA and a cert-manager issuer), which kops-rs does not provision")]
-    NeedsPki { addon: String },
+    #[error("addon {addon} needs PKI (a CA and a cert-manager issuer): {message}")]
+    NeedsPki { addon: String, message: String },
     #[error("namespace {namespace} does not exist, so addon records cannot be read\nhint: is the API server fully up?")]
     NoRecordNamespace { namespace: String },
     #[error("the API server's version {version:?} is not a version")]

@@ -655,3 +655,159 @@ spec:
     assert_eq!(deployment["spec"]["replicas"], 5);
     assert_eq!(api.record("web.example.org").unwrap()["id"], "k8s-1.30");
 }
+
+fn fake_ca(name: &str) -> Result<(String, String), String> {
+    Ok((format!("CERT {name}"), format!("KEY {name}")))
+}
+
+#[tokio::test]
+async fn needs_pki_makes_a_ca_secret_and_an_issuer_once() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let addons = dir.path().join("addons");
+    std::fs::create_dir_all(&addons).unwrap();
+    // cert-manager's addon defines Issuers; the other addon needs PKI.
+    std::fs::write(
+        addons.join("certmanager.yaml"),
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: issuers.cert-manager.io
+spec:
+  group: cert-manager.io
+  names:
+    kind: Issuer
+    plural: issuers
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+",
+    )
+    .unwrap();
+    std::fs::write(addons.join("metrics.yaml"), config_map("metrics")).unwrap();
+    std::fs::write(
+        addons.join("bootstrap-channel.yaml"),
+        "kind: Addons
+metadata:
+  name: bootstrap
+spec:
+  addons:
+  - id: k8s-1.11
+    manifest: metrics.yaml
+    name: metrics-server.addons.k8s.io
+    needsPKI: true
+  - id: k8s-1.16
+    manifest: certmanager.yaml
+    name: certmanager.io
+",
+    )
+    .unwrap();
+    let url = format!(
+        "file://{}/addons/bootstrap-channel.yaml",
+        dir.path().display()
+    );
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
+        .await
+        .unwrap();
+    let options = ApplyOptions {
+        new_ca: Some(fake_ca),
+        ..Default::default()
+    };
+
+    // The issuer's kind comes with the second addon: the first is retried
+    // at the end of the pass.
+    let first = apply_channel(&client, &url, &options).await.unwrap();
+    assert_eq!(
+        names(&first),
+        [
+            "applied metrics-server.addons.k8s.io (1 objects, 0 pruned)",
+            "applied certmanager.io (1 objects, 0 pruned)"
+        ]
+    );
+    let secret = api
+        .get(
+            "api/v1",
+            "secrets",
+            "kube-system",
+            "metrics-server.addons.k8s.io-ca",
+        )
+        .unwrap();
+    assert_eq!(secret["type"], "kubernetes.io/tls");
+    assert_eq!(
+        secret["stringData"]["tls.crt"],
+        "CERT metrics-server.addons.k8s.io"
+    );
+    let issuer = api
+        .get(
+            "apis/cert-manager.io/v1",
+            "issuers",
+            "kube-system",
+            "metrics-server.addons.k8s.io",
+        )
+        .unwrap();
+    assert_eq!(
+        issuer["spec"]["ca"]["secretName"],
+        "metrics-server.addons.k8s.io-ca"
+    );
+    api.take_requests();
+
+    let second = apply_channel(&client, &url, &options).await.unwrap();
+    assert!(
+        names(&second).iter().all(|n| n.starts_with("current ")),
+        "{second:?}"
+    );
+    let writes: Vec<String> = api
+        .take_requests()
+        .into_iter()
+        .filter(|r| !r.starts_with("GET "))
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+
+    // The issuer deleted: made again (the CA is kept), the manifest is not
+    // applied again.
+    api.take_requests();
+    let _ = api.delete(
+        "apis/cert-manager.io/v1",
+        "issuers",
+        "kube-system",
+        "metrics-server.addons.k8s.io",
+    );
+    let third = apply_channel(&client, &url, &options).await.unwrap();
+    assert_eq!(
+        names(&third)[0],
+        "applied metrics-server.addons.k8s.io (0 objects, 0 pruned)"
+    );
+    assert!(matches!(
+        &third.addons[0],
+        AddonOutcome::Applied {
+            reason: Reason::PkiMissing,
+            ..
+        }
+    ));
+    assert!(api
+        .get(
+            "apis/cert-manager.io/v1",
+            "issuers",
+            "kube-system",
+            "metrics-server.addons.k8s.io"
+        )
+        .is_some());
+
+    // Without a CA generator the addon fails, saying why.
+    let api2 = FakeApi::start();
+    let client2 = client_from_kubeconfig(&api2.write_kubeconfig(dir.path()))
+        .await
+        .unwrap();
+    let report = apply_channel(&client2, &url, &ApplyOptions::default())
+        .await
+        .unwrap();
+    assert!(names(&report)[0].contains("no CA generator"), "{report:?}");
+}
+
+fn config_map(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: kube-system\n"
+    )
+}

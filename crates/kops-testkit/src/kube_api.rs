@@ -1,7 +1,7 @@
 //! A small Kubernetes API for tests, served over plain HTTP/1.1 on
 //! 127.0.0.1 by threads, objects kept in memory: discovery of the built-in
-//! kinds addon manifests use, get, list (by label), server-side apply (field
-//! manager `kops`, forced), JSON merge patch and delete, `/version`. Enough
+//! kinds addon manifests use, get, list (by label), create, server-side apply
+//! (field manager `kops`, forced), JSON merge patch and delete, `/version`. Enough
 //! for the addon applier; not a validating API server (any object of a known
 //! kind is accepted as sent). The built-in kinds are generic storage; an
 //! applied CustomResourceDefinition serves its kind from then on (deleting
@@ -170,6 +170,17 @@ impl FakeApi {
         );
         std::fs::write(&path, text).expect("write the kubeconfig");
         path
+    }
+
+    /// Deletes a stored object (as if someone removed it); whether it
+    /// existed.
+    pub fn delete(&self, prefix: &str, plural: &str, ns: &str, name: &str) -> bool {
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .remove(&(prefix.into(), plural.into(), ns.into(), name.into()))
+            .is_some()
     }
 
     /// The stored object, if any.
@@ -429,6 +440,37 @@ fn handle(
             }
             state.objects.insert(key(&name), object.clone());
             (200, object)
+        }
+        ("POST", None) => {
+            let Ok(mut object) = serde_json::from_slice::<Value>(body) else {
+                return (400, json!({"kind": "Status", "code": 400}));
+            };
+            let Some(name) = object["metadata"]["name"].as_str().map(str::to_string) else {
+                return (
+                    422,
+                    json!({"kind": "Status", "code": 422, "message": "metadata.name is required"}),
+                );
+            };
+            if state.objects.contains_key(&key(&name)) {
+                return (
+                    409,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "AlreadyExists", "code": 409, "message": format!("{name} already exists")}),
+                );
+            }
+            if r.namespaced {
+                object["metadata"]["namespace"] = json!(ns);
+            }
+            if r.kind == "CustomResourceDefinition" {
+                let served = crd_resources(&object);
+                state.resources.retain(|x| {
+                    !served
+                        .iter()
+                        .any(|s| s.prefix == x.prefix && s.plural == x.plural)
+                });
+                state.resources.extend(served);
+            }
+            state.objects.insert(key(&name), object.clone());
+            (201, object)
         }
         ("DELETE", Some(name)) => match state.objects.remove(&key(&name)) {
             Some(removed) => {

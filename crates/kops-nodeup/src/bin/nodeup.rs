@@ -168,6 +168,16 @@ impl kops_channels::HttpGet for Download {
     }
 }
 
+/// A CA for an addon with `needsPKI` (kops makes a self-signed one named
+/// after the addon).
+fn new_ca(name: &str) -> Result<(String, String), String> {
+    let ca = kops_pki::CertificateAuthority::generate(name).map_err(|e| e.to_string())?;
+    Ok((
+        ca.certificate_pem().to_string(),
+        ca.private_key_pem().to_string(),
+    ))
+}
+
 /// The channels of one pass: those given, then those the pod manifest
 /// lists (each once, in order).
 async fn channels_to_apply(
@@ -205,6 +215,7 @@ async fn channels(args: ChannelsApply) -> anyhow::Result<()> {
             3,
             Duration::from_secs(2),
         )))),
+        new_ca: Some(new_ca),
     };
     loop {
         let (channels, mut failed) = channels_to_apply(&args, &options).await;

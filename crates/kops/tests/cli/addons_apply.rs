@@ -57,9 +57,7 @@ async fn update_writes_addons_the_applier_applies_once() {
         .await
         .unwrap();
     let channel = format!("{state}/{NAME}/addons/bootstrap-channel.yaml");
-    let first = apply_channel(&client, &channel, &ApplyOptions::default())
-        .await
-        .unwrap();
+    let first = apply_channel(&client, &channel, &options()).await.unwrap();
     let mut applied = Vec::new();
     for addon in &first.addons {
         match addon {
@@ -125,9 +123,7 @@ async fn update_writes_addons_the_applier_applies_once() {
         .is_some());
     api.take_requests();
 
-    let second = apply_channel(&client, &channel, &ApplyOptions::default())
-        .await
-        .unwrap();
+    let second = apply_channel(&client, &channel, &options()).await.unwrap();
     assert!(
         second
             .addons
@@ -141,6 +137,21 @@ async fn update_writes_addons_the_applier_applies_once() {
         .filter(|r| !r.starts_with("GET "))
         .collect();
     assert!(writes.is_empty(), "{writes:?}");
+}
+
+/// Options as nodeup's: a CA generator for addons with `needsPKI`.
+fn options() -> ApplyOptions {
+    fn new_ca(name: &str) -> Result<(String, String), String> {
+        let ca = kops_pki::CertificateAuthority::generate(name).map_err(|e| e.to_string())?;
+        Ok((
+            ca.certificate_pem().to_string(),
+            ca.private_key_pem().to_string(),
+        ))
+    }
+    ApplyOptions {
+        new_ca: Some(new_ca),
+        ..Default::default()
+    }
 }
 
 /// Cases with many kinds of addons: the defaults, Cilium in a private
@@ -265,7 +276,7 @@ async fn conformance_cases_addons_are_accepted_and_applied_once() {
         let client = client_from_kubeconfig(&api.write_kubeconfig(work.path()))
             .await
             .unwrap();
-        let first = apply_channel(&client, &channel, &ApplyOptions::default())
+        let first = apply_channel(&client, &channel, &options())
             .await
             .unwrap_or_else(|e| panic!("{case}: {e}"));
         let mut objects = 0;
@@ -292,9 +303,7 @@ async fn conformance_cases_addons_are_accepted_and_applied_once() {
         }
         api.take_requests();
 
-        let second = apply_channel(&client, &channel, &ApplyOptions::default())
-            .await
-            .unwrap();
+        let second = apply_channel(&client, &channel, &options()).await.unwrap();
         assert!(
             second
                 .addons
