@@ -386,6 +386,8 @@ pub enum GetCommand {
     /// List the cluster's instances (from the cloud, with node names when the API answers).
     #[command(visible_aliases = ["instance"])]
     Instances(crate::more_commands::GetInstancesArgs),
+    /// Display the files (with sha256) and container images the cluster needs.
+    Assets(crate::assets_commands::GetAssetsArgs),
     /// The cluster and its instance groups.
     All {
         #[arg(value_name = "CLUSTER")]

@@ -490,6 +490,10 @@ async fn get(global: &GlobalArgs, args: GetArgs) -> Result<i32> {
         Some(GetCommand::Instances(a)) => {
             return crate::more_commands::get_instances(global, a, args.output).await
         }
+        Some(GetCommand::Assets(a)) => {
+            let name = cluster_name(&registry, global, a.cluster_name.as_deref()).await?;
+            return crate::assets_commands::get_assets(&registry, &name, a, args.output).await;
+        }
         Some(GetCommand::All { cluster_name: c }) => {
             get_all(&registry, global, c.as_deref(), args.output.into()).await?
         }

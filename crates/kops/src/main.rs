@@ -1,6 +1,7 @@
 //! The `kops` binary: parses the command line, calls one kops-ops function,
 //! prints the result. The only place that prints or exits.
 
+mod assets_commands;
 mod cli;
 mod commands;
 mod editor;
