@@ -3,6 +3,8 @@
 //! `kubernetes.io/cluster/<name>: shared` are listed as kept and never
 //! touched. Works on half-made clusters: discovery is by tag, not by spec.
 
+pub mod dump;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 

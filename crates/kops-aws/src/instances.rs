@@ -389,6 +389,8 @@ pub struct InstanceDetails {
     /// `control-plane` (also for the older `master` tag), `node`, `bastion`, ...
     pub roles: Vec<String>,
     pub instance_type: Option<String>,
+    /// The image it runs (`toolbox dump` guesses the SSH user from it).
+    pub image_id: Option<String>,
 }
 
 /// The cluster's live instances' addresses and roles, by id (one
@@ -417,6 +419,7 @@ pub async fn instance_details(
                 public_ip: i.public_ip_address().map(str::to_string),
                 roles,
                 instance_type: i.instance_type().map(|t| t.as_str().to_string()),
+                image_id: i.image_id().map(str::to_string),
             };
             (id, details)
         })

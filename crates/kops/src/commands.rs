@@ -49,7 +49,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
         Command::Delete(args) => delete(&global, args).await,
         Command::Validate(args) => crate::roll_commands::validate(&global, args).await,
         Command::RollingUpdate(args) => crate::roll_commands::rolling_update(&global, args).await,
-        Command::Toolbox(args) => crate::toolbox_commands::toolbox(&global, args),
+        Command::Toolbox(args) => crate::toolbox_commands::toolbox(&global, args).await,
         Command::Export(args) => crate::pki_commands::export(&global, args).await,
         Command::Promote(args) => crate::pki_commands::promote(&global, args).await,
         Command::Distrust(args) => crate::pki_commands::distrust(&global, args).await,

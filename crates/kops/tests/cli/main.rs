@@ -25,3 +25,4 @@ mod rolling_update;
 mod roundtrip;
 mod seed001;
 mod terraform_conformance;
+mod toolbox_dump;
