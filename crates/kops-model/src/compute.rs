@@ -434,7 +434,9 @@ fn instance_group(
             "instanceMetadata.httpPutResponseHopLimit",
             hop_limit,
         )?,
-        instance_profile: IamInstanceProfile::output_ref(&iam::iam_name(model, role)),
+        instance_profile: IamInstanceProfile::output_ref(&iam::instance_profile_name(
+            model, index, group, role,
+        )?),
         security_groups,
         additional_security_group_ids: additional,
         ssh_key: ssh::ssh_key(model)?.map(|k| SshKey::name_ref(&k.name)),
@@ -483,7 +485,7 @@ fn instance_group(
             .collect::<BTreeSet<_>>(),
         max_instance_lifetime,
         target_groups: crate::api_load_balancer::target_groups_for(model, group.role()),
-        mixed_instances: spec.mixed_instances_policy.as_ref().map(mixed_instances),
+        mixed_instances: mixed_instances(group),
         enabled_metrics: enabled_metrics(warm_pool(model, group).is_some()),
         load_balancer_names: spec
             .external_load_balancers
@@ -575,21 +577,40 @@ pub fn enabled_metrics(with_warm_pool: bool) -> BTreeSet<String> {
     GROUP.iter().chain(extra).map(|m| m.to_string()).collect()
 }
 
-fn mixed_instances(policy: &kops_api::instance_group::MixedInstancesPolicy) -> MixedInstances {
+/// A group's mixed-instances policy, as kops builds it for groups it runs
+/// as autoscaling groups. The group's `spec.maxPrice` goes inside the policy
+/// (AWS refuses a spot request in the launch template of a group with a
+/// mixed-instances policy); without one the spot price is `""`, AWS' "up
+/// to the on-demand price", which also clears a price set before.
+fn mixed_instances(group: &InstanceGroup) -> Option<MixedInstances> {
+    let policy = group.spec.mixed_instances_policy.as_ref()?;
+    if group
+        .spec
+        .manager
+        .as_deref()
+        .is_some_and(|m| !m.is_empty() && m != "CloudGroup")
+    {
+        return None;
+    }
     let int = |v: Option<i64>| v.map(|v| v as i32);
-    MixedInstances {
+    Some(MixedInstances {
         instance_types: policy.instances.clone().unwrap_or_default(),
         on_demand_allocation_strategy: policy.on_demand_allocation_strategy.clone(),
         on_demand_base: int(policy.on_demand_base),
         on_demand_above_base: int(policy.on_demand_above_base),
         spot_allocation_strategy: policy.spot_allocation_strategy.clone(),
         spot_instance_pools: int(policy.spot_instance_pools),
-        spot_max_price: policy
-            .extra
-            .get("spotMaxPrice")
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .or_else(|| Some(String::new())),
+        spot_max_price: Some(max_price(group).unwrap_or_default()),
+    })
+}
+
+/// `spec.maxPrice`, the most the group pays per spot instance hour. kops
+/// types it as text; a number written unquoted is read as its text.
+pub fn max_price(group: &InstanceGroup) -> Option<String> {
+    match group.spec.extra.get("maxPrice")? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }
 
@@ -862,5 +883,77 @@ spec: {role: Master, image: ami-12345678, machineType: m3.medium, minSize: 1, ma
             Some(("spot".into(), String::new(), "NoExecute".into()))
         );
         assert_eq!(parse_taint("novalue"), None);
+    }
+
+    #[test]
+    fn max_price_goes_inside_the_mixed_instances_policy() {
+        let (cluster, mut groups) = load();
+        let model_groups = groups.clone();
+        let model = Model {
+            cluster: &cluster,
+            groups: &model_groups,
+            ssh_public_key: None,
+            node_inputs: None,
+            account_id: None,
+            config_base: "memfs://tests/minimal-aws.example.com",
+        };
+        let nodes = &mut groups[0];
+        nodes
+            .spec
+            .extra
+            .insert("maxPrice".into(), serde_json::json!("0.1"));
+        nodes.spec.mixed_instances_policy = Some(kops_api::instance_group::MixedInstancesPolicy {
+            instances: Some(vec!["m5.large".into(), "m5a.large".into()]),
+            on_demand_base: Some(0),
+            on_demand_above_base: Some(0),
+            spot_allocation_strategy: Some("capacity-optimized".into()),
+            ..Default::default()
+        });
+        let (_, asg) = instance_group(&model, 0, nodes).unwrap();
+        let mixed = asg.mixed_instances.expect("a mixed instances policy");
+        assert_eq!(mixed.instance_types, ["m5.large", "m5a.large"]);
+        assert_eq!(mixed.spot_max_price.as_deref(), Some("0.1"));
+        assert_eq!(mixed.on_demand_above_base, Some(0));
+        assert_eq!(
+            mixed.spot_allocation_strategy.as_deref(),
+            Some("capacity-optimized")
+        );
+
+        // Unquoted, as YAML reads `maxPrice: 0.1`.
+        nodes
+            .spec
+            .extra
+            .insert("maxPrice".into(), serde_json::json!(0.25));
+        let (_, asg) = instance_group(&model, 0, nodes).unwrap();
+        assert_eq!(
+            asg.mixed_instances.unwrap().spot_max_price.as_deref(),
+            Some("0.25")
+        );
+
+        // No maxPrice: the on-demand price, written as "" so a price set before is cleared.
+        nodes.spec.extra.remove("maxPrice");
+        let (_, asg) = instance_group(&model, 0, nodes).unwrap();
+        assert_eq!(
+            asg.mixed_instances.unwrap().spot_max_price.as_deref(),
+            Some("")
+        );
+    }
+
+    #[test]
+    fn a_group_with_its_own_profile_launches_with_it() {
+        use crate::security::tests::{load, model, PUBLIC};
+        let yaml = PUBLIC.replace(
+            "spec: {role: Node, ",
+            "spec: {iam: {profile: 'arn:aws:iam::123456789012:instance-profile/KopsExampleRole'}, role: Node, ",
+        );
+        let (cluster, groups) = load(&yaml);
+        let m = model(&cluster, &groups);
+        let (template, _) = instance_group(&m, 1, &groups[1]).unwrap();
+        assert_eq!(template.instance_profile.key().name, "KopsExampleRole");
+        let (template, _) = instance_group(&m, 0, &groups[0]).unwrap();
+        assert_eq!(
+            template.instance_profile.key().name,
+            "masters.pub.example.com"
+        );
     }
 }

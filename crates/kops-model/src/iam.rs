@@ -14,11 +14,16 @@
 //! instance roles, and service accounts get their own roles (IRSA): see
 //! [`irsa`].
 //!
-//! Not handled yet: instance groups with their own `iam.profile`, and the
-//! Route 53 statements when `spec.dnsZone` is a name rather than a zone id
+//! An instance group with its own `spec.iam.profile` (an existing instance
+//! profile's ARN) gets no role, policy or profile: its launch template
+//! names that profile, which is only looked up ([`shared_profile`]); a role
+//! whose groups all name one gets none of its own either.
+//!
+//! Not handled yet: the Route 53 statements when `spec.dnsZone` is a name rather than a zone id
 //! (the zone's id comes from the DNS task of the compute half).
 
 pub mod irsa;
+pub mod shared_profile;
 
 use std::collections::BTreeSet;
 
@@ -164,14 +169,86 @@ pub fn assume_role_policy(partition: &str) -> PolicyDocument {
     }))
 }
 
-/// The roles that have instance groups, in a stable order.
+/// The roles kops-rs makes an IAM role and instance profile for: those
+/// with a group that names no existing profile, in a stable order.
 fn roles_in_use(model: &Model<'_>) -> Vec<Role> {
     let mut roles: Vec<Role> = Role::ALL
         .into_iter()
-        .filter(|r| model.has_role(*r))
+        .filter(|r| {
+            model
+                .groups_with(*r)
+                .any(|g| custom_profile_arn(g).is_none())
+        })
         .collect();
     roles.sort();
     roles
+}
+
+/// `spec.iam.profile` of a group: the ARN of an existing instance profile.
+pub fn custom_profile_arn(group: &InstanceGroup) -> Option<&str> {
+    group
+        .spec
+        .extra
+        .get("iam")
+        .and_then(|i| i.get("profile"))
+        .and_then(Value::as_str)
+        .filter(|a| !a.is_empty())
+}
+
+/// The instance profile a group's instances run with: the one its
+/// `spec.iam.profile` names, else the one kops-rs makes for its role.
+pub fn instance_profile_name(
+    model: &Model<'_>,
+    index: usize,
+    group: &InstanceGroup,
+    role: Role,
+) -> Result<String, ModelError> {
+    match custom_profile_arn(group) {
+        None => Ok(iam_name(model, role)),
+        Some(arn) => shared_profile::profile_name_from_arn(arn)
+            .map(str::to_string)
+            .ok_or_else(|| ModelError::Spec {
+                path: format!("instanceGroups[{index}].spec.iam.profile"),
+                message: format!("`{arn}` is not an instance profile's ARN"),
+                hint: "write the profile's ARN, e.g. `arn:aws:iam::123456789012:instance-profile/KopsExampleRole`".into(),
+            }),
+    }
+}
+
+/// The existing profiles groups name, each once, with the groups naming
+/// it. kops refuses one profile for groups of different roles (their
+/// instances would need different permissions).
+fn shared_profiles(
+    model: &Model<'_>,
+) -> Result<Vec<shared_profile::SharedInstanceProfile>, ModelError> {
+    let mut found: Vec<(shared_profile::SharedInstanceProfile, Role)> = Vec::new();
+    for (index, group) in model.groups.iter().enumerate() {
+        let (Some(arn), Some(role)) = (custom_profile_arn(group), group.role()) else {
+            continue;
+        };
+        let name = instance_profile_name(model, index, group, role)?;
+        match found.iter_mut().find(|(p, _)| p.name == name) {
+            Some((_, other)) if *other != role => {
+                return Err(ModelError::Spec {
+                    path: format!("instanceGroups[{index}].spec.iam.profile"),
+                    message: format!(
+                        "instance profile `{arn}` is named by groups of two roles ({other:?} and {role:?})"
+                    ),
+                    hint: "give each role's groups their own instance profile".into(),
+                })
+            }
+            Some((p, _)) => p.groups.push(group.name().to_string()),
+            None => found.push((
+                shared_profile::SharedInstanceProfile {
+                    name,
+                    arn: arn.to_string(),
+                    groups: vec![group.name().to_string()],
+                },
+                role,
+            )),
+        }
+    }
+    Ok(found.into_iter().map(|(p, _)| p).collect())
 }
 
 /// Adds the IAM tasks.
@@ -204,6 +281,16 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         })?;
         graph.add(IamInstanceProfileRole::new(&name, &name))?;
         graph.add(irsa::instance_role_attachments(model, role))?;
+    }
+    let managed: Vec<String> = roles_in_use(model)
+        .into_iter()
+        .map(|r| iam_name(model, r))
+        .collect();
+    for profile in shared_profiles(model)? {
+        // A group may name the profile kops-rs makes for its role anyway.
+        if !managed.contains(&profile.name) {
+            graph.add(profile)?;
+        }
     }
     irsa::build(model, graph, &env)?;
     Ok(())
@@ -1603,6 +1690,81 @@ mod tests {
         assert_eq!(
             region(&model(&cluster, &groups)).as_deref(),
             Some("ap-southeast-2")
+        );
+    }
+
+    /// `PUBLIC` with the nodes group (and, when asked, the control plane)
+    /// naming an existing instance profile.
+    fn with_profile(control_plane_too: bool) -> String {
+        let profile =
+            "iam: {profile: arn:aws:iam::123456789012:instance-profile/KopsExampleRole}, ";
+        let mut yaml = PUBLIC.replace(
+            "spec: {role: Node, ",
+            &format!("spec: {{{profile}role: Node, "),
+        );
+        if control_plane_too {
+            yaml = yaml.replace(
+                "spec: {role: Master, ",
+                &format!("spec: {{{profile}role: Master, "),
+            );
+        }
+        yaml
+    }
+
+    #[test]
+    fn a_group_with_its_own_profile_gets_no_role_or_profile() {
+        let (cluster, groups) = load(&with_profile(false));
+        let m = model(&cluster, &groups);
+        let mut graph = TaskGraph::new();
+        build(&m, &mut graph).unwrap();
+        let keys: Vec<String> = graph.iter().map(|(k, _)| k.to_string()).collect();
+        assert!(
+            !keys
+                .iter()
+                .any(|k| k.contains("nodes.pub.example.com") || k.contains("node-policyoverride")),
+            "{keys:?}"
+        );
+        for key in [
+            "IAMRole/masters.pub.example.com",
+            "IAMInstanceProfile/masters.pub.example.com",
+            "IAMInstanceProfileRole/masters.pub.example.com",
+        ] {
+            assert!(keys.contains(&key.to_string()), "{key} in {keys:?}");
+        }
+        let (_, task) = graph
+            .iter()
+            .find(|(k, _)| k.to_string() == "IAMInstanceProfile/KopsExampleRole")
+            .expect("the given profile, looked up");
+        let shared = task
+            .as_any()
+            .downcast_ref::<shared_profile::SharedInstanceProfile>()
+            .expect("only looked up, not made");
+        assert_eq!(shared.groups, ["nodes"]);
+        assert_eq!(
+            instance_profile_name(&m, 1, &groups[1], Role::Node).unwrap(),
+            "KopsExampleRole"
+        );
+        assert_eq!(
+            instance_profile_name(&m, 0, &groups[0], Role::ControlPlane).unwrap(),
+            "masters.pub.example.com"
+        );
+    }
+
+    #[test]
+    fn a_profile_for_two_roles_or_not_a_profile_is_refused() {
+        let (cluster, groups) = load(&with_profile(true));
+        let m = model(&cluster, &groups);
+        let e = build(&m, &mut TaskGraph::new()).unwrap_err().to_string();
+        assert!(e.contains("named by groups of two roles"), "{e}");
+
+        let yaml =
+            with_profile(false).replace("instance-profile/KopsExampleRole", "role/KopsExampleRole");
+        let (cluster, groups) = load(&yaml);
+        let m = model(&cluster, &groups);
+        let e = build(&m, &mut TaskGraph::new()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("instanceGroups[1].spec.iam.profile: `arn:aws:iam::123456789012:role/KopsExampleRole` is not an instance profile's ARN"),
+            "{e}"
         );
     }
 }

@@ -375,7 +375,15 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         .filter(|s| s.kind == SubnetType::DualStack)
         .map(|s| s.zone)
         .collect();
-    let resource_based_naming = spec.cloud_controller_manager.as_ref().map(|_| {
+    // Subnets name their instances' hostnames after the instance (resource
+    // names) whenever the external cloud controller runs, unless the cluster
+    // asks for IP-based node names. kops runs the external controller on
+    // every AWS cluster (its options builder fills in
+    // `cloudControllerManager` for AWS whatever the spec says), so writing
+    // the field is not what turns it on.
+    let external_ccm = spec.cloud_controller_manager.is_some()
+        || matches!(spec.cloud_provider.as_deref(), None | Some("" | "aws"));
+    let resource_based_naming = external_ccm.then(|| {
         let ip_based = spec
             .cloud_config
             .as_ref()
@@ -897,7 +905,7 @@ mod tests {
     }
 
     #[test]
-    fn resource_based_naming_follows_the_cloud_controller_manager() {
+    fn resource_based_naming_follows_kops_default_cloud_controller() {
         let public = "  - {name: a, type: Public, zone: us-east-1a, cidr: 172.20.32.0/19}\n";
         let naming = |extra: &str| {
             let graph = build_for(&cluster(public, extra)).unwrap();
@@ -909,7 +917,14 @@ mod tests {
                 .unwrap()
                 .resource_based_naming
         };
-        assert_eq!(naming(""), None);
+        // kops turns the external cloud controller on for every AWS
+        // cluster: resource names whether or not the spec writes it.
+        assert_eq!(naming(""), Some(true));
+        assert_eq!(naming("  cloudProvider: aws\n"), Some(true));
+        assert_eq!(
+            naming("  cloudProvider: aws\n  cloudConfig:\n    useIPBasedNodeNames: true\n"),
+            Some(false)
+        );
         assert_eq!(naming("  cloudControllerManager: {}\n"), Some(true));
         assert_eq!(
             naming("  cloudControllerManager: {}\n  cloudConfig:\n    useIPBasedNodeNames: true\n"),
