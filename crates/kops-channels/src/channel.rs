@@ -19,22 +19,22 @@ pub const SYSTEM_GENERATION: i64 = 1;
 #[derive(Debug, Clone, Deserialize)]
 pub struct Channel {
     pub kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub metadata: ChannelMetadata,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub spec: ChannelSpec,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ChannelMetadata {
     /// The name of addons that do not name themselves.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub name: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ChannelSpec {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub addons: Vec<AddonSpec>,
 }
 
@@ -43,22 +43,22 @@ pub struct ChannelSpec {
 #[serde(rename_all = "camelCase")]
 pub struct AddonSpec {
     /// The addon's name; the channel's `metadata.name` when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub name: String,
     /// The namespace whose annotations record the addon (`kube-system`
     /// when absent).
     #[serde(default)]
     pub namespace: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub id: String,
     /// The manifest: a URL, or a path relative to the channel file's
     /// directory.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub manifest: String,
     /// sha256 (hex) of the manifest.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub manifest_hash: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub selector: BTreeMap<String, String>,
     #[serde(default)]
     pub needs_rolling_update: Option<String>,
@@ -66,16 +66,16 @@ pub struct AddonSpec {
     pub prune: Option<PruneSpec>,
     /// A semver range of the Kubernetes versions this entry is for (all
     /// when empty).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub kubernetes_version: String,
     /// Informational; kops' records do not carry it, so a new `version`
     /// alone does not apply the addon again (a new `id` or manifest does).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub version: String,
     /// Asks for a CA of its own: a `kubernetes.io/tls` Secret `<name>-ca`
     /// and a cert-manager `Issuer` `<name>` signing with it, both in
     /// `kube-system`, made once when missing.
-    #[serde(default, rename = "needsPKI")]
+    #[serde(default, rename = "needsPKI", deserialize_with = "null_as_default")]
     pub needs_pki: bool,
 }
 
@@ -83,23 +83,32 @@ pub struct AddonSpec {
 /// selector that the manifest does not have.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct PruneSpec {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub kinds: Vec<PruneKind>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PruneKind {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub group: String,
     pub kind: String,
     /// Only these namespaces; all when empty.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub namespaces: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub label_selector: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub field_selector: String,
+}
+
+/// kops writes `selector: null` (Go's nil map); a null is the default.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// What the cluster records for an installed addon (kops' `ChannelVersion`,
@@ -660,6 +669,7 @@ spec:
     selector:
       k8s-addon: coredns.addons.k8s.io
   - manifest: limit-range.addons.k8s.io/v1.5.0.yaml
+    selector: null
     manifestHash: bbbb
     name: limit-range.addons.k8s.io
     prune:
