@@ -72,6 +72,26 @@ def _dns_from_any_ip(ip, dns_type="internal"):
 ec2_utils.generate_dns_from_ip = _dns_from_any_ip
 elastic_network_interfaces.generate_dns_from_ip = _dns_from_any_ip
 
+# 5. ModifySubnetAttribute ignores EnableDns64 and DescribeSubnets never
+#    reports it, so an IPv6-native subnet (DNS64 on, as AWS keeps it) reads
+#    back as DNS64 off on every run.
+from moto.ec2.responses import subnets as subnet_responses  # noqa: E402
+
+_modify_subnet = subnet_responses.Subnets.modify_subnet_attribute
+
+
+def _modify_subnet_dns64(self):
+    value = self._get_param("EnableDns64.Value")
+    if value is not None:
+        subnet = self.ec2_backend.get_subnet(self._get_param("SubnetId"))
+        subnet.enable_dns64 = str(value).lower() == "true"
+    return _modify_subnet(self)
+
+
+subnet_responses.Subnets.modify_subnet_attribute = _modify_subnet_dns64
+if not hasattr(subnets.Subnet, "enable_dns64"):
+    subnets.Subnet.enable_dns64 = False
+
 # The shared tree's patched moto (more fixes, e.g. DescribeLaunchTemplates
 # paged with NextToken where plain moto stops at 15) runs as moto's entry
 # point when kops-testkit found it; the fixes above stay applied under it.
