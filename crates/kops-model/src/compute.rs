@@ -18,9 +18,14 @@
 //! checks nodeup, which reads the group's node config, stored by `update
 //! cluster --yes` and pinned by hash in the script, from the state store.
 //!
-//! Not yet: instance-store block devices, additional volumes, mixed
-//! instances policies, warm pools, lifecycle hooks and
-//! metrics collection.
+//! A mixed-instances policy carries the group's `spec.maxPrice`; a group
+//! with `spec.iam.profile` launches with that existing profile (see
+//! [`iam::instance_profile_name`]).
+//!
+//! Not yet: instance-store block devices, and the spot price of a group
+//! with `spec.maxPrice` and no mixed-instances policy (kops puts it in the
+//! launch template's market options, which the launch template task does
+//! not model).
 
 use std::collections::{BTreeMap, BTreeSet};
 
