@@ -8,7 +8,7 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{Namespace, Node, Secret};
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
@@ -403,6 +403,39 @@ impl Applier {
         }
     }
 
+    /// Marks the nodes an updated addon asks to roll (kops'
+    /// `needsRollingUpdate`: `control-plane`, `workers` or `all`) with the
+    /// annotation `kops.k8s.io/needs-update`, which `kops rolling-update`
+    /// reads. Only for an update: a first install rolls nothing.
+    async fn mark_nodes(&self, addon: &AddonSpec) -> Result<(), ChannelsError> {
+        let selector = match addon.needs_rolling_update.as_deref() {
+            None | Some("") => return Ok(()),
+            Some("control-plane") => "node-role.kubernetes.io/master=",
+            Some("workers") => "node-role.kubernetes.io/node=",
+            Some(_) => "",
+        };
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let mut params = ListParams::default();
+        if !selector.is_empty() {
+            params = params.labels(selector);
+        }
+        let list = nodes.list(&params).await.map_err(kube_error(format!(
+            "listing nodes to mark for {}",
+            addon.name
+        )))?;
+        let patch = json!({"metadata": {"annotations": {"kops.k8s.io/needs-update": ""}}});
+        for node in list.items {
+            let name = node.metadata.name.unwrap_or_default();
+            nodes
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(kube_error(format!(
+                    "marking node {name} for a rolling update"
+                )))?;
+        }
+        Ok(())
+    }
+
     /// Applies `addon`'s manifest and records it.
     async fn install_manifest(
         &mut self,
@@ -421,6 +454,14 @@ impl Applier {
                 }
             }
         };
+        if reason != Reason::NotInstalled {
+            if let Err(e) = self.mark_nodes(addon).await {
+                return AddonOutcome::Failed {
+                    name,
+                    error: e.to_string(),
+                };
+            }
+        }
         let value = addon.version(channel_url).encode();
         let patch = json!({"metadata": {"annotations": {
             format!("{ANNOTATION_PREFIX}{}", addon.name): value

@@ -811,3 +811,62 @@ fn config_map(name: &str) -> String {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: kube-system\n"
     )
 }
+
+#[tokio::test]
+async fn an_update_that_needs_a_rolling_update_marks_those_nodes() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, role) in [("cp", "master"), ("worker", "node")] {
+        api.put(
+            "api/v1",
+            "nodes",
+            "",
+            name,
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                format!("node-role.kubernetes.io/{role}"): ""}}}),
+        );
+    }
+    let write = |manifest: &str| {
+        std::fs::write(dir.path().join("net.yaml"), manifest).unwrap();
+        std::fs::write(
+            dir.path().join("addon.yaml"),
+            format!(
+                "kind: Addons
+metadata:
+  name: net.example.org
+spec:
+  addons:
+  - manifest: net.yaml
+    manifestHash: {}
+    needsRollingUpdate: control-plane
+",
+                sha(manifest)
+            ),
+        )
+        .unwrap();
+    };
+    write(&config_map("net-v1"));
+    let url = format!("file://{}/addon.yaml", dir.path().display());
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
+        .await
+        .unwrap();
+    let marked = |name: &str| {
+        api.get("api/v1", "nodes", "", name).unwrap()["metadata"]["annotations"]
+            ["kops.k8s.io/needs-update"]
+            == ""
+    };
+
+    let first = apply_channel(&client, &url, &ApplyOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(first.applied(), 1);
+    assert!(!marked("cp"), "a first install rolls nothing");
+
+    write(&config_map("net-v2"));
+    let second = apply_channel(&client, &url, &ApplyOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(second.applied(), 1);
+    assert!(marked("cp"));
+    assert!(!marked("worker"));
+}
