@@ -448,7 +448,7 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     let client = BootstrapClient::new(
         CLUSTER,
         "us-east-1",
-        &[url.clone()],
+        std::slice::from_ref(&url),
         &server.ca_certificates,
     )
     .unwrap();
