@@ -5,7 +5,7 @@ use crate::common;
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;
-use common::{command, Run};
+use common::kops_on;
 
 struct Network {
     vpc: String,
@@ -48,14 +48,6 @@ async fn make_network(endpoint: &str) -> Network {
         subnet_b: ids.pop().unwrap(),
         subnet_a: ids.pop().unwrap(),
     }
-}
-
-fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
-    let mut c = command(args);
-    for (k, v) in moto.env() {
-        c.env(k, v);
-    }
-    c.output().unwrap().into()
 }
 
 fn cluster_doc(stdout: &str) -> serde_json::Value {

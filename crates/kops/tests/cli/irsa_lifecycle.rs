@@ -9,19 +9,11 @@ use crate::common;
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;
-use common::{command, file_url, Run};
+use common::{file_url, kops_on};
 
 const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
 const CLUSTER: &str = "irsa.example.com";
 const BUCKET: &str = "oidc-discovery";
-
-fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
-    let mut c = command(args);
-    for (k, v) in moto.env() {
-        c.env(k, v);
-    }
-    c.output().unwrap().into()
-}
 
 #[tokio::test]
 async fn irsa_lifecycle() {

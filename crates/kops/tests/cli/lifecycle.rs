@@ -8,19 +8,11 @@ use crate::common;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;
 use aws_sdk_ec2::types::Filter;
-use common::{command, file_url, Run};
+use common::{command, file_url, kops_on};
 
 /// An image moto has (moto ships a fixed set; kops' default Ubuntu image
 /// is not among them), named as `owner/name` so the look-up is exercised.
 const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
-
-fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
-    let mut c = command(args);
-    for (k, v) in moto.env() {
-        c.env(k, v);
-    }
-    c.output().unwrap().into()
-}
 
 /// SDK configuration for this test process' moto.
 async fn moto_config(endpoint: &str) -> aws_config::SdkConfig {

@@ -26,21 +26,13 @@ use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
 use kops_nodeup::{config, Arch};
 use sha2::{Digest, Sha256};
 
-use crate::common::{command, Run};
+use crate::common::kops_on;
 
 const CLUSTER: &str = "join.example.com";
 const WORKERS: &str = "nodes-us-east-1a";
 const CONTROL_PLANE: &str = "control-plane-us-east-1a";
 const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
 const ACCOUNT: &str = "123456789012";
-
-fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
-    let mut c = command(args);
-    for (k, v) in moto.env() {
-        c.env(k, v);
-    }
-    c.output().unwrap().into()
-}
 
 fn sha256(bytes: &[u8]) -> String {
     Sha256::digest(bytes)

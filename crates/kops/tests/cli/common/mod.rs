@@ -37,6 +37,15 @@ pub fn command(args: &[&str]) -> Command {
     c
 }
 
+/// Runs `kops ARGS` against moto (its endpoint, region and credentials).
+pub fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
+    let mut c = command(args);
+    for (k, v) in moto.env() {
+        c.env(k, v);
+    }
+    c.output().expect("run kops").into()
+}
+
 /// Runs `kops ARGS`.
 pub fn kops(args: &[&str]) -> Run {
     command(args).output().expect("run kops").into()
