@@ -679,6 +679,27 @@ fn healthcheck_manifest(cluster: &Cluster) -> String {
 
 fn channels_manifest(model: &Model<'_>) -> String {
     let cluster = model.cluster;
+    // The bootstrap channel, then the cluster's own addon channels
+    // (`spec.addons[].manifest`), as kops lists them.
+    let mut args: Vec<Value> = [
+        "apply",
+        "channel",
+        "--v=4",
+        "--yes",
+        "--interval=1m0s",
+        "--node-labels=node-role.kubernetes.io/control-plane",
+        "--node-name=$(NODE_NAME)",
+    ]
+    .iter()
+    .map(|a| json!(a))
+    .collect();
+    args.push(json!(format!(
+        "{}/addons/bootstrap-channel.yaml",
+        model.config_base
+    )));
+    for addon in cluster.spec.addons.iter().flatten() {
+        args.push(json!(addon.manifest));
+    }
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -689,12 +710,7 @@ fn channels_manifest(model: &Model<'_>) -> String {
         },
         "spec": {
             "containers": [{
-                "args": [
-                    "apply", "channel", "--v=4", "--yes", "--interval=1m0s",
-                    "--node-labels=node-role.kubernetes.io/control-plane",
-                    "--node-name=$(NODE_NAME)",
-                    format!("{}/addons/bootstrap-channel.yaml", model.config_base),
-                ],
+                "args": args,
                 "env": [
                     {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
                     {"name": "KUBECONFIG", "value": "/var/lib/kops/kubeconfig"},
