@@ -14,7 +14,8 @@
 //! With `sslCertificate`, TLS on 443 to a `tls-...` target group and TCP on
 //! 8443 to the TCP one; explicit `subnets` with elastic IPs or private
 //! addresses; `additionalSecurityGroups`; the cross-zone and access-log
-//! attributes when the spec sets them.
+//! attributes when the spec sets them, and the access log stated off
+//! (`access_logs.s3.enabled=false`, as kops sets it) when it sets none.
 //!
 //! With DNS `None` nodes find kops-controller (port 3988) through the
 //! balancer: a `kops-controller-...` target group (HTTPS health check on
@@ -371,6 +372,10 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
             "access_logs.s3.prefix".to_string(),
             log.bucket_prefix.clone().unwrap_or_default(),
         );
+    } else {
+        // kops states the access log off when the spec configures none, so
+        // a load balancer without the attribute is one it would change.
+        attributes.insert("access_logs.s3.enabled".to_string(), "false".to_string());
     }
     let by_subnet = |pick: fn(&kops_api::cluster::LoadBalancerSubnetSpec) -> Option<&String>| {
         explicit
@@ -594,6 +599,13 @@ mod tests {
         assert!(!lb
             .attributes
             .contains_key("load_balancing.cross_zone.enabled"));
+        // No access log in the spec: stated off, as kops does.
+        assert_eq!(
+            lb.attributes
+                .get("access_logs.s3.enabled")
+                .map(String::as_str),
+            Some("false")
+        );
     }
 
     #[test]

@@ -263,6 +263,19 @@ impl MixedInstances {
     }
 }
 
+/// The version a group runs, as a number when it can be known: kops points
+/// its groups at `$Latest` (and `$Default` is the template's default), which
+/// is the version kops-rs would write when the template's latest (or
+/// default) version is that one; then the group needs no change for its
+/// version alone.
+fn running_version(version: Option<&str>, template: Option<&LaunchTemplateOutput>) -> String {
+    match (version, template) {
+        (Some("$Latest"), Some(t)) if t.latest_version == t.version => t.version.to_string(),
+        (Some("$Default"), Some(t)) => t.version.to_string(),
+        (v, _) => v.unwrap_or_default().to_string(),
+    }
+}
+
 fn actual_of(group: &aws_sdk_autoscaling::types::AutoScalingGroup) -> AutoscalingGroupActual {
     let mixed = group.mixed_instances_policy();
     let template = group.launch_template().or_else(|| {
@@ -388,7 +401,7 @@ impl Task<AwsContext> for AutoscalingGroup {
             .compare_reference(
                 "launchTemplateVersion",
                 actual
-                    .map(|a| a.launch_template_version.clone().unwrap_or_default())
+                    .map(|a| running_version(a.launch_template_version.as_deref(), template))
                     .as_ref(),
                 template.map(|t| t.version.to_string()).as_ref(),
                 self.launch_template.key(),

@@ -39,6 +39,10 @@ use crate::tasks::ssh_key::SshKeyName;
 pub struct LaunchTemplateOutput {
     pub id: String,
     pub version: i64,
+    /// The template's latest version. kops points its groups at `$Latest`
+    /// (and makes each new version the default too): such a group runs
+    /// `version` when this equals it.
+    pub latest_version: i64,
 }
 
 impl FieldValue for LaunchTemplateOutput {
@@ -180,6 +184,8 @@ pub struct TemplateData {
 pub struct LaunchTemplateActual {
     pub id: String,
     pub default_version: i64,
+    /// The template's latest version number.
+    pub latest_version: i64,
     /// The template's own tags.
     pub tags: Tags,
     /// The default version's data.
@@ -534,12 +540,14 @@ impl Task<AwsContext> for LaunchTemplate {
             .and_then(|v| v.launch_template_data())
             .map(|d| template_data(d, &image.root_device_name))
             .unwrap_or_default();
+        let default_version = version
+            .and_then(|v| v.version_number())
+            .or(template.default_version_number())
+            .unwrap_or(1);
         Ok(Some(LaunchTemplateActual {
             id,
-            default_version: version
-                .and_then(|v| v.version_number())
-                .or(template.default_version_number())
-                .unwrap_or(1),
+            default_version,
+            latest_version: template.latest_version_number().unwrap_or(default_version),
             tags: tag_map(template.tags()),
             data,
             resolved_image: image.id,
@@ -645,6 +653,7 @@ impl Task<AwsContext> for LaunchTemplate {
         LaunchTemplateOutput {
             id: actual.id.clone(),
             version: actual.default_version,
+            latest_version: actual.latest_version,
         }
     }
 
@@ -678,9 +687,11 @@ impl Task<AwsContext> for LaunchTemplate {
                 .unwrap_or_default()
                 .to_string();
             ctx.remember_created(self.key(), &id);
+            let version = template.latest_version_number().unwrap_or(1);
             return Ok(LaunchTemplateOutput {
                 id,
-                version: template.latest_version_number().unwrap_or(1),
+                version,
+                latest_version: version,
             });
         };
         let data_changed = changes.iter().any(|c| c.field != "tags");
@@ -728,6 +739,12 @@ impl Task<AwsContext> for LaunchTemplate {
         Ok(LaunchTemplateOutput {
             id: actual.id.clone(),
             version,
+            // A version made now is the newest.
+            latest_version: if data_changed {
+                version.max(actual.latest_version)
+            } else {
+                actual.latest_version
+            },
         })
     }
 }

@@ -11,7 +11,12 @@
 //! group (which is kops' IPv4 egress rule, so it is kept, not revoked), and
 //! its other rules are authorized. AWS answering
 //! `InvalidPermission.Duplicate` (a rule written by an interrupted run)
-//! counts as success.
+//! counts as success. AWS' own all-egress rules (`0.0.0.0/0`, and `::/0`
+//! in a VPC with IPv6) are never authorized, so never tagged that way: in
+//! the run that creates their group each is read by id (one
+//! `DescribeSecurityGroupRules`) and tagged as kops tags it. Later runs do
+//! not read rule tags (the no-op stays one batched describe per type), so
+//! such a rule of a group made before this is not tagged afterwards.
 
 use aws_sdk_ec2::types::{
     IpPermission, IpRange, Ipv6Range, PrefixListId, ResourceType, UserIdGroupPair,
@@ -20,6 +25,8 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use kops_engine::{Changes, OutputRef, Outputs, Task, TaskError, TaskKey};
 
 use crate::context::{classify, tag_spec, AwsContext, Tags};
+use crate::tasks::ec2::write_missing_tags;
+use crate::tasks::managed_tags;
 use crate::tasks::security_group::SecurityGroupId;
 
 /// Where the traffic of a rule comes from (ingress) or goes to (egress).
@@ -64,7 +71,9 @@ pub struct SecurityGroupRule {
     /// The last port (ICMP: the code); `None` for all ports.
     pub to_port: Option<i32>,
     pub target: RuleTarget,
-    /// Written when the rule is authorized. Not compared afterwards: the
+    /// Written when the rule is authorized, or, for the all-egress rules AWS
+    /// gives every new group (`0.0.0.0/0`, and `::/0` in a VPC with IPv6),
+    /// in the run that creates the group. Not compared afterwards: the
     /// group's permissions, which is how rules are found, carry no tags.
     pub tags: Tags,
 }
@@ -73,6 +82,9 @@ pub struct SecurityGroupRule {
 #[derive(Debug, Clone)]
 pub struct SecurityGroupRuleActual {
     pub group_id: String,
+    /// The rule's id and tags, read only for AWS' default egress rules of a
+    /// group created in this run.
+    pub described: Option<(String, Tags)>,
 }
 
 impl SecurityGroupRule {
@@ -147,6 +159,67 @@ impl SecurityGroupRule {
         p.build()
     }
 
+    /// AWS' own rules of every new VPC group: all egress to `0.0.0.0/0`,
+    /// and to `::/0` when the VPC has an IPv6 block.
+    fn is_default_egress(&self) -> bool {
+        self.egress
+            && self.aws_protocol() == "-1"
+            && (self.target == RuleTarget::Cidr("0.0.0.0/0".into())
+                || self.target == RuleTarget::Ipv6Cidr("::/0".into()))
+    }
+
+    /// The id and tags of AWS' default egress rule of `group_id` (one
+    /// `DescribeSecurityGroupRules`), when this task tags that rule: kops
+    /// tags it like its other rules, and it was never authorized with tags
+    /// (authorizing it answers `InvalidPermission.Duplicate`).
+    async fn describe_default_egress(
+        &self,
+        ctx: &AwsContext,
+        group_id: &str,
+    ) -> Result<Option<(String, Tags)>, TaskError> {
+        if !self.is_default_egress() || self.tags.is_empty() {
+            return Ok(None);
+        }
+        let out = ctx
+            .ec2()
+            .describe_security_group_rules()
+            .filters(
+                aws_sdk_ec2::types::Filter::builder()
+                    .name("group-id")
+                    .values(group_id)
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| classify("DescribeSecurityGroupRules", &self.name, e))?;
+        Ok(out
+            .security_group_rules()
+            .iter()
+            .find(|r| {
+                r.is_egress() == Some(true)
+                    && r.group_id() == Some(group_id)
+                    && same_protocol(r.ip_protocol().unwrap_or("-1"), "-1")
+                    && match &self.target {
+                        RuleTarget::Cidr(cidr) => r.cidr_ipv4() == Some(cidr.as_str()),
+                        RuleTarget::Ipv6Cidr(cidr) => r.cidr_ipv6() == Some(cidr.as_str()),
+                        _ => false,
+                    }
+            })
+            .and_then(|r| {
+                let tags = r
+                    .tags()
+                    .iter()
+                    .filter_map(|t| {
+                        Some((
+                            t.key()?.to_string(),
+                            t.value().unwrap_or_default().to_string(),
+                        ))
+                    })
+                    .collect();
+                Some((r.security_group_rule_id()?.to_string(), tags))
+            }))
+    }
+
     fn direction(&self) -> &'static str {
         if self.egress {
             "egress"
@@ -213,25 +286,35 @@ impl Task<AwsContext> for SecurityGroupRule {
             .or(shared.as_ref())
         else {
             // Not in this run's discovery: the group was created in this
-            // run, and AWS gave it only its default rule, all egress to
-            // 0.0.0.0/0 (kops' own IPv4 egress rule).
-            let default_egress = self.egress
-                && self.aws_protocol() == "-1"
-                && self.target == RuleTarget::Cidr("0.0.0.0/0".into());
-            return Ok(default_egress.then(|| SecurityGroupRuleActual {
-                group_id: group_id.0.clone(),
-            }));
+            // run, and AWS gave it only its default rules, all egress to
+            // 0.0.0.0/0 (kops' own IPv4 egress rule) and, in a VPC with an
+            // IPv6 block, to ::/0.
+            if !self.is_default_egress() {
+                return Ok(None);
+            }
+            let described = self.describe_default_egress(ctx, &group_id.0).await?;
+            let ipv4 = matches!(self.target, RuleTarget::Cidr(_));
+            return Ok(
+                (ipv4 || described.is_some()).then(|| SecurityGroupRuleActual {
+                    group_id: group_id.0.clone(),
+                    described,
+                }),
+            );
         };
         let permissions = if self.egress {
             group.ip_permissions_egress()
         } else {
             group.ip_permissions()
         };
+        // Found in the batched discovery: its tags are not read (that would
+        // be a call per rule on every run); it was tagged when its group
+        // was created.
         Ok(permissions
             .iter()
             .any(|p| self.matches(p, source))
             .then(|| SecurityGroupRuleActual {
                 group_id: group_id.0.clone(),
+                described: None,
             }))
     }
 
@@ -241,7 +324,10 @@ impl Task<AwsContext> for SecurityGroupRule {
         deps: &Outputs,
     ) -> Result<Changes, TaskError> {
         let mut changes = Changes::new();
-        if actual.is_some() {
+        if let Some(actual) = actual {
+            if let Some((_, tags)) = &actual.described {
+                changes.compare("tags", Some(&managed_tags(tags, &self.tags)), &self.tags);
+            }
             return Ok(changes);
         }
         let group = deps.try_get(&self.group)?.map(|g| g.0.as_str());
@@ -277,7 +363,10 @@ impl Task<AwsContext> for SecurityGroupRule {
         actual: Option<&SecurityGroupRuleActual>,
         _: &Changes,
     ) -> Result<(), TaskError> {
-        if actual.is_some() {
+        if let Some(actual) = actual {
+            if let Some((id, tags)) = &actual.described {
+                write_missing_tags(ctx, id, tags, &self.tags).await?;
+            }
             return Ok(());
         }
         let group_id = deps.get(&self.group)?.0.clone();

@@ -9,6 +9,7 @@ mod api_load_balancer;
 mod compute;
 mod conformance_apply;
 mod irsa;
+mod kops_interop;
 mod network;
 mod override_apply;
 mod security;

@@ -24,5 +24,6 @@ mod pki;
 mod rolling_update;
 mod roundtrip;
 mod seed001;
+mod state_files;
 mod terraform_conformance;
 mod toolbox_dump;
