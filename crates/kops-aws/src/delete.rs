@@ -203,6 +203,12 @@ async fn list_cluster_resources_once(
         let tags = as_ec2(g.target_group_arn());
         add(2, "target-group", g.target_group_arn(), &tags, None);
     }
+    // Classic ELBs (an API or bastion balancer of a cluster made by kops
+    // 1.36 or earlier, which kops still deletes): with the ELBv2 ones,
+    // before their security groups and subnets.
+    for (name, tags) in classic_load_balancers(cloud, cluster).await? {
+        add(1, "classic-load-balancer", Some(&name), &tags, None);
+    }
     // One Describe per type and filter (every page of it), all at once.
     // DescribeAddresses and DescribeKeyPairs have no pages in AWS' API.
     macro_rules! paged {
@@ -690,6 +696,86 @@ pub struct DeleteReport {
     pub passes: u32,
 }
 
+/// A client of the Classic ELB API, counting its calls with the cloud's
+/// other clients. Only `delete cluster` needs it (kops-rs never creates a
+/// Classic ELB: kops 1.37 refuses `api.loadBalancer.class: Classic`), so it
+/// is made here rather than kept in [`AwsCloud`].
+fn classic_elb(cloud: &AwsCloud) -> aws_sdk_elasticloadbalancing::Client {
+    aws_sdk_elasticloadbalancing::Client::from_conf(
+        aws_sdk_elasticloadbalancing::config::Builder::from(cloud.sdk_config())
+            .interceptor(cloud.calls().clone())
+            .build(),
+    )
+}
+
+/// The Classic ELBs tagged for the cluster, by name, with their tags (as
+/// EC2 tags, for [`ownership`]): DescribeLoadBalancers in pages of 20 and
+/// one DescribeTags (at most 20 names) per page. A balancer deleted between
+/// the two calls fails the batch; its names are then asked one by one and
+/// the vanished one is skipped, as kops does.
+async fn classic_load_balancers(
+    cloud: &AwsCloud,
+    cluster: &str,
+) -> Result<Vec<(String, Vec<aws_sdk_ec2::types::Tag>)>, AwsError> {
+    let elb = classic_elb(cloud);
+    let pages = elb
+        .describe_load_balancers()
+        .page_size(20)
+        .into_paginator()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .map_err(|e| AwsError::call("DescribeLoadBalancers", cluster, e))?;
+    let mut out = Vec::new();
+    for page in pages {
+        let names: Vec<String> = page
+            .load_balancer_descriptions()
+            .iter()
+            .filter_map(|l| l.load_balancer_name().map(str::to_string))
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let described = match elb
+            .describe_tags()
+            .set_load_balancer_names(Some(names.clone()))
+            .send()
+            .await
+        {
+            Ok(out) => out.tag_descriptions().to_vec(),
+            Err(e) if e.code() == Some("LoadBalancerNotFound") => {
+                let mut one_by_one = Vec::new();
+                for name in &names {
+                    match elb.describe_tags().load_balancer_names(name).send().await {
+                        Ok(out) => one_by_one.extend(out.tag_descriptions().iter().cloned()),
+                        Err(e) if e.code() == Some("LoadBalancerNotFound") => {}
+                        Err(e) => return Err(AwsError::call("DescribeTags", cluster, e)),
+                    }
+                }
+                one_by_one
+            }
+            Err(e) => return Err(AwsError::call("DescribeTags", cluster, e)),
+        };
+        for d in described {
+            let Some(name) = d.load_balancer_name() else {
+                continue;
+            };
+            let tags: Vec<aws_sdk_ec2::types::Tag> = d
+                .tags()
+                .iter()
+                .map(|t| {
+                    aws_sdk_ec2::types::Tag::builder()
+                        .key(t.key())
+                        .set_value(t.value().map(str::to_string))
+                        .build()
+                })
+                .collect();
+            out.push((name.to_string(), tags));
+        }
+    }
+    Ok(out)
+}
+
 /// Deletes the resources (skipping shared ones) in phases, retrying what AWS
 /// says still has dependencies, for at most `passes` rounds `interval` apart.
 pub async fn delete_resources(
@@ -887,6 +973,13 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
             .elbv2()
             .delete_load_balancer()
             .load_balancer_arn(&r.id)
+            .send()
+            .await
+            .map(|_| ())
+            .or_else(|e| sort_error("DeleteLoadBalancer", r, e)),
+        "classic-load-balancer" => classic_elb(cloud)
+            .delete_load_balancer()
+            .load_balancer_name(&r.id)
             .send()
             .await
             .map(|_| ())
