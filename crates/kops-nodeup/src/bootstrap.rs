@@ -3,14 +3,13 @@
 //! script that downloads `nodeup`, checks it, writes the boot config and
 //! runs nodeup.
 //!
-//! The script is kops-rs' own, in the shape of kops' (per-architecture mirror
-//! lists and hashes, a download loop over the mirrors with retries, hash
-//! check before anything runs). Where kops-rs' nodeup is downloaded from:
-//! `spec.assets.fileRepository` first (when set), then the project's release
-//! location. Its hash comes from [`KNOWN_NODEUP_HASHES`] (the published
-//! kops-rs releases); a build with no published release has none, and the
-//! script then checks the binary against the `nodeup.sha256` file published
-//! beside it on the same mirror, and says so in its output.
+//! The script is kops' own, byte for byte for the same nodeup URLs, hashes
+//! and boot config, so kops and kops-rs see no change in each other's launch
+//! templates. kops-rs' nodeup (kops-rs' nodeup accepts kops' flags) is
+//! downloaded from `spec.assets.fileRepository` first (when set), then the
+//! project's release location, or from the state store where `update`
+//! uploaded it; those are plain binaries, which the script then downloads
+//! without kops' `.xz` step (see [`render_script_with`]).
 
 use kops_api::{Cluster, InstanceGroup, Role};
 use serde::{Deserialize, Serialize};
@@ -36,7 +35,11 @@ pub const BOOT_CONFIG_PATH: &str = "/opt/kops/conf/kube_env.yaml";
 pub struct BootConfig {
     #[serde(rename = "CloudProvider", default)]
     pub cloud_provider: String,
-    #[serde(rename = "ClusterName", default)]
+    #[serde(
+        rename = "ClusterName",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub cluster_name: String,
     /// The cluster's directory in the state store.
     #[serde(
@@ -53,7 +56,11 @@ pub struct BootConfig {
         default
     )]
     pub config_server: Option<ConfigServer>,
-    #[serde(rename = "InstanceGroupName", default)]
+    #[serde(
+        rename = "InstanceGroupName",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub instance_group_name: String,
     /// `ControlPlane`, `Node` or `APIServer`.
     #[serde(rename = "InstanceGroupRole", default)]
@@ -100,8 +107,21 @@ impl BootConfig {
         }
     }
 
+    /// The YAML kops writes: keys sorted (kops marshals through JSON),
+    /// empty optional fields left out.
     pub fn to_yaml(&self) -> String {
-        serde_yaml_ng::to_string(self).unwrap_or_default()
+        let Ok(value) = serde_yaml_ng::to_value(self) else {
+            return String::new();
+        };
+        let value = match value {
+            serde_yaml_ng::Value::Mapping(map) => {
+                let mut entries: Vec<_> = map.into_iter().collect();
+                entries.sort_by(|(a, _), (b, _)| a.as_str().cmp(&b.as_str()));
+                serde_yaml_ng::Value::Mapping(entries.into_iter().collect())
+            }
+            other => other,
+        };
+        serde_yaml_ng::to_string(&value).unwrap_or_default()
     }
 
     pub fn parse(text: &str) -> Result<BootConfig, String> {
@@ -416,33 +436,50 @@ pub fn user_data_with(
             source: Box::new(source),
         })?,
     };
-    let script = render_script(&binaries, region(cluster).as_deref(), &boot);
-    if additional.is_empty() {
-        Ok(script)
-    } else {
-        Ok(multipart(Some(&script), additional))
+    Ok(group_user_data(cluster, group, &binaries, &boot))
+}
+
+/// The user data of a (non-bastion) group from its nodeup binaries and boot
+/// config: the script, wrapped in a MIME multipart document with the
+/// group's `additionalUserData` when it has any. Split from
+/// [`user_data_with`] so the output can be compared with kops' for the
+/// same nodeup and boot config.
+pub fn group_user_data(
+    cluster: &Cluster,
+    group: &InstanceGroup,
+    binaries: &[NodeupBinary],
+    boot: &BootConfig,
+) -> String {
+    let script = render_script_with(binaries, &ScriptOptions::of(cluster, group), boot);
+    match group.spec.additional_user_data.as_deref() {
+        Some(additional) if !additional.is_empty() => multipart(Some(&script), additional),
+        _ => script,
     }
 }
 
 /// The MIME multipart document cloud-init reads when a group adds its own
 /// user data (`spec.additionalUserData`): the bootstrap script first (as
-/// `nodeup.sh`), then each addition in order, as kops lays it out.
+/// `nodeup.sh`), then each addition in order. Byte for byte what kops
+/// writes (Go's multipart writer): CRLF line ends in the MIME framing,
+/// headers in sorted order, and no closing delimiter after the explicit one.
 pub fn multipart(
     script: Option<&str>,
     additional: &[kops_api::instance_group::UserData],
 ) -> String {
     const BOUNDARY: &str = "MIMEBOUNDARY";
-    let mut out =
-        format!("Content-Type: multipart/mixed; boundary=\"{BOUNDARY}\"\nMIME-Version: 1.0\n\n");
+    let mut out = format!(
+        "Content-Type: multipart/mixed; boundary=\"{BOUNDARY}\"\r\nMIME-Version: 1.0\r\n\r\n"
+    );
+    let mut first = true;
     let mut part = |name: &str, kind: &str, content: &str| {
-        out.push_str(&format!(
-            "--{BOUNDARY}\nContent-Disposition: attachment; filename=\"{name}\"\n\
-             Content-Transfer-Encoding: 7bit\nContent-Type: {kind}\nMime-Version: 1.0\n\n{content}"
-        ));
-        if !content.ends_with('\n') {
-            out.push('\n');
+        if !first {
+            out.push_str("\r\n");
         }
-        out.push('\n');
+        first = false;
+        out.push_str(&format!(
+            "--{BOUNDARY}\r\nContent-Disposition: attachment; filename=\"{name}\"\r\n\
+             Content-Transfer-Encoding: 7bit\r\nContent-Type: {kind}\r\nMime-Version: 1.0\r\n\r\n{content}"
+        ));
     };
     if let Some(script) = script {
         part("nodeup.sh", "text/x-shellscript", script);
@@ -450,149 +487,445 @@ pub fn multipart(
     for extra in additional {
         part(&extra.name, &extra.kind, &extra.content);
     }
-    out.push_str(&format!("--{BOUNDARY}--\n"));
+    out.push_str(&format!("\r\n--{BOUNDARY}--\r\n"));
     out
 }
 
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
+/// What the script depends on besides nodeup and the boot config, as kops
+/// decides it for a cluster and group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScriptOptions {
+    /// The cluster's cloud (`aws`, ...).
+    pub cloud_provider: String,
+    /// `export` lines at the top of the script, sorted by name
+    /// (`AWS_REGION` on AWS).
+    pub environment: Vec<(String, String)>,
+    /// kops' egress-proxy set-up lines (empty without `spec.egressProxy`).
+    pub proxy_env: String,
+    /// `spec.compressUserData`: the boot config travels gzipped and base64
+    /// encoded instead of as a heredoc.
+    pub compress: bool,
+    /// The region to sign s3:// downloads for. kops uses the bucket's
+    /// region; kops-rs' state store is in the cluster's region.
+    pub s3_region: Option<String>,
 }
 
-/// Renders the bootstrap script.
+impl ScriptOptions {
+    /// The options kops derives from the cluster and group.
+    pub fn of(cluster: &Cluster, group: &InstanceGroup) -> ScriptOptions {
+        let cloud_provider = cluster
+            .spec
+            .cloud_provider
+            .clone()
+            .unwrap_or_else(|| "aws".into());
+        let region = if cloud_provider == "aws" {
+            region(cluster)
+        } else {
+            None
+        };
+        ScriptOptions {
+            environment: region
+                .iter()
+                .map(|r| ("AWS_REGION".to_string(), r.clone()))
+                .collect(),
+            proxy_env: proxy_env(cluster),
+            compress: group.spec.compress_user_data == Some(true),
+            s3_region: region,
+            cloud_provider,
+        }
+    }
+}
+
+/// kops' egress-proxy lines: the proxy in `/etc/environment`, the package
+/// manager and systemd's default environment.
+fn proxy_env(cluster: &Cluster) -> String {
+    let Some(proxy) = cluster.spec.extra.get("egressProxy") else {
+        return String::new();
+    };
+    let http = proxy.get("httpProxy");
+    let host = http
+        .and_then(|h| h.get("host"))
+        .and_then(|h| h.as_str())
+        .unwrap_or_default();
+    if host.is_empty() {
+        return String::new();
+    }
+    let port = http
+        .and_then(|h| h.get("port"))
+        .and_then(|p| p.as_i64())
+        .unwrap_or(0);
+    let excludes = proxy
+        .get("excludes")
+        .and_then(|e| e.as_str())
+        .unwrap_or_default();
+    let scheme = if host.starts_with("http://") {
+        ""
+    } else {
+        "http://"
+    };
+    let url = if port != 0 {
+        format!("{scheme}{host}:{port}")
+    } else {
+        format!("{scheme}{host}")
+    };
+    format!(
+        "{{\n  echo \"http_proxy={url}\"\n  echo \"https_proxy={url}\"\n  echo \"no_proxy={excludes}\"\n  \
+         echo \"NO_PROXY={excludes}\"\n}} >> /etc/environment\n\
+         while read -r in; do export \"${{in?}}\"; done < /etc/environment\n\
+         case $(cat /proc/version) in\n*[Dd]ebian* | *[Uu]buntu*)\n  \
+         echo \"Acquire::http::Proxy \\\"{url}\\\";\" > /etc/apt/apt.conf.d/30proxy ;;\n\
+         *[Rr]ed[Hh]at*)\n  echo \"proxy={url}\" >> /etc/yum.conf ;;\nesac\n\
+         echo \"DefaultEnvironment=\\\"http_proxy={url}\\\" \\\"https_proxy={url}\\\" \
+         \\\"NO_PROXY={excludes}\\\" \\\"no_proxy={excludes}\\\"\" >> /etc/systemd/system.conf\n\
+         systemctl daemon-reload\nsystemctl daemon-reexec\n"
+    )
+}
+
+/// Whether `url` is a nodeup kops-rs published itself (uploaded to the
+/// state store, in a file repository's `kops-rs/` folder, or a kops-rs
+/// release): those are plain binaries, while kops' mirrors (`KOPS_BASE_URL`,
+/// `NODEUP_URL_*`) serve `<url>.xz`, which kops' script downloads.
+pub fn is_plain_binary(url: &str) -> bool {
+    url.contains("/kops-rs/") || url.starts_with(RELEASE_BASE.trim_end_matches('/'))
+}
+
+/// An s3:// URL with its key escaped for a SigV4-signed request path, as
+/// kops escapes it (everything but unreserved characters and `/`).
+fn escape_s3(url: &str) -> String {
+    let Some(rest) = url.strip_prefix("s3://") else {
+        return url.to_string();
+    };
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut out = format!("s3://{bucket}/");
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Renders the bootstrap script with only an AWS region known (no proxy,
+/// no compression).
 pub fn render_script(binaries: &[NodeupBinary], region: Option<&str>, boot: &BootConfig) -> String {
-    let mut s = String::new();
-    s.push_str("#!/bin/bash\n");
-    s.push_str("# Node bootstrap written by kops-rs: fetch nodeup, check its sha256, write the\n");
+    let options = ScriptOptions {
+        cloud_provider: if boot.cloud_provider.is_empty() {
+            "aws".into()
+        } else {
+            boot.cloud_provider.clone()
+        },
+        environment: region
+            .iter()
+            .map(|r| ("AWS_REGION".to_string(), r.to_string()))
+            .collect(),
+        s3_region: region.map(str::to_string),
+        ..Default::default()
+    };
+    render_script_with(binaries, &options, boot)
+}
+
+/// Renders the bootstrap script: kops' script, line for line, for the same
+/// nodeup sources and boot config. Two additions kops-rs needs, each only
+/// when used: nodeups kops-rs published itself ([`is_plain_binary`]) are
+/// plain binaries, so the download loop fetches `<url>` instead of
+/// `<url>.xz` and skips `xz -d`; an architecture without nodeup stops with
+/// a message instead of looping on an empty URL list.
+pub fn render_script_with(
+    binaries: &[NodeupBinary],
+    options: &ScriptOptions,
+    boot: &BootConfig,
+) -> String {
+    let source = |arch: Arch| binaries.iter().find(|b| b.arch == arch);
+    let urls = |arch: Arch| {
+        source(arch)
+            .map(|b| {
+                b.urls
+                    .iter()
+                    .map(|u| escape_s3(u))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default()
+    };
+    let hash = |arch: Arch| {
+        source(arch)
+            .and_then(|b| b.sha256.clone())
+            .unwrap_or_default()
+    };
+    let all_urls = || binaries.iter().flat_map(|b| b.urls.iter());
+    let use_s3 = options.cloud_provider == "aws" && all_urls().any(|u| u.starts_with("s3://"));
+    let plain = all_urls().any(|u| is_plain_binary(u));
+    let missing = Arch::ALL.into_iter().any(|a| source(a).is_none());
+
+    let mut s = String::from("#!/bin/bash\nset -o errexit\nset -o nounset\nset -o pipefail\n\n");
+    s.push_str(&format!(
+        "NODEUP_URL_AMD64={}\nNODEUP_HASH_AMD64={}\nNODEUP_URL_ARM64={}\nNODEUP_HASH_ARM64={}\n\n",
+        urls(Arch::Amd64),
+        hash(Arch::Amd64),
+        urls(Arch::Arm64),
+        hash(Arch::Arm64)
+    ));
+    for (name, value) in &options.environment {
+        s.push_str(&format!("export {name}={value}\n"));
+    }
+    s.push_str("\n\n");
+    s.push_str(&options.proxy_env);
+    s.push_str("\n\n");
+    s.push_str(SYSCTLS);
+    s.push_str("\n\n");
+    s.push_str(ENSURE_INSTALL_DIR);
+    if use_s3 {
+        s.push_str(IMDS_GET);
+        s.push_str(JSON_FIELD);
+    }
+    s.push_str("\n\n");
+    let mut download = String::from(DOWNLOAD_HEAD);
+    if use_s3 {
+        let region = options.s3_region.as_deref().unwrap_or("us-east-1");
+        download.push_str(&S3_FETCH.replace("{{S3_REGION}}", region));
+    } else {
+        download.push_str(HTTP_FETCH);
+    }
+    download.push_str(DOWNLOAD_TAIL);
+    if plain {
+        download = download
+            .replace(XZ_STEP, "")
+            .replace(".xz\"", "\"")
+            .replace(".xz =", " =")
+            .replace(".xz and", " and")
+            .replace("decompressed hash", "hash");
+    }
+    s.push_str(&download);
+    let mut release = DOWNLOAD_RELEASE.to_string();
+    if missing {
+        release = release.replace(
+            "  cd ${INSTALL_DIR}/bin\n",
+            "  # kops-rs: no nodeup was published for this architecture.\n  \
+             if [[ -z \"${NODEUP_URL}\" ]]; then\n    \
+             echo \"No nodeup for host arch: $(uname -m)\" >&2\n    exit 1\n  fi\n\n  \
+             cd ${INSTALL_DIR}/bin\n",
+        );
+    }
+    s.push_str(&release);
     s.push_str(
-        "# boot config, run nodeup (which reads this group's node config from the state store).\n",
+        "\n####################################################################################\n\n\
+         /bin/systemd-machine-id-setup || echo \"== Failed to initialize the machine ID; ensure machine-id configured ==\"\n",
     );
-    s.push_str("set -o errexit -o nounset -o pipefail\n\n");
-    // Every architecture gets its two variables; an empty URL (no nodeup
-    // published for it) makes the script stop with a message.
-    for arch in Arch::ALL {
-        let a = arch.as_str().to_ascii_uppercase();
-        let b = binaries.iter().find(|b| b.arch == arch);
+    if options.cloud_provider == "digitalocean" {
+        s.push_str(
+            "  # DO has machine-id baked into the image and journald should be flushed\n  \
+             # to use the new machine-id\n  systemctl restart systemd-journald\n",
+        );
+    }
+    s.push_str("\necho \"== nodeup node config starting ==\"\nensure-install-dir\n\n");
+    let kube_env = boot.to_yaml();
+    if options.compress {
         s.push_str(&format!(
-            "NODEUP_URL_{a}={}\n",
-            shell_quote(&b.map(|b| b.urls.join(",")).unwrap_or_default())
+            "echo \"{}\" | base64 -d | gzip -d > conf/kube_env.yaml",
+            gzip_base64(kube_env.as_bytes())
         ));
+    } else {
         s.push_str(&format!(
-            "NODEUP_HASH_{a}={}\n",
-            shell_quote(b.and_then(|b| b.sha256.as_deref()).unwrap_or(""))
+            "cat > conf/kube_env.yaml << '{BOOT_CONFIG_MARKER}'\n{kube_env}\n{BOOT_CONFIG_MARKER}"
         ));
     }
-    if let Some(region) = region {
-        s.push_str(&format!("\nexport AWS_REGION={}\n", shell_quote(region)));
-    }
-    s.push_str(SCRIPT_BODY);
-    s.push_str("cat > \"${INSTALL_DIR}/conf/kube_env.yaml\" <<'__KOPS_RS_BOOT_CONFIG'\n");
-    s.push_str(&boot.to_yaml());
-    s.push_str("__KOPS_RS_BOOT_CONFIG\n\n");
-    s.push_str("install-nodeup\n");
-    s.push_str("log \"running nodeup\"\n");
-    s.push_str("\"${INSTALL_DIR}/bin/nodeup\" --conf=\"${INSTALL_DIR}/conf/kube_env.yaml\"\n");
-    s.push_str("log \"node bootstrap done\"\n");
+    s.push_str("\n\ndownload-release\necho \"== nodeup node config done ==\"\n");
     s
 }
 
-const SCRIPT_BODY: &str = r#"
-INSTALL_DIR=/opt/kops
-mkdir -p "${INSTALL_DIR}/bin" "${INSTALL_DIR}/conf"
+/// The heredoc delimiter around the boot config in the script (kops').
+pub const BOOT_CONFIG_MARKER: &str = "__EOF_KUBE_ENV";
 
-log() { echo "== kops-rs bootstrap: $* ==" | tee -a /dev/console >&2 || true; }
-
-sha256-of() { sha256sum "$1" | cut -d' ' -f1; }
-
-# fetch URL FILE: one URL, curl's own retries for transient errors. An s3://
-# URL (nodeup uploaded to the state store) is read with the instance role's
-# credentials from the metadata service, signed with SigV4 by curl itself.
-fetch() {
-  case "$1" in
-    s3://*) fetch-s3 "$1" "$2" ;;
-    *) curl -fsSL --connect-timeout 20 --retry 6 --retry-delay 10 -o "$2" "$1" ;;
-  esac
+/// The boot config text in a script rendered without compression, for
+/// tests and tools that read user data back.
+pub fn boot_config_text(user_data: &str) -> Option<&str> {
+    let start = format!("<< '{BOOT_CONFIG_MARKER}'\n");
+    let rest = user_data.split_once(&start)?.1;
+    Some(rest.split_once(&format!("\n{BOOT_CONFIG_MARKER}"))?.0)
 }
 
+/// `data` gzipped (stored, uncompressed deflate blocks: any gzip reads
+/// them, and the renderer needs no compression library) and base64
+/// encoded, for `spec.compressUserData`. The header is Go's (no time, no
+/// name, unknown OS), so only the compressed bytes differ from kops'.
+pub fn gzip_base64(data: &[u8]) -> String {
+    use base64::Engine;
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    let mut chunks = data.chunks(0xffff).peekable();
+    if chunks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(chunk) = chunks.next() {
+        out.push(u8::from(chunks.peek().is_none()));
+        let len = chunk.len() as u16;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(chunk);
+    }
+    out.extend_from_slice(&crc32(data).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    base64::engine::general_purpose::STANDARD.encode(out)
+}
+
+/// CRC-32 (IEEE), for the gzip trailer.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in data {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+const SYSCTLS: &str = "sysctl -w net.core.rmem_max=16777216 || true
+sysctl -w net.core.wmem_max=16777216 || true
+sysctl -w net.ipv4.tcp_rmem='4096 87380 16777216' || true
+sysctl -w net.ipv4.tcp_wmem='4096 87380 16777216' || true
+";
+
+const ENSURE_INSTALL_DIR: &str = r#"function ensure-install-dir() {
+  INSTALL_DIR="/opt/kops"
+  # On ContainerOS, we install under /var/lib/toolbox; /opt is ro and noexec
+  if [[ -d /var/lib/toolbox ]]; then
+    INSTALL_DIR="/var/lib/toolbox/kops"
+  fi
+  mkdir -p ${INSTALL_DIR}/bin
+  mkdir -p ${INSTALL_DIR}/conf
+  cd ${INSTALL_DIR}
+}"#;
+
+const IMDS_GET: &str = r#"
+# Fetch a path from the instance metadata service. args: token, path
 imds-get() {
   curl -s -f --noproxy '*' --connect-timeout 2 --max-time 5 \
     -H "X-aws-ec2-metadata-token: $1" "http://169.254.169.254/latest/$2"
-}
+}"#;
 
+const JSON_FIELD: &str = r#"
+
+# Extract a string field from a JSON object. args: json, field
 json-field() {
   local pattern="\"$2\"[[:space:]]*:[[:space:]]*\"([^\"]+)\""
-  [[ $1 =~ ${pattern} ]] && printf '%s' "${BASH_REMATCH[1]}"
-}
+  [[ $1 =~ $pattern ]] && printf '%s' "${BASH_REMATCH[1]}"
+}"#;
 
-fetch-s3() {
-  local region="${AWS_REGION:-us-east-1}" token profile creds id secret session
-  token="$(curl -s -f -X PUT --noproxy '*' --connect-timeout 2 --max-time 5 \
-    -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' http://169.254.169.254/latest/api/token)" || return 1
-  profile="$(imds-get "${token}" meta-data/iam/security-credentials/ | head -n 1)" || return 1
-  creds="$(imds-get "${token}" "meta-data/iam/security-credentials/${profile}")" || return 1
-  id="$(json-field "${creds}" AccessKeyId)" || return 1
-  secret="$(json-field "${creds}" SecretAccessKey)" || return 1
-  session="$(json-field "${creds}" Token)" || return 1
-  # The credentials go through stdin, never the command line.
-  printf 'user "%s:%s"\nheader "x-amz-security-token: %s"\n' "${id}" "${secret}" "${session}" |
-    curl -fsSL --connect-timeout 20 --retry 6 --retry-delay 10 --config - \
-      --aws-sigv4 "aws:amz:${region}:s3" -o "$2" "https://s3.${region}.amazonaws.com/${1#s3://}"
-}
-
-# download-verified FILE HASH URLS: tries each mirror in turn until one gives a
-# file with the expected sha256; sleeps and starts over when all fail. With no
-# pinned HASH, the hash is read from the `.sha256` file next to the binary.
-download-verified() {
-  local file="$1" hash="$2" urls url expected
+const DOWNLOAD_HEAD: &str = r#"# Retry a download until we get it. sha covers the uncompressed binary. args: name, sha, urls
+download-or-bust() {
+  echo "== Downloading $1 with hash $2 from $3 =="
+  local -r file="$1"
+  local -r hash="$2"
+  local -a urls
   IFS=, read -r -a urls <<< "$3"
-  if [[ -f "${file}" && -n "${hash}" && "$(sha256-of "${file}")" == "${hash}" ]]; then
-    return 0
+
+  if [[ -f "${file}" ]]; then
+    if ! validate-hash "${file}" "${hash}"; then
+      rm -f "${file}"
+    else
+      return 0
+    fi
   fi
+
   while true; do
     for url in "${urls[@]}"; do
-      rm -f "${file}.part" "${file}.sha256"
-      expected="${hash}"
-      if [[ -z "${expected}" ]]; then
-        log "no pinned sha256 for nodeup; reading ${url}.sha256"
-        if ! fetch "${url}.sha256" "${file}.sha256"; then
-          log "cannot download ${url}.sha256"
-          continue
-        fi
-        expected="$(cut -d' ' -f1 < "${file}.sha256")"
+      echo "== Downloading ${url}.xz =="
+"#;
+
+const HTTP_FETCH: &str = r#"      if ! curl -f -Lo "${file}.xz" --connect-timeout 20 --retry 6 --retry-delay 10 "${url}.xz"; then
+        echo "== Failed to download ${url}.xz =="
+        rm -f "${file}.xz"
+"#;
+
+/// kops' download from an s3:// URL: the instance profile's credentials
+/// from the metadata service, passed to curl on stdin, signed by curl.
+const S3_FETCH: &str = r#"      local imds_token profile creds access_key secret_key session_token
+      # Use the IP of the metadata server, to not depend on DNS this early in boot
+      if ! imds_token=$(curl -s -f -X PUT --noproxy '*' --connect-timeout 2 --max-time 5 -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' "http://169.254.169.254/latest/api/token"); then
+        echo "== Failed to get an IMDS token =="
+      elif ! profile=$(imds-get "${imds_token}" meta-data/iam/security-credentials/ | head -n 1); then
+        echo "== Failed to get the instance profile name =="
+      elif ! creds=$(imds-get "${imds_token}" "meta-data/iam/security-credentials/${profile}"); then
+        echo "== Failed to get the instance profile credentials =="
+      elif ! access_key=$(json-field "${creds}" AccessKeyId) || ! secret_key=$(json-field "${creds}" SecretAccessKey) || ! session_token=$(json-field "${creds}" Token); then
+        echo "== Failed to parse the instance profile credentials =="
+      # Pass credentials through stdin so they do not appear in files, logs, or process arguments.
+      elif ! printf 'user "%s:%s"\nheader "x-amz-security-token: %s"\n' "${access_key}" "${secret_key}" "${session_token}" |
+        curl -f -Lo "${file}.xz" --connect-timeout 20 --retry 6 --retry-delay 10 \
+          --config - --aws-sigv4 "aws:amz:{{S3_REGION}}:s3" \
+          "https://s3.{{S3_REGION}}.amazonaws.com/${url#s3://}.xz"; then
+        echo "== Failed to download ${url}.xz =="
+        rm -f "${file}.xz"
+"#;
+
+/// The decompression step, dropped for plain binaries.
+const XZ_STEP: &str = r#"      elif ! xz -d "${file}.xz"; then
+        echo "== Failed to decompress ${url}.xz =="
+        rm -f "${file}" "${file}.xz"
+"#;
+
+const DOWNLOAD_TAIL: &str = r#"      elif ! xz -d "${file}.xz"; then
+        echo "== Failed to decompress ${url}.xz =="
+        rm -f "${file}" "${file}.xz"
+      elif ! validate-hash "${file}" "${hash}"; then
+        echo "== Failed to validate decompressed hash for ${url}.xz =="
+        rm -f "${file}"
+      else
+        echo "== Downloaded ${url}.xz and validated decompressed hash ${hash} =="
+        return 0
       fi
-      if ! fetch "${url}" "${file}.part"; then
-        log "cannot download ${url}"
-        continue
-      fi
-      if [[ "$(sha256-of "${file}.part")" != "${expected}" ]]; then
-        log "${url} does not have sha256 ${expected}; not using it"
-        continue
-      fi
-      mv -f "${file}.part" "${file}"
-      log "downloaded ${url} (sha256 ${expected})"
-      return 0
     done
-    log "every mirror failed; retrying in 60s"
+
+    echo "== All downloads failed; sleeping before retrying =="
     sleep 60
   done
 }
 
-install-nodeup() {
-  local url hash
-  case "$(uname -m)" in
-    x86_64|amd64) url="${NODEUP_URL_AMD64}"; hash="${NODEUP_HASH_AMD64}" ;;
-    aarch64|arm64) url="${NODEUP_URL_ARM64}"; hash="${NODEUP_HASH_ARM64}" ;;
-    *) log "unsupported architecture $(uname -m)"; exit 1 ;;
-  esac
-  if [[ -z "${url}" ]]; then
-    log "no nodeup was published for $(uname -m) by kops update cluster; not booting"
-    exit 1
+validate-hash() {
+  local -r file="$1"
+  local -r expected="$2"
+  local actual
+
+  actual=$(sha256sum "${file}" | awk '{ print $1 }') || true
+  if [[ "${actual}" != "${expected}" ]]; then
+    echo "== File ${file} is corrupted; hash ${actual} doesn't match expected ${expected} =="
+    return 1
   fi
-  download-verified "${INSTALL_DIR}/bin/nodeup" "${hash}" "${url}"
-  chmod 0755 "${INSTALL_DIR}/bin/nodeup"
 }
 
-/bin/systemd-machine-id-setup || log "could not set up the machine id"
-log "writing the boot config"
+"#;
+
+const DOWNLOAD_RELEASE: &str = r#"function download-release() {
+  case "$(uname -m)" in
+  x86_64*|i?86_64*|amd64*)
+    NODEUP_URL="${NODEUP_URL_AMD64}"
+    NODEUP_HASH="${NODEUP_HASH_AMD64}"
+    ;;
+  aarch64*|arm64*)
+    NODEUP_URL="${NODEUP_URL_ARM64}"
+    NODEUP_HASH="${NODEUP_HASH_ARM64}"
+    ;;
+  *)
+    echo "Unsupported host arch: $(uname -m)" >&2
+    exit 1
+    ;;
+  esac
+
+  cd ${INSTALL_DIR}/bin
+  download-or-bust nodeup "${NODEUP_HASH}" "${NODEUP_URL}"
+
+  chmod +x nodeup
+
+  echo "== Running nodeup =="
+  # We can't run in the foreground because of https://github.com/docker/docker/issues/23793
+  ( cd ${INSTALL_DIR}/bin; ./nodeup --install-systemd-unit --conf=${INSTALL_DIR}/conf/kube_env.yaml --v=8  )
+}
 "#;
 
 #[cfg(test)]
@@ -720,17 +1053,83 @@ mod tests {
             sha256: Some(h.clone()),
         }];
         let script = render_script(&binaries, Some("eu-west-1"), &BootConfig::default());
-        assert!(script
-            .contains("NODEUP_URL_AMD64='s3://bucket/c/kops-rs/nodeup/x/linux/amd64/nodeup'\n"));
-        assert!(script.contains(&format!("NODEUP_HASH_AMD64='{h}'\n")));
-        assert!(script.contains("NODEUP_URL_ARM64=''\nNODEUP_HASH_ARM64=''\n"));
-        assert!(script.contains("no nodeup was published for"));
-        assert!(script.contains("--aws-sigv4"));
+        assert!(
+            script.contains("NODEUP_URL_AMD64=s3://bucket/c/kops-rs/nodeup/x/linux/amd64/nodeup\n")
+        );
+        assert!(script.contains(&format!("NODEUP_HASH_AMD64={h}\n")));
+        assert!(script.contains("NODEUP_URL_ARM64=\nNODEUP_HASH_ARM64=\n"));
+        assert!(script.contains("No nodeup for host arch"));
+        // kops' signed S3 download, for the plain binary kops-rs uploaded.
+        assert!(script.contains("--aws-sigv4 \"aws:amz:eu-west-1:s3\""));
+        assert!(script.contains("\"https://s3.eu-west-1.amazonaws.com/${url#s3://}\"; then"));
+        assert!(!script.contains(".xz"), "{script}");
+        assert!(script.contains("export AWS_REGION=eu-west-1\n"));
+        assert_bash_syntax(&script);
+    }
+
+    /// `bash -n` accepts the script (skipped where bash is missing).
+    fn assert_bash_syntax(script: &str) {
+        use std::io::Write;
+        let Ok(mut child) = std::process::Command::new("bash")
+            .arg("-n")
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+        else {
+            eprintln!("skipping: no bash");
+            return;
+        };
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{script}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     #[test]
-    fn quotes() {
-        assert_eq!(shell_quote("a'b"), r"'a'\''b'");
+    fn script_for_kops_mirrors_is_kops_own() {
+        let binaries: Vec<NodeupBinary> = Arch::ALL
+            .into_iter()
+            .map(|arch| NodeupBinary {
+                arch,
+                urls: vec![format!(
+                    "https://artifacts.k8s.io/binaries/kops/1.34.0/linux/{}/nodeup",
+                    arch.as_str()
+                )],
+                sha256: Some("cd".repeat(32)),
+            })
+            .collect();
+        let boot = BootConfig {
+            cloud_provider: "aws".into(),
+            instance_group_role: "Node".into(),
+            ..Default::default()
+        };
+        let script = render_script(&binaries, Some("us-east-1"), &boot);
+        assert!(script.contains("\"${url}.xz\"; then"));
+        assert!(script.contains("elif ! xz -d \"${file}.xz\"; then"));
+        assert!(!script.contains("imds-get"));
+        assert!(!script.contains("No nodeup for host arch"));
+        assert_eq!(
+            boot_config_text(&script),
+            Some("CloudProvider: aws\nInstanceGroupRole: Node\nNodeupConfigHash: ''\n")
+        );
+        assert_bash_syntax(&script);
+    }
+
+    #[test]
+    fn gzip_is_readable() {
+        for data in [&b""[..], b"CloudProvider: aws\n"] {
+            let text = gzip_base64(data);
+            assert!(text.starts_with("H4sIAAAAAAAA/"), "{text}");
+        }
+        assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
     }
 
     #[test]

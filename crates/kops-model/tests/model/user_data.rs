@@ -90,10 +90,7 @@ async fn user_data_in_cloud(cloud: &AwsCloud) -> std::collections::BTreeMap<Stri
 }
 
 fn boot_config_of(script: &str) -> kops_nodeup::BootConfig {
-    let text = script
-        .split("<<'__KOPS_RS_BOOT_CONFIG'\n")
-        .nth(1)
-        .and_then(|s| s.split("__KOPS_RS_BOOT_CONFIG\n").next())
+    let text = kops_nodeup::bootstrap::boot_config_text(script)
         .unwrap_or_else(|| panic!("no boot config in\n{script}"));
     kops_nodeup::BootConfig::parse(text).unwrap()
 }
@@ -133,11 +130,14 @@ async fn launch_templates_carry_the_node_bootstrap() {
         let (_, script) = &in_cloud[template];
         assert!(script.starts_with("#!/bin/bash\n"), "{script}");
         assert!(!script.contains("not implemented"), "{script}");
-        assert!(script.contains("NODEUP_URL_AMD64='"), "{script}");
-        assert!(script.contains("NODEUP_URL_ARM64='"), "{script}");
-        assert!(script.contains("download-verified"), "{script}");
-        assert!(script.contains("export AWS_REGION='us-east-1'"), "{script}");
-        assert!(script.contains("/bin/nodeup\" --conf="), "{script}");
+        assert!(script.contains("NODEUP_URL_AMD64=https://"), "{script}");
+        assert!(script.contains("NODEUP_URL_ARM64=https://"), "{script}");
+        assert!(script.contains("download-or-bust"), "{script}");
+        assert!(script.contains("export AWS_REGION=us-east-1\n"), "{script}");
+        assert!(
+            script.contains("./nodeup --install-systemd-unit --conf="),
+            "{script}"
+        );
         let boot = boot_config_of(script);
         let config = stored.iter().find(|c| c.group == group).unwrap();
         assert_eq!(boot.nodeup_config_hash, config.hash);

@@ -104,10 +104,7 @@ fn update_stores_node_configs_that_the_user_data_pins() {
         ),
     ] {
         let script = rt.block_on(user_data(&moto.endpoint(), template));
-        let boot = script
-            .split("<<'__KOPS_RS_BOOT_CONFIG'\n")
-            .nth(1)
-            .and_then(|s| s.split("__KOPS_RS_BOOT_CONFIG\n").next())
+        let boot = kops_nodeup::bootstrap::boot_config_text(&script)
             .unwrap_or_else(|| panic!("{template}: no boot config in\n{script}"));
         let boot_config = kops_nodeup::BootConfig::parse(boot).unwrap();
         if role == kops_api::Role::Node {

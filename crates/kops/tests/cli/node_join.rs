@@ -90,10 +90,7 @@ async fn boot_config_of(ec2: &aws_sdk_ec2::Client, template: &str) -> BootConfig
             .unwrap(),
     )
     .unwrap();
-    let boot = script
-        .split("<<'__KOPS_RS_BOOT_CONFIG'\n")
-        .nth(1)
-        .and_then(|s| s.split("__KOPS_RS_BOOT_CONFIG\n").next())
+    let boot = kops_nodeup::bootstrap::boot_config_text(&script)
         .unwrap_or_else(|| panic!("{template}: no boot config"));
     BootConfig::parse(boot).unwrap()
 }

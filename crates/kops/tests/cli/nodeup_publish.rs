@@ -150,16 +150,16 @@ fn update_uploads_the_nodeup_beside_kops_and_pins_it_unless_kops_variables_say_o
     ] {
         let script = user_data(&moto.endpoint(), &template);
         assert!(
-            script.contains(&format!("NODEUP_URL_AMD64='{url}'\n")),
+            script.contains(&format!("NODEUP_URL_AMD64={url}\n")),
             "{template}: {script}"
         );
         assert!(
-            script.contains(&format!("NODEUP_HASH_AMD64='{sha}'\n")),
+            script.contains(&format!("NODEUP_HASH_AMD64={sha}\n")),
             "{template}: {script}"
         );
         // No arm64 group and no arm64 binary: nothing for arm64.
         assert!(
-            script.contains("NODEUP_URL_ARM64=''\n"),
+            script.contains("NODEUP_URL_ARM64=\n"),
             "{template}: {script}"
         );
     }
@@ -181,8 +181,8 @@ fn update_uploads_the_nodeup_beside_kops_and_pins_it_unless_kops_variables_say_o
     assert_eq!(r.code, 0, "apply with NODEUP_URL_AMD64: {}", r.stderr);
     let script = user_data(&moto.endpoint(), &format!("nodes-us-east-1a.{cluster}"));
     assert!(
-        script.contains("NODEUP_URL_AMD64='https://mirror.example.com/nodeup-amd64'\n")
-            && script.contains(&format!("NODEUP_HASH_AMD64='{pinned}'\n")),
+        script.contains("NODEUP_URL_AMD64=https://mirror.example.com/nodeup-amd64\n")
+            && script.contains(&format!("NODEUP_HASH_AMD64={pinned}\n")),
         "{script}"
     );
 
@@ -219,9 +219,9 @@ fn update_uploads_the_nodeup_beside_kops_and_pins_it_unless_kops_variables_say_o
     let script = user_data(&moto.endpoint(), &format!("nodes-us-east-1a.{cluster}"));
     assert!(
         script.contains(&format!(
-            "NODEUP_URL_AMD64='{}/linux/amd64/nodeup'\n",
+            "NODEUP_URL_AMD64={}/linux/amd64/nodeup\n",
             file_url(&base_dir)
-        )) && script.contains(&format!("NODEUP_HASH_AMD64='{published_hash}'\n")),
+        )) && script.contains(&format!("NODEUP_HASH_AMD64={published_hash}\n")),
         "{script}"
     );
 }
