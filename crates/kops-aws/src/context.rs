@@ -26,15 +26,17 @@ pub type Tags = BTreeMap<String, String>;
 
 /// Defines a batched, cached discovery accessor: one paginated, filtered
 /// Describe call per run for the resource type, kept in the field of the
-/// same name.
+/// same name. An optional last argument is the page size to ask for (the API's
+/// largest), so that a cluster of 100 groups is one page, not seven.
 macro_rules! discover {
-    ($name:ident, $ty:ident, $call:ident, $filter_method:ident, $filter:ident, $operation:literal) => {
+    ($name:ident, $ty:ident, $call:ident, $filter_method:ident, $filter:ident, $operation:literal $(, $page:expr)?) => {
         pub async fn $name(&self) -> Result<&[aws_sdk_ec2::types::$ty], TaskError> {
             self.$name
                 .get_or_try_init(|| async {
                     self.ec2()
                         .$call()
                         .$filter_method(self.$filter())
+                        $(.max_results($page))?
                         .into_paginator()
                         .items()
                         .send()
@@ -62,6 +64,12 @@ fn cell_of<T>(map: &PerKey<T>, key: &str) -> Result<std::sync::Arc<OnceCell<T>>,
     ))
 }
 
+/// The cluster's ELBv2 load balancers and target groups, each with its tags.
+type Elbv2Resources = (
+    Vec<(aws_sdk_elasticloadbalancingv2::types::LoadBalancer, Tags)>,
+    Vec<(aws_sdk_elasticloadbalancingv2::types::TargetGroup, Tags)>,
+);
+
 /// The context of one `update cluster` / `delete cluster` run.
 #[derive(Debug)]
 pub struct AwsContext {
@@ -81,9 +89,22 @@ pub struct AwsContext {
     launch_templates: OnceCell<Vec<aws_sdk_ec2::types::LaunchTemplate>>,
     volumes: OnceCell<Vec<aws_sdk_ec2::types::Volume>>,
     autoscaling_groups: OnceCell<Vec<aws_sdk_autoscaling::types::AutoScalingGroup>>,
-    load_balancers: OnceCell<Vec<(aws_sdk_elasticloadbalancingv2::types::LoadBalancer, Tags)>>,
-    target_groups: OnceCell<Vec<(aws_sdk_elasticloadbalancingv2::types::TargetGroup, Tags)>>,
+    elbv2_resources: OnceCell<Elbv2Resources>,
     event_rules: OnceCell<Vec<aws_sdk_eventbridge::types::Rule>>,
+    /// Every IAM role of the account with its inline and attached policies,
+    /// by name: `None` when the account refuses GetAccountAuthorizationDetails
+    /// (then each task reads its role itself).
+    iam_roles: OnceCell<Option<BTreeMap<String, aws_sdk_iam::types::RoleDetail>>>,
+    /// The default version of every launch template of the account, by
+    /// template id (see `default_template_version`).
+    default_template_versions:
+        OnceCell<BTreeMap<String, aws_sdk_ec2::types::LaunchTemplateVersion>>,
+    /// Tasks that have looked themselves up once in this run (see
+    /// `first_look`).
+    looked: std::sync::Mutex<std::collections::BTreeSet<TaskKey>>,
+    /// Listeners by load balancer ARN: one paginated DescribeListeners per
+    /// load balancer and run, however many listener tasks it has.
+    listeners: PerKey<Vec<aws_sdk_elasticloadbalancingv2::types::Listener>>,
     /// Route 53 records by hosted zone id, listed once per zone and run.
     record_sets: PerKey<Vec<aws_sdk_route53::types::ResourceRecordSet>>,
     /// Machine images by the spec's text (`ami-...` or `owner/name`),
@@ -118,9 +139,12 @@ impl AwsContext {
             launch_templates: OnceCell::new(),
             volumes: OnceCell::new(),
             autoscaling_groups: OnceCell::new(),
-            load_balancers: OnceCell::new(),
-            target_groups: OnceCell::new(),
+            elbv2_resources: OnceCell::new(),
             event_rules: OnceCell::new(),
+            iam_roles: OnceCell::new(),
+            listeners: std::sync::Mutex::default(),
+            default_template_versions: OnceCell::new(),
+            looked: std::sync::Mutex::default(),
             record_sets: std::sync::Mutex::default(),
             images: std::sync::Mutex::default(),
             shared_security_groups: std::sync::Mutex::default(),
@@ -144,73 +168,75 @@ impl AwsContext {
         self.cloud.elbv2()
     }
 
-    /// The cluster's ELBv2 load balancers with their tags: one paginated
-    /// DescribeLoadBalancers per run, then DescribeTags in batches of 20
-    /// ARNs; kept when tagged `KubernetesCluster: <cluster>`.
+    /// The cluster's ELBv2 load balancers with their tags (see `elbv2_resources`).
     pub async fn load_balancers(
         &self,
     ) -> Result<&[(aws_sdk_elasticloadbalancingv2::types::LoadBalancer, Tags)], TaskError> {
-        self.load_balancers
-            .get_or_try_init(|| async {
-                let all = self
-                    .elbv2()
-                    .describe_load_balancers()
-                    .into_paginator()
-                    .items()
-                    .send()
-                    .collect::<Result<Vec<_>, _>>()
-                    .await
-                    .map_err(|e| classify("DescribeLoadBalancers", &self.cluster, e))?;
-                self.tagged_for_cluster(all, |l| l.load_balancer_arn())
-                    .await
-            })
-            .await
-            .map(Vec::as_slice)
+        Ok(&self.elbv2_resources().await?.0)
     }
 
-    /// The cluster's target groups with their tags: one paginated
-    /// DescribeTargetGroups per run, then DescribeTags in batches of 20.
+    /// The cluster's target groups with their tags (see `elbv2_resources`).
     pub async fn target_groups(
         &self,
     ) -> Result<&[(aws_sdk_elasticloadbalancingv2::types::TargetGroup, Tags)], TaskError> {
-        self.target_groups
+        Ok(&self.elbv2_resources().await?.1)
+    }
+
+    /// The cluster's ELBv2 load balancers and target groups with their
+    /// tags: one paginated DescribeLoadBalancers and one
+    /// DescribeTargetGroups per run (side by side), then one DescribeTags
+    /// per 20 ARNs of both kinds together (the API takes any mix); kept
+    /// when tagged `KubernetesCluster: <cluster>`.
+    async fn elbv2_resources(&self) -> Result<&Elbv2Resources, TaskError> {
+        self.elbv2_resources
             .get_or_try_init(|| async {
-                let all = self
-                    .elbv2()
-                    .describe_target_groups()
-                    .into_paginator()
-                    .items()
-                    .send()
-                    .collect::<Result<Vec<_>, _>>()
+                let (lbs, tgs) = tokio::join!(
+                    self.elbv2()
+                        .describe_load_balancers()
+                        .into_paginator()
+                        .items()
+                        .send()
+                        .collect::<Result<Vec<_>, _>>(),
+                    self.elbv2()
+                        .describe_target_groups()
+                        .into_paginator()
+                        .items()
+                        .send()
+                        .collect::<Result<Vec<_>, _>>(),
+                );
+                let lbs = lbs.map_err(|e| classify("DescribeLoadBalancers", &self.cluster, e))?;
+                let tgs = tgs.map_err(|e| classify("DescribeTargetGroups", &self.cluster, e))?;
+                let arns: Vec<String> = lbs
+                    .iter()
+                    .filter_map(|l| l.load_balancer_arn())
+                    .chain(tgs.iter().filter_map(|g| g.target_group_arn()))
+                    .map(str::to_string)
+                    .collect();
+                let tags = elbv2_tags(self.elbv2(), &arns)
                     .await
-                    .map_err(|e| classify("DescribeTargetGroups", &self.cluster, e))?;
-                self.tagged_for_cluster(all, |g| g.target_group_arn()).await
+                    .map_err(|e| classify("DescribeTags", &self.cluster, e))?;
+                Ok((
+                    self.tagged_for_cluster(lbs, |l| l.load_balancer_arn(), &tags),
+                    self.tagged_for_cluster(tgs, |g| g.target_group_arn(), &tags),
+                ))
             })
             .await
-            .map(Vec::as_slice)
     }
 
     /// Keeps the ELBv2 resources tagged `KubernetesCluster: <cluster>`, with
-    /// their tags (DescribeTags in batches of 20 ARNs).
-    async fn tagged_for_cluster<T>(
+    /// their tags.
+    fn tagged_for_cluster<T>(
         &self,
         all: Vec<T>,
         arn: impl Fn(&T) -> Option<&str>,
-    ) -> Result<Vec<(T, Tags)>, TaskError> {
-        let arns: Vec<String> = all
-            .iter()
-            .filter_map(|x| arn(x).map(str::to_string))
-            .collect();
-        let tags = elbv2_tags(self.elbv2(), &arns)
-            .await
-            .map_err(|e| classify("DescribeTags", &self.cluster, e))?;
-        Ok(all
-            .into_iter()
+        tags: &BTreeMap<String, Tags>,
+    ) -> Vec<(T, Tags)> {
+        all.into_iter()
             .filter_map(|x| {
                 let t = tags.get(arn(&x)?)?.clone();
                 (t.get(TAG_CLUSTER) == Some(&self.cluster)).then_some((x, t))
             })
-            .collect())
+            .collect()
     }
 
     /// The tags kops puts on an owned resource named `name`: the cluster tags,
@@ -368,7 +394,8 @@ impl AwsContext {
         describe_launch_templates,
         filters,
         cluster_filter,
-        "DescribeLaunchTemplates"
+        "DescribeLaunchTemplates",
+        200
     );
 
     discover!(
@@ -414,6 +441,171 @@ impl AwsContext {
             .get_or_try_init(|| list_event_rules(self.cloud.eventbridge(), &self.cluster))
             .await
             .map(Vec::as_slice)
+    }
+
+    /// The IAM role `name` with its trust policy, tags, inline policies and
+    /// attached managed policies, from one paginated
+    /// GetAccountAuthorizationDetails (filter `Role`) per run instead of
+    /// GetRole, GetRolePolicy and ListAttachedRolePolicies per role.
+    /// `None` when the role is not in that snapshot (it is new, or was
+    /// created after the snapshot) or the account refused the call: callers
+    /// then read the role themselves, so a missing role is always confirmed
+    /// by a direct read before anything is created.
+    pub async fn iam_role_detail(
+        &self,
+        name: &str,
+    ) -> Result<Option<&aws_sdk_iam::types::RoleDetail>, TaskError> {
+        Ok(self.iam_roles().await?.and_then(|r| r.get(name)))
+    }
+
+    /// The instance profile `name` as the run's role snapshot shows it
+    /// (every profile that holds a role is listed under that role): `None`
+    /// when no role of the snapshot is in it.
+    pub async fn iam_instance_profile_detail(
+        &self,
+        name: &str,
+    ) -> Result<Option<&aws_sdk_iam::types::InstanceProfile>, TaskError> {
+        Ok(self.iam_roles().await?.and_then(|roles| {
+            roles
+                .values()
+                .flat_map(|r| r.instance_profile_list())
+                .find(|p| p.instance_profile_name() == name)
+        }))
+    }
+
+    /// Every IAM role of the account by name, read once per run (see
+    /// `iam_role_detail`); `None` when the account refuses the read.
+    async fn iam_roles(
+        &self,
+    ) -> Result<Option<&BTreeMap<String, aws_sdk_iam::types::RoleDetail>>, TaskError> {
+        let roles = self
+            .iam_roles
+            .get_or_try_init(|| async {
+                let mut roles = BTreeMap::new();
+                let mut marker = None;
+                loop {
+                    let out = match self
+                        .iam()
+                        .get_account_authorization_details()
+                        .filter(aws_sdk_iam::types::EntityType::Role)
+                        .max_items(1000)
+                        .set_marker(marker.take())
+                        .send()
+                        .await
+                    {
+                        Ok(out) => out,
+                        // An account whose policy denies this read: fall
+                        // back to the per-role reads, which kops' documented
+                        // permissions allow.
+                        Err(e)
+                            if e.code().is_some_and(|c| {
+                                c == "AccessDenied" || c == "AccessDeniedException"
+                            }) =>
+                        {
+                            return Ok(None);
+                        }
+                        Err(e) => {
+                            return Err(classify(
+                                "GetAccountAuthorizationDetails",
+                                &self.cluster,
+                                e,
+                            ))
+                        }
+                    };
+                    for role in out.role_detail_list() {
+                        if let Some(n) = role.role_name() {
+                            roles.insert(n.to_string(), role.clone());
+                        }
+                    }
+                    match out.marker() {
+                        Some(next) if out.is_truncated() => marker = Some(next.to_string()),
+                        _ => return Ok(Some(roles)),
+                    }
+                }
+            })
+            .await?;
+        Ok(roles.as_ref())
+    }
+
+    /// True the first time the task `key` asks in this run, false after:
+    /// a task's first look may use a run-wide snapshot, a later one (a
+    /// retry after a partial apply) reads afresh, since its own changes are
+    /// not in the snapshot.
+    pub fn first_look(&self, key: &TaskKey) -> bool {
+        self.looked
+            .lock()
+            .map(|mut looked| looked.insert(key.clone()))
+            .unwrap_or(false)
+    }
+
+    /// The default version of the launch template `id` (its data included):
+    /// one paginated DescribeLaunchTemplateVersions per run for the
+    /// `$Default` version of every template of the account (the API's form
+    /// without a template id), instead of one call per template. `None`
+    /// when the template is not in that answer (created after it): the
+    /// caller then reads it by id.
+    pub async fn default_template_version(
+        &self,
+        id: &str,
+    ) -> Result<Option<aws_sdk_ec2::types::LaunchTemplateVersion>, TaskError> {
+        let all = self
+            .default_template_versions
+            .get_or_try_init(|| async {
+                let mut out = BTreeMap::new();
+                let mut next = None;
+                loop {
+                    let page = self
+                        .ec2()
+                        .describe_launch_template_versions()
+                        .versions("$Default")
+                        .max_results(200)
+                        .set_next_token(next.take())
+                        .send()
+                        .await
+                        .map_err(|e| {
+                            classify("DescribeLaunchTemplateVersions", &self.cluster, e)
+                        })?;
+                    for v in page.launch_template_versions() {
+                        if let Some(id) = v.launch_template_id() {
+                            out.insert(id.to_string(), v.clone());
+                        }
+                    }
+                    match page.next_token() {
+                        Some(t) if !t.is_empty() => next = Some(t.to_string()),
+                        _ => return Ok::<_, TaskError>(out),
+                    }
+                }
+            })
+            .await?;
+        Ok(all.get(id).cloned())
+    }
+
+    /// The listeners of the load balancer `arn`: one paginated
+    /// DescribeListeners per load balancer and run. A listener task that
+    /// does not find its port here reads again (`fresh`) before creating.
+    pub async fn listeners(
+        &self,
+        arn: &str,
+        fresh: bool,
+    ) -> Result<Vec<aws_sdk_elasticloadbalancingv2::types::Listener>, TaskError> {
+        let describe = || async {
+            self.elbv2()
+                .describe_listeners()
+                .load_balancer_arn(arn)
+                .into_paginator()
+                .items()
+                .send()
+                .collect::<Result<Vec<_>, _>>()
+                .await
+                .map_err(|e| classify("DescribeListeners", arn, e))
+        };
+        if fresh {
+            return describe().await;
+        }
+        cell_of(&self.listeners, arn)?
+            .get_or_try_init(describe)
+            .await
+            .cloned()
     }
 
     /// The existing security group `id` (not the cluster's), `None` when

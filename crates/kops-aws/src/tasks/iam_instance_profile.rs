@@ -69,6 +69,24 @@ impl Task<AwsContext> for IamInstanceProfile {
         ctx: &AwsContext,
         _: &Outputs,
     ) -> Result<Option<IamInstanceProfileActual>, TaskError> {
+        // The run's role snapshot lists the profiles that hold a role. AWS
+        // documents the tags of a role there, not those of its profiles: a
+        // profile listed with tags is taken as is, one listed without any
+        // (kops tags every profile it makes) is read with GetInstanceProfile.
+        if let Some(p) = ctx.iam_instance_profile_detail(&self.name).await? {
+            if !p.tags().is_empty() {
+                return Ok(Some(IamInstanceProfileActual {
+                    name: p.instance_profile_name().to_string(),
+                    arn: p.arn().to_string(),
+                    roles: p
+                        .roles()
+                        .iter()
+                        .map(|r| r.role_name().to_string())
+                        .collect(),
+                    tags: iam_tag_map(p.tags()),
+                }));
+            }
+        }
         let out = match ctx
             .iam()
             .get_instance_profile()

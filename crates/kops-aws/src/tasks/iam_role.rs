@@ -95,6 +95,27 @@ impl Task<AwsContext> for IamRole {
         ctx: &AwsContext,
         _: &Outputs,
     ) -> Result<Option<IamRoleActual>, TaskError> {
+        // The run's snapshot of the account's roles answers a role that
+        // exists; a role missing from it is confirmed with GetRole.
+        if let Some(role) = ctx.iam_role_detail(&self.name).await? {
+            let assume_role_policy = role
+                .assume_role_policy_document()
+                .map(PolicyDocument::parse)
+                .transpose()
+                .map_err(|e| {
+                    TaskError::fatal(format!("the trust policy of IAM role `{}`: {e}", self.name))
+                })?;
+            return Ok(Some(IamRoleActual {
+                name: role.role_name().unwrap_or(&self.name).to_string(),
+                arn: role.arn().unwrap_or_default().to_string(),
+                assume_role_policy,
+                permissions_boundary: role
+                    .permissions_boundary()
+                    .and_then(|b| b.permissions_boundary_arn())
+                    .map(str::to_string),
+                tags: iam_tag_map(role.tags()),
+            }));
+        }
         let out = match ctx.iam().get_role().role_name(&self.name).send().await {
             Ok(out) => out,
             Err(e) if is_no_such_entity(&e) => return Ok(None),

@@ -73,6 +73,27 @@ impl Task<AwsContext> for IamRolePolicy {
         let Some(role) = deps.try_get(&self.role)?.filter(|r| !r.created) else {
             return Ok(absent);
         };
+        // The run's snapshot of the role, when it has one, lists every
+        // inline policy: absent there means absent.
+        if let Some(detail) = ctx.iam_role_detail(&role.name).await? {
+            let Some(policy) = detail
+                .role_policy_list()
+                .iter()
+                .find(|p| p.policy_name() == Some(self.name.as_str()))
+            else {
+                return Ok(absent);
+            };
+            let document = PolicyDocument::parse(policy.policy_document().unwrap_or_default())
+                .map_err(|e| {
+                    TaskError::fatal(format!(
+                        "the inline policy `{}` of IAM role `{}`: {e}",
+                        self.name, role.name
+                    ))
+                })?;
+            return Ok(Some(IamRolePolicyActual {
+                document: Some(document),
+            }));
+        }
         let out = match ctx
             .iam()
             .get_role_policy()

@@ -74,6 +74,18 @@ impl Task<AwsContext> for IamRolePolicyAttachment {
         let Some(role) = deps.try_get(&self.role)?.filter(|r| !r.created) else {
             return Ok(Some(none));
         };
+        // The run's snapshot of the role, when it has one, lists every
+        // attached managed policy.
+        if let Some(detail) = ctx.iam_role_detail(&role.name).await? {
+            let mut arns: Vec<String> = detail
+                .attached_managed_policies()
+                .iter()
+                .filter_map(|p| p.policy_arn().map(str::to_string))
+                .collect();
+            arns.sort();
+            arns.dedup();
+            return Ok(Some(IamRolePolicyAttachmentActual { policy_arns: arns }));
+        }
         let mut arns = Vec::new();
         let mut marker = None;
         loop {

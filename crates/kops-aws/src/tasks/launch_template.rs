@@ -527,15 +527,29 @@ impl Task<AwsContext> for LaunchTemplate {
             .launch_template_id()
             .unwrap_or_default()
             .to_string();
-        let versions = ctx
-            .ec2()
-            .describe_launch_template_versions()
-            .launch_template_id(&id)
-            .versions("$Default")
-            .send()
-            .await
-            .map_err(|e| classify("DescribeLaunchTemplateVersions", &self.name, e))?;
-        let version = versions.launch_template_versions().first();
+        // The run's one read of every template's default version answers
+        // the first look; a template not in it, or a second look (a retry
+        // after this task wrote a version), is read by id.
+        let snapshot = if ctx.first_look(&self.key()) {
+            ctx.default_template_version(&id).await?
+        } else {
+            None
+        };
+        let version = match snapshot {
+            Some(v) => Some(v),
+            None => ctx
+                .ec2()
+                .describe_launch_template_versions()
+                .launch_template_id(&id)
+                .versions("$Default")
+                .send()
+                .await
+                .map_err(|e| classify("DescribeLaunchTemplateVersions", &self.name, e))?
+                .launch_template_versions()
+                .first()
+                .cloned(),
+        };
+        let version = version.as_ref();
         let data = version
             .and_then(|v| v.launch_template_data())
             .map(|d| template_data(d, &image.root_device_name))

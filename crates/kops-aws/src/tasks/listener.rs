@@ -71,17 +71,13 @@ impl Task<AwsContext> for Listener {
         let Some(lb) = deps.try_get(&self.load_balancer)? else {
             return Ok(None);
         };
-        // Every page (a load balancer has up to 50 listeners).
-        let listeners = ctx
-            .elbv2()
-            .describe_listeners()
-            .load_balancer_arn(&lb.arn)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(|e| classify("DescribeListeners", &self.name, e))?;
+        // The load balancer's listeners, read once per run for all its
+        // listener tasks; a port not among them is read again, so a
+        // listener created after that read is found, not created twice.
+        let mut listeners = ctx.listeners(&lb.arn, false).await?;
+        if !listeners.iter().any(|l| l.port() == Some(self.port)) {
+            listeners = ctx.listeners(&lb.arn, true).await?;
+        }
         Ok(listeners
             .iter()
             .find(|l| l.port() == Some(self.port))
