@@ -81,8 +81,11 @@ pub async fn resolve(
         .filter(|a| any_arch || groups.iter().any(|g| group_architectures(g).contains(a)))
         .collect();
     let mut plan = NodeupPlan::default();
-    for arch in needed {
+    for arch in Arch::ALL {
+        let required = needed.contains(&arch);
         if let Some(from_env) = env.nodeup(arch) {
+            // kops writes both architectures' URL and hash when the
+            // environment names them; one no group runs is best effort.
             let sha256 = match from_env.sha256 {
                 Some(hash) if bootstrap::is_sha256(&hash) => hash,
                 Some(hash) => {
@@ -93,13 +96,20 @@ pub async fn resolve(
                         format!("set {variable} to the output of `sha256sum nodeup`"),
                     ));
                 }
-                None => fetch_sha256(&from_env.url, &from_env.url_variable, arch).await?,
+                None => match fetch_sha256(&from_env.url, &from_env.url_variable, arch).await {
+                    Ok(hash) => hash,
+                    Err(_) if !required => continue,
+                    Err(e) => return Err(e),
+                },
             };
             plan.sources.binaries.push(NodeupBinary {
                 arch,
                 urls: vec![from_env.url],
                 sha256: Some(sha256),
             });
+            continue;
+        }
+        if !required {
             continue;
         }
         let Some(path) = kops_dir.and_then(|d| local_nodeup(d, arch)) else {
