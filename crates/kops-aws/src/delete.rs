@@ -125,24 +125,56 @@ async fn list_cluster_resources_once(
             vpc: vpc.map(str::to_string),
         });
     };
+    // Every listing at once (each boxed: together they are too big for a
+    // test thread's stack); the results are then read in a fixed order.
+    let ec2_describe = |filter: Filter| async move {
+        macro_rules! paged {
+            ($request:expr) => {
+                $request
+                    .into_paginator()
+                    .items()
+                    .send()
+                    .collect::<Result<Vec<_>, _>>()
+            };
+        }
+        // DescribeAddresses and DescribeKeyPairs have no pages in AWS' API.
+        tokio::join!(
+            paged!(ec2.describe_launch_templates().filters(filter.clone())),
+            paged!(ec2.describe_volumes().filters(filter.clone())),
+            paged!(ec2.describe_instances().filters(filter.clone())),
+            paged!(ec2.describe_nat_gateways().filter(filter.clone())),
+            ec2.describe_addresses().filters(filter.clone()).send(),
+            ec2.describe_key_pairs().filters(filter.clone()).send(),
+            paged!(ec2.describe_security_groups().filters(filter.clone())),
+            paged!(ec2.describe_subnets().filters(filter.clone())),
+            paged!(ec2.describe_internet_gateways().filters(filter.clone())),
+            paged!(ec2
+                .describe_egress_only_internet_gateways()
+                .filters(filter.clone())),
+            paged!(ec2.describe_route_tables().filters(filter.clone())),
+            paged!(ec2.describe_vpcs().filters(filter.clone())),
+            paged!(ec2.describe_dhcp_options().filters(filter.clone())),
+        )
+    };
+    let [first, second] = filters(cluster);
+    let (groups, elbv2_listed, classic, (by_name, by_key), messaging, records, named_iam, sa_iam) = tokio::join!(
+        Box::pin(list_groups(cloud, cluster)),
+        Box::pin(list_elbv2(cloud, cluster)),
+        Box::pin(classic_load_balancers(cloud, cluster)),
+        Box::pin(async {
+            tokio::join!(
+                Box::pin(ec2_describe(first)),
+                Box::pin(ec2_describe(second))
+            )
+        }),
+        Box::pin(list_messaging(cloud, cluster)),
+        Box::pin(list_records(cloud, cluster)),
+        Box::pin(list_named_iam(cloud, cluster)),
+        Box::pin(list_service_account_iam(cloud, cluster)),
+    );
     // Autoscaling groups first: deleting one (forced) terminates its
     // instances, which would otherwise be replaced as they are terminated.
-    let groups = cloud
-        .autoscaling()
-        .describe_auto_scaling_groups()
-        .filters(
-            aws_sdk_autoscaling::types::Filter::builder()
-                .name("tag-key")
-                .values(format!("{TAG_CLUSTER_PREFIX}{cluster}"))
-                .build(),
-        )
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| AwsError::call("DescribeAutoScalingGroups", cluster, e))?;
-    for g in &groups {
+    for g in &groups? {
         let tags: Vec<aws_sdk_ec2::types::Tag> = g
             .tags()
             .iter()
@@ -164,32 +196,7 @@ async fn list_cluster_resources_once(
     // ELBv2: load balancers (deleting one removes its listeners) before
     // their security groups and subnets; target groups once no listener
     // uses them.
-    let elbv2 = cloud.elbv2();
-    let lbs = elbv2
-        .describe_load_balancers()
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| AwsError::call("DescribeLoadBalancers", cluster, e))?;
-    let tgs = elbv2
-        .describe_target_groups()
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| AwsError::call("DescribeTargetGroups", cluster, e))?;
-    let arns: Vec<String> = lbs
-        .iter()
-        .filter_map(|l| l.load_balancer_arn())
-        .chain(tgs.iter().filter_map(|g| g.target_group_arn()))
-        .map(str::to_string)
-        .collect();
-    let elb_tags = elbv2_tags(elbv2, &arns)
-        .await
-        .map_err(|e| AwsError::call("DescribeTags", cluster, e))?;
+    let (lbs, tgs, elb_tags) = elbv2_listed?;
     let as_ec2 = |arn: Option<&str>| -> Vec<aws_sdk_ec2::types::Tag> {
         arn.and_then(|a| elb_tags.get(a))
             .map(crate::context::ec2_tags)
@@ -206,42 +213,10 @@ async fn list_cluster_resources_once(
     // Classic ELBs (an API or bastion balancer of a cluster made by kops
     // 1.36 or earlier, which kops still deletes): with the ELBv2 ones,
     // before their security groups and subnets.
-    for (name, tags) in classic_load_balancers(cloud, cluster).await? {
+    for (name, tags) in classic? {
         add(1, "classic-load-balancer", Some(&name), &tags, None);
     }
     // One Describe per type and filter (every page of it), all at once.
-    // DescribeAddresses and DescribeKeyPairs have no pages in AWS' API.
-    macro_rules! paged {
-        ($request:expr) => {
-            $request
-                .into_paginator()
-                .items()
-                .send()
-                .collect::<Result<Vec<_>, _>>()
-        };
-    }
-    let describe = |filter: Filter| async move {
-        tokio::join!(
-            paged!(ec2.describe_launch_templates().filters(filter.clone())),
-            paged!(ec2.describe_volumes().filters(filter.clone())),
-            paged!(ec2.describe_instances().filters(filter.clone())),
-            paged!(ec2.describe_nat_gateways().filter(filter.clone())),
-            ec2.describe_addresses().filters(filter.clone()).send(),
-            ec2.describe_key_pairs().filters(filter.clone()).send(),
-            paged!(ec2.describe_security_groups().filters(filter.clone())),
-            paged!(ec2.describe_subnets().filters(filter.clone())),
-            paged!(ec2.describe_internet_gateways().filters(filter.clone())),
-            paged!(ec2
-                .describe_egress_only_internet_gateways()
-                .filters(filter.clone())),
-            paged!(ec2.describe_route_tables().filters(filter.clone())),
-            paged!(ec2.describe_vpcs().filters(filter.clone())),
-            paged!(ec2.describe_dhcp_options().filters(filter.clone())),
-        )
-    };
-    let [first, second] = filters(cluster);
-    // Boxed: the two sets of 13 requests are too big for a test thread's stack.
-    let (by_name, by_key) = tokio::join!(Box::pin(describe(first)), Box::pin(describe(second)));
     for (
         templates,
         volumes,
@@ -342,51 +317,142 @@ async fn list_cluster_resources_once(
             add(6, "dhcp-options", d.dhcp_options_id(), d.tags(), None);
         }
     }
-    out.extend(list_messaging(cloud, cluster).await?);
-    out.extend(list_records(cloud, cluster).await?);
-    let iam = cloud.iam();
-    for name in iam_names(cluster) {
-        match iam
-            .get_instance_profile()
-            .instance_profile_name(&name)
+    out.extend(messaging?);
+    out.extend(records?);
+    out.extend(named_iam?);
+    out.extend(sa_iam?);
+    Ok(out.into_iter().collect())
+}
+
+/// The cluster's autoscaling groups (by the `kubernetes.io/cluster/<name>`
+/// tag key), every page.
+async fn list_groups(
+    cloud: &AwsCloud,
+    cluster: &str,
+) -> Result<Vec<aws_sdk_autoscaling::types::AutoScalingGroup>, AwsError> {
+    cloud
+        .autoscaling()
+        .describe_auto_scaling_groups()
+        .filters(
+            aws_sdk_autoscaling::types::Filter::builder()
+                .name("tag-key")
+                .values(format!("{TAG_CLUSTER_PREFIX}{cluster}"))
+                .build(),
+        )
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .map_err(|e| AwsError::call("DescribeAutoScalingGroups", cluster, e))
+}
+
+/// The account's ELBv2 load balancers and target groups (listed side by
+/// side), with the tags of both by ARN (one DescribeTags per 20 ARNs).
+async fn list_elbv2(
+    cloud: &AwsCloud,
+    cluster: &str,
+) -> Result<
+    (
+        Vec<aws_sdk_elasticloadbalancingv2::types::LoadBalancer>,
+        Vec<aws_sdk_elasticloadbalancingv2::types::TargetGroup>,
+        BTreeMap<String, crate::context::Tags>,
+    ),
+    AwsError,
+> {
+    let elbv2 = cloud.elbv2();
+    let (lbs, tgs) = tokio::join!(
+        elbv2
+            .describe_load_balancers()
+            .into_paginator()
+            .items()
             .send()
-            .await
-        {
-            Ok(_) => {
-                out.insert(Resource {
-                    phase: 7,
+            .collect::<Result<Vec<_>, _>>(),
+        elbv2
+            .describe_target_groups()
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>(),
+    );
+    let lbs = lbs.map_err(|e| AwsError::call("DescribeLoadBalancers", cluster, e))?;
+    let tgs = tgs.map_err(|e| AwsError::call("DescribeTargetGroups", cluster, e))?;
+    let arns: Vec<String> = lbs
+        .iter()
+        .filter_map(|l| l.load_balancer_arn())
+        .chain(tgs.iter().filter_map(|g| g.target_group_arn()))
+        .map(str::to_string)
+        .collect();
+    let tags = elbv2_tags(elbv2, &arns)
+        .await
+        .map_err(|e| AwsError::call("DescribeTags", cluster, e))?;
+    Ok((lbs, tgs, tags))
+}
+
+/// The instance profiles and roles kops names after the cluster
+/// (`masters.<cluster>`, ...): a GetInstanceProfile and a GetRole per name,
+/// all at once.
+async fn list_named_iam(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>, AwsError> {
+    let mut running = tokio::task::JoinSet::new();
+    for (i, name) in iam_names(cluster).into_iter().enumerate() {
+        let iam = cloud.iam().clone();
+        let owner = format!("{TAG_CLUSTER_PREFIX}{cluster}");
+        running.spawn(async move {
+            let (profile, role) = tokio::join!(
+                iam.get_instance_profile()
+                    .instance_profile_name(&name)
+                    .send(),
+                iam.get_role().role_name(&name).send(),
+            );
+            let mut found = Vec::new();
+            match profile {
+                // Nothing else waits for the profiles, nor they for
+                // anything (kops deletes them in its first round too): in
+                // the first phase, the roles in the next one.
+                Ok(_) => found.push(Resource {
+                    phase: 0,
                     kind: "iam-instance-profile",
                     id: name.clone(),
                     name: name.clone(),
                     shared: false,
                     vpc: None,
-                });
+                }),
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return (i, Err(AwsError::call("GetInstanceProfile", name, e))),
             }
-            Err(e) if is_not_found(&e) => {}
-            Err(e) => return Err(AwsError::call("GetInstanceProfile", name, e)),
-        }
-        match iam.get_role().role_name(&name).send().await {
-            Ok(r) => {
-                let owned = r.role().is_some_and(|role| {
-                    role.tags().iter().any(|t| {
-                        t.key() == format!("{TAG_CLUSTER_PREFIX}{cluster}") && t.value() == "owned"
-                    })
-                });
-                out.insert(Resource {
-                    phase: 8,
-                    kind: "iam-role",
-                    id: name.clone(),
-                    name: name.clone(),
-                    shared: !owned,
-                    vpc: None,
-                });
+            match role {
+                Ok(r) => {
+                    let owned = r.role().is_some_and(|role| {
+                        role.tags()
+                            .iter()
+                            .any(|t| t.key() == owner && t.value() == "owned")
+                    });
+                    found.push(Resource {
+                        phase: 1,
+                        kind: "iam-role",
+                        id: name.clone(),
+                        name: name.clone(),
+                        shared: !owned,
+                        vpc: None,
+                    });
+                }
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return (i, Err(AwsError::call("GetRole", name, e))),
             }
-            Err(e) if is_not_found(&e) => {}
-            Err(e) => return Err(AwsError::call("GetRole", name, e)),
-        }
+            (i, Ok(found))
+        });
     }
-    out.extend(list_service_account_iam(cloud, cluster).await?);
-    Ok(out.into_iter().collect())
+    let mut results = Vec::new();
+    while let Some(joined) = running.join_next().await {
+        let (i, result) = joined.map_err(|e| AwsError::other("GetRole", cluster, e))?;
+        results.push((i, result));
+    }
+    results.sort_by_key(|(i, _)| *i);
+    let mut out = Vec::new();
+    for (_, result) in results {
+        out.extend(result?);
+    }
+    Ok(out)
 }
 
 /// The cluster's service-account (IRSA) roles and OIDC provider: roles
@@ -409,14 +475,15 @@ async fn list_service_account_iam(
         vpc: None,
     };
     let mut out = Vec::new();
-    let roles = iam
-        .list_roles()
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| AwsError::call("ListRoles", cluster, e))?;
+    let (roles, providers) = tokio::join!(
+        iam.list_roles()
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>(),
+        iam.list_open_id_connect_providers().send(),
+    );
+    let roles = roles.map_err(|e| AwsError::call("ListRoles", cluster, e))?;
     let suffix = format!(".sa.{cluster}");
     for role in roles {
         let name = role.role_name();
@@ -439,11 +506,8 @@ async fn list_service_account_iam(
             Err(e) => return Err(AwsError::call("GetRole", name, e)),
         }
     }
-    let providers = iam
-        .list_open_id_connect_providers()
-        .send()
-        .await
-        .map_err(|e| AwsError::call("ListOpenIDConnectProviders", cluster, e))?;
+    let providers =
+        providers.map_err(|e| AwsError::call("ListOpenIDConnectProviders", cluster, e))?;
     for arn in providers
         .open_id_connect_provider_list()
         .iter()
@@ -489,24 +553,59 @@ fn owned_by(cluster: &str, tags: &std::collections::HashMap<String, String>) -> 
 async fn list_messaging(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>, AwsError> {
     let mut out = Vec::new();
     let prefix: String = cluster.replace('.', "-").chars().take(60).collect();
-    let queues = cloud
-        .sqs()
-        .list_queues()
-        .queue_name_prefix(&prefix)
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| AwsError::call("ListQueues", cluster, e))?;
-    for url in &queues {
-        let tags = cloud
+    // The queues and the rules side by side, then the tags of each at once.
+    let (queues, rules) = tokio::join!(
+        cloud
             .sqs()
-            .list_queue_tags()
-            .queue_url(url)
+            .list_queues()
+            .queue_name_prefix(&prefix)
+            .into_paginator()
+            .items()
             .send()
-            .await
-            .map_err(|e| AwsError::call("ListQueueTags", url.as_str(), e))?;
+            .collect::<Result<Vec<_>, _>>(),
+        crate::context::list_event_rules(cloud.eventbridge(), cluster),
+    );
+    let queues = queues.map_err(|e| AwsError::call("ListQueues", cluster, e))?;
+    let rules = rules.map_err(|e| from_task("ListRules", cluster, e))?;
+    let mut queue_tags = tokio::task::JoinSet::new();
+    for (i, url) in queues.iter().enumerate() {
+        let sqs = cloud.sqs().clone();
+        let url = url.clone();
+        queue_tags.spawn(async move { (i, sqs.list_queue_tags().queue_url(&url).send().await) });
+    }
+    let mut rule_tags = tokio::task::JoinSet::new();
+    for (i, arn) in rules.iter().map(|r| r.arn()).enumerate() {
+        let events = cloud.eventbridge().clone();
+        let arn = arn.map(str::to_string);
+        rule_tags.spawn(async move {
+            match arn {
+                Some(arn) => (
+                    i,
+                    Some(
+                        events
+                            .list_tags_for_resource()
+                            .resource_arn(arn)
+                            .send()
+                            .await,
+                    ),
+                ),
+                None => (i, None),
+            }
+        });
+    }
+    let mut queue_answers: Vec<Option<_>> = queues.iter().map(|_| None).collect();
+    while let Some(joined) = queue_tags.join_next().await {
+        let (i, answer) = joined.map_err(|e| AwsError::other("ListQueueTags", cluster, e))?;
+        queue_answers[i] = Some(answer);
+    }
+    let mut rule_answers: Vec<Option<_>> = rules.iter().map(|_| None).collect();
+    while let Some(joined) = rule_tags.join_next().await {
+        let (i, answer) = joined.map_err(|e| AwsError::other("ListTagsForResource", cluster, e))?;
+        rule_answers[i] = answer;
+    }
+    for (url, answer) in queues.iter().zip(queue_answers) {
+        let Some(answer) = answer else { continue };
+        let tags = answer.map_err(|e| AwsError::call("ListQueueTags", url.as_str(), e))?;
         if let Some(shared) = owned_by(cluster, tags.tags().unwrap_or(&Default::default())) {
             out.push(Resource {
                 phase: 0,
@@ -518,20 +617,11 @@ async fn list_messaging(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>
             });
         }
     }
-    let rules = crate::context::list_event_rules(cloud.eventbridge(), cluster)
-        .await
-        .map_err(|e| from_task("ListRules", cluster, e))?;
-    for rule in rules {
-        let (Some(name), Some(arn)) = (rule.name(), rule.arn()) else {
+    for (rule, answer) in rules.iter().zip(rule_answers) {
+        let (Some(name), Some(answer)) = (rule.name(), answer) else {
             continue;
         };
-        let tags = cloud
-            .eventbridge()
-            .list_tags_for_resource()
-            .resource_arn(arn)
-            .send()
-            .await
-            .map_err(|e| AwsError::call("ListTagsForResource", name, e))?;
+        let tags = answer.map_err(|e| AwsError::call("ListTagsForResource", name, e))?;
         let tags = tags
             .tags()
             .iter()
@@ -795,10 +885,12 @@ pub async fn delete_resources(
         .filter(|r| r.kind == "security-group")
         .map(|r| r.id.clone())
         .collect();
-    retrying("revoking rules between security groups", || {
-        revoke_group_rules(cloud, &groups)
-    })
-    .await?;
+    // Needed only before the groups' own phase: under way while the first
+    // phase deletes.
+    let mut revoking = Some(Box::pin(retrying(
+        "revoking rules between security groups",
+        || revoke_group_rules(cloud, &groups),
+    )));
 
     let mut last_error = String::new();
     while !todo.is_empty() {
@@ -817,7 +909,15 @@ pub async fn delete_resources(
                 remaining.extend(batch);
                 continue;
             }
-            for (r, result) in delete_batch(cloud, batch).await {
+            let results = match revoking.take() {
+                Some(revoke) => {
+                    let (results, revoked) = tokio::join!(delete_batch(cloud, batch), revoke);
+                    revoked?;
+                    results
+                }
+                None => delete_batch(cloud, batch).await,
+            };
+            for (r, result) in results {
                 match result {
                     Ok(()) => {
                         progress(&r, None);
@@ -863,37 +963,44 @@ pub async fn delete_resources(
 
 /// How many deletions of one phase run at once: enough to hide the
 /// latency of one call behind another, few enough not to be throttled.
-const PARALLEL_DELETES: usize = 8;
+const PARALLEL_DELETES: usize = 16;
 
-/// Deletes `batch` (resources of one phase) a few at a time, in order,
-/// and returns each with its result.
+/// Deletes `batch` (resources of one phase) with at most
+/// `PARALLEL_DELETES` under way (the next starts as soon as one ends, not
+/// when a whole group of them has), and returns each with its result, in
+/// the batch's order.
 async fn delete_batch(
     cloud: &AwsCloud,
     batch: Vec<Resource>,
 ) -> Vec<(Resource, Result<(), DeleteError>)> {
-    let mut results = Vec::with_capacity(batch.len());
-    let mut batch = batch.into_iter().peekable();
-    while batch.peek().is_some() {
-        let chunk: Vec<Resource> = batch.by_ref().take(PARALLEL_DELETES).collect();
-        let mut running = tokio::task::JoinSet::new();
-        for (i, r) in chunk.iter().cloned().enumerate() {
+    let mut done: Vec<Option<Result<(), DeleteError>>> = batch.iter().map(|_| None).collect();
+    let mut running = tokio::task::JoinSet::new();
+    let mut waiting = batch.iter().cloned().enumerate();
+    loop {
+        while running.len() < PARALLEL_DELETES {
+            let Some((i, r)) = waiting.next() else {
+                break;
+            };
             let cloud = cloud.clone();
             running.spawn(async move { (i, delete_one(&cloud, &r).await) });
         }
-        let mut done: Vec<Option<Result<(), DeleteError>>> = chunk.iter().map(|_| None).collect();
-        while let Some(joined) = running.join_next().await {
-            // A deletion that panicked is left for the next pass.
-            if let Ok((i, result)) = joined {
-                done[i] = Some(result);
-            }
-        }
-        for (r, result) in chunk.into_iter().zip(done) {
-            let result =
-                result.unwrap_or_else(|| Err(Retry("the deletion stopped unexpectedly".into())));
-            results.push((r, result));
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        // A deletion that panicked is left for the next pass.
+        if let Ok((i, result)) = joined {
+            done[i] = Some(result);
         }
     }
-    results
+    batch
+        .into_iter()
+        .zip(done)
+        .map(|(r, result)| {
+            let result =
+                result.unwrap_or_else(|| Err(Retry("the deletion stopped unexpectedly".into())));
+            (r, result)
+        })
+        .collect()
 }
 
 enum DeleteError {
@@ -1178,68 +1285,90 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
 /// added meanwhile) is retried next pass, prerequisites first.
 async fn delete_role(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
     let iam = cloud.iam();
-    let profiles = iam
-        .list_instance_profiles_for_role()
-        .role_name(&r.id)
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await;
+    let (profiles, inline, attached) = tokio::join!(
+        iam.list_instance_profiles_for_role()
+            .role_name(&r.id)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>(),
+        iam.list_role_policies()
+            .role_name(&r.id)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>(),
+        iam.list_attached_role_policies()
+            .role_name(&r.id)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>(),
+    );
     let profiles = match profiles {
         Ok(p) => p,
         Err(e) => return sort_error("ListInstanceProfilesForRole", r, e),
     };
-    for profile in profiles {
-        iam.remove_role_from_instance_profile()
-            .instance_profile_name(profile.instance_profile_name())
-            .role_name(&r.id)
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|e| sort_error("RemoveRoleFromInstanceProfile", r, e))?;
-    }
-    let inline = iam
-        .list_role_policies()
-        .role_name(&r.id)
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await;
     let inline = match inline {
         Ok(p) => p,
         Err(e) => return sort_error("ListRolePolicies", r, e),
     };
-    for name in inline {
-        iam.delete_role_policy()
-            .role_name(&r.id)
-            .policy_name(name)
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|e| sort_error("DeleteRolePolicy", r, e))?;
-    }
-    let attached = iam
-        .list_attached_role_policies()
-        .role_name(&r.id)
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await;
     let attached = match attached {
         Ok(a) => a,
         Err(e) => return sort_error("ListAttachedRolePolicies", r, e),
     };
+    // The prerequisites are independent of each other: all at once, each
+    // failure sorted like the delete's own.
+    let mut steps = tokio::task::JoinSet::new();
+    for profile in profiles {
+        let (iam, role, r) = (iam.clone(), r.id.clone(), r.clone());
+        steps.spawn(async move {
+            iam.remove_role_from_instance_profile()
+                .instance_profile_name(profile.instance_profile_name())
+                .role_name(&role)
+                .send()
+                .await
+                .map(|_| ())
+                .or_else(|e| sort_error("RemoveRoleFromInstanceProfile", &r, e))
+        });
+    }
+    for name in inline {
+        let (iam, role, r) = (iam.clone(), r.id.clone(), r.clone());
+        steps.spawn(async move {
+            iam.delete_role_policy()
+                .role_name(&role)
+                .policy_name(name)
+                .send()
+                .await
+                .map(|_| ())
+                .or_else(|e| sort_error("DeleteRolePolicy", &r, e))
+        });
+    }
     for p in attached {
-        iam.detach_role_policy()
-            .role_name(&r.id)
-            .set_policy_arn(p.policy_arn().map(str::to_string))
-            .send()
-            .await
-            .map(|_| ())
-            .or_else(|e| sort_error("DetachRolePolicy", r, e))?;
+        let (iam, role, r) = (iam.clone(), r.id.clone(), r.clone());
+        steps.spawn(async move {
+            iam.detach_role_policy()
+                .role_name(&role)
+                .set_policy_arn(p.policy_arn().map(str::to_string))
+                .send()
+                .await
+                .map(|_| ())
+                .or_else(|e| sort_error("DetachRolePolicy", &r, e))
+        });
+    }
+    let mut first_error = None;
+    while let Some(joined) = steps.join_next().await {
+        let result = joined
+            .unwrap_or_else(|_| Err(Retry("a step of the deletion stopped unexpectedly".into())));
+        if let Err(e) = result {
+            // A fatal answer wins over one to retry.
+            if first_error.is_none() || matches!(e, Fatal(_)) {
+                first_error = Some(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
     }
     iam.delete_role()
         .role_name(&r.id)
@@ -1259,15 +1388,32 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
     let ec2 = cloud.ec2();
     // Named by count: the ids of a large cluster would fill the line.
     let label = format!("{} security groups of the cluster", groups.len());
-    let described = ec2
-        .describe_security_groups()
-        .set_group_ids(Some(groups.to_vec()))
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| AwsError::call("DescribeSecurityGroups", label.clone(), e))?;
+    let referring = |filter: &str| {
+        ec2.describe_security_groups()
+            .filters(
+                Filter::builder()
+                    .name(filter)
+                    .set_values(Some(groups.to_vec()))
+                    .build(),
+            )
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+    };
+    // The cluster's groups and the groups whose rules name them, side by side.
+    let (described, by_ingress, by_egress) = tokio::join!(
+        ec2.describe_security_groups()
+            .set_group_ids(Some(groups.to_vec()))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>(),
+        referring("ip-permission.group-id"),
+        referring("egress.ip-permission.group-id"),
+    );
+    let described =
+        described.map_err(|e| AwsError::call("DescribeSecurityGroups", label.clone(), e))?;
     let referencing = |perms: &[IpPermission]| -> Vec<IpPermission> {
         perms
             .iter()
@@ -1295,21 +1441,9 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
     // user's own) may hold rules naming the cluster's groups, which would
     // keep those from being deleted: revoke just those permissions there.
     let mut outside: Vec<aws_sdk_ec2::types::SecurityGroup> = Vec::new();
-    for filter in ["ip-permission.group-id", "egress.ip-permission.group-id"] {
-        let found = ec2
-            .describe_security_groups()
-            .filters(
-                Filter::builder()
-                    .name(filter)
-                    .set_values(Some(groups.to_vec()))
-                    .build(),
-            )
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(|e| AwsError::call("DescribeSecurityGroups", label.clone(), e))?;
+    for found in [by_ingress, by_egress] {
+        let found =
+            found.map_err(|e| AwsError::call("DescribeSecurityGroups", label.clone(), e))?;
         for g in &found {
             let id = g.group_id().unwrap_or_default();
             if !groups.iter().any(|c| c == id) && !outside.iter().any(|o| o.group_id() == Some(id))
@@ -1346,15 +1480,29 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
             })
             .collect()
     };
-    for g in &outside {
-        let ingress = naming_ours(g.ip_permissions());
-        let egress = naming_ours(g.ip_permissions_egress());
-        revoke(ec2, g.group_id().unwrap_or_default(), ingress, egress).await?;
+    // Every group's revocations at once.
+    let mut running = tokio::task::JoinSet::new();
+    let outside = outside.iter().map(|g| {
+        (
+            g,
+            naming_ours(g.ip_permissions()),
+            naming_ours(g.ip_permissions_egress()),
+        )
+    });
+    let ours = described.iter().map(|g| {
+        (
+            g,
+            referencing(g.ip_permissions()),
+            referencing(g.ip_permissions_egress()),
+        )
+    });
+    for (g, ingress, egress) in outside.chain(ours) {
+        let ec2 = ec2.clone();
+        let id = g.group_id().unwrap_or_default().to_string();
+        running.spawn(async move { revoke(&ec2, &id, ingress, egress).await });
     }
-    for g in &described {
-        let ingress = referencing(g.ip_permissions());
-        let egress = referencing(g.ip_permissions_egress());
-        revoke(ec2, g.group_id().unwrap_or_default(), ingress, egress).await?;
+    while let Some(joined) = running.join_next().await {
+        joined.map_err(|e| AwsError::other("RevokeSecurityGroupIngress", label.clone(), e))??;
     }
     Ok(())
 }
