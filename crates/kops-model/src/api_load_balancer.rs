@@ -23,7 +23,10 @@
 //! manages its etcd, an `etcd-cilium-...` target group and the listener
 //! `etcd-cilium.<cluster>-4003`; cross-zone balancing is then always on.
 //!
-//! Not yet: the Classic class.
+//! The Classic class is refused on purpose: kops 1.37 forbids it for the
+//! API (existing clusters migrate to a Network Load Balancer with kops
+//! 1.36 or earlier) and no longer builds a Classic ELB; `delete cluster`
+//! still removes the Classic ELBs of such older clusters.
 
 use std::collections::BTreeMap;
 
