@@ -259,9 +259,10 @@ async fn public_cluster_compute_lifecycle() {
         again.calls.get("Auto Scaling:DescribeAutoScalingGroups"),
         Some(&1)
     );
+    // Both templates' default versions in one call (no template id, `$Default`).
     assert_eq!(
         again.calls.get("EC2:DescribeLaunchTemplateVersions"),
-        Some(&2)
+        Some(&1)
     );
 
     // A new machine type for the nodes: one template version, one group update.
