@@ -7,38 +7,6 @@ use std::path::Path;
 
 use common::{command, file_url, kops, Run};
 
-const MANIFEST: &str = r#"apiVersion: kops.k8s.io/v1alpha2
-kind: Cluster
-metadata:
-  name: edit.example.com
-spec:
-  cloudProvider: aws
-  etcdClusters:
-  - etcdMembers: [{instanceGroup: control-plane-us-east-1a, name: a}]
-    name: main
-  - etcdMembers: [{instanceGroup: control-plane-us-east-1a, name: a}]
-    name: events
-  kubernetesVersion: v1.34.1
-  networkCIDR: 172.20.0.0/16
-  networking: {cilium: {}}
-  subnets:
-  - {cidr: 172.20.32.0/19, name: us-east-1a, type: Public, zone: us-east-1a}
----
-apiVersion: kops.k8s.io/v1alpha2
-kind: InstanceGroup
-metadata:
-  labels: {kops.k8s.io/cluster: edit.example.com}
-  name: control-plane-us-east-1a
-spec: {machineType: t3.medium, maxSize: 1, minSize: 1, role: Master, subnets: [us-east-1a]}
----
-apiVersion: kops.k8s.io/v1alpha2
-kind: InstanceGroup
-metadata:
-  labels: {kops.k8s.io/cluster: edit.example.com}
-  name: nodes
-spec: {machineType: t3.medium, maxSize: 2, minSize: 2, role: Node, subnets: [us-east-1a]}
-"#;
-
 struct Fixture {
     dir: tempfile::TempDir,
     state: String,
@@ -47,7 +15,7 @@ struct Fixture {
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("c.yaml");
-    std::fs::write(&file, MANIFEST).unwrap();
+    std::fs::write(&file, common::one_zone_cluster("edit.example.com")).unwrap();
     let state = file_url(&dir.path().join("state"));
     let r = kops(&["create", "-f", file.to_str().unwrap(), "--state", &state]);
     assert_eq!(r.code, 0, "{}", r.stderr);

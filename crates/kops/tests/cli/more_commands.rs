@@ -7,38 +7,6 @@ use crate::fake_kube;
 
 use common::{command, file_url, kops, Run};
 
-const MANIFEST: &str = r#"apiVersion: kops.k8s.io/v1alpha2
-kind: Cluster
-metadata:
-  name: more.example.com
-spec:
-  cloudProvider: aws
-  etcdClusters:
-  - etcdMembers: [{instanceGroup: control-plane-us-east-1a, name: a}]
-    name: main
-  - etcdMembers: [{instanceGroup: control-plane-us-east-1a, name: a}]
-    name: events
-  kubernetesVersion: v1.34.1
-  networkCIDR: 172.20.0.0/16
-  networking: {cilium: {}}
-  subnets:
-  - {cidr: 172.20.32.0/19, name: us-east-1a, type: Public, zone: us-east-1a}
----
-apiVersion: kops.k8s.io/v1alpha2
-kind: InstanceGroup
-metadata:
-  labels: {kops.k8s.io/cluster: more.example.com}
-  name: control-plane-us-east-1a
-spec: {machineType: t3.medium, maxSize: 1, minSize: 1, role: Master, subnets: [us-east-1a]}
----
-apiVersion: kops.k8s.io/v1alpha2
-kind: InstanceGroup
-metadata:
-  labels: {kops.k8s.io/cluster: more.example.com}
-  name: nodes
-spec: {machineType: t3.medium, maxSize: 2, minSize: 2, role: Node, subnets: [us-east-1a]}
-"#;
-
 const EXTRA_GROUP: &str = r#"apiVersion: kops.k8s.io/v1alpha2
 kind: InstanceGroup
 metadata:
@@ -60,7 +28,7 @@ impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("c.yaml");
-        std::fs::write(&file, MANIFEST).unwrap();
+        std::fs::write(&file, common::one_zone_cluster("more.example.com")).unwrap();
         let state = file_url(&dir.path().join("state"));
         let f = Fixture { dir, state };
         f.ok(&["create", "-f", file.to_str().unwrap()]);

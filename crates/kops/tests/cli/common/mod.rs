@@ -93,3 +93,41 @@ pub fn tree(dir: &Path) -> Vec<String> {
     out.sort();
     out
 }
+
+/// A one-zone cluster `name` (one control plane, one node group of two) as
+/// a manifest for `kops create -f`.
+pub fn one_zone_cluster(name: &str) -> String {
+    format!(
+        r#"apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata:
+  name: {name}
+spec:
+  cloudProvider: aws
+  etcdClusters:
+  - etcdMembers: [{{instanceGroup: control-plane-us-east-1a, name: a}}]
+    name: main
+  - etcdMembers: [{{instanceGroup: control-plane-us-east-1a, name: a}}]
+    name: events
+  kubernetesVersion: v1.34.1
+  networkCIDR: 172.20.0.0/16
+  networking: {{cilium: {{}}}}
+  subnets:
+  - {{cidr: 172.20.32.0/19, name: us-east-1a, type: Public, zone: us-east-1a}}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  labels: {{kops.k8s.io/cluster: {name}}}
+  name: control-plane-us-east-1a
+spec: {{machineType: t3.medium, maxSize: 1, minSize: 1, role: Master, subnets: [us-east-1a]}}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  labels: {{kops.k8s.io/cluster: {name}}}
+  name: nodes
+spec: {{machineType: t3.medium, maxSize: 2, minSize: 2, role: Node, subnets: [us-east-1a]}}
+"#
+    )
+}
