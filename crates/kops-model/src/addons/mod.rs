@@ -310,6 +310,16 @@ spec:
         (identical, placeholders)
     }
 
+    /// `key` renders in every golden case, identical to kops' in `expected`
+    /// of them (checked only when ../shared is there).
+    pub(crate) fn assert_golden(key: &str, expected: usize) {
+        let (identical, placeholders) = compare_golden(key, |_, _| {});
+        assert_eq!(placeholders, 0, "{key}");
+        if kops_testkit::shared_dir().is_some() {
+            assert_eq!(identical, expected, "{key}");
+        }
+    }
+
     /// Fails on the first line where `ours` and kops' manifest differ.
     pub(crate) fn assert_same(case: &str, ours: &str, theirs: &str) {
         let mismatch = ours

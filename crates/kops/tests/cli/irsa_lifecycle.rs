@@ -11,7 +11,7 @@ use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;
 use common::{file_url, kops_on};
 
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+use crate::common::IMAGE;
 const CLUSTER: &str = "irsa.example.com";
 const BUCKET: &str = "oidc-discovery";
 

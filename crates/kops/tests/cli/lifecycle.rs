@@ -12,7 +12,7 @@ use common::{command, file_url, kops_on};
 
 /// An image moto has (moto ships a fixed set; kops' default Ubuntu image
 /// is not among them), named as `owner/name` so the look-up is exercised.
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+use crate::common::IMAGE;
 
 /// SDK configuration for this test process' moto.
 async fn moto_config(endpoint: &str) -> aws_config::SdkConfig {

@@ -337,7 +337,7 @@ fn upgrade_follows_the_channel() {
 
 // ---------------------------------------------------------------- on moto
 
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+use crate::common::IMAGE;
 
 struct Live {
     moto: &'static kops_testkit::Moto,

@@ -11,8 +11,6 @@ use aws_sdk_ec2::config::Credentials;
 use base64::Engine;
 use common::{file_url, kops_on};
 
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
-
 /// The decoded user data of the latest version of a launch template.
 async fn user_data(endpoint: &str, template: &str) -> String {
     let config = aws_config::defaults(BehaviorVersion::latest())
@@ -49,30 +47,7 @@ fn update_stores_node_configs_that_the_user_data_pins() {
     let cluster = "bootstrap.example.com";
     let tmp = tempfile::tempdir().unwrap();
     let state = file_url(&tmp.path().join("state"));
-    let r = kops_on(
-        moto,
-        &[
-            "create",
-            "cluster",
-            cluster,
-            "--zones",
-            "us-east-1a",
-            "--networking",
-            "cilium",
-            "--state",
-            &state,
-            "--image",
-            IMAGE,
-            "--dns",
-            "none",
-        ],
-    );
-    assert_eq!(r.code, 0, "create: {}", r.stderr);
-    let r = kops_on(
-        moto,
-        &["update", "cluster", cluster, "--state", &state, "--yes"],
-    );
-    assert_eq!(r.code, 0, "apply: {}", r.stderr);
+    crate::common::create_and_apply(moto, cluster, &state);
 
     let base = tmp.path().join("state").join(cluster);
     let groups = std::fs::read_dir(base.join("instancegroup"))

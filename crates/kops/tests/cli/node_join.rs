@@ -26,12 +26,9 @@ use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
 use kops_nodeup::{config, Arch};
 use sha2::{Digest, Sha256};
 
-use crate::common::kops_on;
-
 const CLUSTER: &str = "join.example.com";
 const WORKERS: &str = "nodes-us-east-1a";
 const CONTROL_PLANE: &str = "control-plane-us-east-1a";
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
 const ACCOUNT: &str = "123456789012";
 
 fn sha256(bytes: &[u8]) -> String {
@@ -182,30 +179,7 @@ fn workers_join_through_kops_controller() {
     // The state store in moto's S3, as on AWS.
     moto.create_bucket("kops-join-state").unwrap();
     let state = "s3://kops-join-state/clusters".to_string();
-    let r = kops_on(
-        moto,
-        &[
-            "create",
-            "cluster",
-            CLUSTER,
-            "--zones",
-            "us-east-1a",
-            "--networking",
-            "cilium",
-            "--state",
-            &state,
-            "--image",
-            IMAGE,
-            "--dns",
-            "none",
-        ],
-    );
-    assert_eq!(r.code, 0, "create: {}", r.stderr);
-    let r = kops_on(
-        moto,
-        &["update", "cluster", CLUSTER, "--state", &state, "--yes"],
-    );
-    assert_eq!(r.code, 0, "apply: {}", r.stderr);
+    crate::common::create_and_apply(moto, CLUSTER, &state);
 
     // S3, workers' STS tokens and kops-controller's replay go to moto.
     for (k, v) in moto.env() {

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::common::{self, file_url, Run};
 
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+use crate::common::IMAGE;
 const FAKE_NODEUP: &[u8] = b"#!/bin/sh\necho 'a fake nodeup for the publish test'\n";
 
 /// A copy of the `kops` binary in its own directory (`<tmp>/<name>/kops`),

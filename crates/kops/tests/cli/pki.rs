@@ -14,7 +14,7 @@ use std::process::Command;
 use base64::Engine;
 use common::{command, file_url, kops, Run};
 
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+use crate::common::IMAGE;
 const SSH_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKF1D4tCJrnUwJ/ZQf8x0OY7yS4ALaMtuLZOd6Ymnb6b test@example\n";
 
 fn run(moto: Option<&kops_testkit::Moto>, env: &[(&str, &str)], args: &[&str]) -> Run {

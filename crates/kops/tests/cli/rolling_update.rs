@@ -15,7 +15,7 @@ use aws_sdk_ec2::types::Filter;
 use common::{command, file_url, Run};
 use fake_kube::{FakeKube, Faults};
 
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+use crate::common::IMAGE;
 
 /// Flags that keep a roll quick: no sleeps between steps, fast re-checks.
 const FAST: &[&str] = &[

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use crate::common::{command, file_url, tree, Run};
 
 /// An image moto has (see lifecycle).
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+use crate::common::IMAGE;
 
 fn kops_on(moto: &kops_testkit::Moto, args: &[&str]) -> Run {
     let mut c = command(args);

@@ -10,7 +10,7 @@ use aws_sdk_ec2::types::Filter;
 
 use crate::common::{command, file_url, Run};
 
-const IMAGE: &str = "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+use crate::common::IMAGE;
 
 fn kops_on(moto: &kops_testkit::Moto, state: &str, args: &[&str]) -> Run {
     let mut c = command(args);

@@ -23,6 +23,39 @@ impl From<Output> for Run {
     }
 }
 
+/// An Ubuntu image moto ships (moto has none of kops' default images).
+pub const IMAGE: &str =
+    "099720109477/ubuntu/images/hvm-ssd/ubuntu-xenial-16.04-amd64-server-20170721";
+
+/// `kops create cluster NAME` (one zone, Cilium, no DNS, moto's image) and
+/// `kops update cluster --yes` on moto with the state store `state`.
+pub fn create_and_apply(moto: &kops_testkit::Moto, name: &str, state: &str) {
+    let r = kops_on(
+        moto,
+        &[
+            "create",
+            "cluster",
+            name,
+            "--zones",
+            "us-east-1a",
+            "--networking",
+            "cilium",
+            "--state",
+            state,
+            "--image",
+            IMAGE,
+            "--dns",
+            "none",
+        ],
+    );
+    assert_eq!(r.code, 0, "create: {}", r.stderr);
+    let r = kops_on(
+        moto,
+        &["update", "cluster", name, "--state", state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "apply: {}", r.stderr);
+}
+
 /// A `kops` command with a clean environment (no user state store, no editor).
 pub fn command(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kops"));
