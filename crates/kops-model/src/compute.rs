@@ -18,14 +18,12 @@
 //! checks nodeup, which reads the group's node config, stored by `update
 //! cluster --yes` and pinned by hash in the script, from the state store.
 //!
-//! A mixed-instances policy carries the group's `spec.maxPrice`; a group
-//! with `spec.iam.profile` launches with that existing profile (see
-//! [`iam::instance_profile_name`]).
+//! A mixed-instances policy carries the group's `spec.maxPrice`; without a
+//! policy the price goes in the launch template's market options (spot
+//! instances, see [`spot_market`]). A group with `spec.iam.profile`
+//! launches with that existing profile (see [`iam::instance_profile_name`]).
 //!
-//! Not yet: instance-store block devices, and the spot price of a group
-//! with `spec.maxPrice` and no mixed-instances policy (kops puts it in the
-//! launch template's market options, which the launch template task does
-//! not model).
+//! Not yet: instance-store block devices.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,7 +33,7 @@ use kops_aws::context::Tags;
 use kops_aws::tasks::autoscaling_group::{AutoscalingGroup, MixedInstances, WarmPool};
 use kops_aws::tasks::ebs_volume::EbsVolume;
 use kops_aws::tasks::iam_instance_profile::IamInstanceProfile;
-use kops_aws::tasks::launch_template::{ExtraVolume, LaunchTemplate, RootVolume};
+use kops_aws::tasks::launch_template::{ExtraVolume, LaunchTemplate, RootVolume, SpotMarket};
 use kops_aws::tasks::lifecycle_hook::LifecycleHook;
 use kops_aws::tasks::security_group::SecurityGroup;
 use kops_aws::tasks::ssh_key::SshKey;
@@ -442,6 +440,7 @@ fn instance_group(
         instance_profile: IamInstanceProfile::output_ref(&iam::instance_profile_name(
             model, index, group, role,
         )?),
+        shared_profile: iam::custom_profile_arn(group).is_some(),
         security_groups,
         additional_security_group_ids: additional,
         ssh_key: ssh::ssh_key(model)?.map(|k| SshKey::name_ref(&k.name)),
@@ -452,6 +451,7 @@ fn instance_group(
         detailed_monitoring: spec.detailed_instance_monitoring.unwrap_or(false),
         extra_volumes: extra_volumes(index, group)?,
         cpu_credits: spec.cpu_credits.clone().filter(|c| !c.is_empty()),
+        spot: spot_market(index, group)?,
         user_data: user_data(model, index, group)?,
         tags: tags.clone(),
     };
@@ -617,6 +617,56 @@ pub fn max_price(group: &InstanceGroup) -> Option<String> {
         serde_json::Value::Number(n) => Some(n.to_string()),
         _ => None,
     }
+}
+
+/// The launch template's spot request: a group with `spec.maxPrice` and no
+/// mixed-instances policy (a policy carries the price itself, and AWS
+/// refuses a spot request in the template of a group with one), with
+/// `spec.spotDurationInMinutes` and `spec.instanceInterruptionBehavior`
+/// when set. An empty price is no spot request, as in kops.
+pub fn spot_market(index: usize, group: &InstanceGroup) -> Result<Option<SpotMarket>, ModelError> {
+    if group.spec.mixed_instances_policy.is_some() {
+        return Ok(None);
+    }
+    let Some(max_price) = max_price(group).filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let block_duration_minutes = match group.spec.extra.get("spotDurationInMinutes") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(
+            v.as_i64()
+                .and_then(|m| i32::try_from(m).ok())
+                .ok_or_else(|| {
+                    spec_error(
+                        index,
+                        "spotDurationInMinutes",
+                        format!("`{v}` is not a number of minutes"),
+                        "write a multiple of 60 from 60 to 360, or remove it",
+                    )
+                })?,
+        ),
+    };
+    let interruption_behavior = match group.spec.extra.get("instanceInterruptionBehavior") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(b))
+            if ["terminate", "stop", "hibernate"].contains(&b.as_str()) =>
+        {
+            Some(b.clone())
+        }
+        Some(v) => {
+            return Err(spec_error(
+                index,
+                "instanceInterruptionBehavior",
+                format!("`{v}` is not an interruption behavior"),
+                "write `terminate`, `stop` or `hibernate`",
+            ))
+        }
+    };
+    Ok(Some(SpotMarket {
+        max_price,
+        block_duration_minutes,
+        interruption_behavior,
+    }))
 }
 
 /// A group's warm pool, as kops resolves it: the group's own settings,
@@ -914,7 +964,8 @@ spec: {role: Master, image: ami-12345678, machineType: m3.medium, minSize: 1, ma
             spot_allocation_strategy: Some("capacity-optimized".into()),
             ..Default::default()
         });
-        let (_, asg) = instance_group(&model, 0, nodes).unwrap();
+        let (template, asg) = instance_group(&model, 0, nodes).unwrap();
+        assert_eq!(template.spot, None, "AWS refuses both");
         let mixed = asg.mixed_instances.expect("a mixed instances policy");
         assert_eq!(mixed.instance_types, ["m5.large", "m5a.large"]);
         assert_eq!(mixed.spot_max_price.as_deref(), Some("0.1"));
@@ -942,6 +993,61 @@ spec: {role: Master, image: ami-12345678, machineType: m3.medium, minSize: 1, ma
             asg.mixed_instances.unwrap().spot_max_price.as_deref(),
             Some("")
         );
+    }
+
+    #[test]
+    fn max_price_without_a_policy_is_a_spot_launch_template() {
+        let (cluster, mut groups) = load();
+        let model_groups = groups.clone();
+        let model = Model {
+            cluster: &cluster,
+            groups: &model_groups,
+            ssh_public_key: None,
+            node_inputs: None,
+            account_id: None,
+            config_base: "memfs://tests/minimal-aws.example.com",
+        };
+        let nodes = &mut groups[0];
+        let (template, _) = instance_group(&model, 0, nodes).unwrap();
+        assert_eq!(template.spot, None);
+
+        nodes
+            .spec
+            .extra
+            .insert("maxPrice".into(), serde_json::json!(0.05));
+        nodes.spec.extra.insert(
+            "instanceInterruptionBehavior".into(),
+            serde_json::json!("stop"),
+        );
+        let (template, asg) = instance_group(&model, 0, nodes).unwrap();
+        assert_eq!(asg.mixed_instances, None);
+        assert_eq!(
+            template.spot,
+            Some(SpotMarket {
+                max_price: "0.05".into(),
+                block_duration_minutes: None,
+                interruption_behavior: Some("stop".into()),
+            })
+        );
+
+        nodes.spec.extra.insert(
+            "instanceInterruptionBehavior".into(),
+            serde_json::json!("pause"),
+        );
+        let e = instance_group(&model, 0, nodes).unwrap_err().to_string();
+        assert!(
+            e.starts_with("instanceGroups[0].spec.instanceInterruptionBehavior: `\"pause\"`"),
+            "{e}"
+        );
+
+        // An empty price asks for nothing, as in kops.
+        nodes.spec.extra.remove("instanceInterruptionBehavior");
+        nodes
+            .spec
+            .extra
+            .insert("maxPrice".into(), serde_json::json!(""));
+        let (template, _) = instance_group(&model, 0, nodes).unwrap();
+        assert_eq!(template.spot, None);
     }
 
     #[test]

@@ -35,6 +35,7 @@ use kops_aws::tasks::vpc_cidr_block::VpcCidrBlock;
 use kops_aws::tasks::vpc_dhcp_options_association::VpcDhcpOptionsAssociation;
 use kops_aws::AwsContext;
 use kops_engine::{TaskGraph, TaskKey};
+use kops_model::iam::shared_profile::SharedInstanceProfile;
 
 use crate::cloudformation::{CloudFormation, Json};
 use crate::hcl::{Body, Expr};
@@ -111,6 +112,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
         SecurityGroup,
         SecurityGroupCleanup,
         SecurityGroupRule,
+        SharedInstanceProfile,
         SharedSecurityGroup,
         SshKey,
         Subnet,
@@ -1172,6 +1174,28 @@ impl AwsResource for IamInstanceProfileRole {
     }
 }
 
+/// An existing profile a group names in `spec.iam.profile`: no resource,
+/// and its name written literally where it is used (the launch template's
+/// `iam_instance_profile { name = "..." }`), as kops renders it; it is not
+/// looked up with a data source either.
+impl AwsResource for SharedInstanceProfile {
+    fn tf_type(&self) -> Option<&'static str> {
+        None
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn existing_id(&self) -> Option<String> {
+        Some(self.name.clone())
+    }
+    fn terraform(&self, _: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        Ok(())
+    }
+    fn cloudformation(&self, _: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
+        Ok(())
+    }
+}
+
 // ---------------------------------------------------------------- SSH key
 
 /// kops names the key pair resource after the key name without the
@@ -1405,6 +1429,23 @@ impl AwsResource for LaunchTemplate {
         if let Some(key) = &self.ssh_key {
             b.set("key_name", id(tf, key.key())?);
         }
+        if let Some(spot) = &self.spot {
+            // kops' shape: `instance_market_options { market_type = "spot"
+            // spot_options { max_price = "..." } }`.
+            let mut options = Body::new();
+            options
+                .set_opt("block_duration_minutes", spot.block_duration_minutes)
+                .set_opt(
+                    "instance_interruption_behavior",
+                    spot.interruption_behavior.as_ref(),
+                )
+                .set("max_price", &spot.max_price);
+            let mut market = Body::new();
+            market
+                .set("market_type", "spot")
+                .block("spot_options", options);
+            b.block("instance_market_options", market);
+        }
         for kind in ["instance", "volume", "network-interface"] {
             let mut spec = Body::new();
             spec.set("resource_type", kind)
@@ -1515,6 +1556,22 @@ impl AwsResource for LaunchTemplate {
         ];
         if let Some(key) = &self.ssh_key {
             data.push(("KeyName", cf.reference(key.key())?));
+        }
+        if let Some(spot) = &self.spot {
+            let mut options = vec![("MaxPrice", Json::str(&spot.max_price))];
+            if let Some(minutes) = spot.block_duration_minutes {
+                options.push(("BlockDurationMinutes", Json::Int(minutes.into())));
+            }
+            if let Some(behavior) = &spot.interruption_behavior {
+                options.push(("InstanceInterruptionBehavior", Json::str(behavior)));
+            }
+            data.push((
+                "InstanceMarketOptions",
+                Json::obj([
+                    ("MarketType", Json::str("spot")),
+                    ("SpotOptions", Json::obj(options)),
+                ]),
+            ));
         }
         cf.resource(
             "AWS::EC2::LaunchTemplate",

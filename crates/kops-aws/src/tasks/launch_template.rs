@@ -10,18 +10,24 @@
 //! version's data: one tagged `DescribeLaunchTemplates` per run for all
 //! groups, then one `DescribeLaunchTemplateVersions` per template.
 //!
+//! A group with `spec.maxPrice` and no mixed-instances policy asks for spot
+//! instances in the template's market options (a group with a policy has
+//! its price in the policy instead: AWS refuses both).
+//!
 //! The image is the spec's text: an `ami-...` id, or `owner/name` resolved
 //! to the newest image of that name (see [`AwsContext::image`], cached per
 //! run).
 
 use aws_sdk_ec2::types::{
-    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
-    LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
-    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
-    LaunchTemplateInstanceMetadataProtocolIpv6,
+    InstanceInterruptionBehavior, LaunchTemplateBlockDeviceMappingRequest,
+    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
+    LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
+    LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
-    LaunchTemplateTagSpecificationRequest, LaunchTemplatesMonitoringRequest,
-    RequestLaunchTemplateData, ResourceType, ResponseLaunchTemplateData, VolumeType,
+    LaunchTemplateSpotMarketOptionsRequest, LaunchTemplateTagSpecificationRequest,
+    LaunchTemplatesMonitoringRequest, MarketType, RequestLaunchTemplateData, ResourceType,
+    ResponseLaunchTemplateData, VolumeType,
 };
 use base64::Engine as _;
 use kops_engine::{Changes, FieldValue, OutputRef, Outputs, Task, TaskError, TaskKey};
@@ -118,6 +124,65 @@ impl FieldValue for RootVolume {
     }
 }
 
+/// The spot request of a template (its market options): instances are spot
+/// instances bought at most at `max_price` an hour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpotMarket {
+    /// US dollars an hour, as the spec writes it (`"0.1"`); compared as a
+    /// number, since AWS may give it back with trailing zeros.
+    pub max_price: String,
+    /// `spec.spotDurationInMinutes`: a spot block of that many minutes.
+    pub block_duration_minutes: Option<i32>,
+    /// `spec.instanceInterruptionBehavior`: `terminate`, `stop` or
+    /// `hibernate`.
+    pub interruption_behavior: Option<String>,
+}
+
+impl SpotMarket {
+    /// The same request with the price in a canonical form (`0.100` and
+    /// `0.1` are one price).
+    fn normalized(&self) -> Self {
+        Self {
+            max_price: normalize_price(&self.max_price),
+            ..self.clone()
+        }
+    }
+}
+
+/// A price without trailing zeros after its decimal point (`0.100000` →
+/// `0.1`, `1.0` → `1`); text that is not a decimal number is kept.
+pub fn normalize_price(price: &str) -> String {
+    let price = price.trim();
+    if price.is_empty() || !price.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return price.to_string();
+    }
+    match price.split_once('.') {
+        Some((whole, fraction)) => {
+            let fraction = fraction.trim_end_matches('0');
+            let whole = if whole.is_empty() { "0" } else { whole };
+            if fraction.is_empty() {
+                whole.to_string()
+            } else {
+                format!("{whole}.{fraction}")
+            }
+        }
+        None => price.to_string(),
+    }
+}
+
+impl FieldValue for SpotMarket {
+    fn render(&self) -> String {
+        let mut text = format!("spot, at most {} an hour", self.max_price);
+        if let Some(minutes) = self.block_duration_minutes {
+            text.push_str(&format!(", {minutes}-minute block"));
+        }
+        if let Some(behavior) = &self.interruption_behavior {
+            text.push_str(&format!(", {behavior} on interruption"));
+        }
+        text
+    }
+}
+
 /// What the launch template should be.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LaunchTemplate {
@@ -133,6 +198,9 @@ pub struct LaunchTemplate {
     pub http_tokens: String,
     pub http_put_response_hop_limit: i32,
     pub instance_profile: OutputRef<IamInstanceProfileOutput>,
+    /// The profile exists already with its role (`spec.iam.profile`): no
+    /// task adds a role to it, so there is none to wait for.
+    pub shared_profile: bool,
     /// The groups kops manages, by task.
     pub security_groups: Vec<OutputRef<SecurityGroupId>>,
     /// Existing groups by id (`additionalSecurityGroups`).
@@ -147,6 +215,9 @@ pub struct LaunchTemplate {
     pub extra_volumes: Vec<ExtraVolume>,
     /// `spec.cpuCredits` of burstable instance types.
     pub cpu_credits: Option<String>,
+    /// Spot instances (`spec.maxPrice` of a group without a
+    /// mixed-instances policy); `None` for on-demand ones.
+    pub spot: Option<SpotMarket>,
     /// The user-data script, in clear; sent base64-encoded.
     pub user_data: String,
     /// The tags of the template, and of the instances, volumes and network
@@ -177,6 +248,8 @@ pub struct TemplateData {
     pub extra_volumes: Vec<ExtraVolume>,
     /// `standard` or `unlimited` for burstable types.
     pub cpu_credits: Option<String>,
+    /// The spot request, price normalised.
+    pub spot: Option<SpotMarket>,
 }
 
 /// What exists.
@@ -246,6 +319,7 @@ impl LaunchTemplate {
                 v
             },
             cpu_credits: self.cpu_credits.clone(),
+            spot: self.spot.as_ref().map(SpotMarket::normalized),
         })
     }
 
@@ -351,6 +425,22 @@ impl LaunchTemplate {
                     .build(),
             )
             .set_key_name(key_name)
+            .set_instance_market_options(self.spot.as_ref().map(|spot| {
+                LaunchTemplateInstanceMarketOptionsRequest::builder()
+                    .market_type(MarketType::Spot)
+                    .spot_options(
+                        LaunchTemplateSpotMarketOptionsRequest::builder()
+                            .max_price(&spot.max_price)
+                            .set_block_duration_minutes(spot.block_duration_minutes)
+                            .set_instance_interruption_behavior(
+                                spot.interruption_behavior
+                                    .as_deref()
+                                    .map(InstanceInterruptionBehavior::from),
+                            )
+                            .build(),
+                    )
+                    .build()
+            }))
             .monitoring(
                 LaunchTemplatesMonitoringRequest::builder()
                     .enabled(self.detailed_monitoring)
@@ -409,8 +499,26 @@ pub fn template_data(data: &ResponseLaunchTemplateData, root_device_name: &str) 
         })
         .collect();
     extra_volumes.sort();
+    // As kops reads it: market options without a price are no spot request.
+    let spot = data
+        .instance_market_options()
+        .and_then(|m| m.spot_options())
+        .and_then(|s| {
+            let price = s.max_price().filter(|p| !p.is_empty())?;
+            Some(
+                SpotMarket {
+                    max_price: price.to_string(),
+                    block_duration_minutes: s.block_duration_minutes(),
+                    interruption_behavior: s
+                        .instance_interruption_behavior()
+                        .map(|b| b.as_str().to_string()),
+                }
+                .normalized(),
+            )
+        });
     TemplateData {
         extra_volumes,
+        spot,
         cpu_credits: data
             .credit_specification()
             .and_then(|c| c.cpu_credits())
@@ -475,15 +583,15 @@ impl Task<AwsContext> for LaunchTemplate {
     }
 
     fn dependencies(&self) -> Vec<TaskKey> {
-        let mut keys = vec![
-            self.instance_profile.key().clone(),
+        let mut keys = vec![self.instance_profile.key().clone()];
+        if !self.shared_profile {
             // Instances launched before the role is in the profile would
             // start without credentials.
-            TaskKey::new(
+            keys.push(TaskKey::new(
                 IamInstanceProfileRole::KIND,
                 &self.instance_profile.key().name,
-            ),
-        ];
+            ));
+        }
         keys.extend(self.security_groups.iter().map(|g| g.key().clone()));
         keys.extend(self.ssh_key.iter().map(|k| k.key().clone()));
         keys
@@ -653,6 +761,9 @@ impl Task<AwsContext> for LaunchTemplate {
                 &expected.extra_volumes,
             );
         }
+        if expected.spot.is_some() || data.is_some_and(|d| d.spot.is_some()) {
+            changes.compare("spot", data.map(|d| &d.spot), &expected.spot);
+        }
         if expected.cpu_credits.is_some() {
             changes.compare(
                 "cpuCredits",
@@ -760,5 +871,52 @@ impl Task<AwsContext> for LaunchTemplate {
                 actual.latest_version
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prices_compare_as_numbers() {
+        assert_eq!(normalize_price("0.100000"), "0.1");
+        assert_eq!(normalize_price("0.1"), "0.1");
+        assert_eq!(normalize_price("1.0"), "1");
+        assert_eq!(normalize_price("2"), "2");
+        assert_eq!(normalize_price(".5"), "0.5");
+        assert_eq!(normalize_price("cheap"), "cheap");
+    }
+
+    #[test]
+    fn market_options_without_a_price_are_on_demand() {
+        use aws_sdk_ec2::types::{
+            LaunchTemplateInstanceMarketOptions, LaunchTemplateSpotMarketOptions,
+        };
+        let read = |price: Option<&str>| {
+            let data = ResponseLaunchTemplateData::builder()
+                .instance_market_options(
+                    LaunchTemplateInstanceMarketOptions::builder()
+                        .market_type(MarketType::Spot)
+                        .spot_options(
+                            LaunchTemplateSpotMarketOptions::builder()
+                                .set_max_price(price.map(str::to_string))
+                                .build(),
+                        )
+                        .build(),
+                )
+                .build();
+            template_data(&data, "/dev/xvda").spot
+        };
+        assert_eq!(read(None), None);
+        assert_eq!(read(Some("")), None);
+        assert_eq!(
+            read(Some("0.050000")),
+            Some(SpotMarket {
+                max_price: "0.05".into(),
+                block_duration_minutes: None,
+                interruption_behavior: None,
+            })
+        );
     }
 }
