@@ -297,7 +297,15 @@ fn prune_spec(key: &str, contents: &str) -> Value {
         }
     }
     let selector = format!("addon.kops.k8s.io/name={key},app.kubernetes.io/managed-by=kops");
-    let kinds: Vec<Value> = PRUNED_KINDS
+    let mut pruned = PRUNED_KINDS.to_vec();
+    // Karpenter's node classes and pools are kops' (one per group): a
+    // group deleted or no longer managed by Karpenter loses its own.
+    if key == "karpenter.sh" {
+        pruned.push(("karpenter.k8s.aws", "EC2NodeClass"));
+        pruned.push(("karpenter.sh", "NodePool"));
+        pruned.sort();
+    }
+    let kinds: Vec<Value> = pruned
         .iter()
         .map(|(group, kind)| {
             let mut spec = serde_json::Map::new();
@@ -325,6 +333,7 @@ impl Addon {
             || matches!(
                 self.key,
                 "certmanager.io"
+                    | "karpenter.sh"
                     | "node-termination-handler.aws"
                     | "node-problem-detector.addons.k8s.io"
                     | "aws-load-balancer-controller.addons.k8s.io"

@@ -4,7 +4,9 @@
 //! - strings YAML 1.1 reads as booleans (`on`, `off`, `yes`, `n`, ...) are
 //!   double-quoted by Go, plain in YAML 1.2;
 //! - strings starting with `#` (a comment if plain) are single-quoted by Go
-//!   (`'#{query}'`), double-quoted here.
+//!   (`'#{query}'`), double-quoted here;
+//! - digits with a leading zero (an AWS account, `099720109477`) are
+//!   double-quoted by Go like every number-like string, single-quoted here.
 //!
 //! Block scalars (`|`) are left alone: their lines are text, not values.
 
@@ -76,6 +78,11 @@ fn requote_value(value: &str) -> Option<String> {
     if BOOLEAN_WORDS.contains(&value) {
         return Some(format!("\"{value}\""));
     }
+    if let Some(digits) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Some(format!("\"{digits}\""));
+        }
+    }
     let inner = value.strip_prefix("\"#")?.strip_suffix('"')?;
     if inner.contains(['\\', '"']) {
         return None;
@@ -89,10 +96,10 @@ mod tests {
 
     #[test]
     fn quotes_as_go_does() {
-        let text = "a: on\nb:\n- off\n- \"#{query}\"\nc: \"#x\"\nd: one\ne: |\n  on\n  - no\nf: No";
+        let text = "a: on\nb:\n- off\n- \"#{query}\"\nc: \"#x\"\nd: one\ne: |\n  on\n  - no\nf: No\ng: '099'";
         assert_eq!(
             requote(text),
-            "a: \"on\"\nb:\n- \"off\"\n- '#{query}'\nc: '#x'\nd: one\ne: |\n  on\n  - no\nf: \"No\""
+            "a: \"on\"\nb:\n- \"off\"\n- '#{query}'\nc: '#x'\nd: one\ne: |\n  on\n  - no\nf: \"No\"\ng: \"099\""
         );
     }
 }

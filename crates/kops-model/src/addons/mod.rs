@@ -26,6 +26,7 @@ mod external_dns;
 mod flannel;
 mod fold;
 mod go_quotes;
+mod karpenter;
 mod kindnet;
 mod kopeio;
 pub mod kops_controller;
@@ -77,6 +78,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "snapshot-controller.addons.k8s.io" => snapshot_controller::objects(model)?,
         "authentication.aws" => authentication_aws::objects(model)?,
         "eks-pod-identity-webhook.addons.k8s.io" => pod_identity_webhook::objects(model)?,
+        "karpenter.sh" => karpenter::objects(model)?,
         _ => None,
     };
     let Some(objects) = objects else {
