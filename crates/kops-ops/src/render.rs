@@ -1,6 +1,11 @@
 //! `update cluster --target terraform|cloudformation`: the same task graph
-//! as the direct apply, written as files instead of applied. Offline: no
-//! cloud call (see kops-render for what stands in for cloud look-ups).
+//! as the direct apply, written as files instead of applied. Nearly
+//! offline: the one cloud call is the account (STS GetCallerIdentity),
+//! which addon manifests name (the termination handler's queue URL, IRSA
+//! role ARNs), made only when AWS credentials are configured and bounded
+//! by [`ACCOUNT_TIMEOUT`]; without them those addons stay placeholders and
+//! the render says so once (see kops-render for what stands in for the
+//! other cloud look-ups).
 //!
 //! State-store files (completed spec, etcd specs, channel, node configs)
 //! become `aws_s3_object` resources in Terraform when the config base is in
@@ -54,7 +59,15 @@ pub struct RenderOutcome {
     pub state_files_written: Vec<String>,
     /// Task types without a renderer (a bug to report; empty normally).
     pub unrendered: Vec<String>,
+    /// What the render could not fill in, one line each, with how to get
+    /// it (the account without credentials).
+    pub warnings: Vec<String>,
 }
+
+/// How long the render waits for the account before rendering without it:
+/// a credential source that does not answer (an unreachable endpoint, an
+/// identity provider down) must not hold up a render that can do without.
+pub const ACCOUNT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RenderClusterError {
@@ -124,14 +137,25 @@ pub async fn render_cluster(
         .await
         .map_err(OpsError::from)?;
     node_inputs.nodeup = Some(nodeup.sources.clone());
+    let mut warnings = kops_api::validation::warnings(&cluster);
+    let account_id = account(&region).await;
     let model = Model {
         cluster: &cluster,
         groups: &groups,
         ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
         node_inputs: Some(&node_inputs),
-        account_id: None,
+        account_id: account_id.as_ref().ok().map(String::as_str),
         config_base: &config_base,
     };
+    if let Err(reason) = &account_id {
+        let needing = needs_account(&model);
+        if !needing.is_empty() {
+            warnings.push(format!(
+                "{reason}, so {} are written as placeholders; configure AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws/credentials) and render again to fill them in",
+                needing.join(" and ")
+            ));
+        }
+    }
     let graph = kops_model::build(&model)?;
     let completed = completed_spec(&cluster, &config_base);
     let mut files = kops_model::files::state_files(
@@ -213,7 +237,82 @@ pub async fn render_cluster(
         tasks: graph.len(),
         state_files_written,
         unrendered: outcome.unrendered.iter().map(ToString::to_string).collect(),
+        warnings,
     })
+}
+
+/// The account the configured credentials act in, as kops' Terraform
+/// target asks it; the reason when it cannot be known. Credentials are
+/// looked for where the SDK reads them without a network call (see
+/// [`credentials_configured`]): without them the SDK would end up asking
+/// the instance metadata service, which off EC2 only times out.
+async fn account(region: &str) -> Result<String, String> {
+    if !credentials_configured() {
+        return Err("the AWS account is unknown: no AWS credentials are configured".into());
+    }
+    let ask = async {
+        kops_aws::AwsCloud::new(region)
+            .await
+            .account_id()
+            .await
+            .map_err(|e| {
+                let first = e.lines().next().unwrap_or_default();
+                format!("the AWS account is unknown ({first})")
+            })
+    };
+    match tokio::time::timeout(ACCOUNT_TIMEOUT, ask).await {
+        Ok(result) => result,
+        Err(_) => Err(format!(
+            "the AWS account is unknown (STS GetCallerIdentity did not answer in {}s)",
+            ACCOUNT_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// What the cluster's addons name the account in, for the warning when
+/// it is unknown.
+fn needs_account(model: &Model<'_>) -> Vec<&'static str> {
+    let mut needing = Vec::new();
+    if kops_model::nth_queue_mode(model.cluster) {
+        needing.push("the node termination handler's queue URL");
+    }
+    if kops_model::iam::irsa::uses_service_account_permissions(model) {
+        needing.push("the addons' service-account role ARNs");
+    }
+    needing
+}
+
+/// Whether AWS credentials (or an endpoint standing in for AWS) are
+/// configured: keys, a profile, a web identity or a container credentials
+/// endpoint in the environment, `AWS_ENDPOINT_URL`, or a shared
+/// credentials or config file.
+fn credentials_configured() -> bool {
+    let set = |key: &str| std::env::var_os(key).is_some_and(|v| !v.is_empty());
+    let variables = [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_ENDPOINT_URL",
+    ];
+    if variables.iter().any(|k| set(k)) {
+        return true;
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let file = |variable: &str, name: &str| {
+        std::env::var_os(variable)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".aws").join(name)))
+    };
+    [
+        file("AWS_SHARED_CREDENTIALS_FILE", "credentials"),
+        file("AWS_CONFIG_FILE", "config"),
+    ]
+    .into_iter()
+    .flatten()
+    .any(|path| path.is_file())
 }
 
 /// The trusted certificates of the cluster's `service-account` keyset,

@@ -746,7 +746,8 @@ async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32
     }
 }
 
-/// `update cluster --target terraform|cloudformation`: writes files, touches no cloud.
+/// `update cluster --target terraform|cloudformation`: writes files; the
+/// only cloud call is the account, when credentials are configured.
 async fn render_cluster(
     global: &GlobalArgs,
     a: UpdateClusterArgs,
@@ -764,6 +765,9 @@ async fn render_cluster(
         },
     )
     .await?;
+    for warning in &outcome.warnings {
+        status(&format!("warning: {warning}"));
+    }
     if !outcome.unrendered.is_empty() {
         status(&format!(
             "warning: no renderer for {} (not in the output): {}",

@@ -21,6 +21,7 @@ mod node_bootstrap;
 mod node_join;
 mod nodeup_publish;
 mod pki;
+mod render_account;
 mod rolling_update;
 mod roundtrip;
 mod seed001;
