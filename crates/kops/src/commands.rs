@@ -649,45 +649,6 @@ async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
 
 // ---------------------------------------------------------------- update
 
-/// Prints one line per finished task (and per retry) on stderr.
-struct ProgressLines;
-
-impl kops_engine::Progress for ProgressLines {
-    fn event(&self, event: &kops_engine::ProgressEvent<'_>) {
-        use kops_engine::{Outcome, ProgressEvent};
-        match event {
-            ProgressEvent::Retrying {
-                key,
-                attempt,
-                reason,
-                delay,
-                ..
-            } => {
-                status(&format!(
-                    "  waiting  {key}: {reason} (attempt {attempt}, next in {:.1}s)",
-                    delay.as_secs_f64()
-                ));
-            }
-            ProgressEvent::Finished { report } => {
-                let what = match &report.outcome {
-                    Outcome::Created { .. } => "created",
-                    Outcome::Modified { .. } => "modified",
-                    Outcome::Failed { .. } => "FAILED",
-                    Outcome::Skipped { .. } => "skipped",
-                    // Unchanged objects and dry-run outcomes make no line.
-                    _ => return,
-                };
-                status(&format!(
-                    "  {what:8} {} ({:.1}s)",
-                    report.key,
-                    report.elapsed.as_secs_f64()
-                ));
-            }
-            _ => {}
-        }
-    }
-}
-
 async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
     let render_target = match a.target.as_str() {
         "direct" => None,
@@ -708,9 +669,10 @@ async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32
         kops_ops::UpdateRequest {
             cluster: cluster.clone(),
             apply: a.yes,
-            progress: a
-                .yes
-                .then(|| Box::new(ProgressLines) as Box<dyn kops_engine::Progress>),
+            progress: a.yes.then(|| {
+                Box::new(crate::progress::ProgressLines::stderr(global.verbosity))
+                    as Box<dyn kops_engine::Progress>
+            }),
             sdk_config: None,
         },
     )

@@ -8,6 +8,7 @@ mod editor;
 mod more_commands;
 mod output;
 mod pki_commands;
+mod progress;
 mod roll_commands;
 mod toolbox_commands;
 

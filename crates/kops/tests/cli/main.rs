@@ -9,11 +9,13 @@ mod common;
 mod fake_kube;
 
 mod addons_apply;
+mod apply_retries;
 mod bad_input;
 mod cloudformation_target;
 mod edit;
 mod existing_network;
 mod get_assets;
+mod instance_group_options;
 mod irsa_lifecycle;
 mod lifecycle;
 mod more_commands;
