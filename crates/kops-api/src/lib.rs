@@ -9,6 +9,7 @@
 pub mod cluster;
 pub mod components;
 pub mod defaults;
+pub mod env;
 pub mod instance_group;
 pub mod manifest;
 pub mod meta;
