@@ -5,6 +5,12 @@
 //! `AWS_REGION`/`AWS_DEFAULT_REGION`, profiles and the usual credential
 //! providers all apply. With a custom endpoint (moto, MinIO) path-style
 //! addressing is used. Every object is written with SSE-S3 (AES256).
+//!
+//! kops' own switch for a non-AWS store is honoured too: with `S3_ENDPOINT`
+//! set, the client talks to that endpoint (path-style) in `S3_REGION`
+//! (default `us-east-1`, not `AWS_REGION`), signing with
+//! `S3_ACCESS_KEY_ID`/`S3_SECRET_ACCESS_KEY` when both are set. Only the
+//! state store client follows it; EC2 and the other services do not.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -13,6 +19,7 @@ use async_trait::async_trait;
 use aws_config::meta::region::RegionProviderChain;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::config::Credentials;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::ServerSideEncryption;
@@ -114,10 +121,13 @@ impl S3Store {
         }
     }
 
-    /// The client, built from the default AWS configuration on first call.
+    /// The client, built from the default AWS configuration (or kops'
+    /// `S3_ENDPOINT` settings) on first call.
     pub async fn client(&self) -> &Client {
         self.client
-            .get_or_init(|| async { client_for(&default_sdk_config().await) })
+            .get_or_init(|| {
+                default_client(CustomEndpoint::from_lookup(&kops_api::env::process_env))
+            })
             .await
     }
 
@@ -176,14 +186,98 @@ impl S3Store {
     }
 }
 
+/// kops' settings for an S3-compatible store that is not AWS, from
+/// `S3_ENDPOINT`, `S3_REGION`, `S3_ACCESS_KEY_ID` and `S3_SECRET_ACCESS_KEY`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CustomEndpoint {
+    /// `S3_ENDPOINT`, e.g. `http://minio:9000`.
+    pub endpoint: String,
+    /// `S3_REGION`, else `us-east-1` (as kops: the process's AWS region is
+    /// not the custom store's).
+    pub region: String,
+    /// `S3_ACCESS_KEY_ID` and `S3_SECRET_ACCESS_KEY` when both are set;
+    /// otherwise the standard credential chain signs (kops refuses to run
+    /// without them; kops-rs lets `AWS_ACCESS_KEY_ID` etc. serve instead).
+    pub credentials: Option<(String, String)>,
+}
+
+impl fmt::Debug for CustomEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never print the secret key.
+        f.debug_struct("CustomEndpoint")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field(
+                "access_key_id",
+                &self.credentials.as_ref().map(|(id, _)| id),
+            )
+            .finish()
+    }
+}
+
+impl CustomEndpoint {
+    /// The settings `lookup` (the process environment in production) gives,
+    /// or `None` when `S3_ENDPOINT` is unset or empty.
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Option<CustomEndpoint> {
+        let endpoint = kops_api::env::custom_s3_endpoint(lookup)?;
+        let var = |name: &str| lookup(name).filter(|v| !v.is_empty());
+        Some(CustomEndpoint {
+            endpoint,
+            region: var("S3_REGION").unwrap_or_else(|| FALLBACK_REGION.to_string()),
+            credentials: var("S3_ACCESS_KEY_ID").zip(var("S3_SECRET_ACCESS_KEY")),
+        })
+    }
+}
+
 /// The default AWS configuration: the standard chain, with `us-east-1` when
-/// no region is configured anywhere.
+/// no region is configured anywhere; with `S3_ENDPOINT` set, kops' custom
+/// endpoint, region and credentials ([`CustomEndpoint`]).
 pub async fn default_sdk_config() -> SdkConfig {
-    let region = RegionProviderChain::default_provider().or_else(Region::new(FALLBACK_REGION));
-    aws_config::defaults(BehaviorVersion::latest())
-        .region(region)
-        .load()
-        .await
+    sdk_config_for(CustomEndpoint::from_lookup(&kops_api::env::process_env)).await
+}
+
+/// [`default_sdk_config`] for kops' custom-endpoint settings, if any.
+pub async fn sdk_config_for(custom: Option<CustomEndpoint>) -> SdkConfig {
+    let Some(custom) = custom else {
+        let region = RegionProviderChain::default_provider().or_else(Region::new(FALLBACK_REGION));
+        return aws_config::defaults(BehaviorVersion::latest())
+            .region(region)
+            .load()
+            .await;
+    };
+    tracing::debug!(
+        "S3_ENDPOINT={} set: using it for the state store",
+        custom.endpoint
+    );
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new(custom.region))
+        .endpoint_url(custom.endpoint);
+    if let Some((id, secret)) = custom.credentials {
+        loader = loader.credentials_provider(Credentials::new(
+            id,
+            secret,
+            None,
+            None,
+            "S3_ACCESS_KEY_ID",
+        ));
+    }
+    loader.load().await
+}
+
+/// The state store's client: with kops' custom endpoint, that endpoint
+/// (path-style) wins over `AWS_ENDPOINT_URL(_S3)`; without, [`client_for`]
+/// the default configuration.
+pub async fn default_client(custom: Option<CustomEndpoint>) -> Client {
+    let config = sdk_config_for(custom.clone()).await;
+    match custom {
+        Some(custom) => Client::from_conf(
+            aws_sdk_s3::config::Builder::from(&config)
+                .endpoint_url(custom.endpoint)
+                .force_path_style(true)
+                .build(),
+        ),
+        None => client_for(&config),
+    }
 }
 
 /// An S3 client for `config`, with path-style addressing when there is a
@@ -347,5 +441,74 @@ impl ObjectStore for S3Store {
             }
         }
         Ok(children.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn custom_endpoint_follows_kops_variables() {
+        assert_eq!(CustomEndpoint::from_lookup(&lookup(&[])), None);
+        assert_eq!(
+            CustomEndpoint::from_lookup(&lookup(&[("S3_ENDPOINT", ""), ("S3_REGION", "x")])),
+            None
+        );
+        let custom = CustomEndpoint::from_lookup(&lookup(&[
+            ("S3_ENDPOINT", "http://minio:9000"),
+            ("S3_REGION", "eu-central-1"),
+            ("S3_ACCESS_KEY_ID", "id"),
+            ("S3_SECRET_ACCESS_KEY", "secret"),
+            ("AWS_REGION", "us-west-2"),
+        ]))
+        .unwrap();
+        assert_eq!(custom.endpoint, "http://minio:9000");
+        assert_eq!(custom.region, "eu-central-1");
+        assert_eq!(
+            custom.credentials,
+            Some(("id".to_string(), "secret".to_string()))
+        );
+        assert!(!format!("{custom:?}").contains("secret"));
+        // The region defaults to us-east-1, not AWS_REGION; one key alone
+        // is no credentials.
+        let custom = CustomEndpoint::from_lookup(&lookup(&[
+            ("S3_ENDPOINT", "http://minio:9000"),
+            ("S3_ACCESS_KEY_ID", "id"),
+            ("AWS_REGION", "us-west-2"),
+        ]))
+        .unwrap();
+        assert_eq!(custom.region, "us-east-1");
+        assert_eq!(custom.credentials, None);
+    }
+
+    #[tokio::test]
+    async fn sdk_config_uses_custom_endpoint_region_and_keys() {
+        use aws_sdk_s3::config::ProvideCredentials;
+        let custom = CustomEndpoint::from_lookup(&lookup(&[
+            ("S3_ENDPOINT", "http://127.0.0.1:9"),
+            ("S3_REGION", "eu-central-1"),
+            ("S3_ACCESS_KEY_ID", "id"),
+            ("S3_SECRET_ACCESS_KEY", "secret"),
+        ]));
+        let config = sdk_config_for(custom).await;
+        assert_eq!(config.endpoint_url(), Some("http://127.0.0.1:9"));
+        assert_eq!(config.region().map(|r| r.as_ref()), Some("eu-central-1"));
+        let creds = config
+            .credentials_provider()
+            .unwrap()
+            .provide_credentials()
+            .await
+            .unwrap();
+        assert_eq!(creds.access_key_id(), "id");
+        assert_eq!(creds.secret_access_key(), "secret");
     }
 }

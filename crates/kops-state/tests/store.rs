@@ -501,3 +501,24 @@ async fn env_child_s3_open() {
     assert_eq!(store.base_url(), url);
     conformance(store).await;
 }
+
+/// kops' `S3_ENDPOINT`/`S3_*` variables alone reach a non-AWS store (moto
+/// here): the client built from them passes the store conformance suite.
+#[tokio::test]
+async fn s3_custom_endpoint_from_kops_variables() {
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    let endpoint = moto.endpoint();
+    let lookup = move |name: &str| match name {
+        "S3_ENDPOINT" => Some(endpoint.clone()),
+        "S3_REGION" => Some("us-east-1".to_string()),
+        "S3_ACCESS_KEY_ID" | "S3_SECRET_ACCESS_KEY" => Some("testing".to_string()),
+        _ => None,
+    };
+    let custom = kops_state::s3::CustomEndpoint::from_lookup(&lookup);
+    let client = kops_state::s3::default_client(custom).await;
+    create_bucket(&client, "kops-custom-endpoint").await;
+    let store = Arc::new(S3Store::with_client("s3://kops-custom-endpoint/state", client).unwrap());
+    conformance(store).await;
+}
