@@ -511,8 +511,21 @@ pub struct ScriptOptions {
 }
 
 impl ScriptOptions {
-    /// The options kops derives from the cluster and group.
+    /// The options kops derives from the cluster and group, with the
+    /// `S3_*` variables of this process (see [`ScriptOptions::of_with_env`]).
     pub fn of(cluster: &Cluster, group: &InstanceGroup) -> ScriptOptions {
+        Self::of_with_env(cluster, group, &kops_api::env::process_env)
+    }
+
+    /// The options kops derives from the cluster and group; `lookup` gives
+    /// the variables kops forwards: a control-plane group exports kops'
+    /// custom S3 endpoint settings (`S3_ENDPOINT` etc.) so that nodeup
+    /// reaches the same state store, sorted with `AWS_REGION`.
+    pub fn of_with_env(
+        cluster: &Cluster,
+        group: &InstanceGroup,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> ScriptOptions {
         let cloud_provider = cluster
             .spec
             .cloud_provider
@@ -523,11 +536,19 @@ impl ScriptOptions {
         } else {
             None
         };
+        let control_plane = matches!(group.role(), Some(Role::ControlPlane));
+        let mut environment: Vec<(String, String)> = region
+            .iter()
+            .map(|r| ("AWS_REGION".to_string(), r.clone()))
+            .collect();
+        environment.extend(kops_api::env::forwarded_env(
+            kops_api::env::EnvTarget::UserData { control_plane },
+            None,
+            lookup,
+        ));
+        environment.sort();
         ScriptOptions {
-            environment: region
-                .iter()
-                .map(|r| ("AWS_REGION".to_string(), r.clone()))
-                .collect(),
+            environment,
             proxy_env: proxy_env(cluster),
             compress: group.spec.compress_user_data == Some(true),
             s3_region: region,
@@ -1148,5 +1169,44 @@ mod tests {
         assert!(text.starts_with("CloudProvider: aws\n"), "{text}");
         assert_eq!(BootConfig::parse(&text).unwrap(), b);
         assert_eq!(b.role(), Some(Role::Node));
+    }
+
+    /// kops' custom S3 endpoint settings are exported on control-plane
+    /// groups only, sorted with AWS_REGION (kops 1.37's bytes).
+    #[test]
+    fn control_plane_user_data_exports_custom_s3_variables() {
+        let cluster: Cluster = serde_yaml_ng::from_str(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata: {name: c.example.com}\n\
+             spec:\n  cloudProvider: aws\n  subnets:\n  - {name: us-east-1a, zone: us-east-1a}\n",
+        )
+        .unwrap();
+        let group = |role: &str| -> InstanceGroup {
+            serde_yaml_ng::from_str(&format!(
+                "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata: {{name: g}}\nspec: {{role: {role}}}\n"
+            ))
+            .unwrap()
+        };
+        let vars = |name: &str| {
+            match name {
+                "S3_ENDPOINT" => Some("http://127.0.0.1:45261"),
+                "S3_REGION" => Some("us-east-1"),
+                "S3_ACCESS_KEY_ID" | "S3_SECRET_ACCESS_KEY" => Some("test"),
+                _ => None,
+            }
+            .map(str::to_string)
+        };
+        let script = |role: &str, lookup: &dyn Fn(&str) -> Option<String>| {
+            let options = ScriptOptions::of_with_env(&cluster, &group(role), lookup);
+            render_script_with(&[], &options, &BootConfig::default())
+        };
+        assert!(script("ControlPlane", &vars).contains(
+            "\nexport AWS_REGION=us-east-1\nexport S3_ACCESS_KEY_ID=test\n\
+             export S3_ENDPOINT=http://127.0.0.1:45261\nexport S3_REGION=us-east-1\n\
+             export S3_SECRET_ACCESS_KEY=test\n\n"
+        ));
+        for text in [script("Node", &vars), script("ControlPlane", &|_| None)] {
+            assert!(text.contains("\nexport AWS_REGION=us-east-1\n\n"), "{text}");
+            assert!(!text.contains("S3_"), "{text}");
+        }
     }
 }

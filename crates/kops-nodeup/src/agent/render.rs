@@ -860,10 +860,7 @@ pub fn control_plane_files(
             "kops",
         ),
     ));
-    let environment = ctx
-        .region
-        .map(|r| format!("Environment=AWS_REGION={r}\n"))
-        .unwrap_or_default();
+    let environment = service_environment(ctx.region, &kops_api::env::process_env);
     out.push(PlannedFile::new(
         CHANNELS_UNIT,
         0o644,
@@ -959,10 +956,7 @@ pub fn kops_controller_files(
             yaml(&pod),
         ));
     }
-    let environment = ctx
-        .region
-        .map(|r| format!("Environment=AWS_REGION={r}\n"))
-        .unwrap_or_default();
+    let environment = service_environment(ctx.region, &kops_api::env::process_env);
     out.push(PlannedFile::new(
         KOPS_CONTROLLER_UNIT,
         0o644,
@@ -973,6 +967,47 @@ pub fn kops_controller_files(
         ),
     ));
     Ok(out)
+}
+
+/// The `Environment=` lines of kops-rs' host services that read the state
+/// store (kops-controller, the addon applier): what kops gives its system
+/// components, `AWS_REGION` and kops' custom S3 endpoint settings
+/// (`S3_ENDPOINT` etc., exported to nodeup by the control-plane user data).
+fn service_environment(region: Option<&str>, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    kops_api::env::forwarded_env(kops_api::env::EnvTarget::SystemComponent, region, lookup)
+        .into_iter()
+        .map(|(name, value)| {
+            format!(
+                "Environment={}\n",
+                systemd_quote(&format!("{name}={value}"))
+            )
+        })
+        .collect()
+}
+
+/// One systemd `Environment=` assignment: as is when plain, else double
+/// quoted with `\` and `"` escaped; `%` doubled either way (systemd expands
+/// specifiers).
+fn systemd_quote(assignment: &str) -> String {
+    let plain = assignment
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-:/+=@,".contains(c));
+    if plain {
+        return assignment.to_string();
+    }
+    let mut out = String::from("\"");
+    for c in assignment.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '%' => out.push_str("%%"),
+            _ => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// kops-controller's unit, and its kubeconfig and client certificate.
@@ -1089,5 +1124,32 @@ mod tests {
         );
         assert_eq!(flag_name("allocateNodeCIDRs"), "allocate-node-cidrs");
         assert_eq!(flag_name("logLevel"), "v");
+    }
+
+    /// kops-controller and the addon applier get kops' system-component
+    /// variables, so they reach a custom S3 state store.
+    #[test]
+    fn host_services_get_custom_s3_variables() {
+        let vars = |name: &str| {
+            match name {
+                "S3_ENDPOINT" => Some("http://127.0.0.1:45261"),
+                "S3_REGION" => Some("us-east-1"),
+                "S3_ACCESS_KEY_ID" => Some("test"),
+                "S3_SECRET_ACCESS_KEY" => Some("a b\"%c"),
+                _ => None,
+            }
+            .map(str::to_string)
+        };
+        assert_eq!(
+            service_environment(Some("us-east-1"), &vars),
+            "Environment=AWS_REGION=us-east-1\nEnvironment=S3_ACCESS_KEY_ID=test\n\
+             Environment=S3_ENDPOINT=http://127.0.0.1:45261\nEnvironment=S3_REGION=us-east-1\n\
+             Environment=\"S3_SECRET_ACCESS_KEY=a b\\\"%%c\"\n"
+        );
+        assert_eq!(
+            service_environment(Some("eu-west-1"), &|_| None),
+            "Environment=AWS_REGION=eu-west-1\n"
+        );
+        assert_eq!(service_environment(None, &|_| None), "");
     }
 }
