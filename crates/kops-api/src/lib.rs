@@ -20,6 +20,14 @@ pub mod set;
 pub mod validation;
 pub mod version;
 
+/// The kops release kops-rs follows: the version of kops' own images it
+/// deploys (`registry.k8s.io/kops/...`: dns-controller, kops-channels,
+/// kube-apiserver-healthcheck), the one it records in `kops-version.txt`
+/// (kops refuses to update a cluster a newer kops updated last, so this
+/// must be a real kops version, not kops-rs' own), and the channel data
+/// compiled in.
+pub const KOPS_VERSION: &str = "1.37.0-alpha.1";
+
 pub use cluster::{Cluster, ClusterSpec, ClusterSubnetSpec, SubnetType};
 pub use instance_group::{InstanceGroup, InstanceGroupSpec, Role};
 pub use manifest::{parse_objects, to_yaml, ManifestError, Object};

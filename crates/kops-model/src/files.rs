@@ -56,8 +56,7 @@ impl StateFile {
     }
 }
 
-/// The version kops-rs writes to `kops-version.txt`.
-pub const KOPS_RS_VERSION: &str = env!("CARGO_PKG_VERSION");
+use kops_api::KOPS_VERSION;
 
 /// The image registry the static pods use.
 fn registry(cluster: &Cluster) -> String {
@@ -112,7 +111,7 @@ pub fn state_files(
         StateFile::new(
             "kops-version.txt",
             "kops-version.txt",
-            format!("{KOPS_RS_VERSION}\n"),
+            format!("{KOPS_VERSION}\n"),
         ),
     ];
     let control_plane: Vec<&InstanceGroup> = model
@@ -558,8 +557,11 @@ fn etcd_manager_manifest(
     } else {
         format!("etcd-{etcd}")
     };
-    let log = if etcd == "main" {
-        "/var/log/etcd.log".to_string()
+    // Inside the pod the log is always /var/log/etcd.log (as kops); on the
+    // host each etcd cluster has its own file.
+    let log = "/var/log/etcd.log";
+    let host_log = if etcd == "main" {
+        log.to_string()
     } else {
         format!("/var/log/etcd-{etcd}.log")
     };
@@ -587,7 +589,9 @@ fn etcd_manager_manifest(
         }));
     }
     mounts.push(json!({"mountPath": log, "name": "varlogetcd"}));
-    volumes.push(json!({"hostPath": {"path": log, "type": "FileOrCreate"}, "name": "varlogetcd"}));
+    volumes.push(
+        json!({"hostPath": {"path": host_log, "type": "FileOrCreate"}, "name": "varlogetcd"}),
+    );
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -665,7 +669,7 @@ fn healthcheck_manifest(cluster: &Cluster) -> String {
                     "--client-cert=/secrets/client.crt",
                     "--client-key=/secrets/client.key",
                 ],
-                "image": format!("{}/kops/kube-apiserver-healthcheck:{KOPS_RS_VERSION}", registry(cluster)),
+                "image": format!("{}/kops/kube-apiserver-healthcheck:{KOPS_VERSION}", registry(cluster)),
                 "livenessProbe": {
                     "httpGet": {"host": "127.0.0.1", "path": "/.kube-apiserver-healthcheck/healthz", "port": 3990},
                     "initialDelaySeconds": 5,
@@ -726,7 +730,7 @@ fn channels_manifest(model: &Model<'_>) -> String {
                     {"name": "HOME", "value": "/tmp"},
                     {"name": "AWS_REGION", "value": region_of(cluster)},
                 ],
-                "image": format!("{}/kops/channels:{KOPS_RS_VERSION}", registry(cluster)),
+                "image": format!("{}/kops/channels:{KOPS_VERSION}", registry(cluster)),
                 "name": "kops-channels",
                 "readinessProbe": {
                     "failureThreshold": 2,

@@ -382,7 +382,7 @@ pub fn boot_config(
 }
 
 /// The user data of a group's instances: the bootstrap script, or, for a
-/// bastion (which runs no nodeup), a script that only says so.
+/// bastion (which runs no nodeup), none (empty) unless the group adds its own.
 pub fn user_data(
     cluster: &Cluster,
     group: &InstanceGroup,
@@ -410,11 +410,9 @@ pub fn user_data_with(
         if !additional.is_empty() {
             return Ok(multipart(None, additional));
         }
-        return Ok(format!(
-            "#!/bin/bash\n# kops-rs: bastion `{}` of cluster `{}` runs no node bootstrap.\n",
-            group.name(),
-            cluster.name()
-        ));
+        // kops gives bastions no user data at all; the same here, so that
+        // either tool sees the other's bastion template unchanged.
+        return Ok(String::new());
     };
     let mut boot = boot_config(cluster, group, rendered.role, config_base, &rendered.hash);
     if inputs.config_server && rendered.role == Role::Node {

@@ -1406,13 +1406,16 @@ impl AwsResource for LaunchTemplate {
             .set("ipv6_address_count", i32::from(self.ipv6))
             .set("security_groups", Expr::List(groups));
 
-        let user_data = tf.file(
-            "aws_launch_template",
-            &self.name,
-            "user_data",
-            self.user_data.clone().into_bytes(),
-            true,
-        );
+        // A bastion has no user data (kops writes none).
+        let user_data = (!self.user_data.is_empty()).then(|| {
+            tf.file(
+                "aws_launch_template",
+                &self.name,
+                "user_data",
+                self.user_data.clone().into_bytes(),
+                true,
+            )
+        });
         let mut b = Body::new();
         b.block("block_device_mappings", device);
         for e in ephemeral {
@@ -1453,7 +1456,7 @@ impl AwsResource for LaunchTemplate {
             b.block("tag_specifications", spec);
         }
         b.set("tags", tags_expr(&self.tags))
-            .set("user_data", user_data);
+            .set_opt("user_data", user_data);
         tf.resource("aws_launch_template", &self.name, b);
         Ok(())
     }
@@ -1549,11 +1552,13 @@ impl AwsResource for LaunchTemplate {
                         .collect(),
                 ),
             ),
-            (
+        ];
+        if !self.user_data.is_empty() {
+            data.push((
                 "UserData",
                 Json::str(base64_encode(self.user_data.as_bytes())),
-            ),
-        ];
+            ));
+        }
         if let Some(key) = &self.ssh_key {
             data.push(("KeyName", cf.reference(key.key())?));
         }

@@ -446,7 +446,8 @@ impl LaunchTemplate {
                     .enabled(self.detailed_monitoring)
                     .build(),
             )
-            .user_data(self.encoded_user_data())
+            // An empty user data (a bastion's) is left out, as kops does.
+            .set_user_data((!self.user_data.is_empty()).then(|| self.encoded_user_data()))
             .set_tag_specifications(Some(tag_specs))
             .build())
     }

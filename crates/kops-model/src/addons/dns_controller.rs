@@ -16,8 +16,7 @@ use serde_json::{json, Value};
 
 use crate::Model;
 
-/// The kops release whose dns-controller image the manifest runs.
-const KOPS_VERSION: &str = "1.34.0-beta.1";
+use kops_api::KOPS_VERSION;
 
 pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
     let spec = &model.cluster.spec;
