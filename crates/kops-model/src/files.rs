@@ -114,6 +114,13 @@ pub fn state_files(
             format!("{KOPS_VERSION}\n"),
         ),
     ];
+    // What kops hands its system components from this process: the region
+    // and a custom S3 state store's settings (`S3_ENDPOINT` etc.).
+    let component_env = kops_api::env::forwarded_env(
+        kops_api::env::EnvTarget::SystemComponent,
+        Some(&region_of(cluster)),
+        &kops_api::env::process_env,
+    );
     let control_plane: Vec<&InstanceGroup> = model
         .groups
         .iter()
@@ -139,6 +146,7 @@ pub fn state_files(
                 index,
                 etcd.cpu_request.as_deref(),
                 etcd.memory_request.as_deref(),
+                &component_env,
             );
             files.push(StateFile::new(
                 format!("manifests-etcdmanager-{}-{}", etcd.name, group.name()),
@@ -155,7 +163,7 @@ pub fn state_files(
     files.push(StateFile::new(
         "manifests-channels-kops-channels",
         "manifests/channels/kops-channels.yaml",
-        channels_manifest(model),
+        channels_manifest(model, &component_env),
     ));
 
     let addons = addons(model);
@@ -548,6 +556,7 @@ fn etcd_manager_manifest(
     index: usize,
     cpu: Option<&str>,
     memory: Option<&str>,
+    component_env: &[(String, String)],
 ) -> String {
     let cluster = model.cluster;
     let name = model.name();
@@ -566,7 +575,10 @@ fn etcd_manager_manifest(
         format!("/var/log/etcd-{etcd}.log")
     };
     let registry = registry(cluster);
-    let region = region_of(cluster);
+    // kops' order: the system-component variables sorted by name, then
+    // etcd-manager's own.
+    let mut env = env_list(component_env);
+    env.push(json!({"name": "ETCD_MANAGER_DAILY_BACKUPS_RETENTION", "value": "90d"}));
     let mut mounts = vec![
         json!({"mountPath": "/rootfs", "name": "rootfs"}),
         json!({"mountPath": "/run", "name": "run"}),
@@ -622,10 +634,7 @@ fn etcd_manager_manifest(
                     format!("--volume-tag=kubernetes.io/cluster/{name}=owned"),
                 ],
                 "command": ["/go-runner"],
-                "env": [
-                    {"name": "AWS_REGION", "value": region},
-                    {"name": "ETCD_MANAGER_DAILY_BACKUPS_RETENTION", "value": "90d"},
-                ],
+                "env": env,
                 "image": format!("{registry}/etcd-manager/etcd-manager-slim:v3.0.20260707"),
                 "name": "etcd-manager",
                 "resources": {"requests": {
@@ -690,8 +699,23 @@ fn healthcheck_manifest(cluster: &Cluster) -> String {
     kops_api::manifest::to_yaml(&pod)
 }
 
-fn channels_manifest(model: &Model<'_>) -> String {
+/// A container's `env` entries for (name, value) pairs, in their order.
+fn env_list(vars: &[(String, String)]) -> Vec<Value> {
+    vars.iter()
+        .map(|(name, value)| json!({"name": name, "value": value}))
+        .collect()
+}
+
+fn channels_manifest(model: &Model<'_>, component_env: &[(String, String)]) -> String {
     let cluster = model.cluster;
+    // kops' order: the pod's own variables, then the system-component
+    // ones sorted by name.
+    let mut env = vec![
+        json!({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}),
+        json!({"name": "KUBECONFIG", "value": "/var/lib/kops/kubeconfig"}),
+        json!({"name": "HOME", "value": "/tmp"}),
+    ];
+    env.extend(env_list(component_env));
     // The bootstrap channel, then the cluster's own addon channels
     // (`spec.addons[].manifest`), as kops lists them.
     let mut args: Vec<Value> = [
@@ -724,12 +748,7 @@ fn channels_manifest(model: &Model<'_>) -> String {
         "spec": {
             "containers": [{
                 "args": args,
-                "env": [
-                    {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-                    {"name": "KUBECONFIG", "value": "/var/lib/kops/kubeconfig"},
-                    {"name": "HOME", "value": "/tmp"},
-                    {"name": "AWS_REGION", "value": region_of(cluster)},
-                ],
+                "env": env,
                 "image": format!("{}/kops/channels:{KOPS_VERSION}", registry(cluster)),
                 "name": "kops-channels",
                 "readinessProbe": {
@@ -994,6 +1013,58 @@ mod der {
 mod tests {
     use super::*;
     use crate::security::tests::{conformance_case, load, model};
+
+    /// kops 1.37's bytes with a custom S3 state store: the `S3_*` variables
+    /// sorted after AWS_REGION, before etcd-manager's own, and after the
+    /// pod's own in kops-channels; without them, AWS_REGION alone.
+    #[test]
+    fn component_env_carries_custom_s3_variables() {
+        let (cluster, groups) = load(crate::security::tests::PUBLIC);
+        let m = model(&cluster, &groups);
+        let vars = |name: &str| {
+            match name {
+                "S3_ENDPOINT" => Some("http://127.0.0.1:45261"),
+                "S3_REGION" => Some("us-east-1"),
+                "S3_ACCESS_KEY_ID" | "S3_SECRET_ACCESS_KEY" => Some("test"),
+                _ => None,
+            }
+            .map(str::to_string)
+        };
+        let env_of = |lookup: &dyn Fn(&str) -> Option<String>| {
+            kops_api::env::forwarded_env(
+                kops_api::env::EnvTarget::SystemComponent,
+                Some("us-east-1"),
+                lookup,
+            )
+        };
+        let s3 = "- name: AWS_REGION\n      value: us-east-1\n\
+                  \x20   - name: S3_ACCESS_KEY_ID\n      value: test\n\
+                  \x20   - name: S3_ENDPOINT\n      value: http://127.0.0.1:45261\n\
+                  \x20   - name: S3_REGION\n      value: us-east-1\n\
+                  \x20   - name: S3_SECRET_ACCESS_KEY\n      value: test\n";
+        let plain = "- name: AWS_REGION\n      value: us-east-1\n";
+        let retention = "    - name: ETCD_MANAGER_DAILY_BACKUPS_RETENTION\n";
+        let etcd = etcd_manager_manifest(&m, "main", 0, None, None, &env_of(&vars));
+        assert!(
+            etcd.contains(&format!("    env:\n    {s3}{retention}")),
+            "{etcd}"
+        );
+        let etcd = etcd_manager_manifest(&m, "main", 0, None, None, &env_of(&|_| None));
+        assert!(
+            etcd.contains(&format!("    env:\n    {plain}{retention}")),
+            "{etcd}"
+        );
+        let channels = channels_manifest(&m, &env_of(&vars));
+        assert!(
+            channels.contains(&format!("      value: /tmp\n    {s3}    image:")),
+            "{channels}"
+        );
+        let channels = channels_manifest(&m, &env_of(&|_| None));
+        assert!(
+            channels.contains(&format!("      value: /tmp\n    {plain}    image:")),
+            "{channels}"
+        );
+    }
 
     /// A 512-bit self-signed `CN=service-account` certificate made for this
     /// test (openssl); its key id and modulus were computed with openssl.
