@@ -525,14 +525,7 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
         }
         match lb.class.as_deref() {
             None | Some("Network") => {}
-            Some("Classic") if cloud == "aws" => errors.push(
-                FieldError::new(
-                    "spec.api.loadBalancer.class",
-                    "Classic load balancers are no longer supported",
-                )
-                .value("Classic")
-                .hint("set `class: Network` (a Network Load Balancer)"),
-            ),
+            Some("Classic") if cloud == "aws" => validate_classic(cluster, lb, &mut errors),
             Some("Classic") => {}
             Some(other) => errors.push(
                 FieldError::new(
@@ -547,6 +540,96 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
 
     validate_etcd(cluster, &mut errors);
     errors
+}
+
+/// What kops 1.36 refused with a Classic API load balancer: the features
+/// only a Network Load Balancer has (TLS termination, fixed addresses, and
+/// reaching kops-controller through the balancer without DNS).
+fn validate_classic(
+    cluster: &Cluster,
+    lb: &crate::cluster::LoadBalancerAccessSpec,
+    errors: &mut Vec<FieldError>,
+) {
+    let to_network = "set `class: Network` (a Network Load Balancer)";
+    if lb.ssl_certificate.as_deref().is_some_and(|c| !c.is_empty()) {
+        errors.push(
+            FieldError::new(
+                "spec.api.loadBalancer.sslCertificate",
+                "requires a Network Load Balancer",
+            )
+            .hint(to_network),
+        );
+    }
+    if lb.ssl_policy.is_some() {
+        errors.push(
+            FieldError::new(
+                "spec.api.loadBalancer.sslPolicy",
+                "requires a Network Load Balancer",
+            )
+            .hint(to_network),
+        );
+    }
+    for (i, s) in lb.subnets.iter().flatten().enumerate() {
+        if s.allocation_id.is_some() {
+            errors.push(
+                FieldError::new(
+                    format!("spec.api.loadBalancer.subnets[{i}].allocationId"),
+                    "is only allowed for a public Network Load Balancer",
+                )
+                .hint(to_network),
+            );
+        }
+        if s.private_ipv4_address.is_some() {
+            errors.push(
+                FieldError::new(
+                    format!("spec.api.loadBalancer.subnets[{i}].privateIPv4Address"),
+                    "is only allowed for an internal Network Load Balancer",
+                )
+                .hint(to_network),
+            );
+        }
+    }
+    let none_dns = cluster
+        .spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.dns.as_ref())
+        .and_then(|d| d.kind.as_deref())
+        == Some("None");
+    if none_dns {
+        errors.push(
+            FieldError::new(
+                "spec.api.loadBalancer.class",
+                "topology.dns.type `None` requires a Network Load Balancer",
+            )
+            .value("Classic")
+            .hint(to_network),
+        );
+    }
+}
+
+/// Warnings about a spec that is valid but on its way out, one line each
+/// (without a `warning:` prefix, which the printer adds):
+/// today the Classic API load balancer (deprecated since kops 1.26, refused
+/// by kops 1.37; kops-rs still manages it as kops 1.36 did).
+pub fn warnings(cluster: &Cluster) -> Vec<String> {
+    let classic = cluster.spec.cloud_provider.as_deref() == Some("aws")
+        && cluster
+            .spec
+            .api
+            .as_ref()
+            .and_then(|a| a.load_balancer.as_ref())
+            .and_then(|lb| lb.class.as_deref())
+            == Some("Classic");
+    if classic {
+        vec![
+            "spec.api.loadBalancer.class `Classic` is deprecated (kops 1.37 refuses it); \
+             move to `class: Network`, a Network Load Balancer"
+                .to_string(),
+        ]
+    } else {
+        Vec::new()
+    }
 }
 
 fn minor_text(v: &version::KubernetesVersion) -> String {
@@ -1175,6 +1258,36 @@ spec:
     fn complex_case_is_valid() {
         let (cluster, ig) = complex();
         assert_eq!(problems(&cluster, &ig), "");
+    }
+
+    #[test]
+    fn classic_is_accepted_with_a_warning_but_not_with_network_only_features() {
+        let (mut cluster, ig) = complex();
+        assert!(warnings(&cluster).is_empty());
+        let lb = cluster
+            .spec
+            .api
+            .as_mut()
+            .and_then(|a| a.load_balancer.as_mut())
+            .unwrap();
+        lb.class = Some("Classic".into());
+        assert_eq!(problems(&cluster, &ig), "");
+        let warned = warnings(&cluster);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].contains("class: Network"), "{}", warned[0]);
+
+        let lb = cluster
+            .spec
+            .api
+            .as_mut()
+            .and_then(|a| a.load_balancer.as_mut())
+            .unwrap();
+        lb.ssl_certificate = Some("arn:aws:acm:us-test-1:123456789012:certificate/x".into());
+        let found = problems(&cluster, &ig);
+        assert!(
+            found.contains("spec.api.loadBalancer.sslCertificate"),
+            "{found}"
+        );
     }
 
     #[test]

@@ -787,15 +787,9 @@ pub struct DeleteReport {
 }
 
 /// A client of the Classic ELB API, counting its calls with the cloud's
-/// other clients. Only `delete cluster` needs it (kops-rs never creates a
-/// Classic ELB: kops 1.37 refuses `api.loadBalancer.class: Classic`), so it
-/// is made here rather than kept in [`AwsCloud`].
+/// other clients (the same one the `ClassicLoadBalancer` task uses).
 fn classic_elb(cloud: &AwsCloud) -> aws_sdk_elasticloadbalancing::Client {
-    aws_sdk_elasticloadbalancing::Client::from_conf(
-        aws_sdk_elasticloadbalancing::config::Builder::from(cloud.sdk_config())
-            .interceptor(cloud.calls().clone())
-            .build(),
-    )
+    crate::tasks::classic_load_balancer::classic_elb_client(cloud)
 }
 
 /// The Classic ELBs tagged for the cluster, by name, with their tags (as

@@ -23,16 +23,26 @@
 //! manages its etcd, an `etcd-cilium-...` target group and the listener
 //! `etcd-cilium.<cluster>-4003`; cross-zone balancing is then always on.
 //!
-//! The Classic class is refused on purpose: kops 1.37 forbids it for the
-//! API (existing clusters migrate to a Network Load Balancer with kops
-//! 1.36 or earlier) and no longer builds a Classic ELB; `delete cluster`
-//! still removes the Classic ELBs of such older clusters.
+//! With `class: Classic` (a cluster kops 1.36 or earlier made; kops 1.37
+//! refuses the class) the API is behind the Classic ELB `api.<cluster>`
+//! instead, as kops 1.36 built it: TCP 443 to 443, an `SSL:443` health
+//! check every 10 s (5 s timeout, 2 healthy / 2 unhealthy), connection
+//! draining for 300 s, `idleTimeoutSeconds` (300 s by default), cross-zone
+//! balancing as the spec says (off by default), the access log when the
+//! spec sets one (else stated off), the same subnets and `api-elb`
+//! security group as a Network Load Balancer would get, and the
+//! control-plane autoscaling groups attached by name (`LoadBalancerNames`)
+//! rather than through target groups. kops 1.36 built the bastion's
+//! balancer as a Network Load Balancer whatever the API's class.
 
 use std::collections::BTreeMap;
 
 use kops_api::{ClusterSubnetSpec, Role, SubnetType};
+use kops_aws::tasks::classic_load_balancer::{
+    ClassicAccessLog, ClassicAttributes, ClassicHealthCheck, ClassicListener, ClassicLoadBalancer,
+};
 use kops_aws::tasks::listener::Listener;
-use kops_aws::tasks::network_load_balancer::NetworkLoadBalancer;
+use kops_aws::tasks::network_load_balancer::{LoadBalancerOutput, NetworkLoadBalancer};
 use kops_aws::tasks::security_group::SecurityGroup;
 use kops_aws::tasks::target_group::{TargetGroup, TargetGroupArn};
 use kops_aws::AwsContext;
@@ -65,6 +75,45 @@ pub fn load_balancer_name(model: &Model<'_>) -> String {
     model.scoped("api")
 }
 
+/// Whether the API is behind a Classic ELB (`class: Classic`, from a
+/// cluster kops 1.36 or earlier made).
+pub fn uses_classic(model: &Model<'_>) -> bool {
+    uses_api_load_balancer(model)
+        && model
+            .cluster
+            .spec
+            .api
+            .as_ref()
+            .and_then(|a| a.load_balancer.as_ref())
+            .and_then(|lb| lb.class.as_deref())
+            == Some("Classic")
+}
+
+/// The API load balancer's output (DNS name, hosted zone), whichever its
+/// class: what the API's alias records point at.
+pub fn api_load_balancer_ref(model: &Model<'_>) -> OutputRef<LoadBalancerOutput> {
+    if uses_classic(model) {
+        ClassicLoadBalancer::output_ref(&load_balancer_name(model))
+    } else {
+        NetworkLoadBalancer::output_ref(&load_balancer_name(model))
+    }
+}
+
+/// The cluster's Classic ELBs an instance group's autoscaling group
+/// registers with: the API's, for control-plane and API-server groups of a
+/// cluster whose API balancer is Classic.
+pub fn classic_load_balancers_for(
+    model: &Model<'_>,
+    role: Option<Role>,
+) -> Vec<OutputRef<LoadBalancerOutput>> {
+    match role {
+        Some(Role::ControlPlane | Role::ApiServer) if uses_classic(model) => {
+            vec![ClassicLoadBalancer::output_ref(&load_balancer_name(model))]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The API target group's name.
 pub fn target_group_name(model: &Model<'_>) -> String {
     resource_name32(model.name(), "tcp")
@@ -74,7 +123,9 @@ pub fn target_group_name(model: &Model<'_>) -> String {
 /// the API's for control-plane and API-server groups when there is one.
 pub fn target_groups_for(model: &Model<'_>, role: Option<Role>) -> Vec<OutputRef<TargetGroupArn>> {
     match role {
-        Some(Role::ControlPlane | Role::ApiServer) if uses_api_load_balancer(model) => {
+        Some(Role::ControlPlane | Role::ApiServer)
+            if uses_api_load_balancer(model) && !uses_classic(model) =>
+        {
             let mut groups = vec![TargetGroup::arn_ref(&target_group_name(model))];
             if ssl_certificate(model).is_some() {
                 groups.push(TargetGroup::arn_ref(&resource_name32(model.name(), "tls")));
@@ -193,7 +244,7 @@ pub fn build_bastion(
 /// reach kops-controller (and Cilium's etcd, when Cilium manages one)
 /// through the API load balancer: (name prefix, port).
 pub fn kops_controller_ports(model: &Model<'_>) -> Vec<(&'static str, i32)> {
-    if !model.uses_none_dns() || !uses_api_load_balancer(model) {
+    if !model.uses_none_dns() || !uses_api_load_balancer(model) || uses_classic(model) {
         return Vec::new();
     }
     let mut ports = vec![("kops-controller", KOPS_CONTROLLER_PORT)];
@@ -296,7 +347,7 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         return Ok(());
     };
     match lb.class.as_deref() {
-        None | Some("Network") => {}
+        None | Some("Network") | Some("Classic") => {}
         Some(other) => {
             return Err(spec_error(
                 "class",
@@ -305,6 +356,7 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
             ))
         }
     }
+    let classic = lb.class.as_deref() == Some("Classic");
     let internal = match lb.kind.as_deref() {
         Some("Public") | None => false,
         Some("Internal") => true,
@@ -379,6 +431,9 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         // kops states the access log off when the spec configures none, so
         // a load balancer without the attribute is one it would change.
         attributes.insert("access_logs.s3.enabled".to_string(), "false".to_string());
+    }
+    if classic {
+        return build_classic(model, graph, lb, internal, &placed, attributes);
     }
     let by_subnet = |pick: fn(&kops_api::cluster::LoadBalancerSubnetSpec) -> Option<&String>| {
         explicit
@@ -507,6 +562,82 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
     Ok(())
 }
 
+/// The Classic ELB of the API, as kops 1.36 built it (see the module doc).
+/// `attributes` are the Network Load Balancer's, whose cross-zone setting
+/// (forced on, or the spec's) the Classic one shares.
+fn build_classic(
+    model: &Model<'_>,
+    graph: &mut TaskGraph<AwsContext>,
+    lb: &kops_api::cluster::LoadBalancerAccessSpec,
+    internal: bool,
+    placed: &[&ClusterSubnetSpec],
+    attributes: BTreeMap<String, String>,
+) -> Result<(), ModelError> {
+    let name = load_balancer_name(model);
+    let idle_timeout = match lb.idle_timeout_seconds {
+        None => 300,
+        Some(seconds) => i32::try_from(seconds).map_err(|_| {
+            spec_error(
+                "idleTimeoutSeconds",
+                format!("`{seconds}` seconds is out of range"),
+                "give a number of seconds between 1 and 4000",
+            )
+        })?,
+    };
+    let emit_interval = match lb.access_log.as_ref().and_then(|l| l.interval) {
+        None | Some(0) => None,
+        Some(minutes) => Some(i32::try_from(minutes).map_err(|_| {
+            spec_error(
+                "accessLog.interval",
+                format!("`{minutes}` minutes is out of range"),
+                "use 5 or 60",
+            )
+        })?),
+    };
+    let access_log = lb.access_log.as_ref().map(|log| ClassicAccessLog {
+        bucket: log.bucket.clone().unwrap_or_default(),
+        prefix: log.bucket_prefix.clone().filter(|p| !p.is_empty()),
+        emit_interval,
+    });
+    graph.add(ClassicLoadBalancer {
+        load_balancer_name: resource_name32(model.name(), "api"),
+        scheme: if internal {
+            "internal"
+        } else {
+            "internet-facing"
+        }
+        .to_string(),
+        subnets: placed.iter().map(|s| subnet_ref(model, &s.name)).collect(),
+        security_groups: vec![SecurityGroup::id_ref(&elb_group_name(model, "api"))],
+        additional_security_groups: lb.additional_security_groups.clone().unwrap_or_default(),
+        listeners: BTreeMap::from([(
+            API_PORT,
+            ClassicListener {
+                instance_port: API_PORT,
+                protocol: "TCP".to_string(),
+            },
+        )]),
+        health_check: ClassicHealthCheck {
+            target: format!("SSL:{API_PORT}"),
+            healthy_threshold: 2,
+            unhealthy_threshold: 2,
+            interval: 10,
+            timeout: 5,
+        },
+        attributes: ClassicAttributes {
+            access_log,
+            connection_draining_timeout: Some(300),
+            idle_timeout,
+            cross_zone: attributes
+                .get("load_balancing.cross_zone.enabled")
+                .is_some_and(|v| v == "true"),
+        },
+        tags: model.tags(&name, &[]),
+        name,
+    })?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,6 +739,69 @@ mod tests {
                 .get("access_logs.s3.enabled")
                 .map(String::as_str),
             Some("false")
+        );
+    }
+
+    #[test]
+    fn classic_builds_the_elb_kops_1_36_built_and_no_target_groups() {
+        let yaml = with_load_balancer("").replace("class: Network", "class: Classic");
+        let (graph, cluster) = graph_of(&yaml);
+        let lb: &ClassicLoadBalancer =
+            task(&graph, ClassicLoadBalancer::KIND, &format!("api.{cluster}")).expect("the ELB");
+        assert_eq!(lb.load_balancer_name, resource_name32(&cluster, "api"));
+        assert_eq!(lb.scheme, "internet-facing");
+        assert_eq!(
+            lb.listeners.get(&443),
+            Some(&ClassicListener {
+                instance_port: 443,
+                protocol: "TCP".into()
+            })
+        );
+        assert_eq!(lb.health_check.target, "SSL:443");
+        assert_eq!((lb.health_check.interval, lb.health_check.timeout), (10, 5));
+        assert_eq!(lb.attributes.connection_draining_timeout, Some(300));
+        assert_eq!(lb.attributes.idle_timeout, 300);
+        assert!(!lb.attributes.cross_zone);
+        assert!(lb.attributes.access_log.is_none());
+        assert!(graph
+            .iter()
+            .all(|(k, _)| k.kind != TargetGroup::KIND && k.kind != NetworkLoadBalancer::KIND));
+
+        // The control plane attaches by name, not through target groups.
+        let (cluster_spec, groups) = load(&yaml);
+        let m = model(&cluster_spec, &groups);
+        assert!(target_groups_for(&m, Some(Role::ControlPlane)).is_empty());
+        let attached = classic_load_balancers_for(&m, Some(Role::ControlPlane));
+        assert_eq!(attached.len(), 1);
+        assert_eq!(attached[0].key().kind, ClassicLoadBalancer::KIND);
+        assert!(classic_load_balancers_for(&m, Some(Role::Node)).is_empty());
+        assert_eq!(
+            api_load_balancer_ref(&m).key().kind,
+            ClassicLoadBalancer::KIND
+        );
+    }
+
+    #[test]
+    fn classic_takes_idle_timeout_cross_zone_and_access_log_from_the_spec() {
+        let yaml = PUBLIC.replace(
+            "  networkCIDR:",
+            "  api: {loadBalancer: {type: Public, class: Classic, idleTimeoutSeconds: 600, \
+             crossZoneLoadBalancing: true, accessLog: {bucket: logs, bucketPrefix: api, interval: 5}}}\n  networkCIDR:",
+        );
+        let (graph, cluster) = graph_of(&yaml);
+        let lb: &ClassicLoadBalancer =
+            task(&graph, ClassicLoadBalancer::KIND, &format!("api.{cluster}")).unwrap();
+        assert_eq!(lb.scheme, "internet-facing");
+        assert_eq!(lb.attributes.idle_timeout, 600);
+        assert!(lb.attributes.cross_zone);
+        let log = lb.attributes.access_log.as_ref().unwrap();
+        assert_eq!(
+            (
+                log.bucket.as_str(),
+                log.prefix.as_deref(),
+                log.emit_interval
+            ),
+            ("logs", Some("api"), Some(5))
         );
     }
 

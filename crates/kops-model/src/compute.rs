@@ -490,6 +490,10 @@ fn instance_group(
             .collect::<BTreeSet<_>>(),
         max_instance_lifetime,
         target_groups: crate::api_load_balancer::target_groups_for(model, group.role()),
+        classic_load_balancers: crate::api_load_balancer::classic_load_balancers_for(
+            model,
+            group.role(),
+        ),
         mixed_instances: mixed_instances(group),
         enabled_metrics: enabled_metrics(warm_pool(model, group).is_some()),
         load_balancer_names: spec

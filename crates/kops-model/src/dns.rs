@@ -1,6 +1,7 @@
 //! The cluster's names in Route 53, when it publishes DNS records (not
 //! gossip, not DNS `None`) and its API is behind a load balancer: alias
-//! records `api.<cluster>` (A and AAAA) at the API load balancer, and
+//! records `api.<cluster>` (A and AAAA) at the API load balancer (Network,
+//! or Classic for a cluster kops 1.36 or earlier made), and
 //! `api.internal.<cluster>` too when the load balancer is also used for
 //! the internal API (`useForInternalAPI`). Without a load balancer the API
 //! records are dns-controller's, in the cluster. With private DNS
@@ -14,11 +15,11 @@
 
 use kops_aws::tasks::dns_name::DnsName;
 use kops_aws::tasks::hosted_zone_association::HostedZoneAssociation;
-use kops_aws::tasks::network_load_balancer::{LoadBalancerOutput, NetworkLoadBalancer};
+use kops_aws::tasks::network_load_balancer::LoadBalancerOutput;
 use kops_aws::AwsContext;
 use kops_engine::{OutputRef, TaskGraph};
 
-use crate::api_load_balancer::load_balancer_name;
+use crate::api_load_balancer::api_load_balancer_ref;
 use crate::network::vpc_ref;
 use crate::{Model, ModelError};
 
@@ -112,7 +113,8 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
         return Ok(());
     };
     let zone = zone(model);
-    let target = NetworkLoadBalancer::output_ref(&load_balancer_name(model));
+    // A Network Load Balancer, or the Classic ELB of an older cluster.
+    let target = api_load_balancer_ref(model);
     alias_records(graph, &zone, &api_public_name(model), &target)?;
     if lb.use_for_internal_api == Some(true) {
         alias_records(graph, &zone, &api_internal_name(model), &target)?;

@@ -35,6 +35,9 @@ pub struct UpdateOutcome {
     /// The most tasks on one dependency path: with parallel work, the
     /// number of cloud round trips an apply cannot avoid.
     pub longest_chain: usize,
+    /// What the user should know about the spec, one line each (a
+    /// deprecated Classic API load balancer).
+    pub warnings: Vec<String>,
 }
 
 /// The region of a cluster: the region of its subnets' zones.
@@ -154,6 +157,7 @@ pub async fn update_cluster(
         region,
         tasks: graph.len(),
         longest_chain: graph.longest_chain()?,
+        warnings: validation::warnings(&cluster),
     })
 }
 

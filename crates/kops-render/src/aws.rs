@@ -6,6 +6,7 @@ use std::any::Any;
 
 use kops_aws::context::Tags;
 use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
+use kops_aws::tasks::classic_load_balancer::ClassicLoadBalancer;
 use kops_aws::tasks::dhcp_options::DhcpOptions;
 use kops_aws::tasks::ebs_volume::EbsVolume;
 use kops_aws::tasks::egress_only_internet_gateway::EgressOnlyInternetGateway;
@@ -92,6 +93,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
     }
     try_types!(
         AutoscalingGroup,
+        ClassicLoadBalancer,
         DhcpOptions,
         EbsVolume,
         ElasticIp,
@@ -1638,6 +1640,25 @@ pub(crate) fn base64_encode(data: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(data)
 }
 
+/// The Classic ELBs a group registers with, ordered by name as kops
+/// orders them: the cluster's own (`api.<cluster>`, referenced) and the
+/// external ones (`externalLoadBalancers[].loadBalancerName`, by name).
+fn classic_load_balancers<E>(
+    group: &AutoscalingGroup,
+    reference: impl Fn(&TaskKey) -> Result<E, RenderError>,
+    literal: impl Fn(&str) -> E,
+) -> Result<Vec<E>, RenderError> {
+    let mut named: Vec<(String, E)> = Vec::new();
+    for balancer in &group.classic_load_balancers {
+        named.push((balancer.key().name.clone(), reference(balancer.key())?));
+    }
+    for name in &group.load_balancer_names {
+        named.push((name.clone(), literal(name)));
+    }
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(named.into_iter().map(|(_, e)| e).collect())
+}
+
 /// The metrics kops enables on every group.
 const ENABLED_METRICS: [&str; 8] = [
     "GroupDesiredCapacity",
@@ -1672,14 +1693,18 @@ impl AwsResource for AutoscalingGroup {
             "enabled_metrics",
             Expr::List(ENABLED_METRICS.iter().map(|m| Expr::str(*m)).collect()),
         )
-        .block("launch_template", lt)
-        .set("max_instance_lifetime", self.max_instance_lifetime)
-        .set("max_size", self.max_size)
-        .set("metrics_granularity", "1Minute")
-        .set("min_size", self.min_size)
-        .set("name", &self.name)
-        .set("protect_from_scale_in", false)
-        .set("vpc_zone_identifier", Expr::List(subnets));
+        .block("launch_template", lt);
+        let balancers = classic_load_balancers(self, |key| id(tf, key), |n| Expr::str(n))?;
+        if !balancers.is_empty() {
+            b.set("load_balancers", Expr::List(balancers));
+        }
+        b.set("max_instance_lifetime", self.max_instance_lifetime)
+            .set("max_size", self.max_size)
+            .set("metrics_granularity", "1Minute")
+            .set("min_size", self.min_size)
+            .set("name", &self.name)
+            .set("protect_from_scale_in", false)
+            .set("vpc_zone_identifier", Expr::List(subnets));
         if !self.suspended_processes.is_empty() {
             b.set(
                 "suspended_processes",
@@ -1761,6 +1786,10 @@ impl AwsResource for AutoscalingGroup {
                 arns.push(cf.reference(t.key())?);
             }
             props.push(("TargetGroupARNs", Json::Array(arns)));
+        }
+        let balancers = classic_load_balancers(self, |key| cf.reference(key), |n| Json::str(n))?;
+        if !balancers.is_empty() {
+            props.push(("LoadBalancerNames", Json::Array(balancers)));
         }
         cf.resource(
             "AWS::AutoScaling::AutoScalingGroup",

@@ -3,6 +3,7 @@
 
 use std::any::Any;
 
+use kops_aws::tasks::classic_load_balancer::ClassicLoadBalancer;
 use kops_aws::tasks::dns_name::DnsName;
 use kops_aws::tasks::eventbridge::{EventBridgeRule, EventBridgeTarget};
 use kops_aws::tasks::lifecycle_hook::LifecycleHook;
@@ -294,7 +295,15 @@ impl AwsResource for DnsName {
                         ("DNSName", cf.attribute(self.target.key(), "DNSName")?),
                         (
                             "HostedZoneId",
-                            cf.attribute(self.target.key(), "CanonicalHostedZoneID")?,
+                            // A Classic ELB names the attribute differently.
+                            cf.attribute(
+                                self.target.key(),
+                                if self.target.key().kind == ClassicLoadBalancer::KIND {
+                                    "CanonicalHostedZoneNameID"
+                                } else {
+                                    "CanonicalHostedZoneID"
+                                },
+                            )?,
                         ),
                         ("EvaluateTargetHealth", Json::Bool(false)),
                     ]),

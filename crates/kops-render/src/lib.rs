@@ -21,6 +21,7 @@
 //! and kops-model (the state-store files); no IO, no printing.
 
 pub mod aws;
+mod aws_classic;
 mod aws_extra;
 mod aws_irsa;
 pub mod cloudformation;

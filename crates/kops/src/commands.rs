@@ -677,6 +677,9 @@ async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32
         },
     )
     .await?;
+    for warning in &outcome.warnings {
+        status(&format!("warning: {warning}"));
+    }
     let report = &outcome.report;
     let plan = report.plan();
     let calls: u64 = outcome.calls.values().sum();

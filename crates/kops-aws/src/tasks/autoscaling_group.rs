@@ -18,6 +18,7 @@ use kops_engine::{Changes, OutputRef, Outputs, Task, TaskError, TaskKey};
 
 use crate::context::{classify, AwsContext, Tags};
 use crate::tasks::launch_template::LaunchTemplateOutput;
+use crate::tasks::network_load_balancer::LoadBalancerOutput;
 use crate::tasks::subnet::SubnetId;
 use crate::tasks::target_group::TargetGroupArn;
 use crate::tasks::{managed_tags, tags_to_write};
@@ -51,6 +52,10 @@ pub struct AutoscalingGroup {
     /// Classic load balancers made outside the cluster the instances
     /// register with (`spec.externalLoadBalancers[].loadBalancerName`).
     pub load_balancer_names: BTreeSet<String>,
+    /// The cluster's own Classic ELBs the instances register with (the
+    /// API's, for a cluster kops 1.36 or earlier made with a Classic
+    /// balancer); their output's `arn` is the balancer's name.
+    pub classic_load_balancers: Vec<OutputRef<LoadBalancerOutput>>,
     /// Target groups made outside the cluster
     /// (`spec.externalLoadBalancers[].targetGroupArn`).
     pub external_target_group_arns: Vec<String>,
@@ -145,6 +150,20 @@ impl AutoscalingGroup {
         }
         arns.sort();
         Ok(arns)
+    }
+
+    /// The Classic ELB names to register with: the external ones and the
+    /// cluster's own; an own one not made yet (a dry run) as
+    /// `<ClassicLoadBalancer/name>`.
+    fn all_load_balancer_names(&self, deps: &Outputs) -> Result<BTreeSet<String>, TaskError> {
+        let mut names = self.load_balancer_names.clone();
+        for balancer in &self.classic_load_balancers {
+            names.insert(match deps.try_get(balancer)? {
+                Some(out) => out.arn.clone(),
+                None => format!("<{}>", balancer.key()),
+            });
+        }
+        Ok(names)
     }
 }
 
@@ -351,6 +370,7 @@ impl Task<AwsContext> for AutoscalingGroup {
         let mut keys = vec![self.launch_template.key().clone()];
         keys.extend(self.subnets.iter().map(|s| s.key().clone()));
         keys.extend(self.target_groups.iter().map(|g| g.key().clone()));
+        keys.extend(self.classic_load_balancers.iter().map(|l| l.key().clone()));
         keys
     }
 
@@ -443,11 +463,12 @@ impl Task<AwsContext> for AutoscalingGroup {
             }
             (None, None) => {}
         }
-        if actual.is_some() || !self.load_balancer_names.is_empty() {
+        let load_balancer_names = self.all_load_balancer_names(deps)?;
+        if actual.is_some() || !load_balancer_names.is_empty() {
             changes.compare(
                 "loadBalancerNames",
                 actual.map(|a| &a.load_balancer_names),
-                &self.load_balancer_names,
+                &load_balancer_names,
             );
         }
         if actual.is_some() || !self.enabled_metrics.is_empty() {
@@ -514,6 +535,7 @@ impl Task<AwsContext> for AutoscalingGroup {
             target_groups.push(deps.get(group)?.0.clone());
         }
         target_groups.sort();
+        let load_balancer_names = self.all_load_balancer_names(deps)?;
         let lifetime = (self.max_instance_lifetime > 0).then_some(self.max_instance_lifetime);
         let autoscaling = ctx.autoscaling();
         let current_processes = match actual {
@@ -536,8 +558,8 @@ impl Task<AwsContext> for AutoscalingGroup {
                         (!target_groups.is_empty()).then(|| target_groups.clone()),
                     )
                     .set_load_balancer_names(
-                        (!self.load_balancer_names.is_empty())
-                            .then(|| self.load_balancer_names.iter().cloned().collect()),
+                        (!load_balancer_names.is_empty())
+                            .then(|| load_balancer_names.iter().cloned().collect()),
                     )
                     .send()
                     .await;
@@ -604,7 +626,7 @@ impl Task<AwsContext> for AutoscalingGroup {
                         .await
                         .map_err(|e| classify("DetachLoadBalancerTargetGroups", &self.name, e))?;
                 }
-                let attach = only_in(&self.load_balancer_names, &actual.load_balancer_names);
+                let attach = only_in(&load_balancer_names, &actual.load_balancer_names);
                 if !attach.is_empty() {
                     autoscaling
                         .attach_load_balancers()
@@ -614,7 +636,7 @@ impl Task<AwsContext> for AutoscalingGroup {
                         .await
                         .map_err(|e| classify("AttachLoadBalancers", &self.name, e))?;
                 }
-                let detach = only_in(&actual.load_balancer_names, &self.load_balancer_names);
+                let detach = only_in(&actual.load_balancer_names, &load_balancer_names);
                 if !detach.is_empty() {
                     autoscaling
                         .detach_load_balancers()

@@ -10,6 +10,7 @@
 //!   eventual consistency are retried by the executor.
 
 pub mod autoscaling_group;
+pub mod classic_load_balancer;
 pub mod dhcp_options;
 pub mod dns_name;
 pub mod ebs_volume;

@@ -106,7 +106,9 @@ const MANIFEST_CASES: &[(&str, &str, &str)] = &[
     ("zones_in_two_regions", "    zone: us-east-1b\n", "    zone: us-west-2b\n"),
     ("dns_type_unknown", "      type: Public\n---", "      type: Global\n---"),
     ("ssh_access_not_a_cidr", "  sshAccess:\n  - 0.0.0.0/0\n", "  sshAccess:\n  - everyone\n"),
-    ("api_load_balancer_classic", "      class: Network\n", "      class: Classic\n"),
+    // Classic is accepted (kops 1.36's clusters), but not with what only a
+    // Network Load Balancer does.
+    ("api_load_balancer_classic_tls", "      class: Network\n", "      class: Classic\n      sslCertificate: arn:aws:acm:us-east-1:123456789012:certificate/example\n"),
     ("non_masquerade_overlaps_vpc", "  nonMasqueradeCIDR: 100.64.0.0/10\n", "  nonMasqueradeCIDR: 172.16.0.0/12\n"),
     ("ig_min_greater_than_max", "  maxSize: 3\n  minSize: 2\n", "  maxSize: 3\n  minSize: 5\n"),
     ("ig_negative_size", "  maxSize: 3\n  minSize: 2\n", "  maxSize: 3\n  minSize: -1\n"),

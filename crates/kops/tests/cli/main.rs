@@ -11,6 +11,7 @@ mod fake_kube;
 mod addons_apply;
 mod apply_retries;
 mod bad_input;
+mod classic_api;
 mod cloudformation_target;
 mod edit;
 mod existing_network;
