@@ -27,6 +27,7 @@ mod pki;
 mod render_account;
 mod rolling_update;
 mod roundtrip;
+mod s3_endpoint;
 mod seed001;
 mod state_files;
 mod terraform_conformance;
