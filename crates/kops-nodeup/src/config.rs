@@ -49,6 +49,15 @@ pub struct NodeupConfig {
         default
     )]
     pub api_server_config: Option<ApiServerConfig>,
+    /// The API load balancer's addresses (kops' well-known KubeAPIServer
+    /// addresses), for nodes that run the API server: extra names of its
+    /// serving certificate. Known only once the balancer exists.
+    #[serde(
+        rename = "ApiserverAdditionalIPs",
+        skip_serializing_if = "Vec::is_empty",
+        default
+    )]
+    pub apiserver_additional_ips: Vec<String>,
     /// Per architecture, `sha256@url[,url...]`.
     #[serde(rename = "Assets", default)]
     pub assets: BTreeMap<String, Vec<String>>,
@@ -167,6 +176,10 @@ pub struct NodeupConfig {
         default
     )]
     pub etcd_manifests: Vec<String>,
+    /// Container images nodeup loads from files instead of pulling, per
+    /// architecture (kops' images under `KOPS_BASE_URL`).
+    #[serde(rename = "images", skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub images: BTreeMap<String, Vec<NodeImage>>,
     /// Extra OS packages (the cluster's, then the group's).
     #[serde(rename = "packages", skip_serializing_if = "Vec::is_empty", default)]
     pub packages: Vec<String>,
@@ -188,6 +201,46 @@ pub struct NodeupConfig {
     /// Fields kops writes that kops-rs does not model.
     #[serde(flatten)]
     pub extra: Settings,
+}
+
+/// An image file nodeup downloads and loads (kops' `nodeup.Image`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeImage {
+    /// The file's sha256 (hex).
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub hash: String,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub sources: Vec<String>,
+}
+
+/// One of kops' own images published under `KOPS_BASE_URL`
+/// (`<base>/images/<name>-<arch>.tar.gz`), with the hash read beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrlImage {
+    /// `kops-controller`, `kops-channels`, `dns-controller`,
+    /// `kube-apiserver-healthcheck`.
+    pub name: String,
+    pub arch: Arch,
+    pub url: String,
+    pub sha256: String,
+}
+
+/// The images kops' control-plane nodes load from `KOPS_BASE_URL`, in
+/// kops' order; nodes of API-server groups load only the last.
+pub const BASE_URL_IMAGES: [&str; 4] = [
+    "kops-controller",
+    "kops-channels",
+    "dns-controller",
+    "kube-apiserver-healthcheck",
+];
+
+/// The URL of a [`BASE_URL_IMAGES`] image under `base`.
+pub fn base_url_image_url(base: &str, name: &str, arch: Arch) -> String {
+    format!(
+        "{}/images/{name}-{}.tar.gz",
+        base.trim_end_matches('/'),
+        arch.as_str()
+    )
 }
 
 /// A static pod manifest: its key and its path under the config base.
@@ -371,6 +424,15 @@ pub struct NodeInputs {
     /// environment variables or the uploaded binaries). `None`: the
     /// default mirrors (tests, previews).
     pub nodeup: Option<crate::bootstrap::NodeupSources>,
+    /// The API load balancer's addresses as the cloud reports them (its
+    /// DNS name; with `dns: None` also its interfaces' private addresses),
+    /// sorted: nodes that run the API server list them as
+    /// `ApiserverAdditionalIPs`. Empty when the balancer does not exist yet
+    /// (and in Terraform/CloudFormation renders, as kops').
+    pub api_server_addresses: Vec<String>,
+    /// kops' images under `KOPS_BASE_URL` when that is set (`update`
+    /// resolves them once, with their hashes).
+    pub base_url_images: Vec<BaseUrlImage>,
 }
 
 /// Builds and renders the node config of one group. `None` for bastions
@@ -767,19 +829,24 @@ pub fn nodeup_config_with_inputs(
         .any(|n| has_cni(n));
 
     let api_server_config = if runs_api_server {
-        let public = completed_str("masterPublicName", &format!("api.{name}"));
         let api = object_at(&completed, "kubeAPIServer");
         // Of the API spec, nodes get the names and how the API is reached.
         let user_api = spec_json.get("api").cloned().unwrap_or(Value::Null);
         let mut api_spec = Settings::new();
-        api_spec.insert(
-            "publicName".into(),
-            user_api
-                .get("publicName")
-                .filter(|v| !v.is_null())
-                .cloned()
-                .unwrap_or_else(|| json!(public)),
-        );
+        // The public name as the user or kops' populate step set it (a
+        // hosted zone or public DNS); gossip and `dns: None` clusters have
+        // none, and kops writes none.
+        if let Some(public) = user_api
+            .get("publicName")
+            .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+            .or_else(|| {
+                completed
+                    .get("masterPublicName")
+                    .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+            })
+        {
+            api_spec.insert("publicName".into(), public.clone());
+        }
         if let Some(sans) = user_api.get("additionalSANs").filter(|v| !v.is_null()) {
             api_spec.insert("additionalSANs".into(), sans.clone());
         }
@@ -1020,8 +1087,38 @@ pub fn nodeup_config_with_inputs(
         extra.insert("discoveryServiceWithUniverse".into(), Value::Object(d));
     }
 
+    let apiserver_additional_ips = if runs_api_server {
+        inputs.api_server_addresses.clone()
+    } else {
+        Vec::new()
+    };
+    let image_names: &[&str] = match role {
+        Role::ControlPlane => &BASE_URL_IMAGES,
+        Role::ApiServer => &["kube-apiserver-healthcheck"],
+        _ => &[],
+    };
+    let mut images: BTreeMap<String, Vec<NodeImage>> = BTreeMap::new();
+    for arch in Arch::ALL {
+        for name in image_names {
+            if let Some(i) = inputs
+                .base_url_images
+                .iter()
+                .find(|i| i.arch == arch && i.name == *name)
+            {
+                images
+                    .entry(arch.as_str().to_string())
+                    .or_default()
+                    .push(NodeImage {
+                        hash: i.sha256.clone(),
+                        sources: vec![i.url.clone()],
+                    });
+            }
+        }
+    }
+
     Ok(NodeupConfig {
         api_server_config,
+        apiserver_additional_ips,
         assets: assets_by_arch,
         cas,
         cluster_name: name,
@@ -1050,6 +1147,7 @@ pub fn nodeup_config_with_inputs(
         config_store,
         containerd_config: Some(containerd),
         etcd_manifests,
+        images,
         packages,
         static_manifests,
         uses_none_dns,

@@ -10,6 +10,7 @@ use kops_model::Model;
 
 use crate::{require_cluster, OpsError, Registry};
 
+pub mod api_addresses;
 pub mod nodeup;
 
 /// What `update cluster` was asked to do.
@@ -92,18 +93,69 @@ pub async fn update_cluster(
     let modelled = with_resolved_zone(&cloud, &cluster).await?;
     let mut node_inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
     node_inputs.nodeup = Some(nodeup.sources.clone());
+    node_inputs.base_url_images = nodeup.images.clone();
     // Addons name the account (queue URLs, IRSA role ARNs).
     let account_id = cloud
         .account_id()
         .await
         .map_err(|reason| OpsError::Account { reason })?;
-    let model = Model {
+    let new_context = || {
+        Arc::new(AwsContext::new(
+            cloud.clone(),
+            request.cluster.clone(),
+            cluster.spec.cloud_labels.clone().unwrap_or_default(),
+        ))
+    };
+    let mut ctx = new_context();
+    let mut executor = Executor::new(ExecutorOptions::default());
+    if let Some(p) = request.progress {
+        executor = executor.with_progress(BoxedProgress(p));
+    }
+    let ssh_public_key = keys.first().map(|k| k.public_key.as_str());
+    // Nodes that run the API server name the API load balancer's addresses
+    // (read from the run's listing, which the apply reuses). A new
+    // balancer is created first on apply, as kops' node configs are built
+    // after it exists: the first apply then ends with kops' config.
+    let probe = Model {
         cluster: &modelled,
         groups: &groups,
-        ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
-        node_inputs: Some(&node_inputs),
+        ssh_public_key,
+        node_inputs: None,
         account_id: Some(&account_id),
         config_base: &config_base,
+    };
+    node_inputs.api_server_addresses = api_addresses::api_server_addresses(&ctx, &probe).await?;
+    let mut first_report = None;
+    if request.apply
+        && node_inputs.api_server_addresses.is_empty()
+        && api_addresses::has_api_load_balancer(&probe)
+    {
+        let graph = kops_model::build(&Model {
+            node_inputs: Some(&node_inputs),
+            ..probe.clone()
+        })?;
+        if let Some(sub) = api_addresses::load_balancer_subgraph(&graph, &probe)? {
+            let report = executor.run(&sub, ctx.clone(), Mode::Apply).await?;
+            if report.failures().next().is_some() {
+                return Ok(UpdateOutcome {
+                    report,
+                    calls: cloud.calls().snapshot(),
+                    region,
+                    tasks: graph.len(),
+                    longest_chain: graph.longest_chain()?,
+                    warnings: validation::warnings(&cluster),
+                });
+            }
+            first_report = Some(report);
+            // A fresh listing (with the new balancer) for the rest.
+            ctx = new_context();
+            node_inputs.api_server_addresses =
+                api_addresses::api_server_addresses(&ctx, &probe).await?;
+        }
+    }
+    let model = Model {
+        node_inputs: Some(&node_inputs),
+        ..probe.clone()
     };
     let graph = kops_model::build(&model)?;
     if request.apply {
@@ -125,21 +177,15 @@ pub async fn update_cluster(
         write_state_files(registry, &model).await?;
     }
 
-    let ctx = Arc::new(AwsContext::new(
-        cloud.clone(),
-        request.cluster.clone(),
-        cluster.spec.cloud_labels.clone().unwrap_or_default(),
-    ));
-    let mut executor = Executor::new(ExecutorOptions::default());
-    if let Some(p) = request.progress {
-        executor = executor.with_progress(BoxedProgress(p));
-    }
     let mode = if request.apply {
         Mode::Apply
     } else {
         Mode::DryRun
     };
-    let report = executor.run(&graph, ctx, mode).await?;
+    let mut report = executor.run(&graph, ctx, mode).await?;
+    if let Some(first) = first_report {
+        report = api_addresses::merge_reports(first, report);
+    }
     if request.apply {
         // kops' completed spec names the hosted zone found for the cluster
         // when the user's names none.

@@ -581,6 +581,9 @@ pub fn control_plane_files(
     if let Some(public) = api.api.get("publicName").and_then(Value::as_str) {
         names.push(public.to_string());
     }
+    // The API load balancer's addresses, as kops adds them: clients that
+    // reach the API through it by its DNS name (gossip, `dns: None`).
+    names.extend(config.apiserver_additional_ips.iter().cloned());
     if let Some(ip) =
         str_of(&api.kube_api_server, "serviceClusterIPRange").and_then(first_service_ip)
     {

@@ -14,6 +14,7 @@ use kops_model::ModelError;
 use kops_nodeup::bootstrap::{
     self, group_architectures, NodeupBinary, NodeupEnv, NodeupSources, NODEUP_STORE_DIR,
 };
+use kops_nodeup::config::{base_url_image_url, BaseUrlImage, BASE_URL_IMAGES};
 use kops_nodeup::Arch;
 use kops_state::WriteOptions;
 
@@ -24,6 +25,9 @@ use crate::{OpsError, Registry};
 #[derive(Debug, Clone, Default)]
 pub struct NodeupPlan {
     pub sources: NodeupSources,
+    /// kops' images under `KOPS_BASE_URL` (with their published hashes),
+    /// which kops' control-plane node configs list; empty without it.
+    pub images: Vec<BaseUrlImage>,
     uploads: Vec<Upload>,
 }
 
@@ -147,7 +151,61 @@ pub async fn resolve(
             }
         }
     }
+    if let Some(base) = &env.kops_base_url {
+        plan.images = base_url_images(base, groups).await?;
+    }
     Ok(plan)
+}
+
+/// kops' images under `KOPS_BASE_URL` (`<base>/images/<name>-<arch>.tar.gz`)
+/// with the sha256 published beside each, for every architecture, as kops
+/// lists them in control-plane node configs (it reads every hash and fails
+/// without one). An architecture no control-plane or API-server group runs
+/// is best effort: left out when a hash is missing.
+async fn base_url_images(
+    base: &str,
+    groups: &[InstanceGroup],
+) -> Result<Vec<BaseUrlImage>, OpsError> {
+    let runs_api = |g: &&InstanceGroup| {
+        matches!(
+            g.role(),
+            Some(kops_api::Role::ControlPlane | kops_api::Role::ApiServer)
+        )
+    };
+    let mut images = Vec::new();
+    for arch in Arch::ALL {
+        let required = groups
+            .iter()
+            .filter(runs_api)
+            .any(|g| group_architectures(g).contains(&arch));
+        let mut found = Vec::new();
+        for name in BASE_URL_IMAGES {
+            let url = base_url_image_url(base, name, arch);
+            match read_sha256(&url).await {
+                Ok(sha256) => found.push(BaseUrlImage {
+                    name: name.to_string(),
+                    arch,
+                    url,
+                    sha256,
+                }),
+                Err(_) if !required => {
+                    found.clear();
+                    break;
+                }
+                Err(reason) => {
+                    return Err(error(
+                        "KOPS_BASE_URL",
+                        format!("no sha256 for the image `{url}`: cannot read `{url}.sha256`: {reason}"),
+                        format!(
+                            "publish `{url}.sha256` beside the image (control-plane nodes load kops' images from KOPS_BASE_URL), or unset KOPS_BASE_URL"
+                        ),
+                    ))
+                }
+            }
+        }
+        images.extend(found);
+    }
+    Ok(images)
 }
 
 /// [`resolve`] with kops' environment variables of this process and the
@@ -229,43 +287,40 @@ impl NodeupPlan {
 async fn fetch_sha256(url: &str, variable: &str, arch: Arch) -> Result<String, OpsError> {
     let hash_url = format!("{url}.sha256");
     let hash_variable = NodeupEnv::variable("HASH", arch);
-    let fail = |reason: String| {
+    read_sha256(url).await.map_err(|reason| {
         error(
             variable.to_string(),
             format!("no sha256 for nodeup at `{url}`: cannot read `{hash_url}`: {reason}"),
             format!("publish `{hash_url}` beside the binary, or set {hash_variable} to its sha256"),
         )
-    };
+    })
+}
+
+/// The sha256 in `<url>.sha256`, or why it cannot be read.
+async fn read_sha256(url: &str) -> Result<String, String> {
+    let hash_url = format!("{url}.sha256");
     let text = if url.starts_with("s3://") || url.starts_with("file://") {
-        let (dir, name) = hash_url
-            .rsplit_once('/')
-            .ok_or_else(|| fail("not a URL with a path".into()))?;
-        let store = kops_state::open(dir)
-            .await
-            .map_err(|e| fail(e.to_string()))?;
-        match store.read(name).await.map_err(|e| fail(e.to_string()))? {
+        let (dir, name) = hash_url.rsplit_once('/').ok_or("not a URL with a path")?;
+        let store = kops_state::open(dir).await.map_err(|e| e.to_string())?;
+        match store.read(name).await.map_err(|e| e.to_string())? {
             Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            None => return Err(fail("it does not exist".into())),
+            None => return Err("it does not exist".into()),
         }
     } else if url.starts_with("https://") || url.starts_with("http://") {
         let output = tokio::process::Command::new("curl")
             .args(["-fsSL", "--max-time", "60", "--retry", "3", &hash_url])
             .output()
             .await
-            .map_err(|e| fail(format!("cannot run curl: {e}")))?;
+            .map_err(|e| format!("cannot run curl: {e}"))?;
         if !output.status.success() {
-            return Err(fail(
-                String::from_utf8_lossy(&output.stderr).trim().to_string(),
-            ));
+            return Err(String::from_utf8_lossy(&output.stderr).trim().to_string());
         }
         String::from_utf8_lossy(&output.stdout).into_owned()
     } else {
-        return Err(fail(
-            "kops-rs reads s3://, file:// and http(s):// URLs".into(),
-        ));
+        return Err("kops-rs reads s3://, file:// and http(s):// URLs".into());
     };
     bootstrap::parse_sha256_file(&text)
-        .ok_or_else(|| fail("it does not start with a sha256 (64 hex digits)".into()))
+        .ok_or_else(|| "it does not start with a sha256 (64 hex digits)".into())
 }
 
 #[cfg(test)]
@@ -321,5 +376,73 @@ mod tests {
         assert!(fetch_sha256(&url, "KOPS_BASE_URL", Arch::Amd64)
             .await
             .is_err());
+    }
+}
+
+#[cfg(test)]
+mod base_url_image_tests {
+    use super::*;
+
+    fn groups(yaml: &str) -> Vec<InstanceGroup> {
+        kops_api::parse_objects("test.yaml", yaml)
+            .unwrap()
+            .into_iter()
+            .filter_map(|o| match o {
+                kops_api::Object::InstanceGroup(g) => Some(*g),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn kops_images_with_their_published_hashes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("images")).unwrap();
+        let base = format!("file://{}/", dir.path().display());
+        let groups = groups(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata: {name: cp}\n\
+             spec: {role: Master, machineType: t3.medium, subnets: [a]}\n",
+        );
+        let publish = |name: &str, arch: &str, hash: &str| {
+            std::fs::write(
+                dir.path()
+                    .join(format!("images/{name}-{arch}.tar.gz.sha256")),
+                format!("{hash}  {name}-{arch}.tar.gz\n"),
+            )
+            .unwrap();
+        };
+        for (i, name) in BASE_URL_IMAGES.iter().enumerate() {
+            publish(name, "amd64", &format!("{i}").repeat(64));
+        }
+        // arm64 runs no control plane here: best effort, left out.
+        let images = base_url_images(&base, &groups).await.unwrap();
+        assert_eq!(images.len(), 4);
+        assert_eq!(images[0].name, "kops-controller");
+        assert_eq!(images[0].arch, Arch::Amd64);
+        assert_eq!(
+            images[0].url,
+            format!(
+                "file://{}/images/kops-controller-amd64.tar.gz",
+                dir.path().display()
+            )
+        );
+        assert_eq!(images[3].sha256, "3".repeat(64));
+        for name in BASE_URL_IMAGES {
+            publish(name, "arm64", &"a".repeat(64));
+        }
+        assert_eq!(base_url_images(&base, &groups).await.unwrap().len(), 8);
+
+        // A missing hash for an architecture the control plane runs stops
+        // the update, as kops stops.
+        std::fs::remove_file(dir.path().join("images/dns-controller-amd64.tar.gz.sha256")).unwrap();
+        let err = base_url_images(&base, &groups)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("images/dns-controller-amd64.tar.gz.sha256")
+                && err.contains("KOPS_BASE_URL"),
+            "{err}"
+        );
     }
 }

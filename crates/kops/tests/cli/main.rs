@@ -9,6 +9,7 @@ mod common;
 mod fake_kube;
 
 mod addons_apply;
+mod api_addresses;
 mod apply_retries;
 mod bad_input;
 mod classic_api;

@@ -209,6 +209,35 @@ fn update_uploads_the_nodeup_beside_kops_and_pins_it_unless_kops_variables_say_o
         format!("{published_hash}  nodeup\n"),
     )
     .unwrap();
+    // kops' control plane also loads kops' images from KOPS_BASE_URL, each
+    // pinned by the hash published beside it (arm64, which no group runs,
+    // is best effort).
+    let r = run(
+        &kops,
+        moto,
+        &["update", "cluster", cluster, "--state", &state, "--yes"],
+        &[("KOPS_BASE_URL", &base)],
+    );
+    assert_eq!(r.code, 1, "apply without the images' .sha256: {}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("images/kops-controller-amd64.tar.gz.sha256"),
+        "{}",
+        r.stderr
+    );
+    std::fs::create_dir_all(base_dir.join("images")).unwrap();
+    for name in [
+        "kops-controller",
+        "kops-channels",
+        "dns-controller",
+        "kube-apiserver-healthcheck",
+    ] {
+        std::fs::write(
+            base_dir.join(format!("images/{name}-amd64.tar.gz.sha256")),
+            format!("{}  {name}-amd64.tar.gz\n", "ef".repeat(32)),
+        )
+        .unwrap();
+    }
     let r = run(
         &kops,
         moto,
@@ -216,6 +245,18 @@ fn update_uploads_the_nodeup_beside_kops_and_pins_it_unless_kops_variables_say_o
         &[("KOPS_BASE_URL", &base)],
     );
     assert_eq!(r.code, 0, "apply with KOPS_BASE_URL: {}", r.stderr);
+    let stored = std::fs::read_to_string(state_dir.join(format!(
+        "{cluster}/igconfig/control-plane/control-plane-us-east-1a/nodeupconfig.yaml"
+    )))
+    .unwrap();
+    assert!(
+        stored.contains(&format!(
+            "images:\n  amd64:\n  - hash: {}\n    sources:\n    - {}/images/kops-controller-amd64.tar.gz\n",
+            "ef".repeat(32),
+            file_url(&base_dir)
+        )),
+        "{stored}"
+    );
     let script = user_data(&moto.endpoint(), &format!("nodes-us-east-1a.{cluster}"));
     assert!(
         script.contains(&format!(

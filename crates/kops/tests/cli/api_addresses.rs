@@ -1,0 +1,157 @@
+//! The API load balancer's DNS name in the control plane's node config, on
+//! moto (issue 17): kops writes it as `ApiserverAdditionalIPs` even on the
+//! first apply (its node configs are built after the balancer exists), so
+//! `update --yes` creates the balancer first, the control-plane launch
+//! template is created once with the final config, and the next `update`
+//! plans nothing.
+
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_ec2::config::Credentials;
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+use crate::common::{file_url, kops_on, IMAGE};
+
+struct Cloud {
+    lb_dns_names: Vec<String>,
+    /// The control-plane launch template's versions' user data, decoded.
+    user_data: Vec<String>,
+}
+
+fn cloud(endpoint: &str, template: &str) -> Cloud {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let config = aws_config::defaults(BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+            .load()
+            .await;
+        let lbs = aws_sdk_elasticloadbalancingv2::Client::new(&config)
+            .describe_load_balancers()
+            .send()
+            .await
+            .unwrap();
+        let versions = aws_sdk_ec2::Client::new(&config)
+            .describe_launch_template_versions()
+            .launch_template_name(template)
+            .send()
+            .await
+            .unwrap();
+        Cloud {
+            lb_dns_names: lbs
+                .load_balancers()
+                .iter()
+                .filter(|l| {
+                    l.load_balancer_name()
+                        .unwrap_or_default()
+                        .starts_with("api-api-ips")
+                })
+                .filter_map(|l| l.dns_name().map(str::to_string))
+                .collect(),
+            user_data: versions
+                .launch_template_versions()
+                .iter()
+                .map(|v| {
+                    let data = v
+                        .launch_template_data()
+                        .and_then(|d| d.user_data())
+                        .unwrap_or_default();
+                    String::from_utf8(
+                        base64::engine::general_purpose::STANDARD
+                            .decode(data)
+                            .unwrap(),
+                    )
+                    .unwrap()
+                })
+                .collect(),
+        }
+    })
+}
+
+#[test]
+fn first_apply_names_the_api_load_balancer_and_the_next_plans_nothing() {
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    let cluster = "api-ips.k8s.local";
+    let tmp = tempfile::tempdir().unwrap();
+    let state_dir = tmp.path().join("state");
+    let state = file_url(&state_dir);
+    let r = kops_on(
+        moto,
+        &[
+            "create",
+            "cluster",
+            cluster,
+            "--zones",
+            "us-east-1a",
+            "--networking",
+            "cilium",
+            "--topology",
+            "private",
+            "--bastion",
+            "--state",
+            &state,
+            "--image",
+            IMAGE,
+        ],
+    );
+    assert_eq!(r.code, 0, "create: {}", r.stderr);
+    let r = kops_on(
+        moto,
+        &["update", "cluster", cluster, "--state", &state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "apply: {}", r.stderr);
+
+    let stored = std::fs::read(state_dir.join(format!(
+        "{cluster}/igconfig/control-plane/control-plane-us-east-1a/nodeupconfig.yaml"
+    )))
+    .unwrap();
+    let text = String::from_utf8(stored.clone()).unwrap();
+    let template = format!("control-plane-us-east-1a.masters.{cluster}");
+    let cloud = cloud(&moto.endpoint(), &template);
+    assert_eq!(cloud.lb_dns_names.len(), 1, "{:?}", cloud.lb_dns_names);
+    let dns = &cloud.lb_dns_names[0];
+    assert!(
+        text.contains(&format!("\nApiserverAdditionalIPs:\n- {dns}\n")),
+        "{text}"
+    );
+    // Gossip: no public API name, as kops.
+    assert!(text.starts_with("APIServerConfig:\n  API: {}\n"), "{text}");
+    // Workers do not run the API server.
+    let nodes = std::fs::read_to_string(state_dir.join(format!(
+        "{cluster}/igconfig/node/nodes-us-east-1a/nodeupconfig.yaml"
+    )))
+    .unwrap();
+    assert!(!nodes.contains("ApiserverAdditionalIPs"), "{nodes}");
+    // The launch template was made once, pinning the stored config.
+    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(&stored));
+    assert_eq!(cloud.user_data.len(), 1, "template versions");
+    assert!(
+        cloud.user_data[0].contains(&format!("NodeupConfigHash: {hash}")),
+        "{}",
+        cloud.user_data[0]
+    );
+
+    let r = kops_on(
+        moto,
+        &[
+            "update",
+            "cluster",
+            cluster,
+            "--state",
+            &state,
+            "--exit-code",
+        ],
+    );
+    assert_eq!(r.code, 0, "nothing to do:\n{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("No changes need to be applied"),
+        "{}",
+        r.stderr
+    );
+}
