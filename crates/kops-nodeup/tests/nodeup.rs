@@ -132,6 +132,10 @@ struct Env {
     key: String,
 }
 
+/// The API load balancer's DNS name the control plane's config names
+/// (`ApiserverAdditionalIPs`): one more name of its serving certificate.
+const API_LB: &str = "api-nodeup-example-com-abcdef-1.elb.us-east-1.amazonaws.com";
+
 /// Writes the keysets and the group's node config (its assets pointing at
 /// the test server) to a file:// store, and the boot config beside it.
 async fn setup(group_index: usize) -> Env {
@@ -162,6 +166,10 @@ async fn setup(group_index: usize) -> Env {
     })
     .collect();
     cfg.assets = BTreeMap::from([("amd64".to_string(), list)]);
+    if cfg.api_server_config.is_some() {
+        // What `update` reads from the cloud: the API load balancer's name.
+        cfg.apiserver_additional_ips = vec![API_LB.to_string()];
+    }
     let yaml = config::render_yaml(&cfg);
     let role = group.role().unwrap();
     let key = config::nodeup_config_key(CLUSTER, role, group.name());
@@ -352,6 +360,7 @@ async fn control_plane_node() {
     for name in [
         "api.internal.nodeup.example.com",
         "api.nodeup.example.com",
+        API_LB,
         "100.64.0.1",
         "172.20.32.10",
         "kubernetes.default",
