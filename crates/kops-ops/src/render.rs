@@ -137,6 +137,9 @@ pub async fn render_cluster(
         .await
         .map_err(OpsError::from)?;
     node_inputs.nodeup = Some(nodeup.sources.clone());
+    // kops' images under KOPS_BASE_URL, as update; the API load balancer's
+    // addresses stay unknown here (it may not exist), as in kops' renders.
+    node_inputs.base_url_images = nodeup.images.clone();
     let mut warnings = kops_api::validation::warnings(&cluster);
     let account_id = account(&region).await;
     let model = Model {
