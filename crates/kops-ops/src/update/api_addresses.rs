@@ -121,7 +121,7 @@ pub fn load_balancer_subgraph(
 ) -> Result<Option<TaskGraph<AwsContext>>, OpsError> {
     let root = TaskKey::new(
         NetworkLoadBalancer::KIND,
-        &kops_model::api_load_balancer::load_balancer_name(model),
+        kops_model::api_load_balancer::load_balancer_name(model),
     );
     if !graph.contains(&root) {
         return Ok(None);
