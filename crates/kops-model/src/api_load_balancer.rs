@@ -33,13 +33,16 @@
 //! security group as a Network Load Balancer would get, and the
 //! control-plane autoscaling groups attached by name (`LoadBalancerNames`)
 //! rather than through target groups. kops 1.36 built the bastion's
-//! balancer as a Network Load Balancer whatever the API's class.
+//! balancer as a Network Load Balancer whatever the API's class. Moved to
+//! `class: Network`, the old ELB is deleted once the Network Load Balancer
+//! and what points at it are in place ([`retire_classic`]).
 
 use std::collections::BTreeMap;
 
 use kops_api::{ClusterSubnetSpec, Role, SubnetType};
 use kops_aws::tasks::classic_load_balancer::{
     ClassicAccessLog, ClassicAttributes, ClassicHealthCheck, ClassicListener, ClassicLoadBalancer,
+    ClassicLoadBalancerRetirement,
 };
 use kops_aws::tasks::listener::Listener;
 use kops_aws::tasks::network_load_balancer::{LoadBalancerOutput, NetworkLoadBalancer};
@@ -562,6 +565,42 @@ pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(),
     Ok(())
 }
 
+/// Deletes the Classic ELB a Network Load Balancer replaced: the API's
+/// `api.<cluster>` of a cluster moved off `class: Classic`, and the
+/// bastion's `bastion.<cluster>` of a cluster from the days bastions had a
+/// Classic ELB (kops 1.36 did both on such a move). Each deletion waits for
+/// the Network Load Balancer, its listeners, the records and the
+/// autoscaling groups (which detach from the old balancer first). Call
+/// after every other builder: it waits for tasks already in the graph.
+pub fn retire_classic(
+    model: &Model<'_>,
+    graph: &mut TaskGraph<AwsContext>,
+) -> Result<(), ModelError> {
+    let mut replaced = Vec::new();
+    if uses_api_load_balancer(model) && !uses_classic(model) {
+        replaced.push(load_balancer_name(model));
+    }
+    if model.has_role(Role::Bastion) {
+        replaced.push(model.scoped("bastion"));
+    }
+    let later: Vec<kops_engine::TaskKey> = graph
+        .iter()
+        .map(|(k, _)| k)
+        .filter(|k| ["AutoscalingGroup", "DnsName", "Listener"].contains(&k.kind))
+        .cloned()
+        .collect();
+    for name in replaced {
+        let nlb = NetworkLoadBalancer::output_ref(&name).key().clone();
+        if graph.get(&nlb).is_none() {
+            continue;
+        }
+        let mut after = later.clone();
+        after.push(nlb);
+        graph.add(ClassicLoadBalancerRetirement { name, after })?;
+    }
+    Ok(())
+}
+
 /// The Classic ELB of the API, as kops 1.36 built it (see the module doc).
 /// `attributes` are the Network Load Balancer's, whose cross-zone setting
 /// (forced on, or the spec's) the Classic one shares.
@@ -803,6 +842,30 @@ mod tests {
             ),
             ("logs", Some("api"), Some(5))
         );
+    }
+
+    #[test]
+    fn a_network_balancer_retires_the_classic_one_after_its_replacement() {
+        let network = with_load_balancer("");
+        let (cluster, groups) = load(&network);
+        let graph = crate::build(&model(&cluster, &groups)).unwrap();
+        let name = format!("api.{}", cluster.name());
+        let retirement: &ClassicLoadBalancerRetirement =
+            task(&graph, ClassicLoadBalancerRetirement::KIND, &name).expect("the retirement");
+        assert!(retirement
+            .after
+            .contains(&kops_engine::TaskKey::new(NetworkLoadBalancer::KIND, &name)));
+        assert!(retirement
+            .after
+            .iter()
+            .any(|k| k.kind == "AutoscalingGroup"));
+
+        let classic = network.replace("class: Network", "class: Classic");
+        let (cluster, groups) = load(&classic);
+        let graph = crate::build(&model(&cluster, &groups)).unwrap();
+        assert!(graph
+            .iter()
+            .all(|(k, _)| k.kind != ClassicLoadBalancerRetirement::KIND));
     }
 
     #[test]

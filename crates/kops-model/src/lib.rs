@@ -161,6 +161,7 @@ pub fn build(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
     api_load_balancer::build_bastion(model, &mut graph)?;
     nth::build(model, &mut graph)?;
     dns::build(model, &mut graph)?;
+    api_load_balancer::retire_classic(model, &mut graph)?;
     graph.validate()?;
     Ok(graph)
 }

@@ -6,7 +6,7 @@ use std::any::Any;
 
 use kops_aws::context::Tags;
 use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
-use kops_aws::tasks::classic_load_balancer::ClassicLoadBalancer;
+use kops_aws::tasks::classic_load_balancer::{ClassicLoadBalancer, ClassicLoadBalancerRetirement};
 use kops_aws::tasks::dhcp_options::DhcpOptions;
 use kops_aws::tasks::ebs_volume::EbsVolume;
 use kops_aws::tasks::egress_only_internet_gateway::EgressOnlyInternetGateway;
@@ -94,6 +94,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
     try_types!(
         AutoscalingGroup,
         ClassicLoadBalancer,
+        ClassicLoadBalancerRetirement,
         DhcpOptions,
         EbsVolume,
         ElasticIp,

@@ -4,7 +4,7 @@
 //! while kops still wrote CloudFormation (with the TCP listener spelled
 //! out and numbers as strings where the resource type wants them).
 
-use kops_aws::tasks::classic_load_balancer::ClassicLoadBalancer;
+use kops_aws::tasks::classic_load_balancer::{ClassicLoadBalancer, ClassicLoadBalancerRetirement};
 
 use crate::aws::{id, tags_expr, AwsResource, Ctx};
 use crate::cloudformation::{CloudFormation, Json};
@@ -164,6 +164,21 @@ impl AwsResource for ClassicLoadBalancer {
             &self.name,
             Json::obj(props),
         );
+        Ok(())
+    }
+}
+
+impl AwsResource for ClassicLoadBalancerRetirement {
+    fn tf_type(&self) -> Option<&'static str> {
+        None // deletes a leftover of the direct target: nothing to declare
+    }
+    fn tf_name(&self) -> String {
+        self.name.clone()
+    }
+    fn terraform(&self, _: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
+        Ok(())
+    }
+    fn cloudformation(&self, _: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
         Ok(())
     }
 }

@@ -29,10 +29,12 @@ fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
 /// Task kinds that render into another task's resource, or into nothing
 /// Terraform declares: the cleanup of hand-made rules, and role policies
 /// to remove (a policy without a document; Terraform removes by omission).
-const FOLDED: [&str; 5] = [
+const FOLDED: [&str; 6] = [
     "IAMInstanceProfileRole",
     "VPCAmazonIPv6CIDRBlock",
     "SecurityGroupCleanup",
+    // Deletes the Classic ELB a cluster moved off: only the direct target has one.
+    "ClassicLoadBalancerRetirement",
     "IAMRolePolicy",
     // One `aws_iam_role_policy_attachment` per policy, checked below.
     "IAMRolePolicyAttachment",

@@ -318,66 +318,6 @@ impl ClassicLoadBalancer {
             .collect()
     }
 
-    /// Every Classic ELB of the account tagged for the cluster, with its
-    /// tags: one paginated DescribeLoadBalancers and one DescribeTags per
-    /// 20 names.
-    async fn cluster_balancers(
-        &self,
-        ctx: &AwsContext,
-        elb: &aws_sdk_elasticloadbalancing::Client,
-    ) -> Result<Vec<(LoadBalancerDescription, Tags)>, TaskError> {
-        let all = elb
-            .describe_load_balancers()
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(|e| classify("DescribeLoadBalancers", &self.name, e))?;
-        let mut tags_by_name: BTreeMap<String, Tags> = BTreeMap::new();
-        let names: Vec<String> = all
-            .iter()
-            .filter_map(|l| l.load_balancer_name().map(str::to_string))
-            .collect();
-        for chunk in names.chunks(20) {
-            let out = match elb
-                .describe_tags()
-                .set_load_balancer_names(Some(chunk.to_vec()))
-                .send()
-                .await
-            {
-                Ok(out) => out,
-                // Deleted between the two calls: found again next run.
-                Err(e) if e.code() == Some("LoadBalancerNotFound") => continue,
-                Err(e) => return Err(classify("DescribeTags", &self.name, e)),
-            };
-            for d in out.tag_descriptions() {
-                let Some(name) = d.load_balancer_name() else {
-                    continue;
-                };
-                tags_by_name.insert(
-                    name.to_string(),
-                    d.tags()
-                        .iter()
-                        .map(|t| {
-                            (
-                                t.key().to_string(),
-                                t.value().unwrap_or_default().to_string(),
-                            )
-                        })
-                        .collect(),
-                );
-            }
-        }
-        Ok(all
-            .into_iter()
-            .filter_map(|l| {
-                let tags = tags_by_name.get(l.load_balancer_name()?)?.clone();
-                (tags.get(TAG_CLUSTER) == Some(&ctx.cluster)).then_some((l, tags))
-            })
-            .collect())
-    }
-
     async fn read_attributes(
         &self,
         elb: &aws_sdk_elasticloadbalancing::Client,
@@ -423,6 +363,66 @@ impl ClassicLoadBalancer {
             .map_err(|e| classify("ConfigureHealthCheck", &self.name, e))?;
         Ok(())
     }
+}
+
+/// Every Classic ELB of the account tagged for the cluster, with its
+/// tags: one paginated DescribeLoadBalancers and one DescribeTags per
+/// 20 names (`task` names the asking task in errors).
+async fn cluster_balancers(
+    ctx: &AwsContext,
+    elb: &aws_sdk_elasticloadbalancing::Client,
+    task: &str,
+) -> Result<Vec<(LoadBalancerDescription, Tags)>, TaskError> {
+    let all = elb
+        .describe_load_balancers()
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .map_err(|e| classify("DescribeLoadBalancers", task, e))?;
+    let mut tags_by_name: BTreeMap<String, Tags> = BTreeMap::new();
+    let names: Vec<String> = all
+        .iter()
+        .filter_map(|l| l.load_balancer_name().map(str::to_string))
+        .collect();
+    for chunk in names.chunks(20) {
+        let out = match elb
+            .describe_tags()
+            .set_load_balancer_names(Some(chunk.to_vec()))
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            // Deleted between the two calls: found again next run.
+            Err(e) if e.code() == Some("LoadBalancerNotFound") => continue,
+            Err(e) => return Err(classify("DescribeTags", task, e)),
+        };
+        for d in out.tag_descriptions() {
+            let Some(name) = d.load_balancer_name() else {
+                continue;
+            };
+            tags_by_name.insert(
+                name.to_string(),
+                d.tags()
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.key().to_string(),
+                            t.value().unwrap_or_default().to_string(),
+                        )
+                    })
+                    .collect(),
+            );
+        }
+    }
+    Ok(all
+        .into_iter()
+        .filter_map(|l| {
+            let tags = tags_by_name.get(l.load_balancer_name()?)?.clone();
+            (tags.get(TAG_CLUSTER) == Some(&ctx.cluster)).then_some((l, tags))
+        })
+        .collect())
 }
 
 fn elb_tags(tags: &Tags) -> Result<Vec<Tag>, TaskError> {
@@ -508,8 +508,7 @@ impl Task<AwsContext> for ClassicLoadBalancer {
         _: &Outputs,
     ) -> Result<Option<ClassicLoadBalancerActual>, TaskError> {
         let elb = classic_elb_client(&ctx.cloud);
-        let mut found = self
-            .cluster_balancers(ctx, &elb)
+        let mut found = cluster_balancers(ctx, &elb, &self.name)
             .await?
             .into_iter()
             .find(|(_, tags)| tags.get(TAG_NAME) == Some(&self.name))
@@ -723,6 +722,83 @@ impl Task<AwsContext> for ClassicLoadBalancer {
                 .map_err(|e| classify("AddTags", &self.name, e))?;
         }
         Ok(actual.output.clone())
+    }
+}
+
+/// Deletes the Classic ELB a Network Load Balancer replaces: a cluster
+/// moved from `class: Classic` to `class: Network` (what the deprecation
+/// warning asks for) keeps no orphan ELB, as kops 1.36 deleted the old one
+/// once the new one was made. The balancer is found by its `Name` tag
+/// among the cluster's; the task runs after `after` (the new balancer, the
+/// DNS records moved to it and the autoscaling groups, which detach from
+/// the old one first), and does nothing when no such ELB exists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassicLoadBalancerRetirement {
+    /// The retired balancer's `Name` tag (`api.<cluster>`).
+    pub name: String,
+    pub after: Vec<TaskKey>,
+}
+
+impl ClassicLoadBalancerRetirement {
+    pub const KIND: &'static str = "ClassicLoadBalancerRetirement";
+}
+
+impl Task<AwsContext> for ClassicLoadBalancerRetirement {
+    /// The AWS names of the cluster's Classic ELBs with that `Name` tag.
+    type Actual = Vec<String>;
+    type Output = ();
+
+    fn key(&self) -> TaskKey {
+        TaskKey::new(Self::KIND, &self.name)
+    }
+
+    fn dependencies(&self) -> Vec<TaskKey> {
+        self.after.clone()
+    }
+
+    async fn find(&self, ctx: &AwsContext, _: &Outputs) -> Result<Option<Vec<String>>, TaskError> {
+        let elb = classic_elb_client(&ctx.cloud);
+        let mut names: Vec<String> = cluster_balancers(ctx, &elb, &self.name)
+            .await?
+            .into_iter()
+            .filter(|(_, tags)| tags.get(TAG_NAME) == Some(&self.name))
+            .filter_map(|(l, _)| l.load_balancer_name().map(str::to_string))
+            .collect();
+        names.sort();
+        Ok(Some(names))
+    }
+
+    fn diff(&self, actual: Option<&Vec<String>>, _: &Outputs) -> Result<Changes, TaskError> {
+        let mut changes = Changes::new();
+        if let Some(found) = actual.filter(|f| !f.is_empty()) {
+            changes.compare("classicLoadBalancers", Some(found), &Vec::new());
+        }
+        Ok(changes)
+    }
+
+    fn output(&self, _: &Vec<String>) {}
+
+    async fn apply(
+        &self,
+        ctx: &AwsContext,
+        _: &Outputs,
+        actual: Option<&Vec<String>>,
+        _: &Changes,
+    ) -> Result<(), TaskError> {
+        let elb = classic_elb_client(&ctx.cloud);
+        for name in actual.into_iter().flatten() {
+            match elb
+                .delete_load_balancer()
+                .load_balancer_name(name)
+                .send()
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.code() == Some("LoadBalancerNotFound") => {}
+                Err(e) => return Err(classify("DeleteLoadBalancer", &self.name, e)),
+            }
+        }
+        Ok(())
     }
 }
 

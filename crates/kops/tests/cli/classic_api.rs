@@ -2,8 +2,9 @@
 //! 1.36 and earlier made them), through the binary against moto: the
 //! update warns once that the class is deprecated, builds the ELB as kops
 //! 1.36 did (TCP 443, `SSL:443` health check, draining and idle timeout),
-//! attaches the control plane's autoscaling group by name, finds nothing to
-//! do the second time, and `delete cluster` removes the ELB with the rest.
+//! attaches the control plane's autoscaling group by name and finds nothing
+//! to do the second time; moved to `class: Network`, the ELB is deleted once
+//! the Network Load Balancer is up; `delete cluster` then leaves nothing.
 
 use crate::common::{command, file_url, kops_on, IMAGE};
 
@@ -40,7 +41,7 @@ fn described_elb(moto: &kops_testkit::Moto) -> Option<String> {
 }
 
 #[test]
-fn a_classic_api_load_balancer_is_built_kept_and_deleted() {
+fn a_classic_api_load_balancer_is_built_kept_and_retired_on_the_move_to_network() {
     let Some(moto) = kops_testkit::require_moto() else {
         return;
     };
@@ -164,6 +165,49 @@ fn a_classic_api_load_balancer_is_built_kept_and_deleted() {
         r.stderr
     );
 
+    // Moved to a Network Load Balancer, as the warning asks: the ELB goes
+    // once the new balancer and the records are in place.
+    let file = tmp.path().join("cluster.yaml");
+    let spec = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, spec.replace("class: Classic", "class: Network")).unwrap();
+    let r = command(&["replace", "-f", file.to_str().unwrap(), "--state", &state])
+        .output()
+        .expect("run kops");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let r = kops_on(
+        moto,
+        &["update", "cluster", CLUSTER, "--state", &state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "apply: {}", r.stderr);
+    assert!(!r.stderr.contains("is deprecated"), "{}", r.stderr);
+    assert!(described_elb(moto).is_none(), "the Classic ELB is left");
+    let (_, groups) = moto
+        .query_api(
+            "autoscaling",
+            "Action=DescribeAutoScalingGroups&Version=2011-01-01",
+        )
+        .unwrap();
+    assert!(
+        !groups.contains(&format!("<member>{name}</member>")),
+        "{groups}"
+    );
+    let r = kops_on(
+        moto,
+        &[
+            "update",
+            "cluster",
+            CLUSTER,
+            "--state",
+            &state,
+            "--exit-code",
+        ],
+    );
+    assert_eq!(
+        r.code, 0,
+        "nothing to do after the move:\n{}\n{}",
+        r.stdout, r.stderr
+    );
+
     let r = kops_on(
         moto,
         &[
@@ -178,7 +222,6 @@ fn a_classic_api_load_balancer_is_built_kept_and_deleted() {
         ],
     );
     assert_eq!(r.code, 0, "delete: {}", r.stderr);
-    assert!(described_elb(moto).is_none(), "the Classic ELB is left");
     let (_, vpcs) = moto
         .query_api(
             "ec2",
