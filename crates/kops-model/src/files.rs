@@ -19,6 +19,8 @@
 //! ([`discovery_files`]), and the node config and bootstrap script of the
 //! groups Karpenter launches ([`karpenter_files`]).
 
+use std::collections::BTreeMap;
+
 use kops_api::{Cluster, InstanceGroup, Role};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -100,6 +102,19 @@ pub fn state_files(
     completed_spec: &str,
     node_configs: Vec<StateFile>,
 ) -> Result<Vec<StateFile>, crate::ModelError> {
+    state_files_keeping(model, completed_spec, node_configs, &BTreeMap::new())
+}
+
+/// [`state_files`], with the manifests of the addons `kept` names (by
+/// addon key) taken as they are instead of rendered: the bootstrap channel
+/// lists them with their own hashes. `update` keeps kops' kops-controller
+/// addon on a cluster kops made, whose control plane runs it.
+pub fn state_files_keeping(
+    model: &Model<'_>,
+    completed_spec: &str,
+    node_configs: Vec<StateFile>,
+    kept: &BTreeMap<String, String>,
+) -> Result<Vec<StateFile>, crate::ModelError> {
     let cluster = model.cluster;
     let name = model.name();
     let mut files = vec![
@@ -169,7 +184,9 @@ pub fn state_files(
     let addons = addons(model);
     let mut entries = Vec::new();
     for addon in &addons {
-        let contents = if addon.empty {
+        let contents = if let Some(manifest) = kept.get(addon.key) {
+            manifest.clone()
+        } else if addon.empty {
             String::new()
         } else if let Some(manifest) = crate::addons::manifest(model, addon.key)? {
             manifest

@@ -12,6 +12,7 @@ use crate::{require_cluster, OpsError, Registry};
 
 pub mod api_addresses;
 pub mod nodeup;
+pub mod state_files;
 
 /// What `update cluster` was asked to do.
 pub struct UpdateRequest {
@@ -39,6 +40,9 @@ pub struct UpdateOutcome {
     /// What the user should know about the spec, one line each (a
     /// deprecated Classic API load balancer).
     pub warnings: Vec<String>,
+    /// The state-store files whose contents change (a dry run's plan
+    /// lists them; with `--yes` they were written), one line each.
+    pub state_files: Vec<String>,
 }
 
 /// The region of a cluster: the region of its subnets' zones.
@@ -144,6 +148,7 @@ pub async fn update_cluster(
                     tasks: graph.len(),
                     longest_chain: graph.longest_chain()?,
                     warnings: validation::warnings(&cluster),
+                    state_files: Vec::new(),
                 });
             }
             first_report = Some(report);
@@ -174,7 +179,10 @@ pub async fn update_cluster(
                 )
                 .await?;
         }
-        write_state_files(registry, &model).await?;
+    }
+    let file_writes = state_files::plan(registry, &model).await?;
+    if request.apply {
+        state_files::write(registry, model.name(), &file_writes).await?;
     }
 
     let mode = if request.apply {
@@ -204,6 +212,7 @@ pub async fn update_cluster(
         tasks: graph.len(),
         longest_chain: graph.longest_chain()?,
         warnings: validation::warnings(&cluster),
+        state_files: file_writes.iter().map(|w| w.describe()).collect(),
     })
 }
 
@@ -297,40 +306,6 @@ async fn publish_irsa_and_karpenter_files(
                 .await
                 .map_err(store_error)?;
         }
-    }
-    Ok(())
-}
-
-/// Writes the state-store files kops writes on update besides the specs and
-/// node configs (the etcd cluster specs, `kops-version.txt`, the etcd-manager
-/// and static-pod manifests, each addon's manifest and the bootstrap
-/// channel), at kops' keys, the same set the Terraform target renders as
-/// `aws_s3_object`s. Each is written only when its contents differ, so an
-/// update that changes nothing writes nothing. Only when the config base is
-/// the state store kops-rs was given (as for Karpenter's files).
-async fn write_state_files(registry: &Registry, model: &Model<'_>) -> Result<(), OpsError> {
-    let cluster = model.name();
-    if model.config_base != registry.config_base(cluster) {
-        return Ok(());
-    }
-    let store_error = |e: kops_state::StoreError| OpsError::Registry(e.into());
-    // The completed spec is written after the cloud is applied; the node
-    // configs before (above): both left out here.
-    let files = kops_model::files::state_files(model, "", Vec::new())?;
-    for file in files
-        .iter()
-        .filter(|f| f.base.is_none() && f.name != "cluster-completed.spec")
-    {
-        let key = format!("{cluster}/{}", file.path);
-        let current = registry.store().read(&key).await.map_err(store_error)?;
-        if current.as_deref() == Some(file.contents.as_slice()) {
-            continue;
-        }
-        registry
-            .store()
-            .write(&key, &file.contents, kops_state::WriteOptions::default())
-            .await
-            .map_err(store_error)?;
     }
     Ok(())
 }

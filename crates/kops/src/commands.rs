@@ -686,7 +686,16 @@ async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32
     if !a.yes {
         match a.output {
             Output::Json => print(&format!("{}\n", serde_json::to_string_pretty(&plan)?)),
-            _ => print(&plan.to_string()),
+            _ => {
+                print(&plan.to_string());
+                if !outcome.state_files.is_empty() {
+                    let mut text = String::from("Will write state-store files:\n");
+                    for line in &outcome.state_files {
+                        text.push_str(&format!("  {line}\n"));
+                    }
+                    print(&text);
+                }
+            }
         }
     }
     let summary = format!(
@@ -702,7 +711,7 @@ async fn update_cluster(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32
         ));
         return Ok(0);
     }
-    if report.has_changes() {
+    if report.has_changes() || !outcome.state_files.is_empty() {
         status(&format!("Must specify --yes to apply changes ({summary})."));
         Ok(if a.exit_code { 2 } else { 0 })
     } else {
