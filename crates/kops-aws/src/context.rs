@@ -114,6 +114,19 @@ pub struct AwsContext {
     /// not the cluster's, so not in `security_groups`; described once per
     /// id and run.
     shared_security_groups: PerKey<Option<aws_sdk_ec2::types::SecurityGroup>>,
+    /// A VPC's (`enableDnsHostnames`, `enableDnsSupport`) by VPC id: both
+    /// read side by side, once per run (see `vpc_dns_attributes`).
+    vpc_dns: PerKey<(bool, bool)>,
+    /// The lifecycle hooks of an autoscaling group by its name: one
+    /// DescribeLifecycleHooks per group and run, however many hooks it has.
+    lifecycle_hooks: PerKey<Vec<aws_sdk_autoscaling::types::LifecycleHook>>,
+    /// EventBridge rule tags by rule ARN, read once per run.
+    rule_tags: PerKey<Tags>,
+    /// EventBridge rule targets by rule name, read once per run; `None`
+    /// when the rule does not exist.
+    rule_targets: PerKey<Option<Vec<aws_sdk_eventbridge::types::Target>>>,
+    /// SQS queues by name, read once per run; `None` when there is none.
+    queues: PerKey<Option<crate::tasks::sqs_queue::SqsQueueActual>>,
     /// Ids of objects created in this run, by task: the caches above were
     /// filled before they existed, so a task retried after its create (a
     /// later call of its apply failed, a NAT gateway still pending) finds
@@ -148,6 +161,11 @@ impl AwsContext {
             record_sets: std::sync::Mutex::default(),
             images: std::sync::Mutex::default(),
             shared_security_groups: std::sync::Mutex::default(),
+            vpc_dns: std::sync::Mutex::default(),
+            lifecycle_hooks: std::sync::Mutex::default(),
+            rule_tags: std::sync::Mutex::default(),
+            rule_targets: std::sync::Mutex::default(),
+            queues: std::sync::Mutex::default(),
             created: std::sync::Mutex::default(),
         }
     }
@@ -527,6 +545,120 @@ impl AwsContext {
         Ok(roles.as_ref())
     }
 
+    /// The VPC `id`'s (`enableDnsHostnames`, `enableDnsSupport`): its two
+    /// DescribeVpcAttribute calls side by side, once per run (a snapshot:
+    /// a task that changed them reads afresh, see `first_look`).
+    pub async fn vpc_dns_attributes(&self, id: &str) -> Result<(bool, bool), TaskError> {
+        let cell = cell_of(&self.vpc_dns, id)?;
+        cell.get_or_try_init(|| async {
+            let (hostnames, support) = tokio::join!(
+                vpc_attribute(
+                    self,
+                    id,
+                    aws_sdk_ec2::types::VpcAttributeName::EnableDnsHostnames
+                ),
+                vpc_attribute(
+                    self,
+                    id,
+                    aws_sdk_ec2::types::VpcAttributeName::EnableDnsSupport
+                ),
+            );
+            Ok::<_, TaskError>((hostnames?, support?))
+        })
+        .await
+        .copied()
+    }
+
+    /// The lifecycle hooks of the autoscaling group `group`: one
+    /// DescribeLifecycleHooks per group and run (a snapshot, like
+    /// `vpc_dns_attributes`).
+    pub async fn lifecycle_hooks(
+        &self,
+        group: &str,
+    ) -> Result<Vec<aws_sdk_autoscaling::types::LifecycleHook>, TaskError> {
+        let cell = cell_of(&self.lifecycle_hooks, group)?;
+        cell.get_or_try_init(|| async {
+            let out = self
+                .autoscaling()
+                .describe_lifecycle_hooks()
+                .auto_scaling_group_name(group)
+                .send()
+                .await
+                .map_err(|e| classify("DescribeLifecycleHooks", group, e))?;
+            Ok::<_, TaskError>(out.lifecycle_hooks().to_vec())
+        })
+        .await
+        .cloned()
+    }
+
+    /// The tags of the EventBridge rule `arn` (`name` for errors): once per
+    /// run, or afresh when `fresh`.
+    pub async fn rule_tags(&self, arn: &str, name: &str, fresh: bool) -> Result<Tags, TaskError> {
+        let read = || async {
+            let out = self
+                .cloud
+                .eventbridge()
+                .list_tags_for_resource()
+                .resource_arn(arn)
+                .send()
+                .await
+                .map_err(|e| classify("ListTagsForResource", name, e))?;
+            Ok::<_, TaskError>(
+                out.tags()
+                    .iter()
+                    .map(|t| (t.key().to_string(), t.value().to_string()))
+                    .collect(),
+            )
+        };
+        if fresh {
+            return read().await;
+        }
+        cell_of(&self.rule_tags, arn)?
+            .get_or_try_init(read)
+            .await
+            .cloned()
+    }
+
+    /// The targets of the EventBridge rule `rule` (`None`: no such rule),
+    /// `task` naming errors: once per run, or afresh when `fresh`.
+    pub async fn rule_targets(
+        &self,
+        rule: &str,
+        task: &str,
+        fresh: bool,
+    ) -> Result<Option<Vec<aws_sdk_eventbridge::types::Target>>, TaskError> {
+        let read = || async {
+            match crate::tasks::eventbridge::list_targets(self.cloud.eventbridge(), rule).await {
+                Ok(targets) => Ok(Some(targets)),
+                Err(e) if e.code() == Some("ResourceNotFoundException") => Ok(None),
+                Err(e) => Err(classify("ListTargetsByRule", task, e)),
+            }
+        };
+        if fresh {
+            return read().await;
+        }
+        cell_of(&self.rule_targets, rule)?
+            .get_or_try_init(read)
+            .await
+            .cloned()
+    }
+
+    /// The SQS queue `name` (`None`: no such queue): once per run, or
+    /// afresh when `fresh`.
+    pub async fn queue(
+        &self,
+        name: &str,
+        fresh: bool,
+    ) -> Result<Option<crate::tasks::sqs_queue::SqsQueueActual>, TaskError> {
+        if fresh {
+            return crate::tasks::sqs_queue::read_queue(self, name).await;
+        }
+        cell_of(&self.queues, name)?
+            .get_or_try_init(|| crate::tasks::sqs_queue::read_queue(self, name))
+            .await
+            .cloned()
+    }
+
     /// True the first time the task `key` asks in this run, false after:
     /// a task's first look may use a run-wide snapshot, a later one (a
     /// retry after a partial apply) reads afresh, since its own changes are
@@ -699,6 +831,30 @@ impl AwsContext {
 }
 
 /// The EventBridge rules whose names start like the cluster's.
+/// One VPC attribute of the VPC `id` (DescribeVpcAttribute).
+pub async fn vpc_attribute(
+    ctx: &AwsContext,
+    id: &str,
+    name: aws_sdk_ec2::types::VpcAttributeName,
+) -> Result<bool, TaskError> {
+    use aws_sdk_ec2::types::{AttributeBooleanValue, VpcAttributeName};
+    let out = ctx
+        .ec2()
+        .describe_vpc_attribute()
+        .vpc_id(id)
+        .attribute(name.clone())
+        .send()
+        .await
+        .map_err(|e| classify("DescribeVpcAttribute", id, e))?;
+    let value = match name {
+        VpcAttributeName::EnableDnsHostnames => out.enable_dns_hostnames(),
+        _ => out.enable_dns_support(),
+    };
+    Ok(value
+        .and_then(AttributeBooleanValue::value)
+        .unwrap_or(false))
+}
+
 pub async fn list_event_rules(
     client: &aws_sdk_eventbridge::Client,
     cluster: &str,

@@ -14,6 +14,7 @@ pub mod dns;
 pub mod error_text;
 pub mod instances;
 mod network;
+pub mod prefetch;
 pub mod tasks;
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};

@@ -736,7 +736,16 @@ pub async fn ensure_cluster_pki(
     cluster: &Cluster,
 ) -> Result<kops_pki::PkiChanges, PkiError> {
     let store: Arc<dyn kops_state::ObjectStore> = registry.store().clone();
-    kops_pki::ensure_cluster_pki(&store, cluster).await
+    // Key generation is seconds of CPU in a debug build: on a thread of its
+    // own, so the run's AWS reads (started before, see `update`) go on
+    // meanwhile on the runtime's thread.
+    let cluster = cluster.clone();
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        runtime.block_on(kops_pki::ensure_cluster_pki(&store, &cluster))
+    })
+    .await
+    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
 }
 
 /// What node configs and user data take from the state store: every

@@ -12,6 +12,7 @@ use crate::{require_cluster, OpsError, Registry};
 
 pub mod api_addresses;
 pub mod nodeup;
+mod prefetch;
 pub mod state_files;
 
 /// What `update cluster` was asked to do.
@@ -79,10 +80,6 @@ pub async fn update_cluster(
     // Where nodes get nodeup, before anything is written: a group whose
     // architecture has none stops the update here.
     let nodeup = nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
-    if request.apply {
-        // The CA keysets and secrets first: nodes' bootstrap reads them.
-        crate::pki::ensure_cluster_pki(registry, &cluster).await?;
-    }
     let region = cluster_region(&cluster)?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
     let config_base = cluster
@@ -95,14 +92,6 @@ pub async fn update_cluster(
         None => AwsCloud::new(&region).await,
     };
     let modelled = with_resolved_zone(&cloud, &cluster).await?;
-    let mut node_inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
-    node_inputs.nodeup = Some(nodeup.sources.clone());
-    node_inputs.base_url_images = nodeup.images.clone();
-    // Addons name the account (queue URLs, IRSA role ARNs).
-    let account_id = cloud
-        .account_id()
-        .await
-        .map_err(|reason| OpsError::Account { reason })?;
     let new_context = || {
         Arc::new(AwsContext::new(
             cloud.clone(),
@@ -111,6 +100,36 @@ pub async fn update_cluster(
         ))
     };
     let mut ctx = new_context();
+    // The account (addons name it: queue URLs, IRSA role ARNs) and the
+    // listings the tasks read start now, under the key generation below.
+    let account = tokio::spawn({
+        let cloud = cloud.clone();
+        async move { cloud.account_id().await }
+    });
+    let plan = prefetch::start(
+        &ctx,
+        &Model {
+            cluster: &modelled,
+            groups: &groups,
+            ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
+            node_inputs: None,
+            account_id: None,
+            config_base: &config_base,
+        },
+    )?;
+    if request.apply {
+        // The CA keysets and secrets first: nodes' bootstrap reads them.
+        crate::pki::ensure_cluster_pki(registry, &cluster).await?;
+    }
+    let mut node_inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
+    node_inputs.nodeup = Some(nodeup.sources.clone());
+    node_inputs.base_url_images = nodeup.images.clone();
+    let account_id = account
+        .await
+        .map_err(|e| OpsError::Account {
+            reason: e.to_string(),
+        })?
+        .map_err(|reason| OpsError::Account { reason })?;
     let mut executor = Executor::new(ExecutorOptions::default());
     if let Some(p) = request.progress {
         executor = executor.with_progress(BoxedProgress(p));
@@ -154,6 +173,7 @@ pub async fn update_cluster(
             first_report = Some(report);
             // A fresh listing (with the new balancer) for the rest.
             ctx = new_context();
+            prefetch::again(&ctx, &plan);
             node_inputs.api_server_addresses =
                 api_addresses::api_server_addresses(&ctx, &probe).await?;
         }

@@ -83,21 +83,11 @@ impl Task<AwsContext> for EventBridgeRule {
             return Ok(None);
         };
         let arn = rule.arn().unwrap_or_default().to_string();
-        let tags = ctx
-            .cloud
-            .eventbridge()
-            .list_tags_for_resource()
-            .resource_arn(&arn)
-            .send()
-            .await
-            .map_err(|e| classify("ListTagsForResource", &self.name, e))?;
+        let fresh = !ctx.first_look(&self.key());
+        let tags = ctx.rule_tags(&arn, &self.name, fresh).await?;
         Ok(Some(EventBridgeRuleActual {
             event_pattern: compact(rule.event_pattern().unwrap_or_default()),
-            tags: tags
-                .tags()
-                .iter()
-                .map(|t| (t.key().to_string(), t.value().to_string()))
-                .collect(),
+            tags,
             arn,
         }))
     }
@@ -214,15 +204,9 @@ impl Task<AwsContext> for EventBridgeTarget {
         else {
             return Ok(None);
         };
-        let targets = match list_targets(ctx.cloud.eventbridge(), &rule.0).await {
-            Ok(targets) => targets,
-            Err(e)
-                if aws_smithy_types::error::metadata::ProvideErrorMetadata::code(&e)
-                    == Some("ResourceNotFoundException") =>
-            {
-                return Ok(None)
-            }
-            Err(e) => return Err(classify("ListTargetsByRule", &self.name, e)),
+        let fresh = !ctx.first_look(&self.key());
+        let Some(targets) = ctx.rule_targets(&rule.0, &self.name, fresh).await? else {
+            return Ok(None);
         };
         Ok(targets
             .iter()

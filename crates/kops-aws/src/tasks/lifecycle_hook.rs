@@ -70,16 +70,22 @@ impl Task<AwsContext> for LifecycleHook {
             // retried apply is harmless.
             return Ok(None);
         }
-        let out = ctx
-            .autoscaling()
-            .describe_lifecycle_hooks()
-            .auto_scaling_group_name(&self.autoscaling_group)
-            .lifecycle_hook_names(&self.name)
-            .send()
-            .await
-            .map_err(|e| classify("DescribeLifecycleHooks", &self.name, e))?;
-        Ok(out
-            .lifecycle_hooks()
+        // The run's snapshot on the first look; afresh on a retry after
+        // this task's own PutLifecycleHook.
+        let hooks = if ctx.first_look(&self.key()) {
+            ctx.lifecycle_hooks(&self.autoscaling_group).await?
+        } else {
+            ctx.autoscaling()
+                .describe_lifecycle_hooks()
+                .auto_scaling_group_name(&self.autoscaling_group)
+                .lifecycle_hook_names(&self.name)
+                .send()
+                .await
+                .map_err(|e| classify("DescribeLifecycleHooks", &self.name, e))?
+                .lifecycle_hooks()
+                .to_vec()
+        };
+        Ok(hooks
             .iter()
             .find(|h| h.lifecycle_hook_name() == Some(self.name.as_str()))
             .map(|h| LifecycleHookActual {

@@ -97,6 +97,58 @@ fn normalise_policy(text: &str) -> String {
         .unwrap_or_else(|_| text.to_string())
 }
 
+/// The queue `name` as it exists (`None`: no such queue): GetQueueUrl,
+/// then its attributes and tags side by side.
+pub(crate) async fn read_queue(
+    ctx: &AwsContext,
+    name: &str,
+) -> Result<Option<SqsQueueActual>, TaskError> {
+    let sqs = ctx.cloud.sqs();
+    let url = match sqs.get_queue_url().queue_name(name).send().await {
+        Ok(out) => out.queue_url().unwrap_or_default().to_string(),
+        Err(e)
+            if e.code().is_some_and(|c| {
+                c == "AWS.SimpleQueueService.NonExistentQueue" || c.contains("QueueDoesNotExist")
+            }) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(classify("GetQueueUrl", name, e)),
+    };
+    let (attributes, tags) = tokio::join!(
+        sqs.get_queue_attributes()
+            .queue_url(&url)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .attribute_names(QueueAttributeName::MessageRetentionPeriod)
+            .attribute_names(QueueAttributeName::Policy)
+            .send(),
+        sqs.list_queue_tags().queue_url(&url).send(),
+    );
+    let attributes = attributes.map_err(|e| classify("GetQueueAttributes", name, e))?;
+    let tags = tags.map_err(|e| classify("ListQueueTags", name, e))?;
+    let empty = HashMap::new();
+    let attrs = attributes.attributes().unwrap_or(&empty);
+    Ok(Some(SqsQueueActual {
+        arn: attrs
+            .get(&QueueAttributeName::QueueArn)
+            .cloned()
+            .unwrap_or_default(),
+        message_retention_seconds: attrs
+            .get(&QueueAttributeName::MessageRetentionPeriod)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_default(),
+        policy: attrs
+            .get(&QueueAttributeName::Policy)
+            .map(|p| normalise_policy(p))
+            .unwrap_or_default(),
+        tags: tags
+            .tags()
+            .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default(),
+        url,
+    }))
+}
+
 impl Task<AwsContext> for SqsQueue {
     type Actual = SqsQueueActual;
     type Output = QueueArn;
@@ -110,55 +162,7 @@ impl Task<AwsContext> for SqsQueue {
         ctx: &AwsContext,
         _: &Outputs,
     ) -> Result<Option<SqsQueueActual>, TaskError> {
-        let sqs = ctx.cloud.sqs();
-        let url = match sqs.get_queue_url().queue_name(&self.name).send().await {
-            Ok(out) => out.queue_url().unwrap_or_default().to_string(),
-            Err(e)
-                if e.code().is_some_and(|c| {
-                    c == "AWS.SimpleQueueService.NonExistentQueue"
-                        || c.contains("QueueDoesNotExist")
-                }) =>
-            {
-                return Ok(None)
-            }
-            Err(e) => return Err(classify("GetQueueUrl", &self.name, e)),
-        };
-        let attributes = sqs
-            .get_queue_attributes()
-            .queue_url(&url)
-            .attribute_names(QueueAttributeName::QueueArn)
-            .attribute_names(QueueAttributeName::MessageRetentionPeriod)
-            .attribute_names(QueueAttributeName::Policy)
-            .send()
-            .await
-            .map_err(|e| classify("GetQueueAttributes", &self.name, e))?;
-        let empty = HashMap::new();
-        let attrs = attributes.attributes().unwrap_or(&empty);
-        let tags = sqs
-            .list_queue_tags()
-            .queue_url(&url)
-            .send()
-            .await
-            .map_err(|e| classify("ListQueueTags", &self.name, e))?;
-        Ok(Some(SqsQueueActual {
-            arn: attrs
-                .get(&QueueAttributeName::QueueArn)
-                .cloned()
-                .unwrap_or_default(),
-            message_retention_seconds: attrs
-                .get(&QueueAttributeName::MessageRetentionPeriod)
-                .and_then(|p| p.parse().ok())
-                .unwrap_or_default(),
-            policy: attrs
-                .get(&QueueAttributeName::Policy)
-                .map(|p| normalise_policy(p))
-                .unwrap_or_default(),
-            tags: tags
-                .tags()
-                .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-                .unwrap_or_default(),
-            url,
-        }))
+        ctx.queue(&self.name, !ctx.first_look(&self.key())).await
     }
 
     fn diff(&self, actual: Option<&SqsQueueActual>, _: &Outputs) -> Result<Changes, TaskError> {

@@ -484,10 +484,14 @@ impl Task<AwsContext> for Subnet {
                         .enable_resource_name_dns_aaaa_record_on_launch(flag()),
                 );
             }
+            // Each call sets one attribute: all of them side by side.
+            let mut calls = tokio::task::JoinSet::new();
             for request in requests {
-                request
-                    .send()
-                    .await
+                calls.spawn(request.send());
+            }
+            while let Some(result) = calls.join_next().await {
+                result
+                    .map_err(|e| TaskError::retryable(format!("ModifySubnetAttribute: {e}")))?
                     .map_err(|e| classify("ModifySubnetAttribute", &id, e))?;
             }
         }

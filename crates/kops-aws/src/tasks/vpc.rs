@@ -4,7 +4,9 @@
 use aws_sdk_ec2::types::{AttributeBooleanValue, ResourceType, VpcAttributeName};
 use kops_engine::{Changes, FieldValue, OutputRef, Outputs, Task, TaskError, TaskKey};
 
-use crate::context::{classify, ec2_tags, name_tag, tag_map, tag_spec, AwsContext, Tags};
+use crate::context::{
+    classify, ec2_tags, name_tag, tag_map, tag_spec, vpc_attribute, AwsContext, Tags,
+};
 use crate::tasks::ec2::{not_visible_yet, unless_not_found};
 use crate::tasks::{managed_tags, tags_to_write};
 
@@ -48,24 +50,6 @@ impl Vpc {
     pub fn id_ref(name: &str) -> OutputRef<VpcId> {
         OutputRef::new(TaskKey::new(Self::KIND, name))
     }
-}
-
-async fn attribute(ctx: &AwsContext, id: &str, name: VpcAttributeName) -> Result<bool, TaskError> {
-    let out = ctx
-        .ec2()
-        .describe_vpc_attribute()
-        .vpc_id(id)
-        .attribute(name.clone())
-        .send()
-        .await
-        .map_err(|e| classify("DescribeVpcAttribute", id, e))?;
-    let value = match name {
-        VpcAttributeName::EnableDnsHostnames => out.enable_dns_hostnames(),
-        _ => out.enable_dns_support(),
-    };
-    Ok(value
-        .and_then(AttributeBooleanValue::value)
-        .unwrap_or(false))
 }
 
 impl Task<AwsContext> for Vpc {
@@ -118,10 +102,14 @@ impl Task<AwsContext> for Vpc {
         // A shared VPC is not ours to change: its flags are not read.
         let (hostnames, support) = if self.shared_id.is_some() {
             (self.enable_dns_hostnames, self.enable_dns_support)
+        } else if ctx.first_look(&self.key()) {
+            ctx.vpc_dns_attributes(&id).await?
         } else {
+            // A retry after a partial apply: its own change is not in the
+            // run's snapshot.
             (
-                attribute(ctx, &id, VpcAttributeName::EnableDnsHostnames).await?,
-                attribute(ctx, &id, VpcAttributeName::EnableDnsSupport).await?,
+                vpc_attribute(ctx, &id, VpcAttributeName::EnableDnsHostnames).await?,
+                vpc_attribute(ctx, &id, VpcAttributeName::EnableDnsSupport).await?,
             )
         };
         Ok(Some(VpcActual {
@@ -207,23 +195,37 @@ impl Task<AwsContext> for Vpc {
             }
         };
         let flag = |on: bool| AttributeBooleanValue::builder().value(on).build();
-        if changes.has("enableDnsSupport") {
+        // One call per flag. A new VPC has DNS support on (AWS' default),
+        // so both go side by side; on an existing one support goes first,
+        // as AWS takes hostnames only with support on.
+        let vpc = id.as_str();
+        let modify = |support: Option<bool>, hostnames: Option<bool>| async move {
+            if support.is_none() && hostnames.is_none() {
+                return Ok(());
+            }
             ctx.ec2()
                 .modify_vpc_attribute()
-                .vpc_id(&id)
-                .enable_dns_support(flag(self.enable_dns_support))
+                .vpc_id(vpc)
+                .set_enable_dns_support(support.map(flag))
+                .set_enable_dns_hostnames(hostnames.map(flag))
                 .send()
                 .await
-                .map_err(|e| classify("ModifyVpcAttribute", &id, e))?;
-        }
-        if changes.has("enableDnsHostnames") {
-            ctx.ec2()
-                .modify_vpc_attribute()
-                .vpc_id(&id)
-                .enable_dns_hostnames(flag(self.enable_dns_hostnames))
-                .send()
-                .await
-                .map_err(|e| classify("ModifyVpcAttribute", &id, e))?;
+                .map(|_| ())
+                .map_err(|e| classify("ModifyVpcAttribute", vpc, e))
+        };
+        let support = changes
+            .has("enableDnsSupport")
+            .then_some(self.enable_dns_support);
+        let hostnames = changes
+            .has("enableDnsHostnames")
+            .then_some(self.enable_dns_hostnames);
+        if actual.is_none() {
+            let (a, b) = tokio::join!(modify(support, None), modify(None, hostnames));
+            a?;
+            b?;
+        } else {
+            modify(support, None).await?;
+            modify(None, hostnames).await?;
         }
         if let Some(a) = actual {
             let missing = tags_to_write(&a.tags, &self.tags);
