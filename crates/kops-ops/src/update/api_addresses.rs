@@ -12,6 +12,8 @@ use std::collections::BTreeSet;
 
 use kops_aws::context::TAG_NAME;
 use kops_aws::tasks::network_load_balancer::NetworkLoadBalancer;
+use kops_aws::tasks::security_group::SecurityGroup;
+use kops_aws::tasks::security_group_rule::SecurityGroupRule;
 use kops_aws::{AwsContext, AwsError};
 use kops_engine::{Outcome, Report, TaskGraph, TaskKey};
 use kops_model::Model;
@@ -144,6 +146,17 @@ pub fn load_balancer_subgraph(
                 .iter()
                 .cloned(),
         );
+        // A group created here comes with AWS' default egress rule, which
+        // only its own task tags (and only in the run that creates the
+        // group): it goes along.
+        if key.kind == SecurityGroup::KIND {
+            for target in ["0.0.0.0/0", "::/0"] {
+                todo.push(TaskKey::new(
+                    SecurityGroupRule::KIND,
+                    format!("from-{}-egress-all-0to0-{target}", key.name),
+                ));
+            }
+        }
     }
     Ok(Some(sub))
 }

@@ -16,6 +16,9 @@ struct Cloud {
     lb_dns_names: Vec<String>,
     /// The control-plane launch template's versions' user data, decoded.
     user_data: Vec<String>,
+    /// Egress rules to 0.0.0.0/0 without a Name tag (kops tags AWS'
+    /// default egress rule of every group it creates).
+    untagged_egress: usize,
 }
 
 fn cloud(endpoint: &str, template: &str) -> Cloud {
@@ -35,6 +38,23 @@ fn cloud(endpoint: &str, template: &str) -> Cloud {
             .send()
             .await
             .unwrap();
+        let rules = aws_sdk_ec2::Client::new(&config)
+            .describe_security_group_rules()
+            .send()
+            .await
+            .unwrap();
+        // The cluster's groups (not the VPCs' own `default` groups).
+        let groups = aws_sdk_ec2::Client::new(&config)
+            .describe_security_groups()
+            .send()
+            .await
+            .unwrap();
+        let ours: Vec<&str> = groups
+            .security_groups()
+            .iter()
+            .filter(|g| g.group_name() != Some("default"))
+            .filter_map(|g| g.group_id())
+            .collect();
         let versions = aws_sdk_ec2::Client::new(&config)
             .describe_launch_template_versions()
             .launch_template_name(template)
@@ -42,6 +62,16 @@ fn cloud(endpoint: &str, template: &str) -> Cloud {
             .await
             .unwrap();
         Cloud {
+            untagged_egress: rules
+                .security_group_rules()
+                .iter()
+                .filter(|r| {
+                    r.is_egress() == Some(true)
+                        && r.group_id().is_some_and(|g| ours.contains(&g))
+                        && r.cidr_ipv4() == Some("0.0.0.0/0")
+                        && !r.tags().iter().any(|t| t.key() == Some("Name"))
+                })
+                .count(),
             lb_dns_names: lbs
                 .load_balancers()
                 .iter()
@@ -115,6 +145,9 @@ fn first_apply_names_the_api_load_balancer_and_the_next_plans_nothing() {
     let template = format!("control-plane-us-east-1a.masters.{cluster}");
     let cloud = cloud(&moto.endpoint(), &template);
     assert_eq!(cloud.lb_dns_names.len(), 1, "{:?}", cloud.lb_dns_names);
+    // The API load balancer's group, created in the apply's first pass,
+    // has its default egress rule tagged like every other group's.
+    assert_eq!(cloud.untagged_egress, 0, "untagged egress rules");
     let dns = &cloud.lb_dns_names[0];
     assert!(
         text.contains(&format!("\nApiserverAdditionalIPs:\n- {dns}\n")),
