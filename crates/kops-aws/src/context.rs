@@ -125,6 +125,14 @@ pub struct AwsContext {
     /// EventBridge rule targets by rule name, read once per run; `None`
     /// when the rule does not exist.
     rule_targets: PerKey<Option<Vec<aws_sdk_eventbridge::types::Target>>>,
+    /// The cluster's Classic ELBs with their tags, listed once per run for
+    /// the tasks that retire an old one (see `classic_load_balancer`).
+    pub(crate) classic_balancers: OnceCell<
+        Vec<(
+            aws_sdk_elasticloadbalancing::types::LoadBalancerDescription,
+            Tags,
+        )>,
+    >,
     /// SQS queues by name, read once per run; `None` when there is none.
     queues: PerKey<Option<crate::tasks::sqs_queue::SqsQueueActual>>,
     /// Ids of objects created in this run, by task: the caches above were
@@ -165,6 +173,7 @@ impl AwsContext {
             lifecycle_hooks: std::sync::Mutex::default(),
             rule_tags: std::sync::Mutex::default(),
             rule_targets: std::sync::Mutex::default(),
+            classic_balancers: OnceCell::new(),
             queues: std::sync::Mutex::default(),
             created: std::sync::Mutex::default(),
         }

@@ -758,9 +758,13 @@ impl Task<AwsContext> for ClassicLoadBalancerRetirement {
 
     async fn find(&self, ctx: &AwsContext, _: &Outputs) -> Result<Option<Vec<String>>, TaskError> {
         let elb = classic_elb_client(&ctx.cloud);
-        let mut names: Vec<String> = cluster_balancers(ctx, &elb, &self.name)
-            .await?
-            .into_iter()
+        // One listing per run for every retirement task (API, bastion).
+        let balancers = ctx
+            .classic_balancers
+            .get_or_try_init(|| cluster_balancers(ctx, &elb, &self.name))
+            .await?;
+        let mut names: Vec<String> = balancers
+            .iter()
             .filter(|(_, tags)| tags.get(TAG_NAME) == Some(&self.name))
             .filter_map(|(l, _)| l.load_balancer_name().map(str::to_string))
             .collect();
