@@ -5,12 +5,10 @@
 //! template is created once with the final config, and the next `update`
 //! plans nothing.
 
-use aws_config::{BehaviorVersion, Region};
-use aws_sdk_ec2::config::Credentials;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use crate::common::{file_url, kops_on, IMAGE};
+use crate::common::{self, file_url, kops_on, IMAGE};
 
 struct Cloud {
     lb_dns_names: Vec<String>,
@@ -22,17 +20,7 @@ struct Cloud {
 }
 
 fn cloud(endpoint: &str, template: &str) -> Cloud {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let config = aws_config::defaults(BehaviorVersion::latest())
-            .endpoint_url(endpoint)
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
-            .load()
-            .await;
+    common::with_moto_sdk(endpoint, |config| async move {
         let lbs = aws_sdk_elasticloadbalancingv2::Client::new(&config)
             .describe_load_balancers()
             .send()

@@ -9,8 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use aws_config::{BehaviorVersion, Region};
-use aws_sdk_ec2::config::Credentials;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
@@ -73,17 +71,7 @@ fn create(kops: &Path, moto: &kops_testkit::Moto, cluster: &str, state: &str, ex
 
 /// The decoded user data of the latest version of a launch template.
 fn user_data(endpoint: &str, template: &str) -> String {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let config = aws_config::defaults(BehaviorVersion::latest())
-            .endpoint_url(endpoint)
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
-            .load()
-            .await;
+    common::with_moto_sdk(endpoint, |config| async move {
         let out = aws_sdk_ec2::Client::new(&config)
             .describe_launch_template_versions()
             .launch_template_name(template)

@@ -164,3 +164,27 @@ spec: {{machineType: t3.medium, maxSize: 2, minSize: 2, role: Node, subnets: [us
 "#
     )
 }
+
+/// Runs `f` on a runtime of its own with an AWS SDK configuration for the
+/// moto at `endpoint` (us-east-1, moto's test credentials): how the tests
+/// look at what the binary left in the cloud.
+pub fn with_moto_sdk<T, F: std::future::Future<Output = T>>(
+    endpoint: &str,
+    f: impl FnOnce(aws_config::SdkConfig) -> F,
+) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_ec2::config::Credentials::new(
+                "testing", "testing", None, None, "moto",
+            ))
+            .load()
+            .await;
+        f(config).await
+    })
+}
