@@ -8,26 +8,23 @@
 //! the cluster name, node CIDR allocation from the pod range (not for
 //! IPv6-only clusters, whose addresses come from AWS prefixes), cloud routes
 //! only with kubenet, leader election, `-v=2`. With IAM roles for service
-//! accounts the pod needs its role's ARN, which holds the account id an
-//! offline render does not know: not rendered yet (placeholder).
+//! accounts the pod runs with the web identity of the role
+//! `aws-cloud-controller-manager.kube-system.sa.<cluster>` (see
+//! [`service_account_role`]); its ARN names the account, so a render that
+//! does not know the account leaves the addon a placeholder.
 
 use serde_json::{json, Map, Value};
 
+use super::service_account_role;
 use crate::Model;
 
+/// The manager's service account, which carries the IAM role with IRSA.
+const SERVICE_ACCOUNT: &str = "aws-cloud-controller-manager";
 /// The image kops deploys.
 const IMAGE: &str = "registry.k8s.io/provider-aws/cloud-controller-manager:v1.36.1";
 
 pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
     let spec = &model.cluster.spec;
-    let irsa = spec
-        .iam
-        .as_ref()
-        .and_then(|i| i.use_service_account_external_permissions)
-        == Some(true);
-    if irsa {
-        return None;
-    }
     let user: Map<String, Value> = spec
         .cloud_controller_manager
         .as_ref()
@@ -48,7 +45,7 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
     }]);
     let rule = |resources: &[&str], verbs: &[&str]| json!({"apiGroups": [""], "resources": resources, "verbs": verbs});
     let watch = ["create", "get", "list", "watch", "update"];
-    Some(vec![
+    let mut objects = vec![
         json!({
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
@@ -150,7 +147,8 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
             },
             "subjects": subject,
         }),
-    ])
+    ];
+    service_account_role::add(model, &mut objects, &[SERVICE_ACCOUNT]).map(|()| objects)
 }
 
 /// The manager's flags: the spec's settings over kops' defaults, sorted by
@@ -245,19 +243,49 @@ fn scalar(value: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::addons::tests::compare_golden;
+    use crate::addons::tests::compare_golden_in_account;
     use crate::security::tests::model;
 
     const KEY: &str = "aws-cloud-controller.addons.k8s.io";
 
-    /// Identical but for IRSA clusters (placeholder).
+    /// Identical in every case, the IRSA ones (whose role ARN names kops'
+    /// test account) included.
     #[test]
     fn matches_kops_golden_manifests() {
-        let (identical, placeholders) = compare_golden(KEY, |_, _| {});
+        let (identical, placeholders) = compare_golden_in_account(KEY, |_, _| {});
+        assert_eq!(placeholders, 0);
+        if kops_testkit::shared_dir().is_some() {
+            assert!(identical >= 47, "{identical}");
+        }
+    }
+
+    /// With service-account roles the pod gets its role's web identity and
+    /// a group owning the projected token; without the account it is not
+    /// rendered.
+    #[test]
+    fn irsa_gives_the_pod_its_role() {
+        let (mut cluster, groups) = crate::addons::tests::cluster();
+        cluster.spec.iam = serde_json::from_value(
+            serde_json::json!({"useServiceAccountExternalPermissions": true}),
+        )
+        .ok();
+        cluster.spec.service_account_issuer_discovery = serde_json::from_value(
+            serde_json::json!({"discoveryStore": "s3://bucket/discovery", "enableAWSOIDCProvider": true}),
+        )
+        .ok();
+        let mut model = model(&cluster, &groups);
+        assert!(crate::addons::manifest(&model, KEY).unwrap().is_none());
+        model.account_id = Some("111122223333");
+        let text = crate::addons::manifest(&model, KEY).unwrap().unwrap();
         assert!(
-            identical + placeholders == 0 || identical >= 40,
-            "{identical}"
+            text.contains(
+                "value: arn:aws:iam::111122223333:role/aws-cloud-controller-manager.kube-system.sa.addons.example.com\n"
+            ),
+            "{text}"
         );
+        assert!(text.contains("- name: token-amazonaws-com\n"), "{text}");
+        assert!(text.contains("fsGroup: 10001\n"), "{text}");
+        assert!(!text.contains("nodeSelector:"), "{text}");
     }
 
     #[test]
