@@ -848,7 +848,11 @@ mod tests {
     fn a_network_balancer_retires_the_classic_one_after_its_replacement() {
         let network = with_load_balancer("");
         let (cluster, groups) = load(&network);
-        let graph = crate::build(&model(&cluster, &groups)).unwrap();
+        let plain = crate::build(&model(&cluster, &groups)).unwrap();
+        assert!(plain
+            .iter()
+            .all(|(k, _)| k.kind != ClassicLoadBalancerRetirement::KIND));
+        let graph = crate::build_retiring_classic(&model(&cluster, &groups)).unwrap();
         let name = format!("api.{}", cluster.name());
         let retirement: &ClassicLoadBalancerRetirement =
             task(&graph, ClassicLoadBalancerRetirement::KIND, &name).expect("the retirement");
@@ -862,7 +866,7 @@ mod tests {
 
         let classic = network.replace("class: Network", "class: Classic");
         let (cluster, groups) = load(&classic);
-        let graph = crate::build(&model(&cluster, &groups)).unwrap();
+        let graph = crate::build_retiring_classic(&model(&cluster, &groups)).unwrap();
         assert!(graph
             .iter()
             .all(|(k, _)| k.kind != ClassicLoadBalancerRetirement::KIND));

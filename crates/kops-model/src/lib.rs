@@ -161,6 +161,16 @@ pub fn build(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
     api_load_balancer::build_bastion(model, &mut graph)?;
     nth::build(model, &mut graph)?;
     dns::build(model, &mut graph)?;
+    graph.validate()?;
+    Ok(graph)
+}
+
+/// `build`, plus the deletion of the Classic ELBs a move off `class:
+/// Classic` leaves behind (see `api_load_balancer::retire_classic`). Only
+/// a cluster whose last update may have left one needs it: each run with
+/// it lists the account's Classic ELBs, a call kops 1.37 never makes.
+pub fn build_retiring_classic(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
+    let mut graph = build(model)?;
     api_load_balancer::retire_classic(model, &mut graph)?;
     graph.validate()?;
     Ok(graph)

@@ -11,6 +11,7 @@ use kops_model::Model;
 use crate::{require_cluster, OpsError, Registry};
 
 pub mod api_addresses;
+mod classic;
 pub mod nodeup;
 mod prefetch;
 pub mod state_files;
@@ -91,7 +92,11 @@ pub async fn update_cluster(
         Some(config) => AwsCloud::from_config(&region, config),
         None => AwsCloud::new(&region).await,
     };
-    let modelled = with_resolved_zone(&cloud, &cluster).await?;
+    let (modelled, retire_classic) = tokio::join!(
+        with_resolved_zone(&cloud, &cluster),
+        classic::may_remain(registry, &request.cluster)
+    );
+    let (modelled, retire_classic) = (modelled?, retire_classic?);
     let new_context = || {
         Arc::new(AwsContext::new(
             cloud.clone(),
@@ -182,7 +187,11 @@ pub async fn update_cluster(
         node_inputs: Some(&node_inputs),
         ..probe.clone()
     };
-    let graph = kops_model::build(&model)?;
+    let graph = if retire_classic {
+        kops_model::build_retiring_classic(&model)?
+    } else {
+        kops_model::build(&model)?
+    };
     if request.apply {
         publish_irsa_and_karpenter_files(registry, &cluster, &model, &region, &config_base).await?;
         // nodeup before the launch templates that pin it.
@@ -214,7 +223,10 @@ pub async fn update_cluster(
     if let Some(first) = first_report {
         report = api_addresses::merge_reports(first, report);
     }
-    if request.apply {
+    // The completed spec records a finished apply: after a failed one the
+    // last finished spec stays, so the next run still sees what may need
+    // retiring (a Classic ELB) and tries again.
+    if request.apply && report.failures().next().is_none() {
         // kops' completed spec names the hosted zone found for the cluster
         // when the user's names none.
         let mut input = cluster.clone();

@@ -295,6 +295,12 @@ impl Registry {
         Ok(())
     }
 
+    /// The populated spec the last `update --yes` wrote
+    /// (`cluster-completed.spec`), if any.
+    pub async fn get_completed_spec(&self, name: &str) -> Result<Option<Cluster>, RegistryError> {
+        self.read_object(&completed_spec_key(name)).await
+    }
+
     /// Writes the populated spec (`cluster-completed.spec`).
     pub async fn put_completed_spec(&self, cluster: &Cluster) -> Result<(), RegistryError> {
         let key = completed_spec_key(cluster.name());
