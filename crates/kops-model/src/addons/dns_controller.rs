@@ -9,25 +9,23 @@
 //! has resolved it, or by name (`--zone=<name>`) in an offline render, which
 //! dns-controller resolves itself. `externalDns.watchIngress`,
 //! `watchNamespace` and `priorityClassName` are honoured. With IAM roles for
-//! service accounts the pod needs its role's ARN, which holds the account id
-//! an offline render does not know: not rendered yet (placeholder).
+//! service accounts the pod runs with the web identity of the role
+//! `dns-controller.kube-system.sa.<cluster>` (see [`service_account_role`]);
+//! its ARN names the account, so a render that does not know the account
+//! leaves the addon a placeholder.
 
 use serde_json::{json, Value};
 
+use super::service_account_role;
 use crate::Model;
 
 use kops_api::KOPS_VERSION;
 
+/// The controller's service account, which carries the IAM role with IRSA.
+const SERVICE_ACCOUNT: &str = "dns-controller";
+
 pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
     let spec = &model.cluster.spec;
-    let irsa = spec
-        .iam
-        .as_ref()
-        .and_then(|i| i.use_service_account_external_permissions)
-        == Some(true);
-    if irsa {
-        return None;
-    }
     let external = spec.external_dns.as_ref();
     let external = external.map(|e| serde_json::to_value(e).unwrap_or(Value::Null));
     let setting = |key: &str| external.as_ref().and_then(|e| e.get(key)).cloned();
@@ -73,7 +71,7 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
         {"matchExpressions": [{"key": "node-role.kubernetes.io/master", "operator": "Exists"}]},
     ]);
 
-    Some(vec![
+    let mut objects = vec![
         json!({
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -146,23 +144,24 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
                 "name": "system:serviceaccount:kube-system:dns-controller",
             }],
         }),
-    ])
+    ];
+    service_account_role::add(model, &mut objects, &[SERVICE_ACCOUNT]).map(|()| objects)
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::addons::tests::compare_golden;
+    use crate::addons::tests::compare_golden_in_account;
     use crate::security::tests::model;
 
     const KEY: &str = "dns-controller.addons.k8s.io";
 
-    /// kops' golden manifests for the AWS cases that use dns-controller
-    /// without IAM roles for service accounts. The zone is the one line that
-    /// differs: kops' tests resolve it to a fake id, an offline render names
-    /// it, so the comparison puts the id in.
+    /// kops' golden manifests for the 44 AWS cases that use dns-controller,
+    /// the IRSA ones (whose role ARN names kops' test account) included. The
+    /// zone is the one line that differs: kops' tests resolve it to a fake
+    /// id, an offline render names it, so the comparison puts the id in.
     #[test]
     fn matches_kops_golden_manifests() {
-        let (identical, placeholders) = compare_golden(KEY, |cluster, theirs| {
+        let (identical, placeholders) = compare_golden_in_account(KEY, |cluster, theirs| {
             // The id kops' test cloud resolves the zone to.
             let id = theirs
                 .lines()
@@ -171,10 +170,33 @@ mod tests {
                 cluster.spec.dns_zone = Some(id.to_string());
             }
         });
+        assert_eq!(placeholders, 0);
+        if kops_testkit::shared_dir().is_some() {
+            assert_eq!(identical, 44);
+        }
+    }
+
+    /// With service-account roles the controller gets its role's web
+    /// identity; without the account it is not rendered.
+    #[test]
+    fn irsa_gives_the_controller_its_role() {
+        let (mut cluster, groups) = crate::addons::tests::cluster();
+        cluster.spec.iam = serde_json::from_value(
+            serde_json::json!({"useServiceAccountExternalPermissions": true}),
+        )
+        .ok();
+        let mut model = model(&cluster, &groups);
+        assert!(crate::addons::manifest(&model, KEY).unwrap().is_none());
+        model.account_id = Some("111122223333");
+        let text = crate::addons::manifest(&model, KEY).unwrap().unwrap();
         assert!(
-            identical + placeholders == 0 || identical >= 40,
-            "{identical}"
+            text.contains(
+                "value: arn:aws:iam::111122223333:role/dns-controller.kube-system.sa.addons.example.com\n"
+            ),
+            "{text}"
         );
+        assert!(text.contains("fsGroup: 10001\n"), "{text}");
+        assert!(!text.contains("command: null"), "{text}");
     }
 
     #[test]

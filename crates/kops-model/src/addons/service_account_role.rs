@@ -41,9 +41,11 @@ pub(super) fn add(model: &Model<'_>, objects: &mut [Value], accounts: &[&str]) -
         else {
             continue;
         };
-        let name = pod
-            .get("serviceAccountName")
-            .and_then(Value::as_str)
+        // `serviceAccount` is the deprecated spelling some of kops'
+        // manifests use (dns-controller's).
+        let name = ["serviceAccountName", "serviceAccount"]
+            .iter()
+            .find_map(|key| pod.get(*key).and_then(Value::as_str))
             .unwrap_or_default()
             .to_string();
         if !accounts.contains(&name.as_str()) {
@@ -52,7 +54,7 @@ pub(super) fn add(model: &Model<'_>, objects: &mut [Value], accounts: &[&str]) -
         let role = irsa::role_name(model, &ServiceAccount { namespace, name });
         let arn = format!("arn:{partition}:iam::{account}:role/{role}");
         // kops rewrites the pod spec through its typed form, which drops
-        // fields set to null.
+        // fields set to null (the containers' too).
         pod.retain(|_, v| !v.is_null());
         push(
             pod,
@@ -71,6 +73,7 @@ pub(super) fn add(model: &Model<'_>, objects: &mut [Value], accounts: &[&str]) -
         );
         if let Some(containers) = pod.get_mut("containers").and_then(Value::as_array_mut) {
             for container in containers.iter_mut().filter_map(Value::as_object_mut) {
+                container.retain(|_, v| !v.is_null());
                 push(
                     container,
                     "volumeMounts",
