@@ -187,7 +187,8 @@ pub fn state_files_keeping(
         let contents = if let Some(manifest) = kept.get(addon.key) {
             manifest.clone()
         } else if addon.empty {
-            String::new()
+            // kops' empty manifest is one line break.
+            "\n".to_string()
         } else if let Some(manifest) = crate::addons::manifest(model, addon.key)? {
             manifest
         } else {
