@@ -2,6 +2,7 @@
 //! dependencies are done, independent ones in parallel, retryable errors
 //! retried with jittered backoff, the first real failure stopping the run.
 
+use std::any::Any;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt;
@@ -15,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::error::EngineError;
 use crate::graph::TaskGraph;
-use crate::key::TaskKey;
+use crate::key::{OutputRef, TaskKey};
 use crate::outputs::{OutputSlot, Outputs};
 use crate::report::{Outcome, Report, SkipReason, TaskReport};
 use crate::task::{DynTask, Mode, Operation, StepError, StepOutcome, StepResult};
@@ -65,7 +66,9 @@ impl RetryPolicy {
 /// How the executor runs a graph.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutorOptions {
-    /// The most tasks running at once. Default 16; 0 counts as 1.
+    /// The most tasks running at once. Default 48 (a cluster of three
+    /// zones has about 140 tasks, and most wait on AWS, not on the CPU);
+    /// 0 counts as 1.
     pub concurrency: usize,
     /// Backoff between retries.
     pub retry: RetryPolicy,
@@ -79,7 +82,7 @@ pub struct ExecutorOptions {
 impl Default for ExecutorOptions {
     fn default() -> Self {
         Self {
-            concurrency: 16,
+            concurrency: 48,
             retry: RetryPolicy::default(),
             task_deadline: Duration::from_secs(10 * 60),
         }
@@ -148,6 +151,58 @@ impl fmt::Debug for Executor {
     }
 }
 
+/// The tasks a run completed (found or made), with their definitions,
+/// outputs and reports: what [`Executor::run_after`] continues from.
+pub struct Completed<C: ?Sized> {
+    tasks: BTreeMap<TaskKey, Done<C>>,
+}
+
+struct Done<C: ?Sized> {
+    task: Arc<dyn DynTask<C>>,
+    output: OutputSlot,
+    report: TaskReport,
+}
+
+impl<C: ?Sized> Completed<C> {
+    /// Nothing completed.
+    pub fn new() -> Self {
+        Self {
+            tasks: BTreeMap::new(),
+        }
+    }
+
+    /// The output a completed task published, if it is a `T` (`None` when
+    /// the task did not complete, or in a dry run would be created).
+    pub fn output<T: Any + Send + Sync>(&self, task: &OutputRef<T>) -> Option<&T> {
+        match &self.tasks.get(task.key())?.output {
+            OutputSlot::Available(value) => value.downcast_ref::<T>(),
+            OutputSlot::NotCreated => None,
+        }
+    }
+
+    /// How many tasks completed.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether none did.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+}
+
+impl<C: ?Sized> Default for Completed<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C: ?Sized> fmt::Debug for Completed<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.tasks.keys()).finish()
+    }
+}
+
 /// Which step a running task is in, readable if it panics.
 #[derive(Default)]
 struct Tracker {
@@ -210,7 +265,9 @@ impl Executor {
     /// Runs every task of `graph` against `ctx`.
     ///
     /// Each task starts as soon as all its dependencies are done (at most
-    /// `concurrency` at once, ready tasks in key order). Per task: find →
+    /// `concurrency` at once; among ready tasks, those with the longest
+    /// chain of dependants first, so the critical path never waits behind
+    /// leaves, then key order). Per task: find →
     /// diff → nothing to do: `Unchanged` → check changes → dry run: record
     /// `WouldCreate`/`WouldModify` → apply. A retryable error restarts the
     /// sequence after a backoff until the task's deadline.
@@ -229,6 +286,25 @@ impl Executor {
     where
         C: ?Sized + Send + Sync + 'static,
     {
+        let (report, _) = self.run_after(graph, ctx, mode, &Completed::new()).await?;
+        Ok(report)
+    }
+
+    /// [`run`](Self::run), continuing `earlier` (what a run over part of
+    /// the graph did): a task that run completed is not run again when its
+    /// definition is equal and every task it depends on was taken over
+    /// too; its output and report are taken as they are, and its dependants
+    /// start at once. Returns what this run completed, for the next one.
+    pub async fn run_after<C>(
+        &self,
+        graph: &TaskGraph<C>,
+        ctx: Arc<C>,
+        mode: Mode,
+        earlier: &Completed<C>,
+    ) -> Result<(Report, Completed<C>), EngineError>
+    where
+        C: ?Sized + Send + Sync + 'static,
+    {
         let graph = graph.indexed()?;
         let count = graph.keys.len();
         let run_started = Instant::now();
@@ -236,19 +312,45 @@ impl Executor {
         let concurrency = self.options.concurrency.max(1);
 
         let mut waiting: Vec<usize> = graph.dependencies.iter().map(Vec::len).collect();
-        let mut ready: BinaryHeap<Reverse<usize>> = (0..count)
-            .filter(|&index| waiting[index] == 0)
-            .map(Reverse)
-            .collect();
         let mut outputs: Vec<Option<OutputSlot>> = vec![None; count];
         let mut reports: Vec<Option<TaskReport>> = vec![None; count];
+        for &index in &graph.order {
+            let Some(done) = earlier.tasks.get(graph.keys[index]) else {
+                continue;
+            };
+            let taken = graph.tasks[index].same_task(done.task.as_any())
+                && graph.dependencies[index]
+                    .iter()
+                    .all(|&dependency| outputs[dependency].is_some());
+            if taken {
+                outputs[index] = Some(done.output.clone());
+                reports[index] = Some(done.report.clone());
+                for &dependant in &graph.dependants[index] {
+                    waiting[dependant] -= 1;
+                }
+            }
+        }
+        // The longest chain of tasks from each one to the end of the graph.
+        let mut height = vec![1_usize; count];
+        for &index in graph.order.iter().rev() {
+            height[index] += graph.dependants[index]
+                .iter()
+                .map(|&dependant| height[dependant])
+                .max()
+                .unwrap_or(0);
+        }
+        let rank = |index: usize| (height[index], Reverse(index));
+        let mut ready: BinaryHeap<(usize, Reverse<usize>)> = (0..count)
+            .filter(|&index| waiting[index] == 0 && outputs[index].is_none())
+            .map(rank)
+            .collect();
         let mut running: JoinSet<Finished> = JoinSet::new();
         let mut running_ids: HashMap<Id, (usize, Arc<Tracker>)> = HashMap::new();
         let mut first_failure: Option<usize> = None;
 
         loop {
             while first_failure.is_none() && running.len() < concurrency {
-                let Some(Reverse(index)) = ready.pop() else {
+                let Some((_, Reverse(index))) = ready.pop() else {
                     break;
                 };
                 let key = graph.keys[index].clone();
@@ -302,7 +404,7 @@ impl Executor {
                     for &dependant in &graph.dependants[index] {
                         waiting[dependant] -= 1;
                         if waiting[dependant] == 0 {
-                            ready.push(Reverse(dependant));
+                            ready.push(rank(dependant));
                         }
                     }
                     outcome_of(step.outcome)
@@ -363,13 +465,26 @@ impl Executor {
             reports[index] = Some(report);
         }
 
+        let mut completed = Completed::new();
+        for (index, output) in outputs.into_iter().enumerate() {
+            if let (Some(output), Some(report)) = (output, &reports[index]) {
+                completed.tasks.insert(
+                    graph.keys[index].clone(),
+                    Done {
+                        task: Arc::clone(graph.tasks[index]),
+                        output,
+                        report: report.clone(),
+                    },
+                );
+            }
+        }
         let report = Report {
             mode,
             tasks: reports.into_iter().flatten().collect(),
             elapsed: run_started.elapsed(),
         };
         match first_failure {
-            None => Ok(report),
+            None => Ok((report, completed)),
             Some(index) => {
                 let (operation, message) = match &report.tasks[index].outcome {
                     Outcome::Failed { operation, message } => (*operation, message.clone()),

@@ -126,6 +126,26 @@ impl<C: ?Sized + 'static> TaskGraph<C> {
         self.nodes.iter().map(|(key, node)| (key, &node.task))
     }
 
+    /// The graph without the tasks `drop` picks and every task that
+    /// depends on one of them, directly or not: what can run before those.
+    pub fn without(&self, drop: impl Fn(&TaskKey) -> bool) -> Result<TaskGraph<C>, EngineError> {
+        let indexed = self.indexed()?;
+        let mut dropped = vec![false; indexed.keys.len()];
+        for &index in &indexed.order {
+            dropped[index] = drop(indexed.keys[index])
+                || indexed.dependencies[index]
+                    .iter()
+                    .any(|&dependency| dropped[dependency]);
+        }
+        let mut rest = TaskGraph::new();
+        for (index, task) in indexed.tasks.iter().enumerate() {
+            if !dropped[index] {
+                rest.add_dyn(Arc::clone(task))?;
+            }
+        }
+        Ok(rest)
+    }
+
     /// Checks that every dependency is in the graph and that there is no cycle.
     pub fn validate(&self) -> Result<(), EngineError> {
         self.indexed().map(|_| ())

@@ -205,7 +205,7 @@ mod task;
 
 pub use changes::{Changes, FieldChange, FieldValue};
 pub use error::EngineError;
-pub use executor::{Executor, ExecutorOptions, Progress, ProgressEvent, RetryPolicy};
+pub use executor::{Completed, Executor, ExecutorOptions, Progress, ProgressEvent, RetryPolicy};
 pub use graph::TaskGraph;
 pub use key::{OutputRef, TaskKey};
 pub use outputs::{OutputError, Outputs};

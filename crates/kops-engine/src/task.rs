@@ -255,6 +255,8 @@ pub trait DynTask<C: ?Sized>: Debug + Send + Sync + 'static {
     fn dependencies(&self) -> Vec<TaskKey>;
     /// The task as `Any`, for [`TaskGraph::ensure`](crate::TaskGraph::ensure)'s equality check.
     fn as_any(&self) -> &dyn Any;
+    /// Whether `other` is a task of the same type equal to this one.
+    fn same_task(&self, other: &dyn Any) -> bool;
     /// One attempt: find → diff → check changes → (apply), storing the
     /// current [`Operation`] (as `u8`) in `step`.
     #[doc(hidden)]
@@ -294,6 +296,10 @@ where
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    fn same_task(&self, other: &dyn Any) -> bool {
+        other.downcast_ref::<T>() == Some(self)
     }
 
     fn run_once<'a>(

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::{
-    Changes, EngineError, Executor, ExecutorOptions, FieldValue, Mode, Operation, Outcome,
-    OutputRef, Outputs, ProgressEvent, Report, RetryPolicy, SkipReason, Task, TaskError, TaskGraph,
-    TaskKey,
+    Changes, Completed, EngineError, Executor, ExecutorOptions, FieldValue, Mode, Operation,
+    Outcome, OutputRef, Outputs, ProgressEvent, Report, RetryPolicy, SkipReason, Task, TaskError,
+    TaskGraph, TaskKey,
 };
 
 // ---------------------------------------------------------------- fake cloud
@@ -961,4 +961,91 @@ async fn an_object_created_by_a_failed_attempt_is_reported_created() {
     );
     assert_eq!(report.tasks[0].attempts, 2);
     assert!(report.has_changes());
+}
+
+// ---------------------------------------------------------------- two runs
+
+#[tokio::test]
+async fn a_run_after_part_of_the_graph_takes_over_what_it_completed() {
+    let cloud = Arc::new(FakeCloud::default());
+    let whole = graph([
+        net("a"),
+        net("b").after(&["a"]),
+        net("late").after(&["b"]),
+        net("later").after(&["late"]),
+        net("other"),
+    ]);
+    // What can run before `late`: everything but it and what needs it.
+    let first = whole.without(|key| *key == net_key("late")).unwrap();
+    assert_eq!(
+        first.topological_order().unwrap(),
+        [net_key("a"), net_key("b"), net_key("other")]
+    );
+    let executor = Executor::new(tiny_backoff());
+    let (report, done) = executor
+        .run_after(&first, Arc::clone(&cloud), Mode::Apply, &Completed::new())
+        .await
+        .unwrap();
+    assert_eq!(report.tasks.len(), 3);
+    assert_eq!(done.len(), 3);
+    assert!(done
+        .output(&OutputRef::<NetId>::new(net_key("a")))
+        .is_some());
+    assert_eq!(cloud.applies.load(Ordering::SeqCst), 3);
+
+    // The whole graph, with `other` now defined differently: the equal,
+    // completed tasks are taken over (not even looked up again), the
+    // changed one and the new ones run.
+    let mut changed = net("other");
+    changed.dns = false;
+    let mut whole = whole.without(|key| *key == net_key("other")).unwrap();
+    whole.add(changed).unwrap();
+    cloud.fail(
+        &net_key("a"),
+        Operation::Find,
+        [TaskError::fatal("looked up again")],
+    );
+    let (report, done) = executor
+        .run_after(&whole, Arc::clone(&cloud), Mode::Apply, &done)
+        .await
+        .unwrap();
+    assert_eq!(
+        labels(&report),
+        [
+            "Net/a created",
+            "Net/b created",
+            "Net/late created",
+            "Net/later created",
+            "Net/other modified"
+        ]
+    );
+    assert_eq!(done.len(), 5);
+    assert_eq!(cloud.applies.load(Ordering::SeqCst), 6);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_longest_chain_starts_first() {
+    let cloud = Arc::new(FakeCloud::default());
+    // `z` heads a chain of three; `a` and `b` are leaves that sort first.
+    let graph = graph([
+        net("a").latency(10),
+        net("b").latency(10),
+        net("z").latency(10),
+        net("z2").latency(10).after(&["z"]),
+        net("z3").latency(10).after(&["z2"]),
+    ]);
+    let options = ExecutorOptions {
+        concurrency: 2,
+        ..ExecutorOptions::default()
+    };
+    let report = Executor::new(options)
+        .run(&graph, Arc::clone(&cloud), Mode::Apply)
+        .await
+        .unwrap();
+    let started = |name: &str| report.get(&net_key(name)).unwrap().started;
+    assert_eq!(started("z"), Duration::ZERO);
+    assert_eq!(started("a"), Duration::ZERO);
+    assert!(started("b") > Duration::ZERO);
+    // The chain (3 tasks of 20 ms) sets the run's length: 60 ms, not 80.
+    assert_eq!(report.elapsed, Duration::from_millis(60));
 }
