@@ -64,6 +64,12 @@ fn cell_of<T>(map: &PerKey<T>, key: &str) -> Result<std::sync::Arc<OnceCell<T>>,
     ))
 }
 
+/// Every ELBv2 load balancer and target group of the account.
+type Elbv2Listing = (
+    Vec<aws_sdk_elasticloadbalancingv2::types::LoadBalancer>,
+    Vec<aws_sdk_elasticloadbalancingv2::types::TargetGroup>,
+);
+
 /// The cluster's ELBv2 load balancers and target groups, each with its tags.
 type Elbv2Resources = (
     Vec<(aws_sdk_elasticloadbalancingv2::types::LoadBalancer, Tags)>,
@@ -89,7 +95,12 @@ pub struct AwsContext {
     launch_templates: OnceCell<Vec<aws_sdk_ec2::types::LaunchTemplate>>,
     volumes: OnceCell<Vec<aws_sdk_ec2::types::Volume>>,
     autoscaling_groups: OnceCell<Vec<aws_sdk_autoscaling::types::AutoScalingGroup>>,
+    /// Every ELBv2 load balancer and target group of the account, before
+    /// the tags say which are the cluster's.
+    elbv2_listing: OnceCell<Elbv2Listing>,
     elbv2_resources: OnceCell<Elbv2Resources>,
+    /// Load balancer attributes by ARN, read once per balancer and run.
+    lb_attributes: PerKey<Vec<(String, String)>>,
     event_rules: OnceCell<Vec<aws_sdk_eventbridge::types::Rule>>,
     /// Every IAM role of the account with its inline and attached policies,
     /// by name: `None` when the account refuses GetAccountAuthorizationDetails
@@ -160,7 +171,9 @@ impl AwsContext {
             launch_templates: OnceCell::new(),
             volumes: OnceCell::new(),
             autoscaling_groups: OnceCell::new(),
+            elbv2_listing: OnceCell::new(),
             elbv2_resources: OnceCell::new(),
+            lb_attributes: std::sync::Mutex::default(),
             event_rules: OnceCell::new(),
             iam_roles: OnceCell::new(),
             listeners: std::sync::Mutex::default(),
@@ -209,13 +222,11 @@ impl AwsContext {
         Ok(&self.elbv2_resources().await?.1)
     }
 
-    /// The cluster's ELBv2 load balancers and target groups with their
-    /// tags: one paginated DescribeLoadBalancers and one
-    /// DescribeTargetGroups per run (side by side), then one DescribeTags
-    /// per 20 ARNs of both kinds together (the API takes any mix); kept
-    /// when tagged `KubernetesCluster: <cluster>`.
-    async fn elbv2_resources(&self) -> Result<&Elbv2Resources, TaskError> {
-        self.elbv2_resources
+    /// Every ELBv2 load balancer and target group of the account: one
+    /// paginated DescribeLoadBalancers and one DescribeTargetGroups per run,
+    /// side by side.
+    pub async fn elbv2_listing(&self) -> Result<&Elbv2Listing, TaskError> {
+        self.elbv2_listing
             .get_or_try_init(|| async {
                 let (lbs, tgs) = tokio::join!(
                     self.elbv2()
@@ -233,6 +244,64 @@ impl AwsContext {
                 );
                 let lbs = lbs.map_err(|e| classify("DescribeLoadBalancers", &self.cluster, e))?;
                 let tgs = tgs.map_err(|e| classify("DescribeTargetGroups", &self.cluster, e))?;
+                Ok((lbs, tgs))
+            })
+            .await
+    }
+
+    /// The load balancer whose AWS name is `name`, from the run's listing
+    /// (before its tags are read).
+    pub async fn load_balancer_named(
+        &self,
+        name: &str,
+    ) -> Result<Option<&aws_sdk_elasticloadbalancingv2::types::LoadBalancer>, TaskError> {
+        Ok(self
+            .elbv2_listing()
+            .await?
+            .0
+            .iter()
+            .find(|l| l.load_balancer_name() == Some(name)))
+    }
+
+    /// The attributes of the load balancer `arn`, as key and value: one
+    /// DescribeLoadBalancerAttributes per balancer and run (`fresh`: read
+    /// again).
+    pub async fn load_balancer_attributes(
+        &self,
+        arn: &str,
+        fresh: bool,
+    ) -> Result<Vec<(String, String)>, TaskError> {
+        let describe = || async {
+            let out = self
+                .elbv2()
+                .describe_load_balancer_attributes()
+                .load_balancer_arn(arn)
+                .send()
+                .await
+                .map_err(|e| classify("DescribeLoadBalancerAttributes", arn, e))?;
+            Ok(out
+                .attributes()
+                .iter()
+                .filter_map(|a| Some((a.key()?.to_string(), a.value()?.to_string())))
+                .collect())
+        };
+        if fresh {
+            return describe().await;
+        }
+        cell_of(&self.lb_attributes, arn)?
+            .get_or_try_init(describe)
+            .await
+            .cloned()
+    }
+
+    /// The cluster's ELBv2 load balancers and target groups with their
+    /// tags: the run's listing, then one DescribeTags per 20 ARNs of both
+    /// kinds together (the API takes any mix); kept when tagged
+    /// `KubernetesCluster: <cluster>`.
+    async fn elbv2_resources(&self) -> Result<&Elbv2Resources, TaskError> {
+        self.elbv2_resources
+            .get_or_try_init(|| async {
+                let (lbs, tgs) = self.elbv2_listing().await?;
                 let arns: Vec<String> = lbs
                     .iter()
                     .filter_map(|l| l.load_balancer_arn())
@@ -243,8 +312,8 @@ impl AwsContext {
                     .await
                     .map_err(|e| classify("DescribeTags", &self.cluster, e))?;
                 Ok((
-                    self.tagged_for_cluster(lbs, |l| l.load_balancer_arn(), &tags),
-                    self.tagged_for_cluster(tgs, |g| g.target_group_arn(), &tags),
+                    self.tagged_for_cluster(lbs.clone(), |l| l.load_balancer_arn(), &tags),
+                    self.tagged_for_cluster(tgs.clone(), |g| g.target_group_arn(), &tags),
                 ))
             })
             .await

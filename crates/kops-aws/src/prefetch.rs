@@ -49,6 +49,9 @@ pub struct Prefetch {
     target_rules: BTreeSet<String>,
     /// Machine images: (group, the spec's image text).
     images: BTreeSet<(String, String)>,
+    /// The AWS names of the Network Load Balancers the graph manages, and
+    /// whether their tasks read attributes.
+    load_balancers: BTreeSet<(String, bool)>,
 }
 
 impl Prefetch {
@@ -77,6 +80,12 @@ impl Prefetch {
                 EventBridgeTarget::KIND => plan
                     .target_rules
                     .extend(dependencies(EventBridgeRule::KIND)),
+                NetworkLoadBalancer::KIND => {
+                    if let Some(lb) = task.as_any().downcast_ref::<NetworkLoadBalancer>() {
+                        plan.load_balancers
+                            .insert((lb.load_balancer_name.clone(), !lb.attributes.is_empty()));
+                    }
+                }
                 _ => {}
             }
         }
@@ -167,20 +176,40 @@ impl AwsContext {
             });
         }
         if plan.has(&[NetworkLoadBalancer::KIND, TargetGroup::KIND, Listener::KIND]) {
+            // The graph's balancers are known by their AWS names: their
+            // listeners and attributes are read beside the tags that tell
+            // the cluster's resources, not after them.
             let (ctx, plan) = (Arc::clone(self), Arc::clone(&plan));
             reads.spawn(async move {
-                let Ok(lbs) = ctx.load_balancers().await else {
+                let Ok((lbs, _)) = ctx.elbv2_listing().await else {
                     return;
                 };
-                if !plan.has(&[Listener::KIND]) {
-                    return;
-                }
                 let mut next = JoinSet::new();
-                for arn in lbs.iter().filter_map(|(lb, _)| lb.load_balancer_arn()) {
-                    let (ctx, arn) = (Arc::clone(&ctx), arn.to_string());
-                    next.spawn(async move {
-                        let _ = ctx.listeners(&arn, false).await;
-                    });
+                let tags = Arc::clone(&ctx);
+                next.spawn(async move {
+                    let _ = tags.load_balancers().await;
+                });
+                for lb in lbs {
+                    let (Some(name), Some(arn)) = (lb.load_balancer_name(), lb.load_balancer_arn())
+                    else {
+                        continue;
+                    };
+                    let Some((_, attributes)) = plan.load_balancers.iter().find(|(n, _)| n == name)
+                    else {
+                        continue;
+                    };
+                    if plan.has(&[Listener::KIND]) {
+                        let (ctx, arn) = (Arc::clone(&ctx), arn.to_string());
+                        next.spawn(async move {
+                            let _ = ctx.listeners(&arn, false).await;
+                        });
+                    }
+                    if *attributes {
+                        let (ctx, arn) = (Arc::clone(&ctx), arn.to_string());
+                        next.spawn(async move {
+                            let _ = ctx.load_balancer_attributes(&arn, false).await;
+                        });
+                    }
                 }
                 next.join_all().await;
             });

@@ -760,11 +760,7 @@ pub async fn node_inputs(
 ) -> Result<kops_nodeup::config::NodeInputs, PkiError> {
     let store: Arc<dyn kops_state::ObjectStore> = registry.store().clone();
     let keystore = kops_pki::Keystore::new(store, cluster.name());
-    let mut inputs = kops_nodeup::config::NodeInputs {
-        instance_groups: Some(groups.to_vec()),
-        config_server: true,
-        ..Default::default()
-    };
+    let mut inputs = node_inputs_without_keys(groups);
     for name in kops_pki::cluster_keyset_names(cluster) {
         let Some(keyset) = keystore.get(&name).await? else {
             continue;
@@ -781,6 +777,18 @@ pub async fn node_inputs(
         );
     }
     Ok(inputs)
+}
+
+/// [`node_inputs`] before the keysets exist: the groups, and workers
+/// bootstrapping through kops-controller.
+pub fn node_inputs_without_keys(
+    groups: &[kops_api::InstanceGroup],
+) -> kops_nodeup::config::NodeInputs {
+    kops_nodeup::config::NodeInputs {
+        instance_groups: Some(groups.to_vec()),
+        config_server: true,
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

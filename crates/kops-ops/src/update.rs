@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kops_api::validation;
 use kops_aws::{AwsCloud, AwsContext};
-use kops_engine::{Executor, ExecutorOptions, Mode, Progress, Report};
+use kops_engine::{Completed, Executor, ExecutorOptions, Mode, Progress, Report};
 use kops_model::Model;
 
 use crate::{require_cluster, OpsError, Registry};
@@ -104,14 +104,14 @@ pub async fn update_cluster(
             cluster.spec.cloud_labels.clone().unwrap_or_default(),
         ))
     };
-    let mut ctx = new_context();
+    let ctx = new_context();
     // The account (addons name it: queue URLs, IRSA role ARNs) and the
     // listings the tasks read start now, under the key generation below.
     let account = tokio::spawn({
         let cloud = cloud.clone();
         async move { cloud.account_id().await }
     });
-    let plan = prefetch::start(
+    prefetch::start(
         &ctx,
         &Model {
             cluster: &modelled,
@@ -122,13 +122,21 @@ pub async fn update_cluster(
             config_base: &config_base,
         },
     )?;
-    if request.apply {
-        // The CA keysets and secrets first: nodes' bootstrap reads them.
-        crate::pki::ensure_cluster_pki(registry, &cluster).await?;
-    }
-    let mut node_inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
-    node_inputs.nodeup = Some(nodeup.sources.clone());
-    node_inputs.base_url_images = nodeup.images.clone();
+    // The keys and the node inputs they give (key generation is CPU work,
+    // off the runtime's thread) and the nodeup upload, under the cloud
+    // work below.
+    let keys_and_nodeup = async {
+        if request.apply {
+            // The CA keysets and secrets first: nodes' bootstrap reads them.
+            crate::pki::ensure_cluster_pki(registry, &cluster).await?;
+            // nodeup before the launch templates that pin it.
+            nodeup.upload(registry).await?;
+        }
+        let mut inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
+        inputs.nodeup = Some(nodeup.sources.clone());
+        inputs.base_url_images = nodeup.images.clone();
+        Ok::<_, OpsError>(inputs)
+    };
     let account_id = account
         .await
         .map_err(|e| OpsError::Account {
@@ -140,49 +148,51 @@ pub async fn update_cluster(
         executor = executor.with_progress(BoxedProgress(p));
     }
     let ssh_public_key = keys.first().map(|k| k.public_key.as_str());
-    // Nodes that run the API server name the API load balancer's addresses
-    // (read from the run's listing, which the apply reuses). A new
-    // balancer is created first on apply, as kops' node configs are built
-    // after it exists: the first apply then ends with kops' config.
+    // What the model needs of the node inputs before the keys exist: all
+    // but the keysets (the IAM policies name where nodeup lives).
+    let mut early_inputs = crate::pki::node_inputs_without_keys(&groups);
+    early_inputs.nodeup = Some(nodeup.sources.clone());
+    early_inputs.base_url_images = nodeup.images.clone();
     let probe = Model {
         cluster: &modelled,
         groups: &groups,
         ssh_public_key,
-        node_inputs: None,
+        node_inputs: Some(&early_inputs),
         account_id: Some(&account_id),
         config_base: &config_base,
     };
-    node_inputs.api_server_addresses = api_addresses::api_server_addresses(&ctx, &probe).await?;
-    let mut first_report = None;
-    if request.apply
-        && node_inputs.api_server_addresses.is_empty()
+    // Nodes that run the API server name the API load balancer's addresses
+    // (read from the run's listing), which kops reads once the balancer
+    // exists. For a new balancer, the apply runs in two parts: first
+    // everything the node configs do not shape (all but the launch
+    // templates and what needs them), beside the key generation; then,
+    // with the balancer's addresses in the node configs, the rest, taking
+    // over what the first part did. The first apply then ends with kops'
+    // node configs, and time follows the dependency chain.
+    let mut api_server_addresses = api_addresses::api_server_addresses(&ctx, &probe).await?;
+    let mut earlier = Completed::new();
+    let node_inputs = if request.apply
+        && api_server_addresses.is_empty()
         && api_addresses::has_api_load_balancer(&probe)
     {
-        let graph = kops_model::build(&Model {
-            node_inputs: Some(&node_inputs),
-            ..probe.clone()
-        })?;
-        if let Some(sub) = api_addresses::load_balancer_subgraph(&graph, &probe)? {
-            let report = executor.run(&sub, ctx.clone(), Mode::Apply).await?;
-            if report.failures().next().is_some() {
-                return Ok(UpdateOutcome {
-                    report,
-                    calls: cloud.calls().snapshot(),
-                    region,
-                    tasks: graph.len(),
-                    longest_chain: graph.longest_chain()?,
-                    warnings: validation::warnings(&cluster),
-                    state_files: Vec::new(),
-                });
-            }
-            first_report = Some(report);
-            // A fresh listing (with the new balancer) for the rest.
-            ctx = new_context();
-            prefetch::again(&ctx, &plan);
-            node_inputs.api_server_addresses =
-                api_addresses::api_server_addresses(&ctx, &probe).await?;
-        }
-    }
+        let whole = kops_model::build(&probe)?;
+        let first = api_addresses::before_node_configs(&whole)?;
+        let nothing = Completed::new();
+        let (run, inputs) = tokio::join!(
+            executor.run_after(&first, ctx.clone(), Mode::Apply, &nothing),
+            keys_and_nodeup
+        );
+        let (_, done) = run?;
+        api_server_addresses = api_addresses::created_addresses(&ctx, &probe, &done).await?;
+        earlier = done;
+        inputs?
+    } else {
+        keys_and_nodeup.await?
+    };
+    let node_inputs = kops_nodeup::config::NodeInputs {
+        api_server_addresses,
+        ..node_inputs
+    };
     let model = Model {
         node_inputs: Some(&node_inputs),
         ..probe.clone()
@@ -194,8 +204,6 @@ pub async fn update_cluster(
     };
     if request.apply {
         publish_irsa_and_karpenter_files(registry, &cluster, &model, &region, &config_base).await?;
-        // nodeup before the launch templates that pin it.
-        nodeup.upload(registry).await?;
         // The node configs the launch templates' user data pin by hash,
         // stored before any instance can boot and ask for them.
         for node in kops_model::compute::node_configs(&model)? {
@@ -219,14 +227,11 @@ pub async fn update_cluster(
     } else {
         Mode::DryRun
     };
-    let mut report = executor.run(&graph, ctx, mode).await?;
-    if let Some(first) = first_report {
-        report = api_addresses::merge_reports(first, report);
-    }
-    // The completed spec records a finished apply: after a failed one the
-    // last finished spec stays, so the next run still sees what may need
-    // retiring (a Classic ELB) and tries again.
-    if request.apply && report.failures().next().is_none() {
+    let (report, _) = executor.run_after(&graph, ctx, mode, &earlier).await?;
+    // Only a finished apply gets here (a failed task is an error above):
+    // after a failed one the last finished spec stays, so the next run
+    // still sees what may need retiring (a Classic ELB) and tries again.
+    if request.apply {
         // kops' completed spec names the hosted zone found for the cluster
         // when the user's names none.
         let mut input = cluster.clone();

@@ -210,6 +210,7 @@ impl Task<AwsContext> for NetworkLoadBalancer {
         ctx: &AwsContext,
         _: &Outputs,
     ) -> Result<Option<NetworkLoadBalancerActual>, TaskError> {
+        let fresh = !ctx.first_look(&self.key());
         if let Some((l, tags)) = ctx
             .load_balancers()
             .await?
@@ -217,7 +218,7 @@ impl Task<AwsContext> for NetworkLoadBalancer {
             .find(|(_, tags)| tags.get(TAG_NAME) == Some(&self.name))
         {
             let mut actual = actual_of(l, tags);
-            self.read_attributes(ctx, &mut actual).await?;
+            self.read_attributes(ctx, &mut actual, fresh).await?;
             return Ok(Some(actual));
         }
         let Some(arn) = ctx.created_id(&self.key()) else {
@@ -235,7 +236,7 @@ impl Task<AwsContext> for NetworkLoadBalancer {
             return Ok(None);
         };
         let mut actual = actual_of(l, &self.tags);
-        self.read_attributes(ctx, &mut actual).await?;
+        self.read_attributes(ctx, &mut actual, true).await?;
         Ok(Some(actual))
     }
 
@@ -413,27 +414,22 @@ impl Task<AwsContext> for NetworkLoadBalancer {
 }
 
 impl NetworkLoadBalancer {
-    /// Reads the managed attributes (one `DescribeLoadBalancerAttributes`),
-    /// only when the task manages some.
+    /// Reads the managed attributes (one `DescribeLoadBalancerAttributes`,
+    /// read ahead with the run's listing; afresh on the task's second
+    /// look), only when the task manages some.
     async fn read_attributes(
         &self,
         ctx: &AwsContext,
         actual: &mut NetworkLoadBalancerActual,
+        fresh: bool,
     ) -> Result<(), TaskError> {
         if self.attributes.is_empty() {
             return Ok(());
         }
-        let out = ctx
-            .elbv2()
-            .describe_load_balancer_attributes()
-            .load_balancer_arn(&actual.output.arn)
-            .send()
-            .await
-            .map_err(|e| classify("DescribeLoadBalancerAttributes", &self.name, e))?;
-        actual.attributes = out
-            .attributes()
-            .iter()
-            .filter_map(|a| Some((a.key()?.to_string(), a.value()?.to_string())))
+        actual.attributes = ctx
+            .load_balancer_attributes(&actual.output.arn, fresh)
+            .await?
+            .into_iter()
             .filter(|(k, _)| self.attributes.contains_key(k))
             .collect();
         Ok(())

@@ -14,7 +14,7 @@ use crate::OpsError;
 /// background (the tasks wait for a listing still under way). The account
 /// id does not change which tasks there are, so the graph is built without
 /// it and the reads overlap the account lookup.
-pub fn start(ctx: &Arc<AwsContext>, model: &Model<'_>) -> Result<Arc<Prefetch>, OpsError> {
+pub fn start(ctx: &Arc<AwsContext>, model: &Model<'_>) -> Result<(), OpsError> {
     let graph = kops_model::build(&Model {
         account_id: None,
         ..model.clone()
@@ -24,14 +24,7 @@ pub fn start(ctx: &Arc<AwsContext>, model: &Model<'_>) -> Result<Arc<Prefetch>, 
         Some((g.name().to_string(), image.to_string()))
     });
     let plan = Prefetch::of_graph(&graph).with_images(images);
-    let plan = Arc::new(plan);
-    again(ctx, &plan);
-    Ok(plan)
-}
-
-/// Starts the reads of `plan` for `ctx` in the background (a fresh context
-/// of the same run).
-pub fn again(ctx: &Arc<AwsContext>, plan: &Arc<Prefetch>) {
-    let (ctx, plan) = (Arc::clone(ctx), Arc::clone(plan));
+    let ctx = Arc::clone(ctx);
     tokio::spawn(async move { ctx.prefetch(&plan).await });
+    Ok(())
 }
