@@ -1,11 +1,15 @@
 //! `update cluster --target terraform|cloudformation`: the same task graph
 //! as the direct apply, written as files instead of applied. Nearly
-//! offline: the one cloud call is the account (STS GetCallerIdentity),
-//! which addon manifests name (the termination handler's queue URL, IRSA
-//! role ARNs), made only when AWS credentials are configured and bounded
-//! by [`ACCOUNT_TIMEOUT`]; without them those addons stay placeholders and
-//! the render says so once (see kops-render for what stands in for the
-//! other cloud look-ups).
+//! offline: the cloud calls are the two look-ups kops' render makes, only
+//! when AWS credentials are configured and each bounded by
+//! [`ACCOUNT_TIMEOUT`]: the account (STS GetCallerIdentity), which addon
+//! manifests name (the termination handler's queue URL, IRSA role ARNs),
+//! and, for a cluster publishing its names in Route 53 without
+//! `spec.dnsZone`, the hosted zone, whose id dns-controller, external-dns,
+//! the IAM policies, the API records and the completed spec name. Without
+//! the account those addons stay placeholders and the render says so once;
+//! without the zone its name stands in (Terraform looks the id up; see
+//! kops-render for what stands in for the other cloud look-ups).
 //!
 //! State-store files (completed spec, etcd specs, channel, node configs)
 //! become `aws_s3_object` resources in Terraform when the config base is in
@@ -141,15 +145,32 @@ pub async fn render_cluster(
     // addresses stay unknown here (it may not exist), as in kops' renders.
     node_inputs.base_url_images = nodeup.images.clone();
     let mut warnings = kops_api::validation::warnings(&cluster);
-    let account_id = account(&region).await;
+    let (account_id, zone) = cloud_lookups(&cluster, &region).await;
+    // The cluster as the model and the completed spec see it: kops'
+    // populate step names the zone it found in `spec.dnsZone`.
+    let mut resolved = cluster.clone();
+    let zone_unknown = match zone {
+        Some(Ok(id)) => {
+            resolved.spec.dns_zone = Some(id);
+            None
+        }
+        Some(Err(reason)) => Some(reason),
+        None => None,
+    };
     let model = Model {
-        cluster: &cluster,
+        cluster: &resolved,
         groups: &groups,
         ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
         node_inputs: Some(&node_inputs),
         account_id: account_id.as_ref().ok().map(String::as_str),
         config_base: &config_base,
     };
+    if let Some(reason) = zone_unknown {
+        warnings.push(format!(
+            "{reason}, so the addons and IAM policies name the zone `{}` by name and the rendered files look its id up when applied; create the hosted zone (or set `spec.dnsZone` to its name or id) and render again to name its id",
+            kops_model::dns::zone(&model)
+        ));
+    }
     if let Err(reason) = &account_id {
         let needing = needs_account(&model);
         if !needing.is_empty() {
@@ -160,7 +181,7 @@ pub async fn render_cluster(
         }
     }
     let graph = kops_model::build(&model)?;
-    let completed = completed_spec(&cluster, &config_base);
+    let completed = completed_spec(&resolved, &config_base);
     let mut files = kops_model::files::state_files(
         &model,
         &kops_api::manifest::to_yaml(&completed),
@@ -244,32 +265,66 @@ pub async fn render_cluster(
     })
 }
 
-/// The account the configured credentials act in, as kops' Terraform
-/// target asks it; the reason when it cannot be known. Credentials are
-/// looked for where the SDK reads them without a network call (see
-/// [`credentials_configured`]): without them the SDK would end up asking
-/// the instance metadata service, which off EC2 only times out.
-async fn account(region: &str) -> Result<String, String> {
-    if !credentials_configured() {
-        return Err("the AWS account is unknown: no AWS credentials are configured".into());
-    }
-    let ask = async {
-        kops_aws::AwsCloud::new(region)
-            .await
-            .account_id()
-            .await
-            .map_err(|e| {
-                let first = e.lines().next().unwrap_or_default();
-                format!("the AWS account is unknown ({first})")
-            })
+/// The cloud look-ups of the render (see the module docs), when AWS
+/// credentials are configured: the account, and the hosted zone's id when
+/// the cluster publishes DNS records in a zone `spec.dnsZone` does not
+/// name (`None`: no look-up wanted); the reasons when either is unknown.
+/// Credentials are looked for where the SDK reads them without a network
+/// call (see [`credentials_configured`]): without them the SDK would end
+/// up asking the instance metadata service, which off EC2 only times out.
+async fn cloud_lookups(
+    cluster: &kops_api::Cluster,
+    region: &str,
+) -> (Result<String, String>, Option<Result<String, String>>) {
+    let probe = Model {
+        cluster,
+        groups: &[],
+        ssh_public_key: None,
+        node_inputs: None,
+        account_id: None,
+        config_base: "",
     };
-    match tokio::time::timeout(ACCOUNT_TIMEOUT, ask).await {
-        Ok(result) => result,
-        Err(_) => Err(format!(
-            "the AWS account is unknown (STS GetCallerIdentity did not answer in {}s)",
-            ACCOUNT_TIMEOUT.as_secs()
-        )),
+    let wants_zone = cluster.spec.dns_zone.is_none() && probe.publishes_dns_records();
+    if !credentials_configured() {
+        // Offline: the zone's name stands in, as it always has.
+        return (
+            Err("the AWS account is unknown: no AWS credentials are configured".into()),
+            None,
+        );
     }
+    let cloud = kops_aws::AwsCloud::new(region).await;
+    let account = async {
+        let ask = cloud.account_id();
+        match tokio::time::timeout(ACCOUNT_TIMEOUT, ask).await {
+            Ok(result) => result.map_err(|e| {
+                let first = e.lines().next().unwrap_or_default().to_string();
+                format!("the AWS account is unknown ({first})")
+            }),
+            Err(_) => Err(format!(
+                "the AWS account is unknown (STS GetCallerIdentity did not answer in {}s)",
+                ACCOUNT_TIMEOUT.as_secs()
+            )),
+        }
+    };
+    let zone = async {
+        if !wants_zone {
+            return None;
+        }
+        let private = probe.dns_type() == "Private";
+        let find = kops_aws::dns::find_hosted_zone(&cloud, cluster.name(), None, private);
+        Some(match tokio::time::timeout(ACCOUNT_TIMEOUT, find).await {
+            Ok(Ok(zone)) => Ok(zone.id),
+            Ok(Err(e)) => {
+                let first = e.to_string().lines().next().unwrap_or_default().to_string();
+                Err(format!("the hosted zone is unknown ({first})"))
+            }
+            Err(_) => Err(format!(
+                "the hosted zone is unknown (Route 53 did not answer in {}s)",
+                ACCOUNT_TIMEOUT.as_secs()
+            )),
+        })
+    };
+    tokio::join!(account, zone)
 }
 
 /// What the cluster's addons name the account in, for the warning when

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::common::{command, file_url, kops_on, Run, IMAGE};
+use crate::common::{self, command, file_url, kops_on, Run, IMAGE};
 
 /// The AWS variables a developer's shell may carry, removed so the
 /// offline case has no credentials.
@@ -129,4 +129,119 @@ fn render_names_the_account_with_credentials_and_warns_once_without() {
     assert!(warnings[0].contains("queue URL"), "{}", warnings[0]);
     assert!(warnings[0].contains("credentials"), "{}", warnings[0]);
     assert!(!nth_manifest(&dir.path().join("state"), name).contains("123456789012"));
+}
+
+/// A file of the render's state store (a `file://` config base: Terraform
+/// does not manage the state files).
+fn state_file(state: &Path, cluster: &str, path: &str) -> String {
+    let file = state.join(cluster).join(path);
+    std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+/// The render with credentials finds the cluster's hosted zone, as kops'
+/// Terraform target does: dns-controller, the control plane's IAM policy
+/// and the completed spec name its id. Without the zone the render names
+/// it by name (Terraform looks the id up) and says so once.
+#[test]
+fn render_names_the_hosted_zone_it_finds() {
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // A domain no other test uses: moto may be shared by the process.
+    let (domain, name) = ("render-zone.test", "c.render-zone.test");
+    let state = file_url(&dir.path().join("state"));
+    let r = kops_on(
+        moto,
+        &[
+            "create",
+            "cluster",
+            name,
+            "--zones",
+            "us-east-1a",
+            "--networking",
+            "cilium",
+            "--dns",
+            "public",
+            "--state",
+            &state,
+            "--image",
+            IMAGE,
+        ],
+    );
+    assert_eq!(r.code, 0, "create: {}", r.stderr);
+    let render = |out: &str| {
+        let out = dir.path().join(out);
+        kops_on(
+            moto,
+            &[
+                "update",
+                "cluster",
+                name,
+                "--state",
+                &state,
+                "--target",
+                "terraform",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
+    };
+    let dns_controller = "addons/dns-controller.addons.k8s.io/k8s-1.12.yaml";
+
+    // No zone yet: by name, one warning.
+    let r = render("before");
+    assert_eq!(r.code, 0, "render: {}", r.stderr);
+    let warnings: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: the hosted zone is unknown"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", r.stderr);
+    let manifest = state_file(&dir.path().join("state"), name, dns_controller);
+    assert!(
+        manifest.contains(&format!("- --zone={domain}\n")),
+        "{manifest}"
+    );
+
+    let endpoint = moto.endpoint().to_string();
+    let id = common::with_moto_sdk(&endpoint, |config| async move {
+        let zone = aws_sdk_route53::Client::new(&config)
+            .create_hosted_zone()
+            .name(domain)
+            .caller_reference(domain)
+            .send()
+            .await
+            .unwrap();
+        let id = zone.hosted_zone().unwrap().id();
+        id.trim_start_matches("/hostedzone/").to_string()
+    });
+    let r = render("after");
+    assert_eq!(r.code, 0, "render: {}", r.stderr);
+    assert!(!r.stderr.contains("hosted zone is unknown"), "{}", r.stderr);
+    let manifest = state_file(&dir.path().join("state"), name, dns_controller);
+    assert!(
+        manifest.contains(&format!("- --zone=*/{id}\n")),
+        "{manifest}"
+    );
+    let completed = state_file(&dir.path().join("state"), name, "cluster-completed.spec");
+    assert!(
+        completed.contains(&format!("dnsZone: {id}\n")),
+        "{completed}"
+    );
+    let tf = std::fs::read_to_string(dir.path().join("after/kubernetes.tf")).unwrap();
+    assert!(!tf.contains("data \"aws_route53_zone\""), "{tf}");
+    let policy = std::fs::read_dir(dir.path().join("after/data"))
+        .unwrap()
+        .flatten()
+        .find(|f| {
+            let n = f.file_name().to_string_lossy().to_string();
+            n.starts_with("aws_iam_role_policy_masters.") && n.ends_with("_policy")
+        })
+        .map(|f| std::fs::read_to_string(f.path()).unwrap())
+        .expect("the control plane's policy");
+    assert!(
+        policy.contains(&format!(":route53:::hostedzone/{id}\"")),
+        "{policy}"
+    );
 }
