@@ -59,6 +59,15 @@ impl Cluster {
         &self.metadata.name
     }
 
+    /// `spec.api.loadBalancer.class` as written (`Network`, `Classic`).
+    pub fn api_load_balancer_class(&self) -> Option<&str> {
+        self.spec
+            .api
+            .as_ref()
+            .and_then(|a| a.load_balancer.as_ref())
+            .and_then(|lb| lb.class.as_deref())
+    }
+
     /// True when the cluster uses gossip DNS (`*.k8s.local`).
     pub fn is_gossip(&self) -> bool {
         self.metadata.name.ends_with(".k8s.local")

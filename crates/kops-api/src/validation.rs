@@ -614,13 +614,7 @@ fn validate_classic(
 /// by kops 1.37; kops-rs still manages it as kops 1.36 did).
 pub fn warnings(cluster: &Cluster) -> Vec<String> {
     let classic = cluster.spec.cloud_provider.as_deref() == Some("aws")
-        && cluster
-            .spec
-            .api
-            .as_ref()
-            .and_then(|a| a.load_balancer.as_ref())
-            .and_then(|lb| lb.class.as_deref())
-            == Some("Classic");
+        && cluster.api_load_balancer_class() == Some("Classic");
     if classic {
         vec![
             "spec.api.loadBalancer.class `Classic` is deprecated (kops 1.37 refuses it); \

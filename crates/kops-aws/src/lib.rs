@@ -23,6 +23,18 @@ pub use calls::CallCounter;
 pub use context::AwsContext;
 pub use network::describe_existing_network;
 
+/// The AWS partition a region belongs to (`aws`, `aws-cn`, `aws-us-gov`),
+/// the second field of its ARNs.
+pub fn partition(region: &str) -> &'static str {
+    if region.starts_with("cn-") {
+        "aws-cn"
+    } else if region.starts_with("us-gov-") {
+        "aws-us-gov"
+    } else {
+        "aws"
+    }
+}
+
 /// What went wrong talking to AWS.
 #[derive(Debug, thiserror::Error)]
 pub enum AwsError {

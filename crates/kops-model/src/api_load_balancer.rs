@@ -81,15 +81,7 @@ pub fn load_balancer_name(model: &Model<'_>) -> String {
 /// Whether the API is behind a Classic ELB (`class: Classic`, from a
 /// cluster kops 1.36 or earlier made).
 pub fn uses_classic(model: &Model<'_>) -> bool {
-    uses_api_load_balancer(model)
-        && model
-            .cluster
-            .spec
-            .api
-            .as_ref()
-            .and_then(|a| a.load_balancer.as_ref())
-            .and_then(|lb| lb.class.as_deref())
-            == Some("Classic")
+    uses_api_load_balancer(model) && model.cluster.api_load_balancer_class() == Some("Classic")
 }
 
 /// The API load balancer's output (DNS name, hosted zone), whichever its

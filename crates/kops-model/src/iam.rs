@@ -78,16 +78,7 @@ pub fn region(model: &Model<'_>) -> Option<String> {
     })
 }
 
-/// The AWS partition a region belongs to.
-pub fn partition(region: &str) -> &'static str {
-    if region.starts_with("cn-") {
-        "aws-cn"
-    } else if region.starts_with("us-gov-") {
-        "aws-us-gov"
-    } else {
-        "aws"
-    }
-}
+pub use kops_aws::partition;
 
 /// The hosted zone dns-controller writes to: `spec.dnsZone` as an id, as
 /// `update cluster` resolves it before applying. A zone known only by name

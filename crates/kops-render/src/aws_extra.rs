@@ -32,16 +32,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
     crate::aws_irsa::resource_of(task)
 }
 
-/// The AWS partition of a region.
-pub fn partition(region: &str) -> &'static str {
-    if region.starts_with("cn-") {
-        "aws-cn"
-    } else if region.starts_with("us-gov-") {
-        "aws-us-gov"
-    } else {
-        "aws"
-    }
-}
+pub use kops_aws::partition;
 
 impl AwsResource for SqsQueue {
     fn tf_type(&self) -> Option<&'static str> {

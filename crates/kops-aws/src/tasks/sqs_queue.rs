@@ -81,16 +81,6 @@ fn arn_from_url(url: &str, partition: &str, region: &str) -> Option<String> {
         .then(|| format!("arn:{partition}:sqs:{region}:{account}:{name}"))
 }
 
-fn partition_of(region: &str) -> &'static str {
-    if region.starts_with("cn-") {
-        "aws-cn"
-    } else if region.starts_with("us-gov-") {
-        "aws-us-gov"
-    } else {
-        "aws"
-    }
-}
-
 fn normalise_policy(text: &str) -> String {
     serde_json::from_str::<serde_json::Value>(text)
         .map(|v| v.to_string())
@@ -209,12 +199,13 @@ impl Task<AwsContext> for SqsQueue {
                     .map_err(|e| classify("CreateQueue", &self.name, e))?;
                 let url = out.queue_url().unwrap_or_default().to_string();
                 let region = ctx.cloud.region();
-                let arn = arn_from_url(&url, partition_of(region), region).ok_or_else(|| {
-                    TaskError::fatal(format!(
-                        "CreateQueue for `{}` returned the URL `{url}`, which names no account",
-                        self.name
-                    ))
-                })?;
+                let arn =
+                    arn_from_url(&url, crate::partition(region), region).ok_or_else(|| {
+                        TaskError::fatal(format!(
+                            "CreateQueue for `{}` returned the URL `{url}`, which names no account",
+                            self.name
+                        ))
+                    })?;
                 (url, arn)
             }
         };

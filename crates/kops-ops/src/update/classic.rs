@@ -37,13 +37,7 @@ pub async fn may_remain(registry: &Registry, cluster: &str) -> Result<bool, OpsE
 /// `completed`: the last update's completed spec; `kops_version`: the
 /// `kops-version.txt` it wrote beside it, if any.
 fn decide(completed: &kops_api::Cluster, kops_version: Option<&str>) -> bool {
-    let classic_api = completed
-        .spec
-        .api
-        .as_ref()
-        .and_then(|a| a.load_balancer.as_ref())
-        .and_then(|lb| lb.class.as_deref())
-        == Some("Classic");
+    let classic_api = completed.api_load_balancer_class() == Some("Classic");
     let before_bastion_nlb = match kops_version.and_then(KubernetesVersion::parse) {
         Some(v) => (v.major, v.minor) < (BASTION_NLB_SINCE.major, BASTION_NLB_SINCE.minor),
         // Written by every kops for years; an old cluster may lack it.
