@@ -43,6 +43,36 @@ pub fn completed_spec(cluster: &Cluster, options: &PopulateOptions<'_>) -> Clust
     serde_json::from_value(Value::Object(root)).unwrap_or_else(|_| cluster.clone())
 }
 
+/// `cluster` with the API access kops' populate step defaults (see
+/// `Populate::api_access`) and nothing else completed: what the cloud
+/// model builds from, as kops builds from its completed cluster, so a
+/// private control plane without `spec.api` gets its API load balancer.
+pub fn with_api_access(cluster: &Cluster, groups: Option<&[InstanceGroup]>) -> Cluster {
+    let Ok(Value::Object(mut root)) = serde_json::to_value(cluster) else {
+        return cluster.clone();
+    };
+    let mut spec = match root.remove("spec") {
+        Some(Value::Object(s)) => s,
+        _ => Map::new(),
+    };
+    let options = PopulateOptions {
+        instance_groups: groups,
+        ..Default::default()
+    };
+    let had_api = spec.contains_key("api");
+    Populate::new(cluster, &options).api_access(&mut spec);
+    if !had_api
+        && spec
+            .get("api")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty)
+    {
+        spec.remove("api");
+    }
+    root.insert("spec".into(), Value::Object(spec));
+    serde_json::from_value(Value::Object(root)).unwrap_or_else(|_| cluster.clone())
+}
+
 const DEFAULT_REGISTRY: &str = "registry.k8s.io";
 const SANDBOX_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
 const EVICTION_HARD: &str = "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<10%,imagefs.inodesFree<5%";
@@ -180,6 +210,35 @@ impl<'a> Populate<'a> {
         set_default(spec, "keyStore", json!(format!("{base}/pki")));
         set_default(spec, "secretStore", json!(format!("{base}/secrets")));
 
+        self.api_access(spec);
+
+        let none_dns = self.uses_none_dns(spec);
+        if str_at(spec, "dnsZone").is_none() && !none_dns && !self.is_gossip() {
+            if let Some(zone) = self.options.dns_zone_id {
+                spec.insert("dnsZone".into(), json!(zone));
+            }
+        }
+        if !none_dns {
+            if str_at(spec, "dnsZone").is_some() {
+                set_default(
+                    spec,
+                    "masterPublicName",
+                    json!(format!("api.{}", self.name)),
+                );
+            }
+            set_default(
+                obj(spec, "externalDns"),
+                "provider",
+                json!("dns-controller"),
+            );
+        }
+    }
+
+    /// The API access kops defaults when the spec sets neither `api.dns`
+    /// nor `api.loadBalancer`: a load balancer when an API server runs in a
+    /// private subnet, else a DNS name (not on OpenStack); a load
+    /// balancer's type `Public` and, on AWS, class `Classic`.
+    fn api_access(&self, spec: &mut Map<String, Value>) {
         if !is_openstack(spec) {
             let subnet_types: Vec<(String, String)> = arr(spec, "subnets")
                 .iter()
@@ -238,27 +297,6 @@ impl<'a> Populate<'a> {
             if aws {
                 set_default(lb, "class", json!("Classic"));
             }
-        }
-
-        let none_dns = self.uses_none_dns(spec);
-        if str_at(spec, "dnsZone").is_none() && !none_dns && !self.is_gossip() {
-            if let Some(zone) = self.options.dns_zone_id {
-                spec.insert("dnsZone".into(), json!(zone));
-            }
-        }
-        if !none_dns {
-            if str_at(spec, "dnsZone").is_some() {
-                set_default(
-                    spec,
-                    "masterPublicName",
-                    json!(format!("api.{}", self.name)),
-                );
-            }
-            set_default(
-                obj(spec, "externalDns"),
-                "provider",
-                json!("dns-controller"),
-            );
         }
     }
 
@@ -1187,5 +1225,88 @@ spec:
         assert_eq!(etcd.version.as_deref(), Some("3.6.12"));
         // Populating the completed spec again changes nothing.
         assert_eq!(completed_spec(&done, &options), done);
+    }
+
+    /// kops' populate step gives a control plane in a private subnet an
+    /// API load balancer (Public, Classic on AWS) and one in a public
+    /// subnet an API DNS name; API-server groups decide when there are
+    /// any; a spec that sets either keeps it.
+    #[test]
+    fn api_access_follows_where_the_api_servers_run() {
+        let spec = |api: &str| {
+            cluster(&format!(
+                r#"apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata: {{name: c.example.com}}
+spec:
+  cloudProvider: aws
+  kubernetesVersion: v1.34.0
+{api}  subnets:
+  - {{name: private-a, zone: us-test-1a, cidr: 172.20.32.0/19, type: Private}}
+  - {{name: utility-a, zone: us-test-1a, cidr: 172.20.0.0/22, type: Public}}
+"#
+            ))
+        };
+        let group = |name: &str, role: &str, subnet: &str| -> InstanceGroup {
+            crate::manifest::parse_one(
+                "ig.yaml",
+                &format!(
+                    "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata: {{name: {name}, labels: {{kops.k8s.io/cluster: c.example.com}}}}\nspec: {{role: {role}, subnets: [{subnet}]}}\n"
+                ),
+            )
+            .unwrap()
+        };
+        let api = |c: &Cluster| serde_json::to_value(&c.spec.api).unwrap();
+
+        let private = [
+            group("cp", "ControlPlane", "private-a"),
+            group("n", "Node", "utility-a"),
+        ];
+        let done = with_api_access(&spec(""), Some(&private));
+        assert_eq!(
+            api(&done),
+            json!({"loadBalancer": {"type": "Public", "class": "Classic"}})
+        );
+        // The rest of the spec is not completed.
+        assert_eq!(done.spec.pod_cidr, None);
+
+        let public = [
+            group("cp", "ControlPlane", "utility-a"),
+            group("n", "Node", "private-a"),
+        ];
+        assert_eq!(
+            api(&with_api_access(&spec(""), Some(&public))),
+            json!({"dns": {}})
+        );
+
+        // API-server nodes in a private subnet decide over the control plane.
+        let api_nodes = [
+            group("cp", "ControlPlane", "utility-a"),
+            group("api", "APIServer", "private-a"),
+        ];
+        let done = with_api_access(&spec(""), Some(&api_nodes));
+        assert!(done.spec.api.unwrap().load_balancer.is_some());
+
+        // Set by the user: kept (a load balancer's defaults filled in).
+        let set = spec("  api:\n    loadBalancer: {class: Network}\n");
+        assert_eq!(
+            api(&with_api_access(&set, Some(&private))),
+            json!({"loadBalancer": {"type": "Public", "class": "Network"}})
+        );
+        let dns = spec("  api:\n    dns: {}\n");
+        assert_eq!(
+            api(&with_api_access(&dns, Some(&private))),
+            json!({"dns": {}})
+        );
+        // The completed spec agrees.
+        let options = PopulateOptions {
+            config_base: "s3://bucket/c.example.com",
+            instance_groups: Some(&private),
+            ..Default::default()
+        };
+        assert_eq!(
+            api(&completed_spec(&spec(""), &options)),
+            api(&with_api_access(&spec(""), Some(&private)))
+        );
     }
 }

@@ -144,11 +144,13 @@ pub async fn render_cluster(
     // kops' images under KOPS_BASE_URL, as update; the API load balancer's
     // addresses stay unknown here (it may not exist), as in kops' renders.
     node_inputs.base_url_images = nodeup.images.clone();
-    let mut warnings = kops_api::validation::warnings(&cluster);
-    let (account_id, zone) = cloud_lookups(&cluster, &region).await;
-    // The cluster as the model and the completed spec see it: kops'
-    // populate step names the zone it found in `spec.dnsZone`.
-    let mut resolved = cluster.clone();
+    // The cluster as the model and the completed spec see it: with the API
+    // access kops' populate step defaults (a private control plane without
+    // `spec.api` gets its load balancer) and the zone it finds in
+    // `spec.dnsZone`.
+    let mut resolved = kops_api::populate::with_api_access(&cluster, Some(&groups));
+    let mut warnings = kops_api::validation::warnings(&resolved);
+    let (account_id, zone) = cloud_lookups(&resolved, &region).await;
     let zone_unknown = match zone {
         Some(Ok(id)) => {
             resolved.spec.dns_zone = Some(id);

@@ -92,8 +92,11 @@ pub async fn update_cluster(
         Some(config) => AwsCloud::from_config(&region, config),
         None => AwsCloud::new(&region).await,
     };
+    // The API access kops' populate step defaults (a private control plane
+    // without `spec.api` gets its load balancer), then the zone.
+    let populated = kops_api::populate::with_api_access(&cluster, Some(&groups));
     let (modelled, retire_classic) = tokio::join!(
-        with_resolved_zone(&cloud, &cluster),
+        with_resolved_zone(&cloud, &populated),
         classic::may_remain(registry, &request.cluster)
     );
     let (modelled, retire_classic) = (modelled?, retire_classic?);
@@ -233,8 +236,8 @@ pub async fn update_cluster(
     // still sees what may need retiring (a Classic ELB) and tries again.
     if request.apply {
         // kops' completed spec names the hosted zone found for the cluster
-        // when the user's names none.
-        let mut input = cluster.clone();
+        // when the user's names none, and the API access the model built.
+        let mut input = populated.clone();
         if input.spec.dns_zone.is_none() {
             input.spec.dns_zone = modelled.spec.dns_zone.clone();
         }
@@ -248,7 +251,7 @@ pub async fn update_cluster(
         region,
         tasks: graph.len(),
         longest_chain: graph.longest_chain()?,
-        warnings: validation::warnings(&cluster),
+        warnings: validation::warnings(&modelled),
         state_files: file_writes.iter().map(|w| w.describe()).collect(),
     })
 }

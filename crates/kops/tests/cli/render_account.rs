@@ -245,3 +245,58 @@ fn render_names_the_hosted_zone_it_finds() {
         "{policy}"
     );
 }
+
+/// A control plane in a private subnet and no `spec.api`: kops' populate
+/// step gives the API a load balancer (Public, Classic on AWS), which the
+/// render builds (with the Classic deprecation warning), offline too.
+#[test]
+fn private_control_plane_without_api_gets_its_load_balancer() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "noapi.example.com";
+    let manifest = common::one_zone_cluster(name).replace(
+        "  - {cidr: 172.20.32.0/19, name: us-east-1a, type: Public, zone: us-east-1a}\n",
+        "  - {cidr: 172.20.32.0/19, name: us-east-1a, type: Private, zone: us-east-1a}\n  - {cidr: 172.20.4.0/22, name: utility-us-east-1a, type: Utility, zone: us-east-1a}\n  topology: {dns: {type: Public}}\n",
+    );
+    // Images by owner/name: an offline render does not look them up.
+    let manifest = manifest.replace(
+        "spec: {machineType",
+        &format!("spec: {{image: {IMAGE}, machineType"),
+    );
+    assert!(manifest.contains("type: Private"), "{manifest}");
+    std::fs::write(dir.path().join("cluster.yaml"), &manifest).unwrap();
+    let state = file_url(&dir.path().join("state"));
+    let offline = |args: &[&str]| -> Run {
+        let mut c = command(args);
+        for variable in AWS_VARIABLES {
+            c.env_remove(variable);
+        }
+        c.env("AWS_REGION", "us-east-1");
+        c.output().expect("run kops").into()
+    };
+    let input = dir.path().join("cluster.yaml");
+    let r = offline(&["create", "-f", input.to_str().unwrap(), "--state", &state]);
+    assert_eq!(r.code, 0, "create: {}", r.stderr);
+    let out = dir.path().join("out");
+    let r = offline(&[
+        "update",
+        "cluster",
+        name,
+        "--state",
+        &state,
+        "--target",
+        "terraform",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "render: {}", r.stderr);
+    let tf = std::fs::read_to_string(out.join("kubernetes.tf")).unwrap();
+    assert!(
+        tf.contains("resource \"aws_elb\" \"api-noapi-example-com\""),
+        "{tf}"
+    );
+    assert!(
+        r.stderr.contains("class `Classic` is deprecated"),
+        "{}",
+        r.stderr
+    );
+}
