@@ -1115,18 +1115,25 @@ pub fn tag_spec(
         .build()
 }
 
-/// Error codes AWS asks us to retry, and the eventual-consistency codes seen
-/// right after a create (a new role not yet usable, a new id not yet visible).
-const RETRYABLE_CODES: &[&str] = &[
+/// Error codes with which AWS asks to be asked again: throttling and its
+/// own failures.
+const TRANSIENT_CODES: &[&str] = &[
     "Throttling",
     "ThrottlingException",
     "RequestLimitExceeded",
     "RequestThrottled",
     "TooManyRequestsException",
+    "SlowDown",
     "ServiceUnavailable",
     "InternalError",
     "InternalFailure",
     "Unavailable",
+];
+
+/// The eventual-consistency codes seen right after a create (a new role
+/// not yet usable, a new id not yet visible) and while something else
+/// lets go of an object.
+const SETTLING_CODES: &[&str] = &[
     "DependencyViolation",
     "IncorrectState",
     "InvalidVpcID.NotFound",
@@ -1150,6 +1157,18 @@ pub fn is_retryable<E>(err: &SdkError<E, HttpResponse>) -> bool
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
+    is_transient(err) || err.code().is_some_and(|c| SETTLING_CODES.contains(&c))
+}
+
+/// True when the same request may well succeed at once if sent again:
+/// throttling, a 5xx answer, no answer (a dropped connection, a timeout),
+/// but not an answer about the object (not found, in use), which a
+/// repeat would only confirm. Reads outside the task graph and deletions
+/// are repeated in place on these.
+pub fn is_transient<E>(err: &SdkError<E, HttpResponse>) -> bool
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
     if crate::error_text::error_text(err).text == crate::error_text::NO_CREDENTIALS {
         return false;
     }
@@ -1160,7 +1179,7 @@ where
         err,
         SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_)
     );
-    status_5xx || transport || err.code().is_some_and(|c| RETRYABLE_CODES.contains(&c))
+    status_5xx || transport || err.code().is_some_and(|c| TRANSIENT_CODES.contains(&c))
 }
 
 /// Turns an SDK error into a task error: retryable when AWS says so (or the

@@ -5,7 +5,7 @@
 
 use aws_sdk_route53::types::HostedZone;
 
-use crate::context::classify;
+use crate::context::{classify, is_transient};
 use crate::tasks::dns_name::normalise_dns_name;
 use crate::AwsCloud;
 
@@ -46,7 +46,9 @@ fn zone_of(z: &HostedZone) -> Zone {
 }
 
 /// The zone of `cluster` (see the module docs). One Route 53 call: a
-/// `GetHostedZone` for an id, else one paginated `ListHostedZones`.
+/// `GetHostedZone` for an id, else one paginated `ListHostedZones`; asked
+/// again while Route 53's answer is retryable (it runs before the graph,
+/// whose tasks the executor would retry).
 pub async fn find_hosted_zone(
     cloud: &AwsCloud,
     cluster: &str,
@@ -56,31 +58,32 @@ pub async fn find_hosted_zone(
     let visibility = if private { "private" } else { "public" };
     let route53 = cloud.route53();
     if let Some(id) = dns_zone.filter(|z| !z.contains('.')) {
-        let out = route53
-            .get_hosted_zone()
-            .id(strip_id(id))
-            .send()
-            .await
-            .map_err(|e| match classify("GetHostedZone", id, e) {
-                e if e.to_string().contains("NoSuchHostedZone") => ZoneError::NotFound {
-                    visibility,
-                    wanted: format!("with id `{id}`"),
-                },
-                e => ZoneError::Call(e.to_string()),
-            })?;
+        let out = crate::retrying("GetHostedZone", is_transient, || {
+            route53.get_hosted_zone().id(strip_id(id)).send()
+        })
+        .await
+        .map_err(|e| match classify("GetHostedZone", id, e) {
+            e if e.to_string().contains("NoSuchHostedZone") => ZoneError::NotFound {
+                visibility,
+                wanted: format!("with id `{id}`"),
+            },
+            e => ZoneError::Call(e.to_string()),
+        })?;
         return out.hosted_zone().map(zone_of).ok_or(ZoneError::NotFound {
             visibility,
             wanted: format!("with id `{id}`"),
         });
     }
-    let zones: Vec<HostedZone> = route53
-        .list_hosted_zones()
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| ZoneError::Call(classify("ListHostedZones", cluster, e).to_string()))?;
+    let zones: Vec<HostedZone> = crate::retrying("ListHostedZones", is_transient, || {
+        route53
+            .list_hosted_zones()
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(|e| ZoneError::Call(classify("ListHostedZones", cluster, e).to_string()))?;
     let is_private = |z: &HostedZone| z.config().is_some_and(|c| c.private_zone());
     let candidates = zones.iter().filter(|z| is_private(z) == private);
     let wanted = dns_zone.map(normalise_dns_name);

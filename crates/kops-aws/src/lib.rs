@@ -21,7 +21,7 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 
 pub use calls::CallCounter;
 pub use context::AwsContext;
-pub use network::describe_existing_network;
+pub use network::{describe_existing_network, load_balancer_interface_addresses};
 
 /// The AWS partition a region belongs to (`aws`, `aws-cn`, `aws-us-gov`),
 /// the second field of its ARNs.
@@ -32,6 +32,39 @@ pub fn partition(region: &str) -> &'static str {
         "aws-us-gov"
     } else {
         "aws"
+    }
+}
+
+/// How often a step outside the task graph (a listing, a look-up before
+/// the graph is built, the deletion's listing) is tried while AWS' answers
+/// are retryable (throttling, 5xx, a dropped connection), each try after
+/// the SDK's own attempts. Tasks are retried by the executor instead.
+pub const STEP_ATTEMPTS: u32 = 5;
+
+/// Runs `step` again while it fails with an error `retryable` accepts, up
+/// to [`STEP_ATTEMPTS`] times, waiting longer each time (0.25 s, doubled).
+pub async fn retrying<T, E, F, Fut>(
+    what: &str,
+    retryable: impl Fn(&E) -> bool,
+    mut step: F,
+) -> Result<T, E>
+where
+    E: std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut wait = std::time::Duration::from_millis(250);
+    let mut attempt = 1;
+    loop {
+        match step().await {
+            Err(e) if retryable(&e) && attempt < STEP_ATTEMPTS => {
+                tracing::info!("{what}: {e}; trying again ({attempt}/{STEP_ATTEMPTS})");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                attempt += 1;
+            }
+            other => return other,
+        }
     }
 }
 

@@ -117,3 +117,53 @@ pub async fn describe_existing_network(
         subnets: existing,
     })
 }
+
+/// The private addresses (IPv4 primary, IPv6) of the network interfaces of
+/// the load balancer `arn`: AWS describes each `ELB <type>/<name>/<id>`,
+/// the end of the balancer's ARN. Read before the task graph runs (node
+/// configs name them), so asked again while AWS' answer is retryable.
+pub async fn load_balancer_interface_addresses(
+    cloud: &AwsCloud,
+    arn: &str,
+) -> Result<Vec<String>, AwsError> {
+    let Some((_, id)) = arn.split_once(":loadbalancer/") else {
+        return Ok(Vec::new());
+    };
+    let description = format!("ELB {id}");
+    let interfaces = crate::retrying(
+        "DescribeNetworkInterfaces",
+        crate::context::is_transient,
+        || {
+            cloud
+                .ec2()
+                .describe_network_interfaces()
+                .filters(
+                    Filter::builder()
+                        .name("description")
+                        .values(&description)
+                        .build(),
+                )
+                .into_paginator()
+                .items()
+                .send()
+                .collect::<Result<Vec<_>, _>>()
+        },
+    )
+    .await
+    .map_err(|e| AwsError::call("DescribeNetworkInterfaces", id, e))?;
+    Ok(interfaces
+        .iter()
+        .filter(|ni| ni.description() == Some(description.as_str()))
+        .flat_map(|ni| {
+            ni.private_ip_address()
+                .filter(|a| !a.is_empty())
+                .map(str::to_string)
+                .into_iter()
+                .chain(
+                    ni.ipv6_addresses()
+                        .iter()
+                        .filter_map(|a| a.ipv6_address().map(str::to_string)),
+                )
+        })
+        .collect())
+}

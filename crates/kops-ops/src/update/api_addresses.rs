@@ -37,15 +37,21 @@ pub async fn api_server_addresses(
         return Ok(Vec::new());
     }
     let name = kops_model::api_load_balancer::resource_name32(model.name(), "api");
-    let found = ctx.load_balancer_named(&name).await.map_err(|e| {
-        OpsError::Aws(AwsError::Call {
-            operation: "DescribeLoadBalancers",
-            resource: model.name().to_string(),
-            message: e.to_string(),
-            hint: None,
-            retryable: false,
-        })
-    })?;
+    // Read before the graph runs, so retried here (a failed listing is not
+    // cached: the next look lists again).
+    let found = kops_aws::retrying("listing load balancers", AwsError::is_retryable, || async {
+        ctx.load_balancer_named(&name)
+            .await
+            .map_err(|e| AwsError::Call {
+                operation: "DescribeLoadBalancers",
+                resource: model.name().to_string(),
+                message: e.to_string(),
+                hint: None,
+                retryable: e.is_retryable(),
+            })
+    })
+    .await
+    .map_err(OpsError::Aws)?;
     let Some(lb) = found else {
         return Ok(Vec::new());
     };
@@ -84,58 +90,14 @@ async fn addresses_of(
         addresses.push(dns_name.to_string());
     }
     if model.uses_none_dns() && !arn.is_empty() {
-        addresses.extend(interface_addresses(ctx, arn).await?);
+        addresses.extend(
+            kops_aws::load_balancer_interface_addresses(&ctx.cloud, arn)
+                .await
+                .map_err(OpsError::Aws)?,
+        );
     }
     addresses.sort();
     Ok(addresses)
-}
-
-/// The private addresses (IPv4 primary, IPv6) of the balancer's network
-/// interfaces: AWS describes each `ELB net/<name>/<id>`, the end of the
-/// balancer's ARN.
-async fn interface_addresses(ctx: &AwsContext, arn: &str) -> Result<Vec<String>, OpsError> {
-    let Some((_, id)) = arn.split_once(":loadbalancer/") else {
-        return Ok(Vec::new());
-    };
-    let description = format!("ELB {id}");
-    let interfaces = ctx
-        .ec2()
-        .describe_network_interfaces()
-        .filters(
-            aws_sdk_ec2::types::Filter::builder()
-                .name("description")
-                .values(&description)
-                .build(),
-        )
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| {
-            OpsError::Aws(AwsError::Call {
-                operation: "DescribeNetworkInterfaces",
-                resource: id.to_string(),
-                message: kops_aws::error_text::error_text(&e).text,
-                hint: None,
-                retryable: false,
-            })
-        })?;
-    Ok(interfaces
-        .iter()
-        .filter(|ni| ni.description() == Some(description.as_str()))
-        .flat_map(|ni| {
-            ni.private_ip_address()
-                .filter(|a| !a.is_empty())
-                .map(str::to_string)
-                .into_iter()
-                .chain(
-                    ni.ipv6_addresses()
-                        .iter()
-                        .filter_map(|a| a.ipv6_address().map(str::to_string)),
-                )
-        })
-        .collect())
 }
 
 /// What the first part of a two-part apply runs: every task but the
