@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use aws_sdk_ec2::types::{Filter, IpPermission, UserIdGroupPair};
+use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use crate::context::{elbv2_tags, name_tag, tag_map, TAG_CLUSTER, TAG_CLUSTER_PREFIX};
@@ -62,31 +63,31 @@ fn iam_names(cluster: &str) -> Vec<String> {
         .collect()
 }
 
-/// How often the listing (and the revocation of rules between groups) is
-/// tried when AWS' answer is retryable (throttling, 5xx, a dropped
-/// connection), each try after the SDK's own attempts.
-const WHOLE_STEP_ATTEMPTS: u32 = 5;
-
-/// Runs `step` again while it fails with a retryable AWS error, up to
-/// [`WHOLE_STEP_ATTEMPTS`] times, waiting longer each time.
-async fn retrying<T, F, Fut>(what: &str, mut step: F) -> Result<T, AwsError>
+/// Runs `step` again while it fails with a retryable AWS error (see
+/// [`crate::retrying`]).
+async fn retrying<T, F, Fut>(what: &str, step: F) -> Result<T, AwsError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, AwsError>>,
 {
-    let mut wait = Duration::from_millis(250);
-    let mut attempt = 1;
-    loop {
-        match step().await {
-            Err(e) if e.is_retryable() && attempt < WHOLE_STEP_ATTEMPTS => {
-                tracing::info!("{what}: {e}; trying again ({attempt}/{WHOLE_STEP_ATTEMPTS})");
-                tokio::time::sleep(wait).await;
-                wait *= 2;
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
+    crate::retrying(what, AwsError::is_retryable, step).await
+}
+
+/// One read of the listing, sent again while AWS' answer is transient
+/// (throttling, 5xx, no answer; each try after the SDK's own attempts): a
+/// throttled call repeats itself, not the whole listing's dozens of calls.
+async fn read<T, E, F, Fut>(
+    what: &str,
+    send: F,
+) -> Result<T, SdkError<E, aws_smithy_runtime_api::client::orchestrator::HttpResponse>>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<
+        Output = Result<T, SdkError<E, aws_smithy_runtime_api::client::orchestrator::HttpResponse>>,
+    >,
+{
+    crate::retrying(what, crate::context::is_transient, send).await
 }
 
 /// Lists every resource of the cluster: one tagged Describe per EC2 type
@@ -129,31 +130,71 @@ async fn list_cluster_resources_once(
     // test thread's stack); the results are then read in a fixed order.
     let ec2_describe = |filter: Filter| async move {
         macro_rules! paged {
-            ($request:expr) => {
-                $request
-                    .into_paginator()
-                    .items()
-                    .send()
-                    .collect::<Result<Vec<_>, _>>()
+            ($what:literal, $request:expr) => {
+                read($what, || {
+                    $request
+                        .into_paginator()
+                        .items()
+                        .send()
+                        .collect::<Result<Vec<_>, _>>()
+                })
             };
         }
         // DescribeAddresses and DescribeKeyPairs have no pages in AWS' API.
         tokio::join!(
-            paged!(ec2.describe_launch_templates().filters(filter.clone())),
-            paged!(ec2.describe_volumes().filters(filter.clone())),
-            paged!(ec2.describe_instances().filters(filter.clone())),
-            paged!(ec2.describe_nat_gateways().filter(filter.clone())),
-            ec2.describe_addresses().filters(filter.clone()).send(),
-            ec2.describe_key_pairs().filters(filter.clone()).send(),
-            paged!(ec2.describe_security_groups().filters(filter.clone())),
-            paged!(ec2.describe_subnets().filters(filter.clone())),
-            paged!(ec2.describe_internet_gateways().filters(filter.clone())),
-            paged!(ec2
-                .describe_egress_only_internet_gateways()
-                .filters(filter.clone())),
-            paged!(ec2.describe_route_tables().filters(filter.clone())),
-            paged!(ec2.describe_vpcs().filters(filter.clone())),
-            paged!(ec2.describe_dhcp_options().filters(filter.clone())),
+            paged!(
+                "DescribeLaunchTemplates",
+                // AWS' largest page (the default is 15 templates a page).
+                ec2.describe_launch_templates()
+                    .filters(filter.clone())
+                    .max_results(200)
+            ),
+            paged!(
+                "DescribeVolumes",
+                ec2.describe_volumes().filters(filter.clone())
+            ),
+            paged!(
+                "DescribeInstances",
+                ec2.describe_instances().filters(filter.clone())
+            ),
+            paged!(
+                "DescribeNatGateways",
+                ec2.describe_nat_gateways().filter(filter.clone())
+            ),
+            read("DescribeAddresses", || ec2
+                .describe_addresses()
+                .filters(filter.clone())
+                .send()),
+            read("DescribeKeyPairs", || ec2
+                .describe_key_pairs()
+                .filters(filter.clone())
+                .send()),
+            paged!(
+                "DescribeSecurityGroups",
+                ec2.describe_security_groups().filters(filter.clone())
+            ),
+            paged!(
+                "DescribeSubnets",
+                ec2.describe_subnets().filters(filter.clone())
+            ),
+            paged!(
+                "DescribeInternetGateways",
+                ec2.describe_internet_gateways().filters(filter.clone())
+            ),
+            paged!(
+                "DescribeEgressOnlyInternetGateways",
+                ec2.describe_egress_only_internet_gateways()
+                    .filters(filter.clone())
+            ),
+            paged!(
+                "DescribeRouteTables",
+                ec2.describe_route_tables().filters(filter.clone())
+            ),
+            paged!("DescribeVpcs", ec2.describe_vpcs().filters(filter.clone())),
+            paged!(
+                "DescribeDhcpOptions",
+                ec2.describe_dhcp_options().filters(filter.clone())
+            ),
         )
     };
     let [first, second] = filters(cluster);
@@ -330,21 +371,23 @@ async fn list_groups(
     cloud: &AwsCloud,
     cluster: &str,
 ) -> Result<Vec<aws_sdk_autoscaling::types::AutoScalingGroup>, AwsError> {
-    cloud
-        .autoscaling()
-        .describe_auto_scaling_groups()
-        .filters(
-            aws_sdk_autoscaling::types::Filter::builder()
-                .name("tag-key")
-                .values(format!("{TAG_CLUSTER_PREFIX}{cluster}"))
-                .build(),
-        )
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| AwsError::call("DescribeAutoScalingGroups", cluster, e))
+    read("DescribeAutoScalingGroups", || {
+        cloud
+            .autoscaling()
+            .describe_auto_scaling_groups()
+            .filters(
+                aws_sdk_autoscaling::types::Filter::builder()
+                    .name("tag-key")
+                    .values(format!("{TAG_CLUSTER_PREFIX}{cluster}"))
+                    .build(),
+            )
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(|e| AwsError::call("DescribeAutoScalingGroups", cluster, e))
 }
 
 /// The account's ELBv2 load balancers and target groups (listed side by
@@ -362,18 +405,18 @@ async fn list_elbv2(
 > {
     let elbv2 = cloud.elbv2();
     let (lbs, tgs) = tokio::join!(
-        elbv2
+        read("DescribeLoadBalancers", || elbv2
             .describe_load_balancers()
             .into_paginator()
             .items()
             .send()
-            .collect::<Result<Vec<_>, _>>(),
-        elbv2
+            .collect::<Result<Vec<_>, _>>()),
+        read("DescribeTargetGroups", || elbv2
             .describe_target_groups()
             .into_paginator()
             .items()
             .send()
-            .collect::<Result<Vec<_>, _>>(),
+            .collect::<Result<Vec<_>, _>>()),
     );
     let lbs = lbs.map_err(|e| AwsError::call("DescribeLoadBalancers", cluster, e))?;
     let tgs = tgs.map_err(|e| AwsError::call("DescribeTargetGroups", cluster, e))?;
@@ -383,7 +426,7 @@ async fn list_elbv2(
         .chain(tgs.iter().filter_map(|g| g.target_group_arn()))
         .map(str::to_string)
         .collect();
-    let tags = elbv2_tags(elbv2, &arns)
+    let tags = read("DescribeTags", || elbv2_tags(elbv2, &arns))
         .await
         .map_err(|e| AwsError::call("DescribeTags", cluster, e))?;
     Ok((lbs, tgs, tags))
@@ -399,10 +442,11 @@ async fn list_named_iam(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>
         let owner = format!("{TAG_CLUSTER_PREFIX}{cluster}");
         running.spawn(async move {
             let (profile, role) = tokio::join!(
-                iam.get_instance_profile()
+                read("GetInstanceProfile", || iam
+                    .get_instance_profile()
                     .instance_profile_name(&name)
-                    .send(),
-                iam.get_role().role_name(&name).send(),
+                    .send()),
+                read("GetRole", || iam.get_role().role_name(&name).send()),
             );
             let mut found = Vec::new();
             match profile {
@@ -476,12 +520,15 @@ async fn list_service_account_iam(
     };
     let mut out = Vec::new();
     let (roles, providers) = tokio::join!(
-        iam.list_roles()
+        read("ListRoles", || iam
+            .list_roles()
             .into_paginator()
             .items()
             .send()
-            .collect::<Result<Vec<_>, _>>(),
-        iam.list_open_id_connect_providers().send(),
+            .collect::<Result<Vec<_>, _>>()),
+        read("ListOpenIDConnectProviders", || iam
+            .list_open_id_connect_providers()
+            .send()),
     );
     let roles = roles.map_err(|e| AwsError::call("ListRoles", cluster, e))?;
     let suffix = format!(".sa.{cluster}");
@@ -491,7 +538,7 @@ async fn list_service_account_iam(
         if !candidate {
             continue;
         }
-        match iam.get_role().role_name(name).send().await {
+        match read("GetRole", || iam.get_role().role_name(name).send()).await {
             Ok(r) => {
                 let owned = r.role().is_some_and(|role| {
                     role.tags()
@@ -513,11 +560,12 @@ async fn list_service_account_iam(
         .iter()
         .filter_map(|p| p.arn())
     {
-        match iam
-            .get_open_id_connect_provider()
-            .open_id_connect_provider_arn(arn)
-            .send()
-            .await
+        match read("GetOpenIDConnectProvider", || {
+            iam.get_open_id_connect_provider()
+                .open_id_connect_provider_arn(arn)
+                .send()
+        })
+        .await
         {
             Ok(p) => {
                 let owned = p.tags().iter().any(|t| {
@@ -555,15 +603,17 @@ async fn list_messaging(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>
     let prefix: String = cluster.replace('.', "-").chars().take(60).collect();
     // The queues and the rules side by side, then the tags of each at once.
     let (queues, rules) = tokio::join!(
-        cloud
+        read("ListQueues", || cloud
             .sqs()
             .list_queues()
             .queue_name_prefix(&prefix)
             .into_paginator()
             .items()
             .send()
-            .collect::<Result<Vec<_>, _>>(),
-        crate::context::list_event_rules(cloud.eventbridge(), cluster),
+            .collect::<Result<Vec<_>, _>>()),
+        crate::retrying("ListRules", kops_engine::TaskError::is_retryable, || {
+            crate::context::list_event_rules(cloud.eventbridge(), cluster)
+        }),
     );
     let queues = queues.map_err(|e| AwsError::call("ListQueues", cluster, e))?;
     let rules = rules.map_err(|e| from_task("ListRules", cluster, e))?;
@@ -571,7 +621,15 @@ async fn list_messaging(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>
     for (i, url) in queues.iter().enumerate() {
         let sqs = cloud.sqs().clone();
         let url = url.clone();
-        queue_tags.spawn(async move { (i, sqs.list_queue_tags().queue_url(&url).send().await) });
+        queue_tags.spawn(async move {
+            (
+                i,
+                read("ListQueueTags", || {
+                    sqs.list_queue_tags().queue_url(&url).send()
+                })
+                .await,
+            )
+        });
     }
     let mut rule_tags = tokio::task::JoinSet::new();
     for (i, arn) in rules.iter().map(|r| r.arn()).enumerate() {
@@ -582,11 +640,10 @@ async fn list_messaging(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>
                 Some(arn) => (
                     i,
                     Some(
-                        events
-                            .list_tags_for_resource()
-                            .resource_arn(arn)
-                            .send()
-                            .await,
+                        read("ListTagsForResource", || {
+                            events.list_tags_for_resource().resource_arn(&arn).send()
+                        })
+                        .await,
                     ),
                 ),
                 None => (i, None),
@@ -648,15 +705,17 @@ async fn list_messaging(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>
 /// The id is `zone|name|type`.
 async fn list_records(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>, AwsError> {
     use crate::tasks::dns_name::normalise_dns_name;
-    let zones = cloud
-        .route53()
-        .list_hosted_zones()
-        .into_paginator()
-        .items()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| AwsError::call("ListHostedZones", cluster, e))?;
+    let zones = read("ListHostedZones", || {
+        cloud
+            .route53()
+            .list_hosted_zones()
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(|e| AwsError::call("ListHostedZones", cluster, e))?;
     let cluster = normalise_dns_name(cluster);
     let under = format!(".{cluster}");
     let mut out = Vec::new();
@@ -666,9 +725,13 @@ async fn list_records(cloud: &AwsCloud, cluster: &str) -> Result<Vec<Resource>, 
             continue;
         }
         let zone_id = zone.id().trim_start_matches("/hostedzone/").to_string();
-        let records = crate::context::list_record_sets(cloud.route53(), &zone_id)
-            .await
-            .map_err(|e| from_task("ListResourceRecordSets", &zone_id, e))?;
+        let records = crate::retrying(
+            "ListResourceRecordSets",
+            kops_engine::TaskError::is_retryable,
+            || crate::context::list_record_sets(cloud.route53(), &zone_id),
+        )
+        .await
+        .map_err(|e| from_task("ListResourceRecordSets", &zone_id, e))?;
         for r in records {
             let name = normalise_dns_name(r.name());
             let kind = r.r#type().as_str();
@@ -802,14 +865,15 @@ async fn classic_load_balancers(
     cluster: &str,
 ) -> Result<Vec<(String, Vec<aws_sdk_ec2::types::Tag>)>, AwsError> {
     let elb = classic_elb(cloud);
-    let pages = elb
-        .describe_load_balancers()
-        .page_size(20)
-        .into_paginator()
-        .send()
-        .collect::<Result<Vec<_>, _>>()
-        .await
-        .map_err(|e| AwsError::call("DescribeLoadBalancers", cluster, e))?;
+    let pages = read("DescribeLoadBalancers", || {
+        elb.describe_load_balancers()
+            .page_size(20)
+            .into_paginator()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(|e| AwsError::call("DescribeLoadBalancers", cluster, e))?;
     let mut out = Vec::new();
     for page in pages {
         let names: Vec<String> = page
@@ -820,17 +884,22 @@ async fn classic_load_balancers(
         if names.is_empty() {
             continue;
         }
-        let described = match elb
-            .describe_tags()
-            .set_load_balancer_names(Some(names.clone()))
-            .send()
-            .await
+        let described = match read("DescribeTags", || {
+            elb.describe_tags()
+                .set_load_balancer_names(Some(names.clone()))
+                .send()
+        })
+        .await
         {
             Ok(out) => out.tag_descriptions().to_vec(),
             Err(e) if e.code() == Some("LoadBalancerNotFound") => {
                 let mut one_by_one = Vec::new();
                 for name in &names {
-                    match elb.describe_tags().load_balancer_names(name).send().await {
+                    match read("DescribeTags", || {
+                        elb.describe_tags().load_balancer_names(name).send()
+                    })
+                    .await
+                    {
                         Ok(out) => one_by_one.extend(out.tag_descriptions().iter().cloned()),
                         Err(e) if e.code() == Some("LoadBalancerNotFound") => {}
                         Err(e) => return Err(AwsError::call("DescribeTags", cluster, e)),
@@ -918,7 +987,7 @@ pub async fn delete_resources(
                         report.deleted.push(r);
                         progress_made = true;
                     }
-                    Err(Retry(msg)) => {
+                    Err(Again(msg) | Retry(msg)) => {
                         progress(&r, Some(&msg));
                         last_error = format!("{} `{}`: {msg}", r.kind, r.id);
                         blocked = true;
@@ -976,7 +1045,7 @@ async fn delete_batch(
                 break;
             };
             let cloud = cloud.clone();
-            running.spawn(async move { (i, delete_one(&cloud, &r).await) });
+            running.spawn(async move { (i, delete_in_place(&cloud, &r).await) });
         }
         let Some(joined) = running.join_next().await else {
             break;
@@ -998,10 +1067,15 @@ async fn delete_batch(
 }
 
 enum DeleteError {
+    /// AWS' answer was transient (throttling, 5xx, none): the deletion is
+    /// tried again at once (see [`delete_in_place`]).
+    Again(String),
+    /// The resource is not ready to go (a dependency, a conflict): the
+    /// next pass tries again.
     Retry(String),
     Fatal(AwsError),
 }
-use DeleteError::{Fatal, Retry};
+use DeleteError::{Again, Fatal, Retry};
 
 fn sort_error<E>(
     operation: &'static str,
@@ -1029,13 +1103,41 @@ where
     // policies (a prerequisite step failed or raced): the next pass runs
     // the prerequisites again, then the delete.
     let conflict = code == "DeleteConflict";
+    let transient = crate::context::is_transient(&e);
     match AwsError::call(operation, r.id.clone(), e) {
+        AwsError::Call { message, .. } if transient => {
+            Err(Again(format!("{operation}: {message}")))
+        }
         // The progress line names the resource already; a transient
         // failure needs no hint.
         AwsError::Call {
             message, retryable, ..
         } if retryable || conflict => Err(Retry(format!("{operation}: {message}"))),
         e => Err(Fatal(e)),
+    }
+}
+
+/// How often a deletion is tried in place while AWS' answers are
+/// transient, before it waits for the next pass.
+const IN_PLACE_ATTEMPTS: u32 = 4;
+
+/// Deletes `r`, again after a short wait (0.2 s, doubled) while AWS'
+/// answer is transient: a throttled or dropped call costs a moment, not a
+/// pass of the whole deletion (and the interval before it).
+async fn delete_in_place(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
+    let mut wait = Duration::from_millis(200);
+    let mut attempt = 1;
+    loop {
+        match delete_one(cloud, r).await {
+            Err(Again(message)) if attempt < IN_PLACE_ATTEMPTS => {
+                tracing::info!("{} {}: {message}; trying again", r.kind, r.id);
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                attempt += 1;
+            }
+            Err(Again(message)) => return Err(Retry(message)),
+            other => return other,
+        }
     }
 }
 
@@ -1150,6 +1252,8 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
             .map(|_| ())
             .or_else(|e| sort_error("DeleteSubnet", r, e)),
         "internet-gateway" => {
+            // Detached already when an earlier try's delete failed after
+            // its detach: EC2 then answers Gateway.NotAttached.
             if let Some(vpc) = &r.vpc {
                 ec2.detach_internet_gateway()
                     .internet_gateway_id(&r.id)
@@ -1157,7 +1261,10 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
                     .send()
                     .await
                     .map(|_| ())
-                    .or_else(|e| sort_error("DetachInternetGateway", r, e))?;
+                    .or_else(|e| match e.code() {
+                        Some("Gateway.NotAttached") => Ok(()),
+                        _ => sort_error("DetachInternetGateway", r, e),
+                    })?;
             }
             ec2.delete_internet_gateway()
                 .internet_gateway_id(&r.id)
@@ -1175,13 +1282,23 @@ async fn delete_one(cloud: &AwsCloud, r: &Resource) -> Result<(), DeleteError> {
             .or_else(|e| sort_error("DeleteEgressOnlyInternetGateway", r, e)),
         "route-table" => {
             // Deleting a subnet does not always drop its association (moto
-            // keeps it); disassociate what is left first.
-            if let Ok(out) = ec2
+            // keeps it); disassociate what is left first. A transient
+            // failure to look is tried again; any other leaves it to the
+            // delete's own answer.
+            let described = ec2
                 .describe_route_tables()
                 .route_table_ids(&r.id)
                 .send()
-                .await
-            {
+                .await;
+            if let Err(e) = &described {
+                if crate::context::is_transient(e) {
+                    return Err(Again(format!(
+                        "DescribeRouteTables: {}",
+                        crate::error_text::error_text(e).text
+                    )));
+                }
+            }
+            if let Ok(out) = described {
                 for a in out.route_tables().iter().flat_map(|t| t.associations()) {
                     if a.main() == Some(true) {
                         continue;
@@ -1382,27 +1499,30 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
     let ec2 = cloud.ec2();
     // Named by count: the ids of a large cluster would fill the line.
     let label = format!("{} security groups of the cluster", groups.len());
-    let referring = |filter: &str| {
-        ec2.describe_security_groups()
-            .filters(
-                Filter::builder()
-                    .name(filter)
-                    .set_values(Some(groups.to_vec()))
-                    .build(),
-            )
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
+    let referring = |filter: &'static str| {
+        read("DescribeSecurityGroups", move || {
+            ec2.describe_security_groups()
+                .filters(
+                    Filter::builder()
+                        .name(filter)
+                        .set_values(Some(groups.to_vec()))
+                        .build(),
+                )
+                .into_paginator()
+                .items()
+                .send()
+                .collect::<Result<Vec<_>, _>>()
+        })
     };
     // The cluster's groups and the groups whose rules name them, side by side.
     let (described, by_ingress, by_egress) = tokio::join!(
-        ec2.describe_security_groups()
+        read("DescribeSecurityGroups", || ec2
+            .describe_security_groups()
             .set_group_ids(Some(groups.to_vec()))
             .into_paginator()
             .items()
             .send()
-            .collect::<Result<Vec<_>, _>>(),
+            .collect::<Result<Vec<_>, _>>()),
         referring("ip-permission.group-id"),
         referring("egress.ip-permission.group-id"),
     );
@@ -1501,8 +1621,13 @@ async fn revoke_group_rules(cloud: &AwsCloud, groups: &[String]) -> Result<(), A
     Ok(())
 }
 
+/// EC2's answer to revoking a rule the group does not have.
+const RULE_GONE: &str = "InvalidPermission.NotFound";
+
 /// Revokes the `ingress` and `egress` permissions of the group `id` (the
-/// calls are skipped for empty lists).
+/// calls are skipped for empty lists), each call again while AWS' answer
+/// is transient; a rule already gone (an earlier try got through but its
+/// answer was lost) is what was wanted.
 async fn revoke(
     ec2: &aws_sdk_ec2::Client,
     id: &str,
@@ -1510,20 +1635,34 @@ async fn revoke(
     egress: Vec<aws_sdk_ec2::types::IpPermission>,
 ) -> Result<(), AwsError> {
     if !ingress.is_empty() {
-        ec2.revoke_security_group_ingress()
-            .group_id(id)
-            .set_ip_permissions(Some(ingress))
-            .send()
-            .await
-            .map_err(|e| AwsError::call("RevokeSecurityGroupIngress", id, e))?;
+        let sent = read("RevokeSecurityGroupIngress", || {
+            ec2.revoke_security_group_ingress()
+                .group_id(id)
+                .set_ip_permissions(Some(ingress.clone()))
+                .send()
+        })
+        .await;
+        match sent {
+            Err(e) if e.code() != Some(RULE_GONE) => {
+                return Err(AwsError::call("RevokeSecurityGroupIngress", id, e))
+            }
+            _ => {}
+        }
     }
     if !egress.is_empty() {
-        ec2.revoke_security_group_egress()
-            .group_id(id)
-            .set_ip_permissions(Some(egress))
-            .send()
-            .await
-            .map_err(|e| AwsError::call("RevokeSecurityGroupEgress", id, e))?;
+        let sent = read("RevokeSecurityGroupEgress", || {
+            ec2.revoke_security_group_egress()
+                .group_id(id)
+                .set_ip_permissions(Some(egress.clone()))
+                .send()
+        })
+        .await;
+        match sent {
+            Err(e) if e.code() != Some(RULE_GONE) => {
+                return Err(AwsError::call("RevokeSecurityGroupEgress", id, e))
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
@@ -1559,6 +1698,7 @@ mod tests {
     fn sorted(e: SdkError<DeleteRoleError, HttpResponse>) -> &'static str {
         match sort_error("DeleteRole", &role(), e) {
             Ok(()) => "gone",
+            Err(Again(_)) => "again",
             Err(Retry(_)) => "retry",
             Err(Fatal(_)) => "fatal",
         }
@@ -1572,21 +1712,26 @@ mod tests {
             "Cannot delete entity, must remove roles from instance profile first.",
         );
         assert_eq!(sorted(conflict), "retry");
-        assert_eq!(sorted(answer(400, "Throttling", "Rate exceeded")), "retry");
-        assert_eq!(sorted(answer(500, "InternalFailure", "oops")), "retry");
-        assert_eq!(sorted(answer(503, "ServiceUnavailable", "later")), "retry");
+        assert_eq!(sorted(answer(400, "Throttling", "Rate exceeded")), "again");
+        assert_eq!(sorted(answer(500, "InternalFailure", "oops")), "again");
+        assert_eq!(sorted(answer(503, "ServiceUnavailable", "later")), "again");
+        assert_eq!(
+            sorted(answer(400, "DependencyViolation", "in use")),
+            "retry",
+            "the next pass, not at once"
+        );
         let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
         assert_eq!(
             sorted(SdkError::dispatch_failure(ConnectorError::io(Box::new(
                 reset
             )))),
-            "retry"
+            "again"
         );
         assert_eq!(sorted(answer(404, "NoSuchEntity", "no role")), "gone");
         assert_eq!(sorted(answer(403, "AccessDenied", "not allowed")), "fatal");
-        let Err(Retry(text)) = sort_error("DeleteRole", &role(), answer(500, "InternalError", "x"))
+        let Err(Again(text)) = sort_error("DeleteRole", &role(), answer(500, "InternalError", "x"))
         else {
-            panic!("retry expected");
+            panic!("again expected");
         };
         assert_eq!(text, "DeleteRole: InternalError: x", "one line, no hint");
     }

@@ -21,6 +21,11 @@ struct Proxy {
 
 impl Proxy {
     fn start(upstream: &str, dir: &std::path::Path) -> Option<Proxy> {
+        Proxy::failing(upstream, dir, "0.05")
+    }
+
+    /// A proxy failing the share `fail` of calls.
+    fn failing(upstream: &str, dir: &std::path::Path, fail: &str) -> Option<Proxy> {
         let script = kops_testkit::shared_dir()?.join("tools/awsproxy.py");
         if !script.exists() {
             return None;
@@ -28,7 +33,7 @@ impl Proxy {
         let log = dir.join("calls.jsonl");
         let mut child = Command::new("python3")
             .arg(&script)
-            .args(["--upstream", upstream, "--port", "0", "--fail", "0.05"])
+            .args(["--upstream", upstream, "--port", "0", "--fail", fail])
             .args(["--seed", "15", "--log"])
             .arg(&log)
             .stdout(Stdio::piped())
@@ -179,4 +184,78 @@ fn retries_are_quiet_at_v0_and_one_line_each_at_v1() {
         );
         assert_eq!(r.code, 0, "delete {cluster}: {}", r.stderr);
     }
+}
+
+/// `kops ARGS` through the proxy with the SDK's own retries off, so that
+/// every fault reaches kops-rs.
+fn through(moto: &kops_testkit::Moto, proxy: &Proxy, args: &[&str]) -> Run {
+    let mut c = command(args);
+    for (k, val) in moto.env() {
+        c.env(k, val);
+    }
+    c.env(
+        "AWS_ENDPOINT_URL",
+        format!("http://127.0.0.1:{}", proxy.port),
+    )
+    .env("AWS_MAX_ATTEMPTS", "1");
+    c.output().expect("run kops").into()
+}
+
+/// One run suffices even when a fifth of the calls fail and the SDK does
+/// not retry: the reads before the graph (the API load balancer's listing
+/// and, with `--dns none`, its interfaces' addresses) are retried as the
+/// tasks are, so `update --yes` and `delete --yes` each succeed at once and
+/// the plan after the apply is empty.
+#[test]
+fn one_run_suffices_when_a_fifth_of_the_calls_fail() {
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(proxy) = Proxy::failing(&moto.endpoint(), tmp.path(), "0.2") else {
+        eprintln!("skipped: ../shared/tools/awsproxy.py (or python3) is absent");
+        return;
+    };
+    let state = crate::common::file_url(&tmp.path().join("state"));
+    let cluster = "onerun.example.com";
+    create(moto, cluster, &state);
+    let r = through(
+        moto,
+        &proxy,
+        &["update", "cluster", cluster, "--state", &state, "--yes"],
+    );
+    assert_eq!(r.code, 0, "apply ({} faults): {}", proxy.faults(), r.stderr);
+    let r = through(
+        moto,
+        &proxy,
+        &["update", "cluster", cluster, "--state", &state],
+    );
+    assert_eq!(r.code, 0, "plan: {}", r.stderr);
+    assert!(
+        format!("{}{}", r.stdout, r.stderr)
+            .to_lowercase()
+            .contains("no changes"),
+        "the plan after the apply is not empty:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    let r = through(
+        moto,
+        &proxy,
+        &[
+            "delete",
+            "cluster",
+            cluster,
+            "--state",
+            &state,
+            "--yes",
+            "--interval",
+            "100ms",
+        ],
+    );
+    assert_eq!(r.code, 0, "delete: {}", r.stderr);
+    for line in r.stderr.lines() {
+        assert!(line.chars().count() < 300, "{line}");
+    }
+    assert!(proxy.faults() > 20, "only {} faults", proxy.faults());
 }
