@@ -163,6 +163,7 @@ def lifecycle(kops, zones, igs, latency_ms, verbose):
         env = Env(latency_ms, tmp)
         try:
             name = create(kops, env, tmp, zones, igs)
+            state = f"file://{tmp}/state"
             out = {}
             for step, args in [("apply", ["update", "cluster", name, "--yes"]),
                                ("no-op", ["update", "cluster", name]),
