@@ -75,18 +75,13 @@ fn apply(
 ) -> Vec<String> {
     let mut outputs = Vec::new();
     for _ in 0..8 {
-        let mut c = command(&[
-            "update", "cluster", cluster, "--state", state, "--yes", "-v", v,
-        ]);
-        for (k, val) in moto.env() {
-            c.env(k, val);
-        }
-        c.env(
-            "AWS_ENDPOINT_URL",
-            format!("http://127.0.0.1:{}", proxy.port),
-        )
-        .env("AWS_MAX_ATTEMPTS", "1");
-        let r: Run = c.output().expect("run kops").into();
+        let r = through(
+            moto,
+            proxy,
+            &[
+                "update", "cluster", cluster, "--state", state, "--yes", "-v", v,
+            ],
+        );
         outputs.push(r.stderr);
         if r.code == 0 {
             return outputs;
