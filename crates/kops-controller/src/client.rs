@@ -61,12 +61,15 @@ pub struct BootstrapClient {
 }
 
 impl BootstrapClient {
-    /// `ca_pem`: the certificates to trust for the controller.
+    /// `ca_pem`: the certificates to trust for the controller;
+    /// `tls_server_name`: the name its certificate must carry when the
+    /// servers are addresses (kops' `tlsServerName`; empty: each URL's host).
     pub fn new(
         cluster: &str,
         region: &str,
         servers: &[String],
         ca_pem: &str,
+        tls_server_name: &str,
     ) -> Result<BootstrapClient, ClientError> {
         use rustls_pki_types::pem::PemObject;
         use rustls_pki_types::CertificateDer;
@@ -88,11 +91,17 @@ impl BootstrapClient {
         .map_err(|e| ClientError::Ca(e.to_string()))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        let builder = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
-            .https_only()
-            .enable_http1()
-            .build();
+            .https_only();
+        let builder = if tls_server_name.is_empty() {
+            builder
+        } else {
+            let name = rustls_pki_types::ServerName::try_from(tls_server_name.to_string())
+                .map_err(|e| ClientError::Ca(format!("tlsServerName `{tls_server_name}`: {e}")))?;
+            builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
+        };
+        let connector = builder.enable_http1().build();
         Ok(BootstrapClient {
             cluster: cluster.to_string(),
             region: region.to_string(),

@@ -56,6 +56,16 @@ pub struct BootConfig {
         default
     )]
     pub config_server: Option<ConfigServer>,
+    /// The control plane's addresses a worker reaches it at when the
+    /// cluster publishes no DNS names (kops' `APIServerIPs`): nodeup points
+    /// `api.internal.<cluster>` and `kops-controller.internal.<cluster>` at
+    /// them in `/etc/hosts`.
+    #[serde(
+        rename = "APIServerIPs",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub api_server_ips: Vec<String>,
     #[serde(
         rename = "InstanceGroupName",
         default,
@@ -90,9 +100,78 @@ pub struct ConfigServer {
     pub tls_server_name: String,
 }
 
+/// kops-controller's port on the control plane (and on the API load
+/// balancer of a cluster without DNS).
+pub const KOPS_CONTROLLER_PORT: u16 = 3988;
+
 /// The kops-controller URL workers use: `https://kops-controller.internal.<cluster>:3988/`.
 pub fn kops_controller_url(cluster: &str) -> String {
-    format!("https://kops-controller.internal.{cluster}:3988/")
+    format!("https://kops-controller.internal.{cluster}:{KOPS_CONTROLLER_PORT}/")
+}
+
+/// Where a worker finds kops-controller. A cluster without DNS names
+/// (`dns: None`) exposes it on the API load balancer: the worker asks the
+/// balancer's addresses that `control_plane_ips` selects and verifies the
+/// certificate against `kops-controller.internal.<cluster>`; otherwise it
+/// asks that name.
+pub fn config_server_for(
+    cluster: &str,
+    ca_certificates: String,
+    control_plane_ips: &[String],
+) -> ConfigServer {
+    if control_plane_ips.is_empty() {
+        return ConfigServer {
+            ca_certificates,
+            servers: vec![kops_controller_url(cluster)],
+            tls_server_name: String::new(),
+        };
+    }
+    ConfigServer {
+        ca_certificates,
+        servers: control_plane_ips
+            .iter()
+            .map(|ip| match ip.parse::<std::net::IpAddr>() {
+                Ok(std::net::IpAddr::V6(v6)) => format!("https://[{v6}]:{KOPS_CONTROLLER_PORT}/"),
+                _ => format!("https://{ip}:{KOPS_CONTROLLER_PORT}/"),
+            })
+            .collect(),
+        tls_server_name: format!("kops-controller.internal.{cluster}"),
+    }
+}
+
+/// The API load balancer's addresses a node of the cluster can reach (kops'
+/// selection): the IPv4 addresses inside the network CIDR or one of the
+/// additional network CIDRs, and every IPv6 address (once per CIDR tried,
+/// as kops lists them); never an IPv4 address in an IPv6-only cluster.
+/// Names and public addresses are left out.
+pub fn control_plane_ips(cluster: &Cluster, addresses: &[String]) -> Vec<String> {
+    let spec = &cluster.spec;
+    let ipv6_only = spec
+        .non_masquerade_cidr
+        .as_deref()
+        .is_some_and(|c| c.contains(':'));
+    let cidrs: Vec<ipnet::IpNet> = spec
+        .additional_network_cidrs
+        .iter()
+        .flatten()
+        .chain(spec.network_cidr.iter())
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    let mut out = Vec::new();
+    for address in addresses {
+        let Ok(ip) = address.parse::<std::net::IpAddr>() else {
+            continue;
+        };
+        if ipv6_only && ip.is_ipv4() {
+            continue;
+        }
+        for cidr in &cidrs {
+            if ip.is_ipv6() || cidr.contains(&ip) {
+                out.push(address.clone());
+            }
+        }
+    }
+    out
 }
 
 impl BootConfig {
@@ -374,6 +453,7 @@ pub fn boot_config(
         cluster_name: cluster.name().to_string(),
         config_base: Some(config_base.trim_end_matches('/').to_string()),
         config_server: None,
+        api_server_ips: Vec::new(),
         instance_group_name: group.name().to_string(),
         instance_group_role: role_name(role).to_string(),
         nodeup_config_hash: hash.to_string(),
@@ -416,16 +496,21 @@ pub fn user_data_with(
     };
     let mut boot = boot_config(cluster, group, rendered.role, config_base, &rendered.hash);
     if inputs.config_server && rendered.role == Role::Node {
+        // Without DNS names, workers reach kops-controller and the API
+        // through the API load balancer's addresses (kops' choice).
+        if rendered.config.uses_none_dns {
+            boot.api_server_ips = control_plane_ips(cluster, &inputs.api_server_addresses);
+        }
         boot.config_base = None;
-        boot.config_server = Some(ConfigServer {
-            ca_certificates: inputs
+        boot.config_server = Some(config_server_for(
+            cluster.name(),
+            inputs
                 .keysets
                 .get("kubernetes-ca")
                 .map(|k| k.certificates.clone())
                 .unwrap_or_default(),
-            servers: vec![kops_controller_url(cluster.name())],
-            tls_server_name: String::new(),
-        });
+            &boot.api_server_ips,
+        ));
     }
     let binaries = match &inputs.nodeup {
         Some(sources) => sources.binaries.clone(),
@@ -1158,15 +1243,60 @@ mod tests {
             cluster_name: "c".into(),
             config_base: Some("s3://b/c".into()),
             config_server: None,
+            api_server_ips: vec!["172.20.1.5".into()],
             instance_group_name: "nodes".into(),
             instance_group_role: "Node".into(),
             nodeup_config_hash: "x".into(),
             extra: Default::default(),
         };
         let text = b.to_yaml();
-        assert!(text.starts_with("CloudProvider: aws\n"), "{text}");
+        assert!(
+            text.starts_with("APIServerIPs:\n- 172.20.1.5\nCloudProvider: aws\n"),
+            "{text}"
+        );
         assert_eq!(BootConfig::parse(&text).unwrap(), b);
         assert_eq!(b.role(), Some(Role::Node));
+    }
+
+    /// Without DNS names a worker asks kops-controller at the API load
+    /// balancer's private addresses and checks its certificate against
+    /// kops-controller's name (kops' selection: inside the network CIDRs,
+    /// no DNS names, no public addresses).
+    #[test]
+    fn workers_of_a_cluster_without_dns_reach_kops_controller_by_address() {
+        let cluster: Cluster = serde_yaml_ng::from_str(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata: {name: c.k8s.local}\n\
+             spec:\n  cloudProvider: aws\n  networkCIDR: 172.20.0.0/16\n  \
+             additionalNetworkCIDRs: [10.1.0.0/16]\n",
+        )
+        .unwrap();
+        let found = control_plane_ips(
+            &cluster,
+            &[
+                "api-c-k8s-local-1234.elb.us-east-1.amazonaws.com".into(),
+                "172.20.3.7".into(),
+                "10.1.0.9".into(),
+                "54.1.2.3".into(),
+            ],
+        );
+        assert_eq!(found, ["172.20.3.7", "10.1.0.9"]);
+        let server = config_server_for("c.k8s.local", "CA".into(), &found);
+        assert_eq!(
+            server.servers,
+            ["https://172.20.3.7:3988/", "https://10.1.0.9:3988/"]
+        );
+        assert_eq!(
+            server.tls_server_name,
+            "kops-controller.internal.c.k8s.local"
+        );
+        let v6 = config_server_for("c.k8s.local", "CA".into(), &["2001:db8::5".into()]);
+        assert_eq!(v6.servers, ["https://[2001:db8::5]:3988/"]);
+        let by_name = config_server_for("c.example.com", "CA".into(), &[]);
+        assert_eq!(
+            by_name.servers,
+            ["https://kops-controller.internal.c.example.com:3988/"]
+        );
+        assert!(by_name.tls_server_name.is_empty());
     }
 
     /// kops' custom S3 endpoint settings are exported on control-plane

@@ -79,6 +79,7 @@ pub async fn bootstrap(target: &Target<'_>) -> Result<Bootstrapped, NodeupError>
         target.region,
         &target.server.servers,
         &target.server.ca_certificates,
+        &target.server.tls_server_name,
     )
     .map_err(bootstrap_error)?;
 

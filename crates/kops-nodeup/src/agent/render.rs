@@ -2,6 +2,7 @@
 //! kubelet configuration, systemd units, sysctls, kubeconfigs, and on
 //! control-plane nodes the static pods and their certificates.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
 
@@ -336,7 +337,118 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
             ),
         ));
     }
+    out.extend(etc_hosts(ctx));
     Ok(out)
+}
+
+/// The names a node resolves through `/etc/hosts` when the cluster
+/// publishes none (`dns: None`, gossip): on the control plane
+/// `api.internal.<cluster>` (and the API's public name) is the node itself;
+/// a worker whose boot config carries the control plane's addresses
+/// (`APIServerIPs`) reaches the API and kops-controller there. `None` when
+/// there is nothing to point (DNS names are published).
+fn etc_hosts(ctx: &Context<'_>) -> Option<PlannedFile> {
+    let config = &ctx.loaded.config;
+    let cluster = &config.cluster_name;
+    let publishes_dns = !config.uses_none_dns && !cluster.ends_with(".k8s.local");
+    let mut records: Vec<(String, Vec<String>)> = Vec::new();
+    if matches!(ctx.loaded.role, Role::ControlPlane) {
+        if publishes_dns {
+            return None;
+        }
+        let local = vec!["127.0.0.1".to_string()];
+        records.push((format!("api.internal.{cluster}"), local.clone()));
+        let public = config
+            .api_server_config
+            .as_ref()
+            .and_then(|a| a.api.get("publicName"))
+            .and_then(Value::as_str);
+        if let Some(public) = public.filter(|p| !p.is_empty()) {
+            records.push((public.to_string(), local));
+        }
+    } else {
+        let ips = &ctx.loaded.boot.api_server_ips;
+        if ips.is_empty() {
+            return None;
+        }
+        records.push((format!("api.internal.{cluster}"), ips.clone()));
+        records.push((format!("kops-controller.internal.{cluster}"), ips.clone()));
+    }
+    let existing =
+        std::fs::read_to_string(super::files::under(ctx.root, HOSTS)).unwrap_or_default();
+    Some(PlannedFile::new(
+        HOSTS,
+        0o644,
+        with_host_entries(&existing, &records),
+    ))
+}
+
+const HOSTS: &str = "/etc/hosts";
+const HOSTS_BEGIN: &str = "# Begin host entries managed by kops - do not edit";
+const HOSTS_END: &str = "# End host entries managed by kops";
+
+/// `existing` (an `/etc/hosts`) with `records` (name → addresses) in the
+/// block kops manages at its end, as kops' nodeup writes it: the lines
+/// outside the block kept, one blank line, then the block, one line per
+/// address with its names sorted, the lines sorted. Names the block held
+/// that `records` does not set are kept; the ones it sets are replaced.
+pub fn with_host_entries(existing: &str, records: &[(String, Vec<String>)]) -> String {
+    let mut outside: Vec<&str> = Vec::new();
+    let mut kept: Vec<(String, String)> = Vec::new();
+    let mut in_block = false;
+    for line in existing.split('\n') {
+        match line.trim() {
+            HOSTS_BEGIN => in_block = true,
+            HOSTS_END => in_block = false,
+            _ if !in_block => outside.push(line),
+            entry => {
+                let mut fields = entry.split_whitespace();
+                if let Some(address) = fields.next().filter(|a| !a.starts_with('#')) {
+                    for name in fields {
+                        kept.push((address.to_string(), name.to_string()));
+                    }
+                }
+            }
+        }
+    }
+    while outside.last().is_some_and(|l| l.is_empty()) {
+        outside.pop();
+    }
+    let set: BTreeSet<&str> = records.iter().map(|(name, _)| name.as_str()).collect();
+    let mut by_address: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (name, addresses) in records {
+        for address in addresses {
+            by_address
+                .entry(address.clone())
+                .or_default()
+                .insert(name.clone());
+        }
+    }
+    for (address, name) in kept.into_iter().filter(|(_, n)| !set.contains(n.as_str())) {
+        by_address.entry(address).or_default().insert(name);
+    }
+    let mut block: Vec<String> = by_address
+        .into_iter()
+        .map(|(address, names)| {
+            format!(
+                "{address}\t{}",
+                names.into_iter().collect::<Vec<_>>().join(" ")
+            )
+        })
+        .collect();
+    block.sort();
+    let mut out: Vec<&str> = outside;
+    out.push("");
+    out.push(HOSTS_BEGIN);
+    let mut text = out.join("\n");
+    for line in &block {
+        text.push('\n');
+        text.push_str(line);
+    }
+    text.push('\n');
+    text.push_str(HOSTS_END);
+    text.push('\n');
+    text
 }
 
 /// kubelet's KubeletConfiguration from kops' kubelet settings.
@@ -1154,5 +1266,51 @@ mod tests {
             "Environment=AWS_REGION=eu-west-1\n"
         );
         assert_eq!(service_environment(None, &|_| None), "");
+    }
+
+    #[test]
+    fn host_entries_go_in_kops_block_and_replace_only_their_names() {
+        let records = vec![
+            (
+                "api.internal.c.k8s.local".to_string(),
+                vec!["172.20.1.9".to_string(), "172.20.0.4".to_string()],
+            ),
+            (
+                "kops-controller.internal.c.k8s.local".to_string(),
+                vec!["172.20.0.4".to_string()],
+            ),
+        ];
+        let first = with_host_entries("127.0.0.1 localhost\n\n\n", &records);
+        assert_eq!(
+            first,
+            "127.0.0.1 localhost\n\n\
+             # Begin host entries managed by kops - do not edit\n\
+             172.20.0.4\tapi.internal.c.k8s.local kops-controller.internal.c.k8s.local\n\
+             172.20.1.9\tapi.internal.c.k8s.local\n\
+             # End host entries managed by kops\n"
+        );
+        assert_eq!(
+            with_host_entries(&first, &records),
+            first,
+            "a second run changes nothing"
+        );
+        // New addresses replace the old ones; a name kops-rs does not set stays.
+        let edited = first.replace("172.20.1.9\t", "10.0.0.1\tother.example.com\n172.20.1.9\t");
+        let moved = vec![(
+            "api.internal.c.k8s.local".to_string(),
+            vec!["172.20.2.2".to_string()],
+        )];
+        let again = with_host_entries(&edited, &moved);
+        assert!(again.contains("10.0.0.1\tother.example.com\n"), "{again}");
+        assert!(
+            again.contains("172.20.2.2\tapi.internal.c.k8s.local\n"),
+            "{again}"
+        );
+        assert!(!again.contains("172.20.1.9"), "{again}");
+        assert!(
+            again.contains("172.20.0.4\tkops-controller.internal.c.k8s.local\n"),
+            "{again}"
+        );
+        assert_eq!(again.matches("# Begin host entries").count(), 1, "{again}");
     }
 }

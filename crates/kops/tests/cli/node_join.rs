@@ -343,10 +343,14 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     let worker_conf = tmp.join("worker-kube_env.yaml");
     let boot = BootConfig {
         nodeup_config_hash: worker_hash,
+        // As a worker of a cluster without DNS names: kops-controller asked
+        // at an address, its certificate checked against its name.
         config_server: Some(ConfigServer {
             servers: vec![url.clone()],
+            tls_server_name: format!("kops-controller.internal.{CLUSTER}"),
             ..server.clone()
         }),
+        api_server_ips: vec!["127.0.0.1".into()],
         ..worker_boot.clone()
     };
     std::fs::write(&worker_conf, boot.to_yaml()).unwrap();
@@ -403,6 +407,13 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     }
     // Nothing of the state store's PKI on the worker.
     assert!(!under(&worker_root, "/etc/kubernetes/kops-controller").exists());
+    let hosts = std::fs::read_to_string(under(&worker_root, "/etc/hosts")).unwrap();
+    assert!(
+        hosts.contains(&format!(
+            "127.0.0.1\tapi.internal.{CLUSTER} kops-controller.internal.{CLUSTER}\n"
+        )),
+        "{hosts}"
+    );
     // A second run keeps its certificates and changes nothing.
     let again = kops_nodeup::agent::run(&options).await.unwrap();
     assert_eq!(again.changed(), 0, "{:?}", again.changes);
@@ -413,6 +424,7 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
         "us-east-1",
         std::slice::from_ref(&url),
         &server.ca_certificates,
+        "",
     )
     .unwrap();
     let (_, public_key) = kops_pki::new_private_key().unwrap();
