@@ -44,9 +44,16 @@ impl ClientError {
     pub fn is_transient(&self) -> bool {
         match self {
             ClientError::Unreachable { .. } => true,
-            ClientError::Refused { status, .. } => *status >= 500 || *status == 409,
+            ClientError::Refused { status, .. } => *status >= 500,
             _ => false,
         }
+    }
+
+    /// kops-controller's answer for a node that is already registered and
+    /// Ready (HTTP 409): it has joined; kops' nodeup then ends without
+    /// doing anything.
+    pub fn already_registered(&self) -> bool {
+        matches!(self, ClientError::Refused { status: 409, .. })
     }
 }
 

@@ -81,7 +81,8 @@ pub async fn build_with(
 const LABEL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs the controller until `shutdown` completes; with a kubeconfig, it
-/// also labels the cluster's nodes from their instance groups.
+/// also labels the cluster's nodes from their instance groups and refuses
+/// to bootstrap a node that is already registered and Ready.
 pub async fn run(
     options: Options,
     kubeconfig: Option<&std::path::Path>,
@@ -94,6 +95,7 @@ pub async fn run(
     tracing::info!("kops-controller listening on {addr}");
     if let Some(path) = kubeconfig {
         let client = kube_client(path).await?;
+        controller.refuse_registered_nodes(kube::Api::all(client.clone()));
         let labeler = controller.labeler(kube::Api::all(client));
         tokio::spawn(async move {
             loop {

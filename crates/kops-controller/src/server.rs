@@ -111,6 +111,10 @@ pub struct Controller {
     keys: SigningKeys,
     config_store: Arc<dyn ObjectStore>,
     secret_store: Option<Arc<dyn ObjectStore>>,
+    /// The cluster's nodes, once the controller has a Kubernetes client:
+    /// a node already registered and Ready gets nothing more (see
+    /// [`Controller::refuse_registered_nodes`]).
+    registered: std::sync::OnceLock<kube::Api<k8s_openapi::api::core::v1::Node>>,
 }
 
 impl Controller {
@@ -131,7 +135,34 @@ impl Controller {
             keys,
             config_store,
             secret_store,
+            registered: std::sync::OnceLock::new(),
         })
+    }
+
+    /// From now on, a bootstrap for a node that is already registered and
+    /// Ready is refused (409, "node already registered"), as kops'
+    /// controller does: once a node has joined, a workload on it that got
+    /// hold of the instance's credentials cannot obtain its certificates
+    /// again. A node registered but not Ready (a reboot, a replaced
+    /// certificate) may bootstrap.
+    pub fn refuse_registered_nodes(&self, nodes: kube::Api<k8s_openapi::api::core::v1::Node>) {
+        let _ = self.registered.set(nodes);
+    }
+
+    /// Whether `name` is a registered, Ready node; `Err` when the API
+    /// cannot tell.
+    async fn registered_and_ready(&self, name: &str) -> Result<bool, kube::Error> {
+        let Some(nodes) = self.registered.get() else {
+            return Ok(false);
+        };
+        let ready = nodes.get_opt(name).await?.is_some_and(|node| {
+            node.status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        });
+        Ok(ready)
     }
 
     /// A node labeller sharing this controller's EC2 client and state store.
@@ -226,6 +257,23 @@ impl Controller {
                 return reply(StatusCode::FORBIDDEN, "failed to verify token");
             }
         };
+        match self.registered_and_ready(&identity.node_name).await {
+            Ok(false) => {}
+            Ok(true) => {
+                tracing::warn!(
+                    "bootstrap from {peer} refused: node `{}` is already registered and Ready",
+                    identity.node_name
+                );
+                return reply(StatusCode::CONFLICT, "node already registered");
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "bootstrap from {peer}: cannot read node `{}`: {e}",
+                    identity.node_name
+                );
+                return reply(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
+            }
+        }
         let request: BootstrapRequest = match serde_json::from_slice(&body) {
             Ok(r) => r,
             Err(e) => {

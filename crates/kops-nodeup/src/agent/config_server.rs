@@ -169,6 +169,7 @@ async fn ask(
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(30));
             }
+            Err(e) if e.already_registered() => return Err(NodeupError::AlreadyRegistered),
             Err(e) => return Err(bootstrap_error(e)),
         }
     }

@@ -105,6 +105,9 @@ pub enum ServiceAction {
     SkippedDryRun,
     /// `systemctl` ran: daemon-reload, enable --now, restart of the changed units.
     Started { units: Vec<String> },
+    /// Nothing ran: kops-controller says the node has already joined (a
+    /// worker's nodeup run again while its node is Ready).
+    AlreadyRegistered,
 }
 
 /// Everything nodeup can fail at.
@@ -166,6 +169,10 @@ pub enum NodeupError {
     NotIssued { path: String },
     #[error("bootstrap through kops-controller failed: {reason}")]
     Bootstrap { reason: String },
+    /// kops-controller refused the node because it is already registered
+    /// and Ready; [`run`] ends without changes, as kops' nodeup does.
+    #[error("kops-controller: this node is already registered and Ready")]
+    AlreadyRegistered,
     #[error("the boot config names kops-controller but no region is known\nhint: the user data exports AWS_REGION; pass it to nodeup")]
     NoRegion,
     #[error("cannot determine this node's name: {reason}\nhint: pass --node-name")]
@@ -304,7 +311,21 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         Some(n) => n.clone(),
         None => host_name()?,
     };
-    let loaded = load_node(options, &node_name).await?;
+    let loaded = match load_node(options, &node_name).await {
+        Err(NodeupError::AlreadyRegistered) => {
+            let (boot, role) = read_boot_config(&options.conf)?;
+            tracing::info!("node `{node_name}` is already registered and Ready; nothing to do");
+            return Ok(Outcome {
+                cluster: boot.cluster_name,
+                instance_group: boot.instance_group_name,
+                role,
+                changes: Vec::new(),
+                downloaded: Vec::new(),
+                services: ServiceAction::AlreadyRegistered,
+            });
+        }
+        loaded => loaded?,
+    };
     let arch = options.arch.or_else(Arch::host).unwrap_or(Arch::Amd64);
     let fetcher = Fetcher::new(options.attempts, options.retry_delay);
 

@@ -314,6 +314,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         ),
         ServiceAction::SkippedDryRun => eprintln!("services not started: dry run"),
         ServiceAction::Started { units } => eprintln!("services enabled and started: {}", units.join(", ")),
+        ServiceAction::AlreadyRegistered => {
+            eprintln!("kops-controller says this node is already registered and Ready: nothing to do")
+        }
     }
     Ok(())
 }

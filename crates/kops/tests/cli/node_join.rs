@@ -418,6 +418,39 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     let again = kops_nodeup::agent::run(&options).await.unwrap();
     assert_eq!(again.changed(), 0, "{:?}", again.changes);
 
+    // Once the node is registered and Ready, kops-controller refuses it
+    // (409, as kops') and its nodeup ends without doing anything; a node
+    // registered but not Ready may bootstrap again.
+    let api = kops_testkit::kube_api::FakeApi::start();
+    let kube = kops_channels::client_from_kubeconfig(&api.write_kubeconfig(tmp))
+        .await
+        .unwrap();
+    controller.refuse_registered_nodes(kube::Api::all(kube));
+    let node = |ready: &str| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": worker},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        })
+    };
+    api.put("api/v1", "nodes", "", &worker, node("False"));
+    let not_ready = kops_nodeup::agent::run(&options).await.unwrap();
+    assert_eq!(not_ready.changed(), 0, "{:?}", not_ready.changes);
+    assert_ne!(
+        not_ready.services,
+        kops_nodeup::agent::ServiceAction::AlreadyRegistered
+    );
+    api.put("api/v1", "nodes", "", &worker, node("True"));
+    let joined = kops_nodeup::agent::run(&options).await.unwrap();
+    assert_eq!(
+        joined.services,
+        kops_nodeup::agent::ServiceAction::AlreadyRegistered
+    );
+    assert_eq!(joined.changed(), 0, "{:?}", joined.changes);
+    assert!(logs
+        .text()
+        .contains(&format!("node `{worker}` is already registered and Ready")));
+    api.delete("api/v1", "nodes", "", &worker);
+
     // 4. Refusals: 403, a log line each, nothing issued.
     let client = BootstrapClient::new(
         CLUSTER,
@@ -501,8 +534,9 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
             "no log line `{expected}` in:\n{text}"
         );
     }
+    // The five above and the registered, Ready node's.
     let refusals = text.lines().filter(|l| l.contains("refused:")).count();
-    assert_eq!(refusals, 5, "{text}");
+    assert_eq!(refusals, 6, "{text}");
     assert!(
         text.lines().all(|l| l.len() < 400),
         "log lines are one short line each:\n{text}"
