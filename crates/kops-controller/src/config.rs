@@ -25,6 +25,14 @@ pub struct Options {
     #[serde(rename = "secretStore", default)]
     pub secret_store: String,
     pub server: ServerOptions,
+    /// Nodes get their pod ranges from their instances' IPv6 prefixes
+    /// (IPv6-only clusters; see [`crate::ipam`]).
+    #[serde(
+        rename = "enableCloudIPAM",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub enable_cloud_ipam: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -96,6 +104,8 @@ impl Options {
                 signing_cas: vec![kops_pki::KUBERNETES_CA.to_string()],
                 cert_names: CERT_NAMES.iter().map(|s| s.to_string()).collect(),
             },
+            // Only IPv6-only clusters use it; their addon says so.
+            enable_cloud_ipam: false,
         }
     }
 
@@ -142,5 +152,10 @@ mod tests {
         );
         assert_eq!(parsed.to_json(), kops);
         assert_eq!(parsed.listen_addr(), "0.0.0.0:3988");
+        // An IPv6-only cluster's options turn the cloud IPAM on.
+        let ipv6 = kops.replacen(r#"]}}"#, r#"]},"enableCloudIPAM":true}"#, 1);
+        let parsed = Options::parse(&ipv6).unwrap();
+        assert!(parsed.enable_cloud_ipam);
+        assert_eq!(parsed.to_json(), ipv6);
     }
 }

@@ -18,6 +18,7 @@
 
 pub mod client;
 pub mod config;
+pub mod ipam;
 pub mod labels;
 pub mod protocol;
 pub mod server;
@@ -81,8 +82,9 @@ pub async fn build_with(
 const LABEL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Runs the controller until `shutdown` completes; with a kubeconfig, it
-/// also labels the cluster's nodes from their instance groups and refuses
-/// to bootstrap a node that is already registered and Ready.
+/// also labels the cluster's nodes from their instance groups, refuses to
+/// bootstrap a node that is already registered and Ready, and, with
+/// `enableCloudIPAM`, gives nodes their pod ranges.
 pub async fn run(
     options: Options,
     kubeconfig: Option<&std::path::Path>,
@@ -96,6 +98,16 @@ pub async fn run(
     if let Some(path) = kubeconfig {
         let client = kube_client(path).await?;
         controller.refuse_registered_nodes(kube::Api::all(client.clone()));
+        if let Some(ipam) = controller.ipam(kube::Api::all(client.clone())) {
+            tokio::spawn(async move {
+                loop {
+                    if let Err(e) = ipam.run_once().await {
+                        tracing::warn!("cloud IPAM: {e}");
+                    }
+                    tokio::time::sleep(ipam::IPAM_INTERVAL).await;
+                }
+            });
+        }
         let labeler = controller.labeler(kube::Api::all(client));
         tokio::spawn(async move {
             loop {

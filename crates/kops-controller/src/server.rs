@@ -177,6 +177,18 @@ impl Controller {
         }
     }
 
+    /// The cloud IPAM sharing this controller's EC2 client, when its
+    /// options enable it (`enableCloudIPAM`).
+    pub fn ipam(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> Option<crate::ipam::Ipam> {
+        self.options.enable_cloud_ipam.then(|| crate::ipam::Ipam {
+            nodes,
+            ec2: self.verifier.ec2().clone(),
+        })
+    }
+
     /// The TLS acceptor for the configured serving certificate.
     pub fn tls(&self) -> Result<TlsAcceptor, StartError> {
         tls_acceptor(

@@ -561,7 +561,7 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     let kube = kops_channels::client_from_kubeconfig(&kubeconfig)
         .await
         .unwrap();
-    let labeler = controller.labeler(kube::Api::all(kube));
+    let labeler = controller.labeler(kube::Api::all(kube.clone()));
     assert_eq!(labeler.run_once().await.unwrap(), 1);
     let node = api.get("api/v1", "nodes", "", &worker).unwrap();
     let labels = &node["metadata"]["labels"];
@@ -569,6 +569,39 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     assert_eq!(labels["node-role.kubernetes.io/node"], "", "{node}");
     assert_eq!(labels["kubernetes.io/hostname"], worker.as_str(), "{node}");
     assert_eq!(labeler.run_once().await.unwrap(), 0, "second pass");
+
+    // 6. Cloud IPAM (IPv6-only clusters): the node's instance is found by
+    // its interface; moto gives interfaces no IPv6 prefixes, so the node is
+    // named in a warning and left without a range (the prefix → range rule
+    // is a unit test of kops_controller::ipam). A node that has its range
+    // is not looked up.
+    let ipam = kops_controller::ipam::Ipam {
+        nodes: kube::Api::all(kube),
+        ec2: ec2.clone(),
+    };
+    api.put(
+        "api/v1",
+        "nodes",
+        "",
+        "ranged",
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": "ranged"},
+            "spec": {"providerID": "aws:///us-east-1a/i-0000000000000dead",
+                     "podCIDR": "2001:db8::/80", "podCIDRs": ["2001:db8::/80"]},
+        }),
+    );
+    assert_eq!(ipam.run_once().await.unwrap(), 0);
+    let node = api.get("api/v1", "nodes", "", &worker).unwrap();
+    assert!(node["spec"].get("podCIDRs").is_none(), "{node}");
+    let text = logs.text();
+    assert!(
+        text.contains(&format!("node {worker}: no pod range: interface eni-"))
+            && text.contains(&format!(
+                "of instance {worker} has 0 IPv6 prefixes, expected 1"
+            )),
+        "{text}"
+    );
+    assert!(!text.contains("node ranged"), "{text}");
 
     let _ = stop.send(());
     let _ = serving.await;

@@ -1,0 +1,167 @@
+//! kops-controller's cloud IPAM (`enableCloudIPAM`, set by `update` for
+//! IPv6-only clusters, as kops does): each instance gets an IPv6 prefix on
+//! its network interface (the launch template's `Ipv6PrefixCount: 1`), and
+//! that prefix becomes its node's pod range. A node without
+//! `spec.podCIDRs` gets `podCIDR` and `podCIDRs` set to the one IPv6 prefix
+//! of the one interface attached to its instance; a node that has them is
+//! left alone. Until then the network plugin has no range for the node's
+//! pods, so the controller looks often ([`IPAM_INTERVAL`]).
+
+use std::time::Duration;
+
+use aws_sdk_ec2::types::{Filter, NetworkInterface};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::json;
+
+use crate::labels::instance_id;
+
+/// How often nodes without a pod range are looked for.
+pub const IPAM_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Gives the cluster's nodes their pod ranges.
+pub struct Ipam {
+    pub nodes: Api<Node>,
+    pub ec2: aws_sdk_ec2::Client,
+}
+
+/// The pod range of `instance` from the network interfaces attached to it:
+/// the IPv6 prefix of its one interface, which must have exactly one (as
+/// kops requires); otherwise why not.
+pub fn pod_cidr(instance: &str, interfaces: &[NetworkInterface]) -> Result<String, String> {
+    let [interface] = interfaces else {
+        return Err(format!(
+            "instance {instance} has {} network interfaces, expected 1",
+            interfaces.len()
+        ));
+    };
+    match interface.ipv6_prefixes() {
+        [one] => one.ipv6_prefix().map(str::to_string).ok_or_else(|| {
+            format!(
+                "interface {} of instance {instance} has an empty IPv6 prefix",
+                interface.network_interface_id().unwrap_or("?")
+            )
+        }),
+        prefixes => Err(format!(
+            "interface {} of instance {instance} has {} IPv6 prefixes, expected 1",
+            interface.network_interface_id().unwrap_or("?"),
+            prefixes.len()
+        )),
+    }
+}
+
+impl Ipam {
+    /// One pass over the nodes: the number given a pod range. A node whose
+    /// instance cannot say is named in a warning and tried again next pass.
+    pub async fn run_once(&self) -> Result<usize, String> {
+        let nodes = self
+            .nodes
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("cannot list nodes: {e}"))?;
+        let mut assigned = 0;
+        for node in &nodes.items {
+            let Some(spec) = &node.spec else {
+                continue;
+            };
+            if spec.pod_cidrs.as_ref().is_some_and(|c| !c.is_empty()) {
+                continue;
+            }
+            let (Some(name), Some(instance)) = (
+                node.metadata.name.as_deref(),
+                spec.provider_id.as_deref().and_then(instance_id),
+            ) else {
+                continue;
+            };
+            let interfaces = self
+                .ec2
+                .describe_network_interfaces()
+                .filters(
+                    Filter::builder()
+                        .name("attachment.instance-id")
+                        .values(instance)
+                        .build(),
+                )
+                .into_paginator()
+                .items()
+                .send()
+                .collect::<Result<Vec<_>, _>>()
+                .await
+                .map_err(|e| {
+                    format!(
+                        "EC2 DescribeNetworkInterfaces {instance}: {}",
+                        crate::verify::error_chain(&e)
+                    )
+                })?;
+            let cidr = match pod_cidr(instance, &interfaces) {
+                Ok(cidr) => cidr,
+                Err(reason) => {
+                    tracing::warn!("node {name}: no pod range: {reason}");
+                    continue;
+                }
+            };
+            self.nodes
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}})),
+                )
+                .await
+                .map_err(|e| format!("cannot give node {name} its pod range: {e}"))?;
+            tracing::info!("node {name}: pod range {cidr} (instance {instance})");
+            assigned += 1;
+        }
+        Ok(assigned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_ec2::types::Ipv6PrefixSpecification;
+
+    fn interface(id: &str, prefixes: &[&str]) -> NetworkInterface {
+        NetworkInterface::builder()
+            .network_interface_id(id)
+            .set_ipv6_prefixes(Some(
+                prefixes
+                    .iter()
+                    .map(|p| Ipv6PrefixSpecification::builder().ipv6_prefix(*p).build())
+                    .collect(),
+            ))
+            .build()
+    }
+
+    #[test]
+    fn the_one_prefix_of_the_one_interface_is_the_pod_range() {
+        assert_eq!(
+            pod_cidr("i-1", &[interface("eni-1", &["2001:db8:0:1:a::/80"])]),
+            Ok("2001:db8:0:1:a::/80".to_string())
+        );
+        assert_eq!(
+            pod_cidr("i-1", &[interface("eni-1", &[])]),
+            Err("interface eni-1 of instance i-1 has 0 IPv6 prefixes, expected 1".into())
+        );
+        assert_eq!(
+            pod_cidr(
+                "i-1",
+                &[interface("eni-1", &["2001:db8::/80", "2001:db8:1::/80"])]
+            ),
+            Err("interface eni-1 of instance i-1 has 2 IPv6 prefixes, expected 1".into())
+        );
+        assert_eq!(
+            pod_cidr(
+                "i-1",
+                &[
+                    interface("eni-1", &["2001:db8::/80"]),
+                    interface("eni-2", &[])
+                ]
+            ),
+            Err("instance i-1 has 2 network interfaces, expected 1".into())
+        );
+        assert_eq!(
+            pod_cidr("i-1", &[]),
+            Err("instance i-1 has 0 network interfaces, expected 1".into())
+        );
+    }
+}
