@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use aws_sdk_ec2::types::{Filter, NetworkInterface};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-use crate::labels::instance_id;
+use crate::labels::{all_nodes, instance_id};
 
 /// How often nodes without a pod range are looked for.
 pub const IPAM_INTERVAL: Duration = Duration::from_secs(5);
@@ -54,13 +54,9 @@ impl Ipam {
     /// One pass over the nodes: the number given a pod range. A node whose
     /// instance cannot say is named in a warning and tried again next pass.
     pub async fn run_once(&self) -> Result<usize, String> {
-        let nodes = self
-            .nodes
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| format!("cannot list nodes: {e}"))?;
+        let nodes = all_nodes(&self.nodes).await?;
         let mut assigned = 0;
-        for node in &nodes.items {
+        for node in &nodes {
             let Some(spec) = &node.spec else {
                 continue;
             };

@@ -36,6 +36,15 @@ pub struct Labeler {
     pub config_store: Arc<dyn ObjectStore>,
 }
 
+/// Every node of the cluster (the controller's passes look at all).
+pub(crate) async fn all_nodes(nodes: &Api<Node>) -> Result<Vec<Node>, String> {
+    nodes
+        .list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .map_err(|e| format!("cannot list nodes: {e}"))
+}
+
 /// The instance id in a node's provider id (`aws:///us-east-1a/i-0abc`).
 pub fn instance_id(provider_id: &str) -> Option<&str> {
     provider_id
@@ -67,13 +76,9 @@ pub fn label_changes(
 impl Labeler {
     /// One pass over all nodes: the number of nodes patched.
     pub async fn run_once(&self) -> Result<usize, String> {
-        let nodes = self
-            .nodes
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| format!("cannot list nodes: {e}"))?;
+        let nodes = all_nodes(&self.nodes).await?;
         let mut by_instance: HashMap<String, (String, BTreeMap<String, String>)> = HashMap::new();
-        for node in &nodes.items {
+        for node in &nodes {
             let Some(name) = node.metadata.name.clone() else {
                 continue;
             };
