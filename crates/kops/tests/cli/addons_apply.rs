@@ -39,17 +39,11 @@ async fn update_writes_addons_the_applier_applies_once() {
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let out = dir.path().join("out");
-    let r = kops(&[
-        "update",
-        "cluster",
+    let r = kops(&crate::common::terraform_args(
         NAME,
-        "--state",
         &state,
-        "--target",
-        "terraform",
-        "--out",
         out.to_str().unwrap(),
-    ]);
+    ));
     assert_eq!(r.code, 0, "{}", r.stderr);
 
     let api = FakeApi::start();
@@ -217,17 +211,11 @@ fn render_case(case: &Path, work: &Path) -> Result<String, String> {
         ])?;
     }
     let out = work.join("out");
-    run(&[
-        "update",
-        "cluster",
+    run(&crate::common::terraform_args(
         &name,
-        "--state",
         &state,
-        "--target",
-        "terraform",
-        "--out",
         out.to_str().unwrap_or(""),
-    ])?;
+    ))?;
     Ok(format!("{state}/{name}/addons/bootstrap-channel.yaml"))
 }
 

@@ -164,19 +164,7 @@ fn retries_are_quiet_at_v0_and_one_line_each_at_v1() {
     }
 
     for cluster in ["quiet.example.com", "chatty.example.com"] {
-        let r = kops_on(
-            moto,
-            &[
-                "delete",
-                "cluster",
-                cluster,
-                "--state",
-                &state,
-                "--yes",
-                "--interval",
-                "100ms",
-            ],
-        );
+        let r = kops_on(moto, &crate::common::delete_args(cluster, &state));
         assert_eq!(r.code, 0, "delete {cluster}: {}", r.stderr);
     }
 }
@@ -234,20 +222,7 @@ fn one_run_suffices_when_a_fifth_of_the_calls_fail() {
         r.stdout,
         r.stderr
     );
-    let r = through(
-        moto,
-        &proxy,
-        &[
-            "delete",
-            "cluster",
-            cluster,
-            "--state",
-            &state,
-            "--yes",
-            "--interval",
-            "100ms",
-        ],
-    );
+    let r = through(moto, &proxy, &crate::common::delete_args(cluster, &state));
     assert_eq!(r.code, 0, "delete: {}", r.stderr);
     for line in r.stderr.lines() {
         assert!(line.chars().count() < 300, "{line}");

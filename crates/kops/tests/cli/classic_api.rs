@@ -208,19 +208,7 @@ fn a_classic_api_load_balancer_is_built_kept_and_retired_on_the_move_to_network(
         r.stdout, r.stderr
     );
 
-    let r = kops_on(
-        moto,
-        &[
-            "delete",
-            "cluster",
-            CLUSTER,
-            "--state",
-            &state,
-            "--yes",
-            "--interval",
-            "100ms",
-        ],
-    );
+    let r = kops_on(moto, &crate::common::delete_args(CLUSTER, &state));
     assert_eq!(r.code, 0, "delete: {}", r.stderr);
     let (_, vpcs) = moto
         .query_api(

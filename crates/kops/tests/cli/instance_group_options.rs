@@ -100,19 +100,7 @@ fn a_given_profile_and_a_spot_price_are_applied_once() {
     );
 
     // The given profile is not kops-rs' to delete.
-    let r = kops_on(
-        moto,
-        &[
-            "delete",
-            "cluster",
-            CLUSTER,
-            "--state",
-            &state,
-            "--yes",
-            "--interval",
-            "100ms",
-        ],
-    );
+    let r = kops_on(moto, &crate::common::delete_args(CLUSTER, &state));
     assert_eq!(r.code, 0, "delete: {}", r.stderr);
     let (status, body) = moto
         .query_api(

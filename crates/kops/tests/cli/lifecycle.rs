@@ -222,19 +222,7 @@ fn lifecycle(topology: &str, cluster: &str) {
     let r = kops_on(moto, &["delete", "cluster", cluster, "--state", &state]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("vpc"), "{}", r.stdout);
-    let r = kops_on(
-        moto,
-        &[
-            "delete",
-            "cluster",
-            cluster,
-            "--state",
-            &state,
-            "--yes",
-            "--interval",
-            "100ms",
-        ],
-    );
+    let r = kops_on(moto, &crate::common::delete_args(cluster, &state));
     assert_eq!(r.code, 0, "delete: {}", r.stderr);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

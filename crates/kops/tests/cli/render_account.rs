@@ -24,6 +24,16 @@ const AWS_VARIABLES: [&str; 9] = [
 
 const WARNING: &str = "warning: the AWS account is unknown";
 
+/// `kops ARGS` with no AWS credentials anywhere, in us-east-1.
+fn offline(args: &[&str]) -> Run {
+    let mut c = command(args);
+    for variable in AWS_VARIABLES {
+        c.env_remove(variable);
+    }
+    c.env("AWS_REGION", "us-east-1");
+    c.output().expect("run kops").into()
+}
+
 /// The node termination handler's manifest the render wrote to the state
 /// store (a `file://` config base: Terraform does not manage it).
 fn nth_manifest(state: &Path, cluster: &str) -> String {
@@ -76,17 +86,7 @@ fn render_names_the_account_with_credentials_and_warns_once_without() {
     let out = dir.path().join("online");
     let r = kops_on(
         moto,
-        &[
-            "update",
-            "cluster",
-            name,
-            "--state",
-            &state,
-            "--target",
-            "terraform",
-            "--out",
-            out.to_str().unwrap(),
-        ],
+        &crate::common::terraform_args(name, &state, out.to_str().unwrap()),
     );
     assert_eq!(r.code, 0, "render: {}", r.stderr);
     assert!(!r.stderr.contains(WARNING), "{}", r.stderr);
@@ -98,23 +98,12 @@ fn render_names_the_account_with_credentials_and_warns_once_without() {
 
     // No credentials anywhere: offline, one warning line.
     let out = dir.path().join("offline");
-    let mut c = command(&[
-        "update",
-        "cluster",
-        name,
-        "--state",
-        &state,
-        "--target",
-        "terraform",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    for variable in AWS_VARIABLES {
-        c.env_remove(variable);
-    }
-    c.env("AWS_REGION", "us-east-1");
     let started = std::time::Instant::now();
-    let r: Run = c.output().expect("run kops").into();
+    let r = offline(&crate::common::terraform_args(
+        name,
+        &state,
+        out.to_str().unwrap(),
+    ));
     assert_eq!(r.code, 0, "render: {}", r.stderr);
     assert!(
         started.elapsed().as_secs() < 60,
@@ -174,17 +163,7 @@ fn render_names_the_hosted_zone_it_finds() {
         let out = dir.path().join(out);
         kops_on(
             moto,
-            &[
-                "update",
-                "cluster",
-                name,
-                "--state",
-                &state,
-                "--target",
-                "terraform",
-                "--out",
-                out.to_str().unwrap(),
-            ],
+            &crate::common::terraform_args(name, &state, out.to_str().unwrap()),
         )
     };
     let dns_controller = "addons/dns-controller.addons.k8s.io/k8s-1.12.yaml";
@@ -265,29 +244,15 @@ fn private_control_plane_without_api_gets_its_load_balancer() {
     assert!(manifest.contains("type: Private"), "{manifest}");
     std::fs::write(dir.path().join("cluster.yaml"), &manifest).unwrap();
     let state = file_url(&dir.path().join("state"));
-    let offline = |args: &[&str]| -> Run {
-        let mut c = command(args);
-        for variable in AWS_VARIABLES {
-            c.env_remove(variable);
-        }
-        c.env("AWS_REGION", "us-east-1");
-        c.output().expect("run kops").into()
-    };
     let input = dir.path().join("cluster.yaml");
     let r = offline(&["create", "-f", input.to_str().unwrap(), "--state", &state]);
     assert_eq!(r.code, 0, "create: {}", r.stderr);
     let out = dir.path().join("out");
-    let r = offline(&[
-        "update",
-        "cluster",
+    let r = offline(&crate::common::terraform_args(
         name,
-        "--state",
         &state,
-        "--target",
-        "terraform",
-        "--out",
         out.to_str().unwrap(),
-    ]);
+    ));
     assert_eq!(r.code, 0, "render: {}", r.stderr);
     let tf = std::fs::read_to_string(out.join("kubernetes.tf")).unwrap();
     assert!(

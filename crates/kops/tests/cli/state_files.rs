@@ -131,18 +131,6 @@ fn update_writes_kops_state_files_once() {
         r.stderr
     );
 
-    let r = kops_on(
-        moto,
-        &[
-            "delete",
-            "cluster",
-            cluster,
-            "--state",
-            &state,
-            "--yes",
-            "--interval",
-            "100ms",
-        ],
-    );
+    let r = kops_on(moto, &crate::common::delete_args(cluster, &state));
     assert_eq!(r.code, 0, "delete: {}", r.stderr);
 }

@@ -156,17 +156,7 @@ fn render_case(case: &Path, work: &Path) -> Result<(PathBuf, Duration), String> 
     }
     let render_started = Instant::now();
     run(
-        &[
-            "update",
-            "cluster",
-            &name,
-            "--state",
-            &state_url,
-            "--target",
-            "terraform",
-            "--out",
-            out.to_str().unwrap_or(""),
-        ],
+        &crate::common::terraform_args(&name, &state_url, out.to_str().unwrap_or("")),
         work,
     )?;
     let _ = started;

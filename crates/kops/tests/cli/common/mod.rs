@@ -57,6 +57,36 @@ pub fn create_and_apply(moto: &kops_testkit::Moto, name: &str, state: &str) {
 }
 
 /// A `kops` command with a clean environment (no user state store, no editor).
+/// `delete cluster NAME --state STATE --yes`, with passes 100 ms apart
+/// (moto answers at once; the default interval would only slow the test).
+pub fn delete_args<'a>(cluster: &'a str, state: &'a str) -> [&'a str; 8] {
+    [
+        "delete",
+        "cluster",
+        cluster,
+        "--state",
+        state,
+        "--yes",
+        "--interval",
+        "100ms",
+    ]
+}
+
+/// `update cluster NAME --state STATE --target terraform --out OUT`.
+pub fn terraform_args<'a>(cluster: &'a str, state: &'a str, out: &'a str) -> [&'a str; 9] {
+    [
+        "update",
+        "cluster",
+        cluster,
+        "--state",
+        state,
+        "--target",
+        "terraform",
+        "--out",
+        out,
+    ]
+}
+
 pub fn command(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_kops"));
     c.args(args)
