@@ -206,15 +206,11 @@ pub fn state_files_keeping(
         entry.insert("manifest".into(), Value::String(addon.location()));
         entry.insert("manifestHash".into(), Value::String(hash));
         entry.insert("name".into(), Value::String(addon.key.to_string()));
-        if addon.key == "kops-controller.addons.k8s.io" {
-            entry.insert(
-                "needsRollingUpdate".into(),
-                Value::String("control-plane".into()),
-            );
+        if addon.needs_pki(model) {
+            entry.insert("needsPKI".into(), Value::Bool(true));
         }
-        // A new network plugin needs every node restarted, as kops marks it.
-        if addon.key.starts_with("networking.") {
-            entry.insert("needsRollingUpdate".into(), Value::String("all".into()));
+        if let Some(roles) = addon.needs_rolling_update() {
+            entry.insert("needsRollingUpdate".into(), Value::String(roles.into()));
         }
         if addon.prunes() {
             entry.insert("prune".into(), prune_spec(addon.key, &contents));
@@ -351,8 +347,10 @@ fn prune_spec(key: &str, contents: &str) -> Value {
 }
 
 impl Addon {
-    /// Whether the channel prunes this addon's leftovers (as kops does for
-    /// these addons, and for dns-controller when the cluster does not use it).
+    /// Whether the channel prunes this addon's leftovers: kops builds prune
+    /// kinds for these addons (and for dns-controller when the cluster does
+    /// not use it), not for the others (kube-router, the AWS VPC CNI,
+    /// kindnet and Cilium included).
     fn prunes(&self) -> bool {
         self.empty
             || matches!(
@@ -362,7 +360,54 @@ impl Addon {
                     | "node-termination-handler.aws"
                     | "node-problem-detector.addons.k8s.io"
                     | "aws-load-balancer-controller.addons.k8s.io"
+                    | "networking.kope.io"
+                    | "networking.flannel"
+                    | "networking.projectcalico.org"
             )
+    }
+
+    /// The nodes kops marks for replacement when this addon changes
+    /// (`needsRollingUpdate`): the control plane for kops-controller;
+    /// every node for the CNIs that configure the host (the AWS VPC CNI,
+    /// kindnet, Cilium). kops marks no other network plugin.
+    fn needs_rolling_update(&self) -> Option<&'static str> {
+        match self.key {
+            "kops-controller.addons.k8s.io" => Some("control-plane"),
+            "networking.amazon-vpc-routed-eni" | "networking.kindnet" | "networking.cilium.io" => {
+                Some("all")
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the channel gives the addon a CA and issuer (`needsPKI`), as
+    /// kops asks for the addons that serve webhooks or TLS: the load
+    /// balancer controller, the pod identity webhook, the snapshot
+    /// controller, metrics-server unless `insecure`, and Cilium with Hubble.
+    fn needs_pki(&self, model: &Model<'_>) -> bool {
+        let spec = &model.cluster.spec;
+        match self.key {
+            "aws-load-balancer-controller.addons.k8s.io"
+            | "eks-pod-identity-webhook.addons.k8s.io"
+            | "snapshot-controller.addons.k8s.io" => true,
+            "metrics-server.addons.k8s.io" => {
+                spec.metrics_server
+                    .as_ref()
+                    .and_then(|m| m.extra.get("insecure"))
+                    .and_then(Value::as_bool)
+                    != Some(true)
+            }
+            "networking.cilium.io" => {
+                spec.networking
+                    .as_ref()
+                    .and_then(|n| n.cilium.as_ref())
+                    .and_then(|c| c.hubble.as_ref())
+                    .and_then(|h| h.get("enabled"))
+                    .and_then(Value::as_bool)
+                    == Some(true)
+            }
+            _ => false,
+        }
     }
 
     fn new(key: &'static str, id: &'static str) -> Self {
@@ -425,8 +470,12 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
     if enabled(spec.metrics_server.as_ref().and_then(|c| c.enabled)) {
         out.push(Addon::new("metrics-server.addons.k8s.io", "k8s-1.11"));
     }
-    if enabled(spec.cert_manager.as_ref().and_then(|c| c.enabled)) {
-        out.push(Addon::new("certmanager.io", "k8s-1.16"));
+    // A cert-manager the user runs himself (`managed: false`) is not kops'.
+    if let Some(cert_manager) = &spec.cert_manager {
+        let managed = cert_manager.extra.get("managed").and_then(Value::as_bool);
+        if enabled(cert_manager.enabled) && managed != Some(false) {
+            out.push(Addon::new("certmanager.io", "k8s-1.16"));
+        }
     }
     let karpenter = enabled(spec.karpenter.as_ref().and_then(|k| k.enabled));
     let nth = spec
@@ -541,7 +590,15 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
         out.push(Addon::new("authentication.aws", "k8s-1.12"));
     }
     out.push(Addon::new("aws-cloud-controller.addons.k8s.io", "k8s-1.18"));
-    out.push(Addon::new("aws-ebs-csi-driver.addons.k8s.io", "k8s-1.17"));
+    let ebs_csi_managed = spec
+        .cloud_config
+        .as_ref()
+        .and_then(|c| c.aws_ebs_csi_driver.as_ref())
+        .and_then(|d| d.get("managed"))
+        .and_then(Value::as_bool);
+    if ebs_csi_managed != Some(false) {
+        out.push(Addon::new("aws-ebs-csi-driver.addons.k8s.io", "k8s-1.17"));
+    }
     if enabled(spec.snapshot_controller.as_ref().and_then(|c| c.enabled)) {
         out.push(Addon::new("snapshot-controller.addons.k8s.io", "k8s-1.20"));
     }
@@ -1082,6 +1139,104 @@ mod tests {
             channels.contains(&format!("      value: /tmp\n    {plain}    image:")),
             "{channels}"
         );
+    }
+
+    /// The channel entry of the network plugin of `cluster` (`addons`'
+    /// small cluster with `networking` replaced).
+    fn network_entry(networking: &str) -> Value {
+        let (cluster, groups) = crate::addons::tests::cluster();
+        let mut cluster = cluster;
+        cluster.spec.networking = Some(serde_yaml_ng::from_str(networking).unwrap());
+        let m = model(&cluster, &groups);
+        let files = state_files(&m, "", Vec::new()).unwrap();
+        let channel = files
+            .iter()
+            .find(|f| f.path == "addons/bootstrap-channel.yaml")
+            .unwrap();
+        let channel: Value = serde_yaml_ng::from_slice(&channel.contents).unwrap();
+        channel["spec"]["addons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"].as_str().unwrap().starts_with("networking."))
+            .cloned()
+            .unwrap_or_else(|| panic!("no network plugin for {networking}"))
+    }
+
+    /// kops' channel for each network plugin it offers on AWS, including
+    /// those kops' suite has no AWS case of (Calico, kube-router): which
+    /// prune their leftovers, which roll every node, which need a CA. A
+    /// channel that differs here is rewritten on every cluster kops made.
+    #[test]
+    fn network_plugins_are_listed_as_kops_lists_them() {
+        for (networking, name, prunes, rolls, pki) in [
+            (
+                "calico: {}",
+                "networking.projectcalico.org",
+                true,
+                None,
+                false,
+            ),
+            ("flannel: {}", "networking.flannel", true, None, false),
+            ("kopeio: {}", "networking.kope.io", true, None, false),
+            (
+                "kuberouter: {}",
+                "networking.kuberouter",
+                false,
+                None,
+                false,
+            ),
+            (
+                "amazonvpc: {}",
+                "networking.amazon-vpc-routed-eni",
+                false,
+                Some("all"),
+                false,
+            ),
+            (
+                "kindnet: {}",
+                "networking.kindnet",
+                false,
+                Some("all"),
+                false,
+            ),
+            (
+                "cilium: {}",
+                "networking.cilium.io",
+                false,
+                Some("all"),
+                false,
+            ),
+            (
+                "cilium: {hubble: {enabled: true}}",
+                "networking.cilium.io",
+                false,
+                Some("all"),
+                true,
+            ),
+        ] {
+            let entry = network_entry(networking);
+            assert_eq!(entry["name"], name, "{networking}");
+            assert_eq!(
+                entry.get("prune").is_some(),
+                prunes,
+                "{networking}: {entry}"
+            );
+            assert_eq!(
+                entry.get("needsRollingUpdate").and_then(Value::as_str),
+                rolls,
+                "{networking}: {entry}"
+            );
+            assert_eq!(
+                entry.get("needsPKI").is_some(),
+                pki,
+                "{networking}: {entry}"
+            );
+            assert_eq!(
+                entry["selector"],
+                json!({"role.kubernetes.io/networking": "1"})
+            );
+        }
     }
 
     /// A 512-bit self-signed `CN=service-account` certificate made for this

@@ -176,8 +176,14 @@ impl<W: Write + Send> Progress for ProgressLines<W> {
                     }
                     return;
                 };
+                // A failure says once how often it was tried; the error
+                // printed at the end says why.
+                let tries = match (&report.outcome, report.attempts) {
+                    (Outcome::Failed { .. }, n) if n > 1 => format!(" after {n} attempts"),
+                    _ => String::new(),
+                };
                 state.line(&format!(
-                    "  {what:8} {} ({:.1}s)",
+                    "  {what:8} {}{tries} ({:.1}s)",
                     report.key,
                     report.elapsed.as_secs_f64()
                 ));
@@ -285,6 +291,31 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_after_retries_is_one_line_with_its_attempts_at_v0() {
+        let failed = || Outcome::Failed {
+            operation: Operation::Apply,
+            message: "gave up".into(),
+        };
+        for terminal in [false, true] {
+            let out = run(0, terminal, |p| {
+                retry(p, "a", 1);
+                retry(p, "a", 2);
+                finish(p, "a", failed());
+            });
+            let lines: Vec<&str> = out
+                .lines()
+                .map(|l| l.rsplit(ERASE_LINE).next().unwrap())
+                .filter(|l| !l.is_empty())
+                .collect();
+            assert_eq!(
+                lines,
+                ["  FAILED   IAMRole/a after 3 attempts (2.0s)"],
+                "{out:?}"
+            );
+        }
+    }
+
+    #[test]
     fn an_unchanged_task_after_retries_erases_the_status_line() {
         let out = run(0, true, |p| {
             retry(p, "a", 1);
@@ -344,7 +375,7 @@ mod tests {
             out,
             "  retry    IAMRole/a (attempt 1, next in 1.5s): CreateRole: Throttling: Rate exceeded\n\
              \x20 retry    IAMRole/a (attempt 2, next in 1.5s): CreateRole: Throttling: Rate exceeded\n\
-             \x20 FAILED   IAMRole/a (2.0s)\n"
+             \x20 FAILED   IAMRole/a after 3 attempts (2.0s)\n"
         );
     }
 

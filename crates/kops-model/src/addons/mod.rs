@@ -166,20 +166,16 @@ fn label(object: &mut Value, key: &str) {
     }
 }
 
-/// The label the channel selects an addon's objects by: `k8s-addon=<key>`,
-/// except metrics-server (`k8s-app=metrics-server`) and cert-manager (none).
-/// The label selector the bootstrap channel lists for an addon.
+/// The selector the bootstrap channel lists for an addon: the label its
+/// objects carry (see `selector`); `null` for cert-manager, as kops writes
+/// an addon without one.
 pub fn channel_selector(key: &str) -> Value {
-    if key.starts_with("networking.") {
-        return json!({"role.kubernetes.io/networking": "1"});
-    }
-    match key {
-        "metrics-server.addons.k8s.io" => json!({"k8s-app": "metrics-server"}),
-        "authentication.aws" => json!({"role.kubernetes.io/authentication": "1"}),
-        _ => json!({"k8s-addon": key}),
-    }
+    selector(key).map_or(Value::Null, |(name, value)| json!({ name: value }))
 }
 
+/// The label the channel selects an addon's objects by: `k8s-addon=<key>`,
+/// except metrics-server (`k8s-app=metrics-server`), the networking and
+/// authentication addons (by role) and cert-manager (none).
 fn selector(key: &str) -> Option<(&str, &str)> {
     match key {
         "metrics-server.addons.k8s.io" => Some(("k8s-app", "metrics-server")),

@@ -241,39 +241,22 @@ fn golden_state_keys(tf: &str, prefix: &str) -> BTreeSet<String> {
 
 #[test]
 fn state_files_are_at_kops_keys() {
-    let Some(shared) = kops_testkit::shared_dir() else {
+    let cases = common::kops_aws_cases();
+    if cases.is_empty() {
         return;
-    };
-    let root = shared.join("conformance/kops/update_cluster");
-    let mut cases: Vec<_> = std::fs::read_dir(&root)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    cases.sort();
+    }
     let (mut compared, mut identical, mut differ) = (0, 0, Vec::new());
-    for case in cases {
-        let (Ok(tf), Ok(yaml)) = (
-            std::fs::read_to_string(case.join("kubernetes.tf")),
-            std::fs::read_to_string(case.join("in-v1alpha2.yaml")),
-        ) else {
+    for common::KopsCase {
+        name: case,
+        dir,
+        cluster,
+        groups,
+    } in cases
+    {
+        let Ok(tf) = std::fs::read_to_string(dir.join("kubernetes.tf")) else {
             continue;
         };
         if !tf.contains("resource \"aws_s3_object\"") {
-            continue;
-        }
-        let Ok(objects) = kops_api::parse_objects("in.yaml", &yaml) else {
-            continue;
-        };
-        let mut cluster = None;
-        let mut groups = Vec::new();
-        for object in objects {
-            match object {
-                kops_api::Object::Cluster(c) => cluster = Some(*c),
-                kops_api::Object::InstanceGroup(g) => groups.push(*g),
-                _ => {}
-            }
-        }
-        let Some(cluster) = cluster else { continue };
-        if cluster.spec.cloud_provider.as_deref() != Some("aws") {
             continue;
         }
         let config_base = cluster.spec.config_base.clone().unwrap_or_default();
@@ -310,11 +293,6 @@ fn state_files_are_at_kops_keys() {
         if ours == golden {
             identical += 1;
         } else {
-            let case = case
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .to_string();
             differ.push(format!(
                 "{case}: only kops {:?}, only kops-rs {:?}",
                 golden.difference(&ours).collect::<Vec<_>>(),

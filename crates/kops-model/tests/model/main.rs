@@ -6,6 +6,7 @@
 mod common;
 
 mod api_load_balancer;
+mod bootstrap_channel;
 mod compute;
 mod conformance_apply;
 mod irsa;

@@ -153,3 +153,52 @@ pub async fn owners_vpc(cloud: &AwsCloud) -> String {
         .unwrap();
     vpc
 }
+
+/// One AWS case of kops' `update_cluster` suite in ../shared.
+pub struct KopsCase {
+    /// Its folder name (`minimal-aws`).
+    pub name: String,
+    pub dir: std::path::PathBuf,
+    pub cluster: Cluster,
+    pub groups: Vec<InstanceGroup>,
+}
+
+/// Every case of ../shared/conformance/kops/update_cluster whose input is an
+/// AWS cluster, by name; empty (with the reason printed) when ../shared is
+/// absent.
+pub fn kops_aws_cases() -> Vec<KopsCase> {
+    let Some(shared) = kops_testkit::shared_dir() else {
+        eprintln!("skipped: ../shared (kops' conformance cases) is absent");
+        return Vec::new();
+    };
+    let root = shared.join("conformance/kops/update_cluster");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs.into_iter()
+        .filter_map(|dir| {
+            let yaml = std::fs::read_to_string(dir.join("in-v1alpha2.yaml")).ok()?;
+            let objects = kops_api::parse_objects("in.yaml", &yaml).ok()?;
+            let mut cluster = None;
+            let mut groups = Vec::new();
+            for object in objects {
+                match object {
+                    Object::Cluster(c) => cluster = Some(*c),
+                    Object::InstanceGroup(g) => groups.push(*g),
+                    _ => {}
+                }
+            }
+            let cluster = cluster?;
+            if cluster.spec.cloud_provider.as_deref() != Some("aws") {
+                return None;
+            }
+            Some(KopsCase {
+                name: dir.file_name()?.to_string_lossy().to_string(),
+                dir,
+                cluster,
+                groups,
+            })
+        })
+        .collect()
+}
