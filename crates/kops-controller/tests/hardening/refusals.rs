@@ -90,7 +90,8 @@ fn refusals_are_safe_and_logged_once() {
         let (code, _) = status(client.post(&cluster.url, &signed_twice, &body).await);
         assert_eq!(code, 403);
         assert_eq!(cluster.logs.lines_with("given twice").len(), 2);
-        assert_eq!(cluster.controller.verifier().replay_entries(), 0);
+        // Only the stopped instance's token (STS accepted it) is held.
+        assert_eq!(cluster.controller.verifier().replay_entries(), 1);
 
         // 4. An internal error (the node's group has no node config): the
         // node hears "internal error", the log has the detail, once.
