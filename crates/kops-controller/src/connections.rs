@@ -103,7 +103,11 @@ impl Connections {
 impl Slot {
     /// Marks the connection as serving a request (or idle again).
     pub fn set_busy(&self, busy: bool) {
-        let mut guard = self.connections.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self
+            .connections
+            .table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some(entry) = guard.1.get_mut(&self.id) {
             entry.busy = busy;
         }
@@ -117,7 +121,11 @@ impl Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut guard = self.connections.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self
+            .connections
+            .table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         guard.1.remove(&self.id);
     }
 }

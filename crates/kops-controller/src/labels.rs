@@ -109,7 +109,11 @@ impl Labeler {
                 labels.insert(k, Value::Null);
             }
             let patch = Patch::Merge(json!({"metadata": {"labels": labels}}));
-            match self.nodes.patch(name, &PatchParams::default(), &patch).await {
+            match self
+                .nodes
+                .patch(name, &PatchParams::default(), &patch)
+                .await
+            {
                 Ok(_) => {
                     tracing::info!("labelled node {name} (instance group {group})");
                     patched += 1;

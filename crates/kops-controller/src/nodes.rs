@@ -110,7 +110,10 @@ impl Binding {
         };
         let id = instance.instance_id().unwrap_or_default();
         if !in_cluster(instance, &self.cluster) {
-            return Some(format!("instance {id} is not part of cluster {}", self.cluster));
+            return Some(format!(
+                "instance {id} is not part of cluster {}",
+                self.cluster
+            ));
         }
         let state = instance.state().and_then(|s| s.name());
         if state != Some(&InstanceStateName::Running) {
@@ -224,9 +227,15 @@ mod tests {
             instance_id("aws:///us-east-1a/i-0123456789abcdef0"),
             Some("i-0123456789abcdef0")
         );
-        assert_eq!(instance_id("aws:///us-east-1a/i-01234567"), Some("i-01234567"));
+        assert_eq!(
+            instance_id("aws:///us-east-1a/i-01234567"),
+            Some("i-01234567")
+        );
         assert_eq!(instance_id("aws:///us-east-1a/i-0abc"), None);
-        assert_eq!(instance_id("aws:///us-east-1a/i-0123456789abcdef0,i-1"), None);
+        assert_eq!(
+            instance_id("aws:///us-east-1a/i-0123456789abcdef0,i-1"),
+            None
+        );
         assert_eq!(instance_id("gce://p/z/n"), None);
     }
 }

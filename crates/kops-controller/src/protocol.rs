@@ -312,7 +312,9 @@ impl TokenHeaders {
         let raw: BTreeMap<String, Vec<String>> =
             serde_json::from_slice(&json).map_err(|_| "the token is not JSON headers")?;
         if raw.len() > MAX_TOKEN_HEADERS {
-            return Err(format!("the token has more than {MAX_TOKEN_HEADERS} headers"));
+            return Err(format!(
+                "the token has more than {MAX_TOKEN_HEADERS} headers"
+            ));
         }
         let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (name, values) in raw {
@@ -422,14 +424,20 @@ mod tests {
             )
         };
         let big = encode(&format!(r#"{{"X-A":["{}"]}}"#, "a".repeat(MAX_TOKEN_LEN)));
-        assert!(TokenHeaders::decode(&big).unwrap_err().contains("more than"));
+        assert!(TokenHeaders::decode(&big)
+            .unwrap_err()
+            .contains("more than"));
         let many: Vec<String> = (0..20).map(|i| format!(r#""X-{i}":["v"]"#)).collect();
         let many = encode(&format!("{{{}}}", many.join(",")));
         assert!(TokenHeaders::decode(&many).unwrap_err().contains("headers"));
         let twice = encode(r#"{"X-Amz-Date":["a","b"]}"#);
-        assert!(TokenHeaders::decode(&twice).unwrap_err().contains("one value"));
+        assert!(TokenHeaders::decode(&twice)
+            .unwrap_err()
+            .contains("one value"));
         let newline = encode(r#"{"X-Amz-Date":["a\nb"]}"#);
-        assert!(TokenHeaders::decode(&newline).unwrap_err().contains("HTTP does not allow"));
+        assert!(TokenHeaders::decode(&newline)
+            .unwrap_err()
+            .contains("HTTP does not allow"));
     }
 
     #[test]

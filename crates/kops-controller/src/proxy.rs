@@ -35,7 +35,10 @@ pub fn proxy_for(destination: &Uri, lookup: &dyn Fn(&str) -> Option<String>) -> 
             .or_else(|| lookup(&name.to_ascii_lowercase()))
             .filter(|v| !v.trim().is_empty())
     };
-    let host = destination.host()?.trim_start_matches('[').trim_end_matches(']');
+    let host = destination
+        .host()?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
     let excepted = var("NO_PROXY").is_some_and(|list| {
         list.split(',').map(str::trim).any(|entry| {
             let domain = entry.trim_start_matches('.');
@@ -108,9 +111,14 @@ impl tower_service::Service<Uri> for Connector {
             };
             let mut stream = http.call(proxy.uri.clone()).await?.into_inner();
             let host = destination.host().ok_or("the STS URL has no host")?;
-            let port = destination
-                .port_u16()
-                .unwrap_or(if destination.scheme_str() == Some("http") { 80 } else { 443 });
+            let port =
+                destination
+                    .port_u16()
+                    .unwrap_or(if destination.scheme_str() == Some("http") {
+                        80
+                    } else {
+                        443
+                    });
             let mut connect = format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n");
             if let Some(auth) = &proxy.authorization {
                 connect.push_str(&format!("Proxy-Authorization: {auth}\r\n"));
@@ -159,16 +167,33 @@ mod tests {
         let sts: Uri = "https://sts.us-east-1.amazonaws.com/".parse().unwrap();
         let vars = [("HTTPS_PROXY", "http://user:secret@proxy.internal:3128")];
         let proxy = proxy_for(&sts, &env(&vars)).unwrap();
-        assert_eq!(proxy.uri, "http://proxy.internal:3128/".parse::<Uri>().unwrap());
-        assert_eq!(proxy.authorization.as_deref(), Some("Basic dXNlcjpzZWNyZXQ="));
+        assert_eq!(
+            proxy.uri,
+            "http://proxy.internal:3128/".parse::<Uri>().unwrap()
+        );
+        assert_eq!(
+            proxy.authorization.as_deref(),
+            Some("Basic dXNlcjpzZWNyZXQ=")
+        );
         let vars = [("https_proxy", "proxy.internal:3128")];
-        assert!(proxy_for(&sts, &env(&vars)).unwrap().authorization.is_none());
+        assert!(proxy_for(&sts, &env(&vars))
+            .unwrap()
+            .authorization
+            .is_none());
         // Excepted, or for the other scheme.
-        for no_proxy in ["*", ".amazonaws.com", "amazonaws.com", "sts.us-east-1.amazonaws.com"] {
+        for no_proxy in [
+            "*",
+            ".amazonaws.com",
+            "amazonaws.com",
+            "sts.us-east-1.amazonaws.com",
+        ] {
             let vars = [("HTTPS_PROXY", "proxy:3128"), ("NO_PROXY", no_proxy)];
             assert_eq!(proxy_for(&sts, &env(&vars)), None, "{no_proxy}");
         }
-        let vars = [("HTTPS_PROXY", "proxy:3128"), ("NO_PROXY", "example.com,zonaws.com")];
+        let vars = [
+            ("HTTPS_PROXY", "proxy:3128"),
+            ("NO_PROXY", "example.com,zonaws.com"),
+        ];
         assert!(proxy_for(&sts, &env(&vars)).is_some());
         assert_eq!(proxy_for(&sts, &env(&[("HTTP_PROXY", "proxy:3128")])), None);
     }

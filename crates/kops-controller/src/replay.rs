@@ -47,7 +47,12 @@ pub struct ReplayCache {
 
 impl ReplayCache {
     /// Claims `signature` until `until`: refused when it is already held.
-    pub fn claim(&self, signature: [u8; 32], until: SystemTime, now: SystemTime) -> Result<(), Denied> {
+    pub fn claim(
+        &self,
+        signature: [u8; 32],
+        until: SystemTime,
+        now: SystemTime,
+    ) -> Result<(), Denied> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(expires) = entries.get(&signature) {
             if *expires > now {

@@ -261,16 +261,16 @@ impl Controller {
             tokio::spawn(async move {
                 let slot = Arc::new(slot);
                 let serve = async {
-                    let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream))
-                        .await
-                    {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(e)) => {
-                            tracing::debug!("TLS handshake with {peer} failed: {e}");
-                            return;
-                        }
-                        Err(_) => return,
-                    };
+                    let stream =
+                        match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream)).await
+                        {
+                            Ok(Ok(s)) => s,
+                            Ok(Err(e)) => {
+                                tracing::debug!("TLS handshake with {peer} failed: {e}");
+                                return;
+                            }
+                            Err(_) => return,
+                        };
                     let in_service = slot.clone();
                     let service = hyper::service::service_fn(move |req| {
                         let this = this.clone();
@@ -334,13 +334,19 @@ impl Controller {
             }
             Err(_) => {
                 tracing::info!("bootstrap from {peer}: the body did not arrive in time");
-                return reply(StatusCode::REQUEST_TIMEOUT, "the body did not arrive in time");
+                return reply(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the body did not arrive in time",
+                );
             }
         };
         let request: BootstrapRequest = match serde_json::from_slice(&body) {
             Ok(r) => r,
             Err(e) => {
-                tracing::info!("bootstrap from {peer}: bad request: {}", escape(&e.to_string()));
+                tracing::info!(
+                    "bootstrap from {peer}: bad request: {}",
+                    escape(&e.to_string())
+                );
                 return reply(StatusCode::BAD_REQUEST, "cannot decode the request");
             }
         };
@@ -495,11 +501,10 @@ impl Controller {
                 )));
             }
         }
-        let ca = self
-            .keys
-            .cas
-            .get(signer)
-            .ok_or_else(|| Failure::Internal(format!("this controller has no key for {signer}")))?;
+        let ca =
+            self.keys.cas.get(signer).ok_or_else(|| {
+                Failure::Internal(format!("this controller has no key for {signer}"))
+            })?;
         let der = public_key_der(public_key).map_err(Failure::Request)?;
         ca.issue_for_public_key(&issue, &der).map_err(|e| match e {
             kops_pki::PkiError::BadRequest { .. } => {
@@ -539,8 +544,9 @@ impl Controller {
         if let Some(store) = &self.secret_store {
             if let Ok(Some(bytes)) = store.read("dockerconfig").await {
                 let url = store.url_of("dockerconfig");
-                let secret = kops_pki::Secret::parse(&url, &bytes)
-                    .map_err(|e| Failure::Internal(format!("cannot read secret dockerconfig: {e}")))?;
+                let secret = kops_pki::Secret::parse(&url, &bytes).map_err(|e| {
+                    Failure::Internal(format!("cannot read secret dockerconfig: {e}"))
+                })?;
                 node_secrets.insert("dockerconfig".to_string(), secret.data);
             }
         }

@@ -76,7 +76,6 @@ pub enum Refusal {
     Ec2 { instance: String, reason: String },
 }
 
-
 /// The verifier of one cluster's controller.
 pub struct Verifier {
     cluster: String,
@@ -660,7 +659,12 @@ mod tests {
             assert!(malformed(&twice).contains("given twice"), "{twice}");
         }
         // Signatures are 64 lowercase hex digits, nothing larger.
-        for bad in ["abc".to_string(), "0".repeat(65), "0F".repeat(32), "x".repeat(10_000)] {
+        for bad in [
+            "abc".to_string(),
+            "0".repeat(65),
+            "0F".repeat(32),
+            "x".repeat(10_000),
+        ] {
             let auth = ok.replace(&sig, &bad);
             assert!(malformed(&auth).contains("64 hex digits"), "{bad}");
         }
@@ -668,7 +672,10 @@ mod tests {
 
     #[test]
     fn escaped_fields_stay_on_one_line() {
-        assert_eq!(escape("20261125T010203Z\nforged"), "20261125T010203Z\\nforged");
+        assert_eq!(
+            escape("20261125T010203Z\nforged"),
+            "20261125T010203Z\\nforged"
+        );
         assert_eq!(escape("a\nb\r\u{1b}c"), "a\\nb\\r\\u{1b}c");
         assert_eq!(escape(&"x".repeat(500)).len(), 203);
     }

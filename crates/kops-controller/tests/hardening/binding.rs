@@ -55,9 +55,17 @@ fn nodes_are_bound_to_their_instances() {
         let nodes = [
             // Honest nodes: named as their instances, their addresses.
             node(&id(&worker), &provider_id(&worker), &[&ip(&worker)]),
-            node(&id(&control_plane), &provider_id(&control_plane), &[&ip(&control_plane)]),
+            node(
+                &id(&control_plane),
+                &provider_id(&control_plane),
+                &[&ip(&control_plane)],
+            ),
             // A compromised worker registering as the control-plane instance.
-            node(&id(&impostor), &provider_id(&control_plane), &[&ip(&impostor)]),
+            node(
+                &id(&impostor),
+                &provider_id(&control_plane),
+                &[&ip(&impostor)],
+            ),
             // Its own id, but another instance's address.
             node(&id(&thief), &provider_id(&thief), &[&ip(&control_plane)]),
             // An instance that is not this cluster's.
@@ -78,23 +86,43 @@ fn nodes_are_bound_to_their_instances() {
         ipam.run_once().await.unwrap();
         ipam.run_once().await.unwrap();
 
-        let labels = |name: &str| api.get("api/v1", "nodes", "", name).unwrap()["metadata"]["labels"].clone();
+        let labels = |name: &str| {
+            api.get("api/v1", "nodes", "", name).unwrap()["metadata"]["labels"].clone()
+        };
         assert_eq!(labels(&id(&worker))["node-role.kubernetes.io/node"], "");
         assert_eq!(labels(&id(&worker))["kops.k8s.io/instancegroup"], WORKERS);
-        assert_eq!(labels(&id(&control_plane))["node-role.kubernetes.io/control-plane"], "");
+        assert_eq!(
+            labels(&id(&control_plane))["node-role.kubernetes.io/control-plane"],
+            ""
+        );
         let impostor_labels = labels(&id(&impostor));
-        assert_eq!(impostor_labels, json!({"kubernetes.io/hostname": id(&impostor)}));
+        assert_eq!(
+            impostor_labels,
+            json!({"kubernetes.io/hostname": id(&impostor)})
+        );
         let impostor_node = api.get("api/v1", "nodes", "", &id(&impostor)).unwrap();
-        assert!(impostor_node["spec"].get("podCIDRs").is_none(), "{impostor_node}");
+        assert!(
+            impostor_node["spec"].get("podCIDRs").is_none(),
+            "{impostor_node}"
+        );
 
         let logs = &cluster.logs;
         let warned = logs.lines_with(&format!("node {} claims provider id", id(&impostor)));
         assert_eq!(warned.len(), 1, "{}", logs.text());
-        assert!(warned[0].contains("WARN") && warned[0].contains("is not instance"), "{warned:?}");
+        assert!(
+            warned[0].contains("WARN") && warned[0].contains("is not instance"),
+            "{warned:?}"
+        );
         assert!(logs.lines_with(&format!("node {} claims", id(&thief)))[0].contains("addresses"));
-        for other in [id(&thief), id(&stranger), "broken".to_string(), "gone".to_string()] {
+        for other in [
+            id(&thief),
+            id(&stranger),
+            "broken".to_string(),
+            "gone".to_string(),
+        ] {
             assert_eq!(
-                logs.lines_with(&format!("node {other} claims provider id")).len(),
+                logs.lines_with(&format!("node {other} claims provider id"))
+                    .len(),
                 1,
                 "{other}: {}",
                 logs.text()
@@ -102,7 +130,11 @@ fn nodes_are_bound_to_their_instances() {
         }
         // The IPAM looked up the honest worker's interfaces (moto gives
         // them no IPv6 prefix), never the impostor's.
-        assert!(!logs.lines_with(&format!("node {}: no pod range", id(&worker))).is_empty());
-        assert!(logs.lines_with(&format!("node {}: no pod range", id(&impostor))).is_empty());
+        assert!(!logs
+            .lines_with(&format!("node {}: no pod range", id(&worker)))
+            .is_empty());
+        assert!(logs
+            .lines_with(&format!("node {}: no pod range", id(&impostor)))
+            .is_empty());
     });
 }

@@ -12,7 +12,12 @@ use crate::harness::{edit_token, request, rss_kib, with_moto, Cluster, WORKERS};
 /// Forged tokens: each a node's token whose signature is replaced by a
 /// large one (or given twice), so it passes the cheap checks up to the
 /// signature's.
-fn forged(cluster: &Cluster, credentials: &aws_sdk_ec2::config::Credentials, body: &[u8], i: usize) -> String {
+fn forged(
+    cluster: &Cluster,
+    credentials: &aws_sdk_ec2::config::Credentials,
+    body: &[u8],
+    i: usize,
+) -> String {
     let token = cluster.token(credentials, body);
     edit_token(&token, |headers| {
         let auth = &mut headers.get_mut("Authorization").unwrap()[0];
@@ -20,7 +25,11 @@ fn forged(cluster: &Cluster, credentials: &aws_sdk_ec2::config::Credentials, bod
         let large = format!("{:x}", i).repeat(4096 / format!("{i:x}").len() + 1);
         *auth = match i % 3 {
             0 => format!("{head}Signature={large}"),
-            1 => format!("{head}Signature={}, Signature={}", "a".repeat(64), "b".repeat(64)),
+            1 => format!(
+                "{head}Signature={}, Signature={}",
+                "a".repeat(64),
+                "b".repeat(64)
+            ),
             _ => format!("{head}Signature={}{large}", "0".repeat(64)),
         };
     })
@@ -34,7 +43,9 @@ fn forged_tokens_leave_memory_bounded() {
         let id = worker.instance_id().unwrap().to_string();
         let credentials = cluster.worker_credentials(&id).await;
         let body = serde_json::to_vec(&request()).unwrap();
-        let tokens: Vec<String> = (0..64).map(|i| forged(&cluster, &credentials, &body, i)).collect();
+        let tokens: Vec<String> = (0..64)
+            .map(|i| forged(&cluster, &credentials, &body, i))
+            .collect();
         let tokens = Arc::new(tokens);
         let client = Arc::new(cluster.client());
         let url = cluster.url.clone();
@@ -90,7 +101,10 @@ fn forged_tokens_leave_memory_bounded() {
         );
         // And the refusals name the cause, on one line each.
         let logs = cluster.logs.text();
-        assert!(logs.contains("the signature is not 64 hex digits"), "{logs}");
+        assert!(
+            logs.contains("the signature is not 64 hex digits"),
+            "{logs}"
+        );
         assert!(logs.contains("given twice"));
 
         // A node's real token still works.
@@ -132,7 +146,11 @@ fn idle_and_slow_connections_do_not_stop_a_node() {
 
         // 1,500 connections that never say anything, 500 that finish the
         // TLS handshake and then send their headers a byte a second.
-        let addr = cluster.url.trim_start_matches("https://").trim_end_matches('/').to_string();
+        let addr = cluster
+            .url
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_string();
         let mut held = Vec::new();
         for _ in 0..IDLE {
             if let Ok(s) = tokio::net::TcpStream::connect(&addr).await {
@@ -140,7 +158,10 @@ fn idle_and_slow_connections_do_not_stop_a_node() {
             }
         }
         let tls = tls_client(&cluster.ca_pem);
-        let name = rustls_pki_types::ServerName::try_from(kops_controller::protocol::audience(&cluster.name)).unwrap();
+        let name = rustls_pki_types::ServerName::try_from(kops_controller::protocol::audience(
+            &cluster.name,
+        ))
+        .unwrap();
         let mut slow = tokio::task::JoinSet::new();
         for _ in 0..SLOW {
             let (tls, name, addr) = (tls.clone(), name.clone(), addr.clone());
@@ -173,7 +194,10 @@ fn idle_and_slow_connections_do_not_stop_a_node() {
             attacked.as_millis()
         );
         assert!(response.unwrap().certs.contains_key("kubelet"));
-        assert!(holding <= kops_controller::connections::MAX_CONNECTIONS, "{holding}");
+        assert!(
+            holding <= kops_controller::connections::MAX_CONNECTIONS,
+            "{holding}"
+        );
         // Its normal time: the node's own request timeout is 60 s.
         assert!(attacked < Duration::from_secs(10), "{attacked:?}");
         slow.abort_all();

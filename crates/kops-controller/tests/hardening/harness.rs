@@ -154,7 +154,9 @@ impl Cluster {
             &node_config(&["node-role.kubernetes.io/node"]),
         );
         write(
-            &state.join(format!("igconfig/control-plane/{CONTROL_PLANE}/nodeupconfig.yaml")),
+            &state.join(format!(
+                "igconfig/control-plane/{CONTROL_PLANE}/nodeupconfig.yaml"
+            )),
             &node_config(&[
                 "node-role.kubernetes.io/control-plane",
                 "node.kubernetes.io/exclude-from-external-load-balancers",
@@ -205,7 +207,12 @@ impl Cluster {
         use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
         let mut spec = TagSpecification::builder()
             .resource_type(ResourceType::Instance)
-            .tags(Tag::builder().key("kops.k8s.io/instancegroup").value(group).build());
+            .tags(
+                Tag::builder()
+                    .key("kops.k8s.io/instancegroup")
+                    .value(group)
+                    .build(),
+            );
         if !stranger {
             spec = spec.tags(
                 Tag::builder()

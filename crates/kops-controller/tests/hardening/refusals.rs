@@ -6,7 +6,9 @@ use kops_controller::client::ClientError;
 
 use crate::harness::{edit_token, request, with_moto, Cluster, WORKERS};
 
-fn status(result: Result<kops_controller::protocol::BootstrapResponse, ClientError>) -> (u16, String) {
+fn status(
+    result: Result<kops_controller::protocol::BootstrapResponse, ClientError>,
+) -> (u16, String) {
     match result {
         Err(ClientError::Refused {
             status, message, ..
@@ -35,9 +37,15 @@ fn refusals_are_safe_and_logged_once() {
             .await
             .unwrap();
         let credentials = cluster.worker_credentials(&stopped).await;
-        let (code, message) = status(client.post(&cluster.url, &cluster.token(&credentials, &body), &body).await);
+        let (code, message) = status(
+            client
+                .post(&cluster.url, &cluster.token(&credentials, &body), &body)
+                .await,
+        );
         assert_eq!((code, message.as_str()), (403, "failed to verify token"));
-        let lines = cluster.logs.lines_with(&format!("instance `{stopped}` is stop"));
+        let lines = cluster
+            .logs
+            .lines_with(&format!("instance `{stopped}` is stop"));
         assert_eq!(lines.len(), 1, "{}", cluster.logs.text());
 
         // 2. A newline in a token field, or in the request, cannot start a
@@ -47,7 +55,10 @@ fn refusals_are_safe_and_logged_once() {
         let credentials = cluster.worker_credentials(&worker).await;
         let forged_line = "FORGED kops_controller: bootstrap from 10.0.0.1: issued kubelet";
         let newline_date = edit_token(&cluster.token(&credentials, &body), |h| {
-            h.insert("X-Amz-Date".into(), vec![format!("20261125T010203Z\n{forged_line}")]);
+            h.insert(
+                "X-Amz-Date".into(),
+                vec![format!("20261125T010203Z\n{forged_line}")],
+            );
         });
         let (code, _) = status(client.post(&cluster.url, &newline_date, &body).await);
         assert_eq!(code, 403);
@@ -61,7 +72,11 @@ fn refusals_are_safe_and_logged_once() {
         let odd_body = serde_json::to_vec(&odd).unwrap();
         let (code, _) = status(
             client
-                .post(&cluster.url, &cluster.token(&credentials, &odd_body), &odd_body)
+                .post(
+                    &cluster.url,
+                    &cluster.token(&credentials, &odd_body),
+                    &odd_body,
+                )
                 .await,
         );
         assert_eq!(code, 400);
@@ -70,9 +85,24 @@ fn refusals_are_safe_and_logged_once() {
             !text.lines().any(|l| l.starts_with("FORGED")),
             "a forged log line:\n{text}"
         );
-        assert_eq!(cluster.logs.lines_with("HTTP does not allow").len(), 1, "{text}");
-        assert_eq!(cluster.logs.lines_with(&format!("x\\t{forged_line}")).len(), 1, "{text}");
-        assert_eq!(cluster.logs.lines_with(&format!("v1\\n{forged_line}")).len(), 1, "{text}");
+        assert_eq!(
+            cluster.logs.lines_with("HTTP does not allow").len(),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            cluster.logs.lines_with(&format!("x\\t{forged_line}")).len(),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            cluster
+                .logs
+                .lines_with(&format!("v1\\n{forged_line}"))
+                .len(),
+            1,
+            "{text}"
+        );
 
         // 3. A duplicated signature parameter: refused before STS.
         let twice = edit_token(&cluster.token(&credentials, &body), |h| {
@@ -98,14 +128,25 @@ fn refusals_are_safe_and_logged_once() {
         let orphan = cluster.instance("ghost-group", false).await;
         let orphan = orphan.instance_id().unwrap().to_string();
         let credentials = cluster.worker_credentials(&orphan).await;
-        let (code, message) = status(client.post(&cluster.url, &cluster.token(&credentials, &body), &body).await);
+        let (code, message) = status(
+            client
+                .post(&cluster.url, &cluster.token(&credentials, &body), &body)
+                .await,
+        );
         assert_eq!((code, message.as_str()), (500, "internal error"));
-        let detail = cluster.logs.lines_with("igconfig/node/ghost-group/nodeupconfig.yaml");
+        let detail = cluster
+            .logs
+            .lines_with("igconfig/node/ghost-group/nodeupconfig.yaml");
         assert_eq!(detail.len(), 1, "{}", cluster.logs.text());
-        assert!(detail[0].contains(&orphan) && detail[0].contains("internal error"), "{detail:?}");
+        assert!(
+            detail[0].contains(&orphan) && detail[0].contains("internal error"),
+            "{detail:?}"
+        );
 
         // The honest worker still joins.
-        let joined = client.bootstrap(&request, &cluster.worker_credentials(&worker).await).await;
+        let joined = client
+            .bootstrap(&request, &cluster.worker_credentials(&worker).await)
+            .await;
         assert!(joined.unwrap().node_config.is_some());
     });
 }
