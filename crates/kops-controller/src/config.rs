@@ -119,10 +119,11 @@ impl Options {
         serde_json::from_str(text).map_err(|e| e.to_string())
     }
 
-    /// The address to listen on: `:3988` means every interface.
+    /// The address to listen on: `:3988` means every interface, IPv6 and
+    /// IPv4 (`[::]:3988`, one dual-stack socket, as Go listens).
     pub fn listen_addr(&self) -> String {
         match self.server.listen.strip_prefix(':') {
-            Some(port) => format!("0.0.0.0:{port}"),
+            Some(port) => format!("[::]:{port}"),
             None => self.server.listen.clone(),
         }
     }
@@ -151,7 +152,7 @@ mod tests {
             )
         );
         assert_eq!(parsed.to_json(), kops);
-        assert_eq!(parsed.listen_addr(), "0.0.0.0:3988");
+        assert_eq!(parsed.listen_addr(), "[::]:3988");
         // An IPv6-only cluster's options turn the cloud IPAM on.
         let ipv6 = kops.replacen(r#"]}}"#, r#"]},"enableCloudIPAM":true}"#, 1);
         let parsed = Options::parse(&ipv6).unwrap();

@@ -5,7 +5,10 @@
 //! `spec.podCIDRs` gets `podCIDR` and `podCIDRs` set to the one IPv6 prefix
 //! of the one interface attached to its instance; a node that has them is
 //! left alone. Until then the network plugin has no range for the node's
-//! pods, so the controller looks often ([`IPAM_INTERVAL`]).
+//! pods, so the controller looks often ([`IPAM_INTERVAL`]). Only a node
+//! bound to its instance ([`crate::nodes`]) is given that instance's
+//! prefix, and each node is handled on its own: one that fails is named
+//! in a warning and tried again next pass.
 
 use std::time::Duration;
 
@@ -14,7 +17,8 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-use crate::labels::{all_nodes, instance_id};
+use crate::labels::all_nodes;
+use crate::nodes::Binding;
 
 /// How often nodes without a pod range are looked for.
 pub const IPAM_INTERVAL: Duration = Duration::from_secs(5);
@@ -23,6 +27,7 @@ pub const IPAM_INTERVAL: Duration = Duration::from_secs(5);
 pub struct Ipam {
     pub nodes: Api<Node>,
     pub ec2: aws_sdk_ec2::Client,
+    pub binding: Binding,
 }
 
 /// The pod range of `instance` from the network interfaces attached to it:
@@ -54,60 +59,68 @@ impl Ipam {
     /// One pass over the nodes: the number given a pod range. A node whose
     /// instance cannot say is named in a warning and tried again next pass.
     pub async fn run_once(&self) -> Result<usize, String> {
-        let nodes = all_nodes(&self.nodes).await?;
+        let nodes: Vec<Node> = all_nodes(&self.nodes)
+            .await?
+            .into_iter()
+            .filter(|n| {
+                n.spec
+                    .as_ref()
+                    .is_some_and(|s| s.pod_cidrs.as_ref().is_none_or(|c| c.is_empty()))
+            })
+            .collect();
+        let ids = Binding::claimed_ids(&nodes);
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let instances = crate::nodes::instances(&self.ec2, &ids).await?;
         let mut assigned = 0;
-        for node in &nodes {
-            let Some(spec) = &node.spec else {
-                continue;
-            };
-            if spec.pod_cidrs.as_ref().is_some_and(|c| !c.is_empty()) {
-                continue;
+        for (name, _, instance) in self.binding.bind(&nodes, &instances) {
+            let instance = instance.instance_id().unwrap_or_default();
+            match self.assign(name, instance).await {
+                Ok(true) => assigned += 1,
+                Ok(false) => {}
+                Err(reason) => tracing::warn!("node {name}: {reason}"),
             }
-            let (Some(name), Some(instance)) = (
-                node.metadata.name.as_deref(),
-                spec.provider_id.as_deref().and_then(instance_id),
-            ) else {
-                continue;
-            };
-            let interfaces = self
-                .ec2
-                .describe_network_interfaces()
-                .filters(
-                    Filter::builder()
-                        .name("attachment.instance-id")
-                        .values(instance)
-                        .build(),
-                )
-                .into_paginator()
-                .items()
-                .send()
-                .collect::<Result<Vec<_>, _>>()
-                .await
-                .map_err(|e| {
-                    format!(
-                        "EC2 DescribeNetworkInterfaces {instance}: {}",
-                        crate::verify::error_chain(&e)
-                    )
-                })?;
-            let cidr = match pod_cidr(instance, &interfaces) {
-                Ok(cidr) => cidr,
-                Err(reason) => {
-                    tracing::warn!("node {name}: no pod range: {reason}");
-                    continue;
-                }
-            };
-            self.nodes
-                .patch(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}})),
-                )
-                .await
-                .map_err(|e| format!("cannot give node {name} its pod range: {e}"))?;
-            tracing::info!("node {name}: pod range {cidr} (instance {instance})");
-            assigned += 1;
         }
         Ok(assigned)
+    }
+
+    /// Gives node `name` the prefix of `instance`: whether it was given.
+    async fn assign(&self, name: &str, instance: &str) -> Result<bool, String> {
+        let interfaces = self
+            .ec2
+            .describe_network_interfaces()
+            .filters(
+                Filter::builder()
+                    .name("attachment.instance-id")
+                    .values(instance)
+                    .build(),
+            )
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(|e| {
+                format!(
+                    "EC2 DescribeNetworkInterfaces {instance}: {}",
+                    crate::verify::error_chain(&e)
+                )
+            })?;
+        let cidr = match pod_cidr(instance, &interfaces) {
+            Ok(cidr) => cidr,
+            Err(reason) => return Err(format!("no pod range: {reason}")),
+        };
+        self.nodes
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}})),
+            )
+            .await
+            .map_err(|e| format!("cannot give it its pod range: {e}"))?;
+        tracing::info!("node {name}: pod range {cidr} (instance {instance})");
+        Ok(true)
     }
 }
 

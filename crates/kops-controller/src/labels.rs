@@ -2,16 +2,20 @@
 //! labels (`node-role.kubernetes.io/*`; the NodeRestriction admission
 //! plugin refuses them), so the controller sets them, as kops' does.
 //!
-//! For every node it finds the instance (`spec.providerID`,
-//! `aws:///<zone>/<instance-id>`), the instance's group (its
-//! `kops.k8s.io/instancegroup` tag, one DescribeInstances for all nodes),
+//! For every node bound to its instance ([`crate::nodes`]: the instance in
+//! its `spec.providerID`, running, of this cluster, whose name and
+//! addresses the node has), it finds the instance's group (its
+//! `kops.k8s.io/instancegroup` tag; one DescribeInstances for all nodes),
 //! and the labels that group's node config gives kubelet
 //! (`KubeletConfig.nodeLabels`: kops' role labels and `spec.nodeLabels`),
 //! plus `kops.k8s.io/instancegroup`. Missing or different labels are set
 //! with one merge patch per node; role labels the group does not have are
-//! removed. Labels the controller does not manage are left alone.
+//! removed. Labels the controller does not manage are left alone. Each
+//! node is reconciled on its own: a node that cannot be bound or patched,
+//! or a group whose config cannot be read, is named in a warning and the
+//! others are labelled all the same.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
@@ -19,7 +23,8 @@ use kops_state::ObjectStore;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{json, Value};
 
-use crate::verify::INSTANCE_GROUP_TAG;
+use crate::nodes::Binding;
+use crate::verify::{escape, tag, INSTANCE_GROUP_TAG};
 
 /// Role labels the controller removes when a node's group does not give
 /// them (kops' managed labels).
@@ -34,6 +39,7 @@ pub struct Labeler {
     pub nodes: Api<Node>,
     pub ec2: aws_sdk_ec2::Client,
     pub config_store: Arc<dyn ObjectStore>,
+    pub binding: Binding,
 }
 
 /// Every node of the cluster (the controller's passes look at all).
@@ -43,15 +49,6 @@ pub(crate) async fn all_nodes(nodes: &Api<Node>) -> Result<Vec<Node>, String> {
         .await
         .map(|list| list.items)
         .map_err(|e| format!("cannot list nodes: {e}"))
-}
-
-/// The instance id in a node's provider id (`aws:///us-east-1a/i-0abc`).
-pub fn instance_id(provider_id: &str) -> Option<&str> {
-    provider_id
-        .strip_prefix("aws://")?
-        .rsplit('/')
-        .next()
-        .filter(|id| id.starts_with("i-"))
 }
 
 /// The labels to set and to remove on a node that has `current`, for a
@@ -77,42 +74,30 @@ impl Labeler {
     /// One pass over all nodes: the number of nodes patched.
     pub async fn run_once(&self) -> Result<usize, String> {
         let nodes = all_nodes(&self.nodes).await?;
-        let mut by_instance: HashMap<String, (String, BTreeMap<String, String>)> = HashMap::new();
-        for node in &nodes {
-            let Some(name) = node.metadata.name.clone() else {
-                continue;
-            };
-            let Some(id) = node
-                .spec
-                .as_ref()
-                .and_then(|s| s.provider_id.as_deref())
-                .and_then(instance_id)
-            else {
-                continue;
-            };
-            let labels = node.metadata.labels.clone().unwrap_or_default();
-            by_instance.insert(id.to_string(), (name, labels));
-        }
-        if by_instance.is_empty() {
+        let ids = Binding::claimed_ids(&nodes);
+        if ids.is_empty() {
             return Ok(0);
         }
-        let groups = self
-            .groups_of(by_instance.keys().cloned().collect())
-            .await?;
-        let mut wanted_by_group: HashMap<String, Option<BTreeMap<String, String>>> = HashMap::new();
+        let instances = crate::nodes::instances(&self.ec2, &ids).await?;
+        let mut wanted_by_group: BTreeMap<String, Option<BTreeMap<String, String>>> =
+            BTreeMap::new();
         let mut patched = 0;
-        for (instance, (name, current)) in &by_instance {
-            let Some(group) = groups.get(instance) else {
+        for (name, node, instance) in self.binding.bind(&nodes, &instances) {
+            let Some(group) = tag(instance, INSTANCE_GROUP_TAG).filter(|g| !g.is_empty()) else {
                 continue;
             };
             if !wanted_by_group.contains_key(group) {
-                let labels = self.group_labels(group).await?;
-                wanted_by_group.insert(group.clone(), labels);
+                let labels = self.group_labels(group).await.unwrap_or_else(|e| {
+                    tracing::warn!("node labelling: instance group {}: {e}", escape(group));
+                    None
+                });
+                wanted_by_group.insert(group.to_string(), labels);
             }
             let Some(Some(wanted)) = wanted_by_group.get(group) else {
                 continue;
             };
-            let (set, remove) = label_changes(current, wanted);
+            let current = node.metadata.labels.clone().unwrap_or_default();
+            let (set, remove) = label_changes(&current, wanted);
             if set.is_empty() && remove.is_empty() {
                 continue;
             }
@@ -123,45 +108,20 @@ impl Labeler {
             for k in remove {
                 labels.insert(k, Value::Null);
             }
-            self.nodes
-                .patch(
-                    name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"metadata": {"labels": labels}})),
-                )
+            let patch = Patch::Merge(json!({"metadata": {"labels": labels}}));
+            match self
+                .nodes
+                .patch(name, &PatchParams::default(), &patch)
                 .await
-                .map_err(|e| format!("cannot label node {name}: {e}"))?;
-            tracing::info!("labelled node {name} (instance group {group})");
-            patched += 1;
-        }
-        Ok(patched)
-    }
-
-    /// Instance id → instance group, from the instances' tags.
-    async fn groups_of(&self, ids: Vec<String>) -> Result<HashMap<String, String>, String> {
-        let mut out = HashMap::new();
-        let mut pages = self
-            .ec2
-            .describe_instances()
-            .set_instance_ids(Some(ids))
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| {
-                format!("EC2 DescribeInstances: {}", crate::verify::error_chain(&e))
-            })?;
-            for instance in page.reservations().iter().flat_map(|r| r.instances()) {
-                let group = instance
-                    .tags()
-                    .iter()
-                    .find(|t| t.key() == Some(INSTANCE_GROUP_TAG))
-                    .and_then(|t| t.value());
-                if let (Some(id), Some(group)) = (instance.instance_id(), group) {
-                    out.insert(id.to_string(), group.to_string());
+            {
+                Ok(_) => {
+                    tracing::info!("labelled node {name} (instance group {group})");
+                    patched += 1;
                 }
+                Err(e) => tracing::warn!("cannot label node {name}: {e}"),
             }
         }
-        Ok(out)
+        Ok(patched)
     }
 
     /// The labels a group's node config gives kubelet, with the group's
@@ -198,12 +158,6 @@ impl Labeler {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn provider_ids_name_instances() {
-        assert_eq!(instance_id("aws:///us-east-1a/i-0abc"), Some("i-0abc"));
-        assert_eq!(instance_id("gce://p/z/n"), None);
-    }
 
     #[test]
     fn changes_set_missing_and_remove_foreign_roles() {

@@ -18,9 +18,13 @@
 
 pub mod client;
 pub mod config;
+pub mod connections;
 pub mod ipam;
 pub mod labels;
+pub mod nodes;
 pub mod protocol;
+pub mod proxy;
+pub mod replay;
 pub mod server;
 pub mod verify;
 
@@ -123,7 +127,7 @@ pub async fn run(
 }
 
 /// A Kubernetes client from a kubeconfig file.
-async fn kube_client(path: &std::path::Path) -> Result<kube::Client, StartError> {
+pub async fn kube_client(path: &std::path::Path) -> Result<kube::Client, StartError> {
     let invalid = |reason: String| StartError::Invalid {
         path: path.display().to_string(),
         reason,

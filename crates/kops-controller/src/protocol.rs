@@ -4,8 +4,15 @@
 //! AWS STS, signed with the instance role's credentials, that the
 //! controller replays to STS).
 //!
-//! The JSON field names are kops' (`pkg/apis/nodeup`), so a kops node can
-//! talk to a kops-rs controller and a kops-rs node to kops' controller.
+//! The JSON field names and the token's form are kops' (`pkg/apis/nodeup`,
+//! `x-aws-sts`). A kops-rs node's request is one kops' controller
+//! understands: kops' controller replays the extra signed headers
+//! ([`AUDIENCE_HEADER`], [`NONCE_HEADER`]) to STS without reading them.
+//! The converse does not hold: kops' nodes do not sign an audience, and a
+//! kops-rs controller refuses a token without one, so kops' nodes cannot
+//! join through a kops-rs controller. (kops-rs' own nodeup does; a
+//! cluster taken over from kops gets kops-rs' nodeup on the instances it
+//! replaces.)
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -26,6 +33,13 @@ pub const AWS_TOKEN_PREFIX_V1: &str = "x-aws-sts ";
 
 /// The body of every version-1 token's STS request (the signature covers it).
 pub const STS_BODY: &[u8] = b"Action=GetCallerIdentity&Version=2011-06-15";
+
+/// The longest `Authorization` header a controller reads (a node's token
+/// is about 4 KiB, most of it the instance role's session token).
+pub const MAX_TOKEN_LEN: usize = 16 * 1024;
+
+/// The most headers a token may carry (a node's has seven).
+pub const MAX_TOKEN_HEADERS: usize = 16;
 
 /// The signed header binding a token to the bootstrap request's body.
 pub const REQUEST_SHA_HEADER: &str = "X-Kops-Request-Sha";
@@ -139,7 +153,7 @@ pub fn audience(cluster: &str) -> String {
 
 /// The STS endpoint of a region: `AWS_ENDPOINT_URL_STS` or
 /// `AWS_ENDPOINT_URL` when set (a private endpoint, or a local AWS API in
-/// tests), else the regional public one.
+/// tests), else the regional public one of the region's partition.
 pub fn sts_url(region: &str) -> String {
     let from_env = std::env::var("AWS_ENDPOINT_URL_STS")
         .ok()
@@ -147,8 +161,26 @@ pub fn sts_url(region: &str) -> String {
         .filter(|u| !u.trim().is_empty());
     match from_env {
         Some(url) => format!("{}/", url.trim_end_matches('/')),
-        None => format!("https://sts.{region}.amazonaws.com/"),
+        None => format!("https://sts.{region}.{}/", dns_suffix(region)),
     }
+}
+
+/// The DNS suffix of a region's partition (the AWS SDKs' partition data:
+/// China, the ISO partitions and the European Sovereign Cloud have their
+/// own; GovCloud and the commercial regions share `amazonaws.com`).
+pub fn dns_suffix(region: &str) -> &'static str {
+    const SUFFIXES: &[(&str, &str)] = &[
+        ("cn-", "amazonaws.com.cn"),
+        ("us-iso-", "c2s.ic.gov"),
+        ("us-isob-", "sc2s.sgov.gov"),
+        ("us-isof-", "csp.hci.ic.gov"),
+        ("eu-isoe-", "cloud.adc-e.uk"),
+        ("eusc-", "amazonaws.eu"),
+    ];
+    SUFFIXES
+        .iter()
+        .find(|(prefix, _)| region.starts_with(prefix))
+        .map_or("amazonaws.com", |(_, suffix)| suffix)
 }
 
 /// Why a token could not be made.
@@ -261,8 +293,16 @@ pub fn canonical_header_name(name: &str) -> String {
 pub struct TokenHeaders(pub BTreeMap<String, Vec<String>>);
 
 impl TokenHeaders {
-    /// Decodes `Authorization` (`x-aws-sts <base64 JSON>`).
+    /// Decodes `Authorization` (`x-aws-sts <base64 JSON>`): at most
+    /// [`MAX_TOKEN_LEN`] bytes, [`MAX_TOKEN_HEADERS`] headers of one value
+    /// each, every name and value one HTTP allows (they are replayed to STS).
     pub fn decode(token: &str) -> Result<TokenHeaders, String> {
+        if token.len() > MAX_TOKEN_LEN {
+            return Err(format!(
+                "the token is {} bytes, more than {MAX_TOKEN_LEN}",
+                token.len()
+            ));
+        }
         let encoded = token
             .strip_prefix(AWS_TOKEN_PREFIX_V1)
             .ok_or("the Authorization header is not an `x-aws-sts` token")?;
@@ -270,12 +310,26 @@ impl TokenHeaders {
             .decode(encoded.trim())
             .map_err(|e| format!("the token is not base64: {e}"))?;
         let raw: BTreeMap<String, Vec<String>> =
-            serde_json::from_slice(&json).map_err(|e| format!("the token is not JSON: {e}"))?;
+            serde_json::from_slice(&json).map_err(|_| "the token is not JSON headers")?;
+        if raw.len() > MAX_TOKEN_HEADERS {
+            return Err(format!(
+                "the token has more than {MAX_TOKEN_HEADERS} headers"
+            ));
+        }
         let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (name, values) in raw {
-            map.entry(canonical_header_name(&name))
-                .or_default()
-                .extend(values);
+            let valid = http::HeaderName::from_bytes(name.as_bytes()).is_ok()
+                && values
+                    .iter()
+                    .all(|v| http::HeaderValue::from_str(v).is_ok());
+            if !valid {
+                return Err("the token has a header name or value HTTP does not allow".into());
+            }
+            let entry = map.entry(canonical_header_name(&name)).or_default();
+            entry.extend(values);
+            if entry.len() != 1 {
+                return Err("the token has a header with other than one value".into());
+            }
         }
         Ok(TokenHeaders(map))
     }
@@ -326,6 +380,64 @@ mod tests {
         assert!(auth.contains("x-kops-request-sha"), "{auth}");
         assert!(auth.contains("x-kops-audience"), "{auth}");
         assert!(headers.get("x-amz-date").is_some());
+    }
+
+    #[tokio::test]
+    async fn sts_hosts_follow_the_sdk_partitions() {
+        use aws_sdk_sts::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
+        let resolver = DefaultResolver::new();
+        for region in [
+            "us-east-1",
+            "eu-west-3",
+            "cn-north-1",
+            "cn-northwest-1",
+            "us-gov-west-1",
+            "us-iso-east-1",
+            "us-isob-east-1",
+            "us-isof-south-1",
+            "eu-isoe-west-1",
+            "eusc-de-east-1",
+        ] {
+            let params = Params::builder()
+                .region(region)
+                .use_fips(false)
+                .use_dual_stack(false)
+                .use_global_endpoint(false)
+                .build()
+                .unwrap();
+            let sdk = resolver.resolve_endpoint(&params).await.unwrap();
+            assert_eq!(
+                format!("https://sts.{region}.{}", dns_suffix(region)),
+                sdk.url(),
+                "{region}"
+            );
+        }
+    }
+
+    #[test]
+    fn tokens_are_bounded() {
+        use base64::Engine;
+        let encode = |json: &str| {
+            format!(
+                "{AWS_TOKEN_PREFIX_V1}{}",
+                base64::engine::general_purpose::STANDARD.encode(json)
+            )
+        };
+        let big = encode(&format!(r#"{{"X-A":["{}"]}}"#, "a".repeat(MAX_TOKEN_LEN)));
+        assert!(TokenHeaders::decode(&big)
+            .unwrap_err()
+            .contains("more than"));
+        let many: Vec<String> = (0..20).map(|i| format!(r#""X-{i}":["v"]"#)).collect();
+        let many = encode(&format!("{{{}}}", many.join(",")));
+        assert!(TokenHeaders::decode(&many).unwrap_err().contains("headers"));
+        let twice = encode(r#"{"X-Amz-Date":["a","b"]}"#);
+        assert!(TokenHeaders::decode(&twice)
+            .unwrap_err()
+            .contains("one value"));
+        let newline = encode(r#"{"X-Amz-Date":["a\nb"]}"#);
+        assert!(TokenHeaders::decode(&newline)
+            .unwrap_err()
+            .contains("HTTP does not allow"));
     }
 
     #[test]

@@ -24,11 +24,25 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::config::Options;
+use crate::connections::{Connections, MAX_CONNECTIONS};
 use crate::protocol::{BootstrapRequest, BootstrapResponse, NodeConfig, BOOTSTRAP_API_VERSION};
-use crate::verify::{NodeIdentity, Verifier};
+use crate::verify::{escape, NodeIdentity, Refusal, Verifier};
 
-/// Largest request body accepted.
-const MAX_BODY: usize = 1 << 20;
+/// Largest request body accepted: a node's request (its public keys and
+/// keypair ids) is about 2 KiB.
+pub const MAX_BODY: usize = 16 * 1024;
+/// The most a request's head (request line and headers, the token
+/// included) may take: hyper answers 431 beyond.
+const MAX_HEAD: usize = 32 * 1024;
+/// How long a TLS handshake may take.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a request's head may take to arrive, and how long a
+/// kept-alive connection may wait for its next request.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a request's body may take to arrive.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection is kept, whatever it does.
+const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
 
 /// Everything that stops the controller from starting.
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +129,9 @@ pub struct Controller {
     /// a node already registered and Ready gets nothing more (see
     /// [`Controller::refuse_registered_nodes`]).
     registered: std::sync::OnceLock<kube::Api<k8s_openapi::api::core::v1::Node>>,
+    /// How nodes are bound to their instances (labels, pod ranges).
+    binding: crate::nodes::Binding,
+    connections: Arc<Connections>,
 }
 
 impl Controller {
@@ -131,6 +148,8 @@ impl Controller {
         };
         Ok(Controller {
             options,
+            binding: verifier.binding(),
+            connections: Connections::new(MAX_CONNECTIONS, crate::connections::GRACE),
             verifier,
             keys,
             config_store,
@@ -174,6 +193,7 @@ impl Controller {
             nodes,
             ec2: self.verifier.ec2().clone(),
             config_store: self.config_store.clone(),
+            binding: self.binding.clone(),
         }
     }
 
@@ -186,7 +206,18 @@ impl Controller {
         self.options.enable_cloud_ipam.then(|| crate::ipam::Ipam {
             nodes,
             ec2: self.verifier.ec2().clone(),
+            binding: self.binding.clone(),
         })
+    }
+
+    /// The verifier (tests look at its replay cache).
+    pub fn verifier(&self) -> &Verifier {
+        &self.verifier
+    }
+
+    /// How many connections are held now.
+    pub fn connections(&self) -> usize {
+        self.connections.len()
     }
 
     /// The TLS acceptor for the configured serving certificate.
@@ -217,25 +248,53 @@ impl Controller {
                     }
                 },
             };
+            // IPv4 callers of the dual-stack socket as a.b.c.d in logs.
+            let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
+            // Past the cap, a new connection is closed at once unless an
+            // idle one gives way (see crate::connections).
+            let Some(slot) = self.connections.admit() else {
+                drop(stream);
+                continue;
+            };
             let tls = tls.clone();
             let this = self.clone();
             tokio::spawn(async move {
-                let stream =
-                    match tokio::time::timeout(Duration::from_secs(10), tls.accept(stream)).await {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(e)) => {
-                            tracing::info!("TLS handshake with {peer} failed: {e}");
-                            return;
+                let slot = Arc::new(slot);
+                let serve = async {
+                    let stream =
+                        match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream)).await
+                        {
+                            Ok(Ok(s)) => s,
+                            Ok(Err(e)) => {
+                                tracing::debug!("TLS handshake with {peer} failed: {e}");
+                                return;
+                            }
+                            Err(_) => return,
+                        };
+                    let in_service = slot.clone();
+                    let service = hyper::service::service_fn(move |req| {
+                        let this = this.clone();
+                        let slot = in_service.clone();
+                        async move {
+                            slot.set_busy(true);
+                            let response = this.handle(req, peer).await;
+                            slot.set_busy(false);
+                            Ok::<_, std::convert::Infallible>(response)
                         }
-                        Err(_) => return,
-                    };
-                let service = hyper::service::service_fn(move |req| {
-                    let this = this.clone();
-                    async move { Ok::<_, std::convert::Infallible>(this.handle(req, peer).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(HEADER_READ_TIMEOUT)
+                        .max_buf_size(MAX_HEAD)
+                        .max_headers(32)
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                };
+                tokio::select! {
+                    _ = serve => {}
+                    _ = slot.closed() => {}
+                    _ = tokio::time::sleep(MAX_CONNECTION_AGE) => {}
+                }
             });
         }
     }
@@ -249,24 +308,65 @@ impl Controller {
     }
 
     async fn bootstrap(&self, req: Request<Incoming>, peer: SocketAddr) -> Response<Full<Bytes>> {
+        // Cheap checks first: the size of what is claimed, then the body,
+        // read with a limit and a deadline, then its form; only then STS.
+        let declared = req
+            .headers()
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_BODY as u64) {
+            tracing::info!("bootstrap from {peer}: body larger than {MAX_BODY} bytes");
+            return reply(StatusCode::PAYLOAD_TOO_LARGE, "request too large");
+        }
         let authorization = req
             .headers()
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
-        let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(e) => {
+        let reading = Limited::new(req.into_body(), MAX_BODY).collect();
+        let body = match tokio::time::timeout(BODY_READ_TIMEOUT, reading).await {
+            Ok(Ok(b)) => b.to_bytes(),
+            Ok(Err(e)) => {
                 tracing::info!("bootstrap from {peer}: cannot read the body: {e}");
                 return reply(StatusCode::BAD_REQUEST, "cannot read the body");
             }
+            Err(_) => {
+                tracing::info!("bootstrap from {peer}: the body did not arrive in time");
+                return reply(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the body did not arrive in time",
+                );
+            }
         };
+        let request: BootstrapRequest = match serde_json::from_slice(&body) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::info!(
+                    "bootstrap from {peer}: bad request: {}",
+                    escape(&e.to_string())
+                );
+                return reply(StatusCode::BAD_REQUEST, "cannot decode the request");
+            }
+        };
+        if request.api_version != BOOTSTRAP_API_VERSION {
+            tracing::info!(
+                "bootstrap from {peer}: unexpected apiVersion `{}`",
+                escape(&request.api_version)
+            );
+            return reply(StatusCode::BAD_REQUEST, "unexpected apiVersion");
+        }
         let identity = match self.verifier.verify(&authorization, &body).await {
             Ok(id) => id,
             Err(refusal) => {
                 tracing::warn!("bootstrap from {peer} refused: {refusal}");
-                return reply(StatusCode::FORBIDDEN, "failed to verify token");
+                return match refusal {
+                    Refusal::Busy | Refusal::StsUnreachable { .. } | Refusal::Ec2 { .. } => {
+                        reply(StatusCode::SERVICE_UNAVAILABLE, "try again later")
+                    }
+                    _ => reply(StatusCode::FORBIDDEN, "failed to verify token"),
+                };
             }
         };
         match self.registered_and_ready(&identity.node_name).await {
@@ -286,20 +386,6 @@ impl Controller {
                 return reply(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
             }
         }
-        let request: BootstrapRequest = match serde_json::from_slice(&body) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::info!("bootstrap from {peer}: bad request: {e}");
-                return reply(StatusCode::BAD_REQUEST, "cannot decode the request");
-            }
-        };
-        if request.api_version != BOOTSTRAP_API_VERSION {
-            tracing::info!(
-                "bootstrap from {peer}: unexpected apiVersion `{}`",
-                request.api_version
-            );
-            return reply(StatusCode::BAD_REQUEST, "unexpected apiVersion");
-        }
         match self.answer(&request, &identity).await {
             Ok(response) => {
                 tracing::info!(
@@ -309,7 +395,7 @@ impl Controller {
                     response
                         .certs
                         .keys()
-                        .cloned()
+                        .map(|k| escape(k))
                         .collect::<Vec<_>>()
                         .join(", "),
                     if response.node_config.is_some() {
@@ -323,14 +409,25 @@ impl Controller {
                     .status(StatusCode::OK)
                     .header(hyper::header::CONTENT_TYPE, "application/json")
                     .body(Full::new(Bytes::from(json)))
-                    .unwrap_or_else(|_| reply(StatusCode::INTERNAL_SERVER_ERROR, "internal"))
+                    .unwrap_or_else(|_| reply(StatusCode::INTERNAL_SERVER_ERROR, "internal error"))
             }
-            Err(reason) => {
+            Err(Failure::Request(reason)) => {
+                let reason = escape(&reason);
                 tracing::warn!(
                     "bootstrap from {peer} (node {}): {reason}",
                     identity.node_name
                 );
                 reply(StatusCode::BAD_REQUEST, &reason)
+            }
+            // The detail (store URLs, store errors) is the operator's, in
+            // the log once; the node learns only that it is not its fault.
+            Err(Failure::Internal(detail)) => {
+                tracing::error!(
+                    "bootstrap from {peer} (node {}): internal error: {}",
+                    identity.node_name,
+                    escape(&detail)
+                );
+                reply(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
             }
         }
     }
@@ -341,7 +438,7 @@ impl Controller {
         &self,
         request: &BootstrapRequest,
         identity: &NodeIdentity,
-    ) -> Result<BootstrapResponse, String> {
+    ) -> Result<BootstrapResponse, Failure> {
         let mut response = BootstrapResponse::default();
         if request.include_node_config {
             response.node_config = Some(self.node_config(identity).await?);
@@ -349,6 +446,7 @@ impl Controller {
         let hours = validity_hours(&identity.node_name);
         for (name, public_key) in &request.certs {
             let cert = self.issue(name, public_key, identity, hours, &request.keypair_ids)?;
+
             response.certs.insert(name.clone(), cert);
         }
         Ok(response)
@@ -361,11 +459,11 @@ impl Controller {
         identity: &NodeIdentity,
         hours: u64,
         keypair_ids: &BTreeMap<String, String>,
-    ) -> Result<String, String> {
+    ) -> Result<String, Failure> {
         if !self.options.server.cert_names.iter().any(|n| n == name) {
-            return Err(format!(
+            return Err(Failure::Request(format!(
                 "certificate `{name}` is not one this controller issues"
-            ));
+            )));
         }
         let mut signer = kops_pki::KUBERNETES_CA;
         let mut issue = match name {
@@ -382,7 +480,11 @@ impl Controller {
             }
             "kube-proxy" => IssueRequest::client("system:kube-proxy", None),
             "kube-router" => IssueRequest::client("system:kube-router", None),
-            other => return Err(format!("unexpected certificate name `{other}`")),
+            other => {
+                return Err(Failure::Request(format!(
+                    "unexpected certificate name `{other}`"
+                )))
+            }
         };
         issue.validity = Some(Duration::from_secs(hours * 3600));
         if !keypair_ids.is_empty() {
@@ -394,22 +496,25 @@ impl Controller {
                 .map(String::as_str)
                 .unwrap_or("");
             if wanted != have {
-                return Err(format!(
+                return Err(Failure::Request(format!(
                     "the node trusts keypair `{wanted}` of {signer}, this controller signs with `{have}`"
-                ));
+                )));
             }
         }
-        let ca = self
-            .keys
-            .cas
-            .get(signer)
-            .ok_or_else(|| format!("this controller has no key for {signer}"))?;
-        let der = public_key_der(public_key)?;
-        ca.issue_for_public_key(&issue, &der)
-            .map_err(|e| format!("cannot issue `{name}`: {e}"))
+        let ca =
+            self.keys.cas.get(signer).ok_or_else(|| {
+                Failure::Internal(format!("this controller has no key for {signer}"))
+            })?;
+        let der = public_key_der(public_key).map_err(Failure::Request)?;
+        ca.issue_for_public_key(&issue, &der).map_err(|e| match e {
+            kops_pki::PkiError::BadRequest { .. } => {
+                Failure::Request(format!("cannot issue `{name}`: {e}"))
+            }
+            e => Failure::Internal(format!("cannot issue `{name}`: {e}")),
+        })
     }
 
-    async fn node_config(&self, identity: &NodeIdentity) -> Result<NodeConfig, String> {
+    async fn node_config(&self, identity: &NodeIdentity) -> Result<NodeConfig, Failure> {
         let group = &identity.instance_group;
         let valid = !group.is_empty()
             && group.len() <= 253
@@ -418,21 +523,30 @@ impl Controller {
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
             && !group.contains("..");
         if !valid {
-            return Err(format!("`{group}` is not a valid instance group name"));
+            return Err(Failure::Internal(format!(
+                "instance `{}` names `{group}`, not a valid instance group",
+                identity.instance_id
+            )));
         }
         let key = format!("igconfig/node/{group}/nodeupconfig.yaml");
         let bytes = self
             .config_store
             .read(&key)
             .await
-            .map_err(|e| format!("cannot read the node config: {e}"))?
-            .ok_or_else(|| format!("no node config at `{}`", self.config_store.url_of(&key)))?;
+            .map_err(|e| Failure::Internal(format!("cannot read the node config: {e}")))?
+            .ok_or_else(|| {
+                Failure::Internal(format!(
+                    "no node config at `{}`",
+                    self.config_store.url_of(&key)
+                ))
+            })?;
         let mut node_secrets = BTreeMap::new();
         if let Some(store) = &self.secret_store {
             if let Ok(Some(bytes)) = store.read("dockerconfig").await {
                 let url = store.url_of("dockerconfig");
-                let secret = kops_pki::Secret::parse(&url, &bytes)
-                    .map_err(|e| format!("cannot read secret dockerconfig: {e}"))?;
+                let secret = kops_pki::Secret::parse(&url, &bytes).map_err(|e| {
+                    Failure::Internal(format!("cannot read secret dockerconfig: {e}"))
+                })?;
                 node_secrets.insert("dockerconfig".to_string(), secret.data);
             }
         }
@@ -441,6 +555,16 @@ impl Controller {
             node_secrets,
         })
     }
+}
+
+/// Why a verified node's request was not answered.
+enum Failure {
+    /// The request asks for something this controller does not give: the
+    /// node is told why (400).
+    Request(String),
+    /// Something on the controller's side (its store, its keys): logged,
+    /// the node gets "internal error" (500) and tries again.
+    Internal(String),
 }
 
 /// How long a node's certificates are valid: 455 days plus up to 30 days
@@ -522,14 +646,41 @@ pub fn tls_acceptor(cert_path: &str, key_path: &str) -> Result<TlsAcceptor, Star
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// Binds the configured address.
+/// Binds the configured address. `[::]:<port>` is one socket for IPv6
+/// and IPv4 (IPv4 peers appear as `::ffff:a.b.c.d`); on a host without
+/// IPv6 it falls back to `0.0.0.0:<port>`.
 pub async fn listen(addr: &str) -> Result<TcpListener, StartError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|e| StartError::Listen {
-            addr: addr.to_string(),
-            reason: e.to_string(),
-        })
+    let failed = |e: std::io::Error| StartError::Listen {
+        addr: addr.to_string(),
+        reason: e.to_string(),
+    };
+    let Some(port) = addr.strip_prefix("[::]:") else {
+        return TcpListener::bind(addr).await.map_err(failed);
+    };
+    let port: u16 = port.parse().map_err(|_| StartError::Listen {
+        addr: addr.to_string(),
+        reason: "the port is not a number".into(),
+    })?;
+    match dual_stack(port) {
+        Ok(listener) => Ok(listener),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(failed(e)),
+        Err(e) => {
+            tracing::info!("no IPv6 here ({e}); listening on IPv4 only");
+            TcpListener::bind(("0.0.0.0", port)).await.map_err(failed)
+        }
+    }
+}
+
+fn dual_stack(port: u16) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_only_v6(false)?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    let addr = SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    TcpListener::from_std(socket.into())
 }
 
 #[cfg(test)]
@@ -541,6 +692,18 @@ mod tests {
         let h = validity_hours("i-0123456789abcdef0");
         assert!((455 * 24..485 * 24).contains(&h));
         assert_eq!(h, validity_hours("i-0123456789abcdef0"));
+    }
+
+    #[tokio::test]
+    async fn every_interface_means_ipv6_and_ipv4() {
+        let listener = listen("[::]:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for peer in ["127.0.0.1", "::1"] {
+            let connect = tokio::net::TcpStream::connect((peer, port));
+            let (connected, accepted) = tokio::join!(connect, listener.accept());
+            connected.unwrap_or_else(|e| panic!("{peer}: {e}"));
+            accepted.unwrap();
+        }
     }
 
     #[test]

@@ -9,18 +9,16 @@
 //! cluster (EC2 DescribeInstances) in an instance group, and returns the
 //! node's identity.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 
 use crate::protocol::{
     audience, body_sha, TokenHeaders, AUDIENCE_HEADER, REQUEST_SHA_HEADER, STS_BODY,
 };
+use crate::replay::{Denied, ReplayCache, StsLimiter};
 
 /// How old a token may be (STS accepts a signature for 15 minutes).
 pub const MAX_TOKEN_AGE: Duration = Duration::from_secs(15 * 60);
@@ -56,6 +54,8 @@ pub enum Refusal {
     Expired { signed: String, window: u64 },
     #[error("the token was already used (replay)")]
     Replay,
+    #[error("too many tokens being checked at once; the node is told to retry")]
+    Busy,
     #[error("STS refused the token: HTTP {status}: {message}")]
     Sts { status: u16, message: String },
     #[error("cannot reach STS at {url}: {reason}")]
@@ -66,6 +66,8 @@ pub enum Refusal {
     NotANodeRole { arn: String, roles: String },
     #[error("instance `{instance}` does not exist")]
     NoInstance { instance: String },
+    #[error("instance `{instance}` is {state}, not running or pending")]
+    NotRunning { instance: String, state: String },
     #[error("instance `{instance}` is not part of cluster `{cluster}`")]
     NotInCluster { instance: String, cluster: String },
     #[error("instance `{instance}` has no `{INSTANCE_GROUP_TAG}` tag")]
@@ -73,8 +75,6 @@ pub enum Refusal {
     #[error("EC2 DescribeInstances for `{instance}` failed: {reason}")]
     Ec2 { instance: String, reason: String },
 }
-
-type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// The verifier of one cluster's controller.
 pub struct Verifier {
@@ -86,9 +86,10 @@ pub struct Verifier {
     region: String,
     use_ip_based_node_names: bool,
     ec2: aws_sdk_ec2::Client,
-    http: HttpClient,
-    /// Signatures already used, with when they stop being valid anyway.
-    seen: Mutex<HashMap<String, SystemTime>>,
+    http: StsHttp,
+    /// Signatures being checked or accepted (see [`crate::replay`]).
+    seen: ReplayCache,
+    sts_limit: StsLimiter,
 }
 
 /// What the verifier needs to know.
@@ -105,14 +106,24 @@ pub struct VerifierParts {
     pub ec2: aws_sdk_ec2::Client,
 }
 
-/// The HTTPS (and, for a local endpoint, HTTP) client used for STS.
-pub(crate) fn http_client() -> Result<HttpClient, String> {
+/// The HTTPS (and, for a local endpoint, HTTP) client used for STS,
+/// through the environment's proxy ([`crate::proxy`]).
+type StsHttp = Client<hyper_rustls::HttpsConnector<crate::proxy::Connector>, Full<Bytes>>;
+
+fn sts_http(sts_url: &str) -> Result<StsHttp, String> {
+    let uri: http::Uri = sts_url
+        .parse()
+        .map_err(|e| format!("STS URL `{sts_url}`: {e}"))?;
+    let proxy = crate::proxy::proxy_for(&uri, &|name| std::env::var(name).ok());
+    if let Some(proxy) = &proxy {
+        tracing::info!("STS calls go through the proxy {}", proxy.uri);
+    }
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_native_roots()
         .map_err(|e| format!("cannot load the system's CA certificates: {e}"))?
         .https_or_http()
         .enable_http1()
-        .build();
+        .wrap_connector(crate::proxy::Connector::new(proxy));
     Ok(Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector))
 }
 
@@ -123,12 +134,13 @@ impl Verifier {
             account: parts.account,
             partition: parts.partition,
             nodes_roles: parts.nodes_roles,
-            sts_url: parts.sts_url,
             region: parts.region,
             use_ip_based_node_names: parts.use_ip_based_node_names,
             ec2: parts.ec2,
-            http: http_client()?,
-            seen: Mutex::new(HashMap::new()),
+            http: sts_http(&parts.sts_url)?,
+            sts_url: parts.sts_url,
+            seen: ReplayCache::default(),
+            sts_limit: StsLimiter::default(),
         })
     }
 
@@ -137,7 +149,25 @@ impl Verifier {
         &self.ec2
     }
 
-    /// Checks `authorization` for a request with `body`.
+    /// Which Kubernetes node an instance of this cluster must be: what
+    /// the labeller and the IPAM bind a node's provider id to.
+    pub fn binding(&self) -> crate::nodes::Binding {
+        crate::nodes::Binding {
+            cluster: self.cluster.clone(),
+            region: self.region.clone(),
+            use_ip_based_node_names: self.use_ip_based_node_names,
+            warned: Default::default(),
+        }
+    }
+
+    /// Signatures held by the replay cache now (tests: forged tokens
+    /// leave none).
+    pub fn replay_entries(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// Checks `authorization` for a request with `body`. Everything the
+    /// token claims is checked before it is remembered or sent to STS.
     pub async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
         let headers = TokenHeaders::decode(authorization).map_err(Refusal::Malformed)?;
         if headers.get(REQUEST_SHA_HEADER) != Some(body_sha(body).as_str()) {
@@ -148,7 +178,7 @@ impl Verifier {
             Some(got) if got == want => {}
             got => {
                 return Err(Refusal::WrongAudience {
-                    got: got.unwrap_or("(none)").to_string(),
+                    got: escape(got.unwrap_or("(none)")),
                     want,
                 })
             }
@@ -156,12 +186,12 @@ impl Verifier {
         let auth = headers
             .get("authorization")
             .ok_or_else(|| Refusal::Malformed("no signed Authorization header".into()))?;
-        let signature = signed_parts(auth)?;
+        let signed = SignedAuthorization::parse(auth)?;
         let signed_at = headers
             .get("x-amz-date")
             .ok_or_else(|| Refusal::Malformed("no X-Amz-Date header".into()))?;
         let time = parse_amz_date(signed_at)
-            .ok_or_else(|| Refusal::Malformed(format!("bad X-Amz-Date `{signed_at}`")))?;
+            .ok_or_else(|| Refusal::Malformed(format!("bad X-Amz-Date `{}`", escape(signed_at))))?;
         let now = SystemTime::now();
         let too_old = now
             .duration_since(time)
@@ -171,33 +201,34 @@ impl Verifier {
             .is_ok_and(|ahead| ahead > MAX_CLOCK_SKEW);
         if too_old || too_new {
             return Err(Refusal::Expired {
-                signed: signed_at.to_string(),
+                signed: escape(signed_at),
                 window: MAX_TOKEN_AGE.as_secs() / 60,
             });
         }
-        self.remember(&signature, time + MAX_TOKEN_AGE + MAX_CLOCK_SKEW, now)?;
+        signed.check_scope(&signed_at[..8], &self.region)?;
 
-        let (account, arn) = self.caller_identity(&headers).await?;
+        let denied = |d: Denied| match d {
+            Denied::Replay => Refusal::Replay,
+            Denied::Busy => Refusal::Busy,
+        };
+        let signature = signed.signature;
+        self.seen
+            .claim(signature, time + MAX_TOKEN_AGE + MAX_CLOCK_SKEW, now)
+            .map_err(denied)?;
+        // Until STS accepts it, the signature is only held while checked.
+        let answer = match self.sts_limit.acquire().await {
+            Ok(_slot) => self.caller_identity(&headers).await,
+            Err(d) => Err(denied(d)),
+        };
+        let (account, arn) = answer.inspect_err(|_| self.seen.release(&signature))?;
         if account != self.account {
             return Err(Refusal::WrongAccount {
-                got: account,
+                got: escape(&account),
                 want: self.account.clone(),
             });
         }
         let instance = self.instance_of(&arn)?;
         self.describe(&instance).await
-    }
-
-    /// Records a signature; a second use while it could still be valid is
-    /// a replay.
-    fn remember(&self, signature: &str, until: SystemTime, now: SystemTime) -> Result<(), Refusal> {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        seen.retain(|_, expires| *expires > now);
-        if seen.contains_key(signature) {
-            return Err(Refusal::Replay);
-        }
-        seen.insert(signature.to_string(), until);
-        Ok(())
     }
 
     /// Sends the signed request to STS: the caller's account and ARN.
@@ -238,7 +269,10 @@ impl Verifier {
             let message = xml_value(&text, "Message")
                 .or_else(|| xml_value(&text, "Code"))
                 .unwrap_or_else(|| text.chars().take(200).collect());
-            return Err(Refusal::Sts { status, message });
+            return Err(Refusal::Sts {
+                status,
+                message: escape(&message),
+            });
         }
         match (xml_value(&text, "Account"), xml_value(&text, "Arn")) {
             (Some(account), Some(arn)) => Ok((account, arn)),
@@ -253,7 +287,7 @@ impl Verifier {
     /// partition, type and role.
     fn instance_of(&self, arn: &str) -> Result<String, Refusal> {
         let refuse = || Refusal::NotANodeRole {
-            arn: arn.to_string(),
+            arn: escape(arn),
             roles: self.nodes_roles.join(", "),
         };
         let parts: Vec<&str> = arn.split(':').collect();
@@ -306,35 +340,32 @@ impl Verifier {
             .reservations()
             .iter()
             .flat_map(|r| r.instances())
-            .filter(|i| {
-                !matches!(
-                    i.state().and_then(|s| s.name()),
-                    Some(aws_sdk_ec2::types::InstanceStateName::Terminated)
-                )
-            })
             .collect();
         let [instance] = instances.as_slice() else {
             return Err(Refusal::NoInstance {
                 instance: instance_id.to_string(),
             });
         };
-        let tag = |key: &str| {
-            instance
-                .tags()
-                .iter()
-                .find(|t| t.key() == Some(key))
-                .and_then(|t| t.value())
-        };
-        let owned_key = format!("kubernetes.io/cluster/{}", self.cluster);
-        let in_cluster = tag("KubernetesCluster") == Some(self.cluster.as_str())
-            || tag(&owned_key).is_some_and(|v| v == "owned" || v == "shared");
-        if !in_cluster {
+        // A stopped instance's role credentials may still be in use
+        // elsewhere; only a booting or running machine bootstraps (kops
+        // checks the same for node identity).
+        if !is_live(instance) {
+            return Err(Refusal::NotRunning {
+                instance: instance_id.to_string(),
+                state: instance
+                    .state()
+                    .and_then(|s| s.name())
+                    .map(|n| n.as_str().to_string())
+                    .unwrap_or_else(|| "in no known state".into()),
+            });
+        }
+        if !in_cluster(instance, &self.cluster) {
             return Err(Refusal::NotInCluster {
                 instance: instance_id.to_string(),
                 cluster: self.cluster.clone(),
             });
         }
-        let instance_group = tag(INSTANCE_GROUP_TAG)
+        let instance_group = tag(instance, INSTANCE_GROUP_TAG)
             .filter(|g| !g.is_empty())
             .ok_or_else(|| Refusal::NoInstanceGroup {
                 instance: instance_id.to_string(),
@@ -366,14 +397,9 @@ impl Verifier {
                 names.push(ip.to_string());
             }
         }
-        let mut node_name = instance_id.to_string();
-        if self.use_ip_based_node_names {
-            if let Some(ip) = instance.private_ip_address() {
-                node_name = private_dns_name(ip, &self.region);
-                if !names.contains(&node_name) {
-                    names.push(node_name.clone());
-                }
-            }
+        let node_name = node_name(instance, &self.region, self.use_ip_based_node_names);
+        if !names.contains(&node_name) {
+            names.push(node_name.clone());
         }
         Ok(NodeIdentity {
             node_name,
@@ -382,6 +408,46 @@ impl Verifier {
             certificate_names: names,
         })
     }
+}
+
+/// An instance's tag.
+pub fn tag<'a>(instance: &'a aws_sdk_ec2::types::Instance, key: &str) -> Option<&'a str> {
+    instance
+        .tags()
+        .iter()
+        .find(|t| t.key() == Some(key))
+        .and_then(|t| t.value())
+}
+
+/// Whether an instance is tagged as one of `cluster`'s (kops' two tags).
+pub fn in_cluster(instance: &aws_sdk_ec2::types::Instance, cluster: &str) -> bool {
+    let owned = format!("kubernetes.io/cluster/{cluster}");
+    tag(instance, "KubernetesCluster") == Some(cluster)
+        || tag(instance, &owned).is_some_and(|v| v == "owned" || v == "shared")
+}
+
+/// The node name the controller certifies an instance's kubelet as: its
+/// instance id, or with IP-based names its private DNS name (nodeup gives
+/// kubelet the same name, `--hostname-override`).
+pub fn node_name(
+    instance: &aws_sdk_ec2::types::Instance,
+    region: &str,
+    use_ip_based_node_names: bool,
+) -> String {
+    let id = instance.instance_id().unwrap_or_default().to_string();
+    match instance.private_ip_address() {
+        Some(ip) if use_ip_based_node_names => private_dns_name(ip, region),
+        _ => id,
+    }
+}
+
+/// Whether an instance is pending or running.
+pub fn is_live(instance: &aws_sdk_ec2::types::Instance) -> bool {
+    use aws_sdk_ec2::types::InstanceStateName;
+    matches!(
+        instance.state().and_then(|s| s.name()),
+        Some(InstanceStateName::Running | InstanceStateName::Pending)
+    )
 }
 
 /// EC2's private DNS name of an address (`ip-10-0-0-1.ec2.internal`).
@@ -394,38 +460,118 @@ pub fn private_dns_name(ip: &str, region: &str) -> String {
     format!("ip-{}.{domain}", ip.replace('.', "-"))
 }
 
-/// Checks the SigV4 `Authorization` header signs the body hash and the
-/// audience; returns the signature (the replay key).
-fn signed_parts(auth: &str) -> Result<String, Refusal> {
-    let rest = auth
-        .strip_prefix("AWS4-HMAC-SHA256 ")
-        .ok_or_else(|| Refusal::Malformed("not an AWS4-HMAC-SHA256 signature".into()))?;
-    let mut signature = None;
-    let mut signed = None;
-    let mut credential = None;
-    for part in rest.split(',').map(str::trim) {
-        match part.split_once('=') {
-            Some(("Signature", v)) => signature = Some(v),
-            Some(("SignedHeaders", v)) => signed = Some(v),
-            Some(("Credential", v)) => credential = Some(v),
-            _ => return Err(Refusal::Malformed("bad Authorization format".into())),
+/// What the token's SigV4 `Authorization` header says.
+#[derive(Debug, PartialEq, Eq)]
+struct SignedAuthorization {
+    /// The HMAC-SHA256 signature: the replay key.
+    signature: [u8; 32],
+    /// `<access key>/<yyyymmdd>/<region>/<service>/aws4_request`.
+    scope: Vec<String>,
+}
+
+impl SignedAuthorization {
+    /// Requires one `Credential=`, one `SignedHeaders=` covering the body
+    /// hash and the audience, and one `Signature=` of 64 hex digits: a
+    /// parameter given twice is refused (STS might read another one than
+    /// this check did).
+    fn parse(auth: &str) -> Result<SignedAuthorization, Refusal> {
+        let malformed = |m: &str| Refusal::Malformed(m.to_string());
+        let rest = auth
+            .strip_prefix("AWS4-HMAC-SHA256 ")
+            .ok_or_else(|| malformed("not an AWS4-HMAC-SHA256 signature"))?;
+        let mut signature = None;
+        let mut signed = None;
+        let mut credential = None;
+        for part in rest.split(',').map(str::trim) {
+            let (slot, value) = match part.split_once('=') {
+                Some(("Signature", v)) => (&mut signature, v),
+                Some(("SignedHeaders", v)) => (&mut signed, v),
+                Some(("Credential", v)) => (&mut credential, v),
+                _ => return Err(malformed("bad Authorization format")),
+            };
+            if slot.replace(value).is_some() {
+                return Err(malformed(
+                    "a parameter of the Authorization header is given twice",
+                ));
+            }
+        }
+        let signed: Vec<&str> = signed.unwrap_or_default().split(';').collect();
+        for required in ["x-kops-request-sha", "x-kops-audience"] {
+            if !signed.contains(&required) {
+                return Err(Refusal::Malformed(format!(
+                    "the signature does not cover `{required}`"
+                )));
+            }
+        }
+        let scope: Vec<String> = credential
+            .unwrap_or_default()
+            .split('/')
+            .map(str::to_string)
+            .collect();
+        let well_formed = scope.len() == 5
+            && !scope[0].is_empty()
+            && scope[0].len() <= 128
+            && scope[0].bytes().all(|b| b.is_ascii_alphanumeric());
+        if !well_formed {
+            return Err(malformed("no valid credential in the signature"));
+        }
+        let hex = signature.unwrap_or_default().as_bytes();
+        let digit = |b: u8| match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            _ => None,
+        };
+        let mut bytes = [0u8; 32];
+        if hex.len() != 64 {
+            return Err(malformed("the signature is not 64 hex digits"));
+        }
+        for (i, pair) in hex.chunks(2).enumerate() {
+            match (digit(pair[0]), digit(pair[1])) {
+                (Some(hi), Some(lo)) => bytes[i] = hi << 4 | lo,
+                _ => return Err(malformed("the signature is not 64 hex digits")),
+            }
+        }
+        Ok(SignedAuthorization {
+            signature: bytes,
+            scope,
+        })
+    }
+
+    /// The credential scope must be STS's, of the day the token was
+    /// signed, in this controller's region (where its STS endpoint is).
+    fn check_scope(&self, day: &str, region: &str) -> Result<(), Refusal> {
+        let ok = self.scope[1] == day
+            && (region.is_empty() || self.scope[2] == region)
+            && self.scope[3] == "sts"
+            && self.scope[4] == "aws4_request";
+        if ok {
+            Ok(())
+        } else {
+            Err(Refusal::Malformed(format!(
+                "the credential scope `{}` is not STS's in {region} on {day}",
+                escape(&self.scope[1..].join("/"))
+            )))
         }
     }
-    let signed: Vec<&str> = signed.unwrap_or_default().split(';').collect();
-    for required in ["x-kops-request-sha", "x-kops-audience"] {
-        if !signed.contains(&required) {
-            return Err(Refusal::Malformed(format!(
-                "the signature does not cover `{required}`"
-            )));
+}
+
+/// A value from a token or another caller, fit for one log line: control
+/// characters escaped (a newline cannot start a forged line), at most 200
+/// characters.
+pub fn escape(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == 200 {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
         }
     }
-    if credential.is_none_or(str::is_empty) {
-        return Err(Refusal::Malformed("no credential in the signature".into()));
-    }
-    match signature {
-        Some(s) if !s.is_empty() => Ok(s.to_string()),
-        _ => Err(Refusal::Malformed("empty signature".into())),
-    }
+    out
 }
 
 /// `20261125T010203Z` → time.
@@ -492,13 +638,46 @@ mod tests {
 
     #[test]
     fn authorization_must_sign_body_hash_and_audience() {
-        let ok = "AWS4-HMAC-SHA256 Credential=AKID/20261125/us-east-1/sts/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-kops-audience;x-kops-request-sha, Signature=abc";
-        assert_eq!(signed_parts(ok).unwrap(), "abc");
-        let no_audience = ok.replace("x-kops-audience;", "");
-        assert!(matches!(
-            signed_parts(&no_audience),
-            Err(Refusal::Malformed(m)) if m.contains("x-kops-audience")
-        ));
+        let sig = "0f".repeat(32);
+        let ok = format!("AWS4-HMAC-SHA256 Credential=AKID/20261125/us-east-1/sts/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-kops-audience;x-kops-request-sha, Signature={sig}");
+        let parsed = SignedAuthorization::parse(&ok).unwrap();
+        assert_eq!(parsed.signature, [0x0f; 32]);
+        assert!(parsed.check_scope("20261125", "us-east-1").is_ok());
+        assert!(parsed.check_scope("20261126", "us-east-1").is_err());
+        assert!(parsed.check_scope("20261125", "eu-west-1").is_err());
+        let malformed = |auth: &str| match SignedAuthorization::parse(auth) {
+            Err(Refusal::Malformed(m)) => m,
+            other => panic!("{auth}: {other:?}"),
+        };
+        assert!(malformed(&ok.replace("x-kops-audience;", "")).contains("x-kops-audience"));
+        // Twice the same parameter: refused, whichever it is.
+        for twice in [
+            format!("{ok}, Signature={sig}"),
+            format!("{ok}, SignedHeaders=host"),
+            format!("{ok}, Credential=OTHER/20261125/us-east-1/sts/aws4_request"),
+        ] {
+            assert!(malformed(&twice).contains("given twice"), "{twice}");
+        }
+        // Signatures are 64 lowercase hex digits, nothing larger.
+        for bad in [
+            "abc".to_string(),
+            "0".repeat(65),
+            "0F".repeat(32),
+            "x".repeat(10_000),
+        ] {
+            let auth = ok.replace(&sig, &bad);
+            assert!(malformed(&auth).contains("64 hex digits"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn escaped_fields_stay_on_one_line() {
+        assert_eq!(
+            escape("20261125T010203Z\nforged"),
+            "20261125T010203Z\\nforged"
+        );
+        assert_eq!(escape("a\nb\r\u{1b}c"), "a\\nb\\r\\u{1b}c");
+        assert_eq!(escape(&"x".repeat(500)).len(), 203);
     }
 
     #[test]

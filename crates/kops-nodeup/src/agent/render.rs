@@ -1072,13 +1072,15 @@ pub fn kops_controller_files(
         ));
     }
     let environment = service_environment(ctx.region, &kops_api::env::process_env);
+    // LimitNOFILE: room above kops-controller's cap on connections (1,024)
+    // for its own AWS and Kubernetes calls; systemd's default is 1,024.
     out.push(PlannedFile::new(
         KOPS_CONTROLLER_UNIT,
         0o644,
         format!(
             "# Written by kops-rs nodeup.\n[Unit]\nDescription=kops-controller (node bootstrap: certificates and node configs for workers)\nAfter=network-online.target\n\n\
              [Service]\n{environment}ExecStart=/opt/kops/bin/nodeup kops-controller --conf {CONFIG_PATH} --kubeconfig {KOPS_CONTROLLER_KUBECONFIG}\n\
-             Restart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
+             LimitNOFILE=65536\nRestart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
         ),
     ));
     Ok(out)

@@ -286,7 +286,9 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
         ]
     );
 
-    // 2. kops-controller on loopback, from those files.
+    // 2. kops-controller on loopback, from those files (with the cloud
+    // IPAM of IPv6-only clusters on, for step 6).
+    controller_options.enable_cloud_ipam = true;
     let s = &mut controller_options.server;
     for path in [
         &mut s.server_key_path,
@@ -575,10 +577,9 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     // named in a warning and left without a range (the prefix → range rule
     // is a unit test of kops_controller::ipam). A node that has its range
     // is not looked up.
-    let ipam = kops_controller::ipam::Ipam {
-        nodes: kube::Api::all(kube),
-        ec2: ec2.clone(),
-    };
+    let ipam = controller
+        .ipam(kube::Api::all(kube))
+        .expect("enableCloudIPAM");
     api.put(
         "api/v1",
         "nodes",

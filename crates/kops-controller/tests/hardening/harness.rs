@@ -1,0 +1,336 @@
+//! One cluster's kops-controller on loopback: a CA and serving
+//! certificate made here, node configs in a `file://` state store, moto
+//! as STS and EC2, and instances of the cluster's groups.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_ec2::config::Credentials;
+use kops_controller::client::BootstrapClient;
+use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
+use kops_controller::{Controller, Options};
+use kops_pki::{CertificateAuthority, IssueRequest};
+
+pub const REGION: &str = "us-east-1";
+pub const ACCOUNT: &str = "123456789012";
+pub const WORKERS: &str = "nodes-us-east-1a";
+pub const CONTROL_PLANE: &str = "control-plane-us-east-1a";
+
+/// The controller's log lines, captured (one subscriber per process).
+#[derive(Clone, Default)]
+pub struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// The lines that contain `needle`.
+    pub fn lines_with(&self, needle: &str) -> Vec<String> {
+        self.text()
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn logs() -> Logs {
+    static LOGS: OnceLock<Logs> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Logs::default();
+        let writer = logs.clone();
+        let _ = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_env_filter("kops_controller=info")
+            .try_init();
+        logs
+    })
+    .clone()
+}
+
+/// Runs `test` against moto on a two-thread runtime (the controller and
+/// its callers share this process); skipped without moto.
+pub fn with_moto<F, Fut>(test: F)
+where
+    F: FnOnce(&'static kops_testkit::Moto) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    for (k, v) in moto.env() {
+        std::env::set_var(k, v);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(test(moto));
+}
+
+pub struct Cluster {
+    pub name: String,
+    pub sdk: aws_config::SdkConfig,
+    pub ec2: aws_sdk_ec2::Client,
+    pub controller: Arc<Controller>,
+    pub url: String,
+    pub ca_pem: String,
+    pub logs: Logs,
+    pub tmp: tempfile::TempDir,
+    image: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A node config giving kubelet `labels`.
+fn node_config(labels: &[&str]) -> String {
+    let mut text = String::from("KubeletConfig:\n  nodeLabels:\n");
+    for label in labels {
+        text.push_str(&format!("    {label}: \"\"\n"));
+    }
+    text
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+impl Cluster {
+    /// Starts `name`'s controller on 127.0.0.1.
+    pub async fn start(moto: &kops_testkit::Moto, name: &str, enable_cloud_ipam: bool) -> Cluster {
+        let logs = logs();
+        let sdk = aws_config::defaults(BehaviorVersion::latest())
+            .endpoint_url(moto.endpoint())
+            .region(Region::new(REGION))
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+            .load()
+            .await;
+        let ec2 = aws_sdk_ec2::Client::new(&sdk);
+        let image = ec2.describe_images().send().await.unwrap().images()[0]
+            .image_id()
+            .unwrap()
+            .to_string();
+
+        let tmp = tempfile::tempdir().unwrap();
+        let pki = tmp.path().join("pki");
+        let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
+        let serving = ca
+            .issue(&IssueRequest::server(
+                "kops-controller",
+                &[protocol::audience(name)],
+            ))
+            .unwrap();
+        write(&pki.join("kubernetes-ca.crt"), ca.certificate_pem());
+        write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
+        write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
+        write(&pki.join("kops-controller.key"), &serving.private_key_pem);
+        let state = tmp.path().join("state").join(name);
+        write(
+            &state.join(format!("igconfig/node/{WORKERS}/nodeupconfig.yaml")),
+            &node_config(&["node-role.kubernetes.io/node"]),
+        );
+        write(
+            &state.join(format!(
+                "igconfig/control-plane/{CONTROL_PLANE}/nodeupconfig.yaml"
+            )),
+            &node_config(&[
+                "node-role.kubernetes.io/control-plane",
+                "node.kubernetes.io/exclude-from-external-load-balancers",
+            ]),
+        );
+
+        let mut options = Options::for_aws(
+            name,
+            &format!("file://{}", state.display()),
+            "",
+            REGION,
+            vec![format!("nodes.{name}")],
+        );
+        options.enable_cloud_ipam = enable_cloud_ipam;
+        let pki_path = |file: &str| pki.join(file).display().to_string();
+        options.server.server_key_path = pki_path("kops-controller.key");
+        options.server.server_certificate_path = pki_path("kops-controller.crt");
+        options.server.ca_base_path = pki.display().to_string();
+        let controller = Arc::new(
+            kops_controller::build_with(options, &sdk)
+                .await
+                .unwrap_or_else(|e| panic!("kops-controller: {e}")),
+        );
+        let tls = controller.tls().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}/", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(controller.clone().serve(listener, tls, async {
+            let _ = stopped.await;
+        }));
+        Cluster {
+            name: name.to_string(),
+            sdk,
+            ec2,
+            controller,
+            url,
+            ca_pem: ca.certificate_pem().to_string(),
+            logs,
+            tmp,
+            image,
+            stop: Some(stop),
+        }
+    }
+
+    /// A running instance of `group`, tagged as this cluster's unless
+    /// `stranger`.
+    pub async fn instance(&self, group: &str, stranger: bool) -> aws_sdk_ec2::types::Instance {
+        use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+        let mut spec = TagSpecification::builder()
+            .resource_type(ResourceType::Instance)
+            .tags(
+                Tag::builder()
+                    .key("kops.k8s.io/instancegroup")
+                    .value(group)
+                    .build(),
+            );
+        if !stranger {
+            spec = spec.tags(
+                Tag::builder()
+                    .key("KubernetesCluster")
+                    .value(&self.name)
+                    .build(),
+            );
+        }
+        let out = self
+            .ec2
+            .run_instances()
+            .image_id(&self.image)
+            .min_count(1)
+            .max_count(1)
+            .tag_specifications(spec.build())
+            .send()
+            .await
+            .unwrap();
+        let id = out.instances()[0].instance_id().unwrap().to_string();
+        self.describe(&id).await
+    }
+
+    /// The instance as EC2 reports it now.
+    pub async fn describe(&self, id: &str) -> aws_sdk_ec2::types::Instance {
+        let out = self
+            .ec2
+            .describe_instances()
+            .instance_ids(id)
+            .send()
+            .await
+            .unwrap();
+        out.reservations()[0].instances()[0].clone()
+    }
+
+    /// Credentials of the worker role for `instance` (EC2 names an
+    /// instance profile's session after the instance).
+    pub async fn worker_credentials(&self, instance: &str) -> Credentials {
+        let sts = aws_sdk_sts::Client::new(&self.sdk);
+        let out = sts
+            .assume_role()
+            .role_arn(format!("arn:aws:iam::{ACCOUNT}:role/nodes.{}", self.name))
+            .role_session_name(instance)
+            .send()
+            .await
+            .unwrap();
+        let c = out.credentials().unwrap();
+        Credentials::new(
+            c.access_key_id(),
+            c.secret_access_key(),
+            Some(c.session_token().to_string()),
+            None,
+            "assumed",
+        )
+    }
+
+    /// A node's client of this controller, as nodeup makes it.
+    pub fn client(&self) -> BootstrapClient {
+        BootstrapClient::new(
+            &self.name,
+            REGION,
+            std::slice::from_ref(&self.url),
+            &self.ca_pem,
+            &protocol::audience(&self.name),
+        )
+        .unwrap()
+    }
+
+    /// A node's token for `body`, signed with `credentials`.
+    pub fn token(&self, credentials: &Credentials, body: &[u8]) -> String {
+        protocol::create_token_v1(
+            &protocol::sts_url(REGION),
+            REGION,
+            credentials,
+            SystemTime::now(),
+            body,
+            &protocol::audience(&self.name),
+        )
+        .unwrap()
+    }
+}
+
+/// What a worker asks for: its kubelet certificate and its node config.
+pub fn request() -> BootstrapRequest {
+    let (_, public_key) = kops_pki::new_private_key().unwrap();
+    BootstrapRequest {
+        api_version: BOOTSTRAP_API_VERSION.to_string(),
+        certs: BTreeMap::from([(
+            "kubelet".to_string(),
+            kops_controller::server::public_key_pem(&public_key),
+        )]),
+        include_node_config: true,
+        ..Default::default()
+    }
+}
+
+/// A token with its headers changed by `edit` (name → values), encoded
+/// again as a node would send it.
+pub fn edit_token(token: &str, edit: impl FnOnce(&mut BTreeMap<String, Vec<String>>)) -> String {
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let json = engine
+        .decode(token.strip_prefix(protocol::AWS_TOKEN_PREFIX_V1).unwrap())
+        .unwrap();
+    let mut headers: BTreeMap<String, Vec<String>> = serde_json::from_slice(&json).unwrap();
+    edit(&mut headers);
+    format!(
+        "{}{}",
+        protocol::AWS_TOKEN_PREFIX_V1,
+        engine.encode(serde_json::to_vec(&headers).unwrap())
+    )
+}
+
+/// This process's resident memory, from /proc/self/status (KiB).
+pub fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
