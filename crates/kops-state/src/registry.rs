@@ -153,11 +153,9 @@ impl Registry {
         bytes: &[u8],
     ) -> Result<T, RegistryError> {
         let url = self.store.url_of(key);
-        parse_one(&url, &String::from_utf8_lossy(bytes)).map_err(|source| {
-            RegistryError::Corrupt {
-                url,
-                source: Box::new(source),
-            }
+        parse_one(&url, &String::from_utf8_lossy(bytes)).map_err(|source| RegistryError::Corrupt {
+            url,
+            source: Box::new(source),
         })
     }
 

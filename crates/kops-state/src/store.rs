@@ -33,7 +33,10 @@ impl Version {
         let digest = Md5::digest(data);
         Version(format!(
             "md5:{}",
-            digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
         ))
     }
 

