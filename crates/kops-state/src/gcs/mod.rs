@@ -365,7 +365,11 @@ impl GcsStore {
         object_dir: &str,
         delimiter: Option<&str>,
     ) -> Result<Vec<ListPage>, StoreError> {
-        let url = self.url_of(prefix);
+        let url = if prefix.is_empty() {
+            self.base_url.clone()
+        } else {
+            self.url_of(prefix)
+        };
         let mut pages = Vec::new();
         let mut token: Option<String> = None;
         loop {
