@@ -112,3 +112,16 @@ fn flags(errors: &[FieldError]) -> String {
     }
     s
 }
+
+impl OpsError {
+    /// True when a conditional write found the object changed by another
+    /// writer since it was read ([`kops_state::StoreError::Conflict`]).
+    pub fn is_conflict(&self) -> bool {
+        matches!(
+            self,
+            OpsError::Registry(RegistryError::Store(
+                kops_state::StoreError::Conflict { .. }
+            ))
+        )
+    }
+}

@@ -22,6 +22,7 @@ use kops_api::new_cluster::{new_cluster, ExistingNetwork, NewCluster, NewCluster
 use kops_api::validation::{self, FieldError};
 use kops_api::{Cluster, InstanceGroup, Role};
 pub use kops_state::registry::{Registry, SshPublicKey};
+pub use kops_state::Version;
 pub use update::{update_cluster, UpdateOutcome, UpdateRequest};
 
 /// Opens the state store named by `--state` / `KOPS_STATE_STORE`.
@@ -133,8 +134,21 @@ pub async fn create_cluster(
     if let Some(text) = &request.ssh_public_key {
         registry.add_ssh_public_key(&name, text).await?;
     }
-    registry.put_cluster(&spec.cluster).await?;
+    create_new_cluster(registry, &spec.cluster).await?;
     Ok(CreatedCluster { spec, ssh_key_id })
+}
+
+/// Writes a new cluster's config only if no one created it meanwhile (two
+/// concurrent creates of one name: one wins, the other is told it exists).
+async fn create_new_cluster(registry: &Registry, cluster: &Cluster) -> Result<(), OpsError> {
+    match registry.create_cluster(cluster).await {
+        Err(kops_state::registry::RegistryError::Store(
+            kops_state::StoreError::AlreadyExists { .. },
+        )) => Err(OpsError::ClusterExists {
+            name: cluster.name().to_string(),
+        }),
+        other => Ok(other?),
+    }
 }
 
 /// `--vpc` / `--subnets` / `--utility-subnets` name existing AWS resources:
@@ -460,7 +474,11 @@ pub async fn apply_manifest(
         });
     }
     for c in &plan.clusters {
-        registry.put_cluster(c).await?;
+        if replace {
+            registry.put_cluster(c).await?;
+        } else {
+            create_new_cluster(registry, c).await?;
+        }
     }
     Ok(applied)
 }
@@ -573,12 +591,27 @@ pub enum EditOutcome {
 }
 
 /// Applies an edited cluster document: same name, valid with its groups.
+/// The stored cluster is replaced only if no one changed it since it was
+/// read here.
 pub async fn save_edited_cluster(
     registry: &Registry,
     name: &str,
     text: &str,
 ) -> Result<EditOutcome, OpsError> {
-    let original = require_cluster(registry, name).await?;
+    let (original, read_at) = require_cluster_versioned(registry, name).await?;
+    save_edited_cluster_over(registry, name, &original, &read_at, text).await
+}
+
+/// [`save_edited_cluster`] over the cluster as the caller read it (before
+/// opening an editor, say): if another writer saved it since `read_at`, the
+/// edit fails with a conflict instead of dropping their update.
+pub async fn save_edited_cluster_over(
+    registry: &Registry,
+    name: &str,
+    original: &Cluster,
+    read_at: &Version,
+    text: &str,
+) -> Result<EditOutcome, OpsError> {
     let edited: Cluster = kops_api::manifest::parse_one("edited cluster", text)?;
     if edited.name() != name {
         return Err(OpsError::Rename {
@@ -587,28 +620,64 @@ pub async fn save_edited_cluster(
             to: edited.name().to_string(),
         });
     }
-    if edited == original {
+    if edited == *original {
         return Ok(EditOutcome::Unchanged);
     }
     validate_result(registry, name, Some(&edited), &[], None).await?;
-    registry.put_cluster(&edited).await?;
+    registry.replace_cluster(&edited, read_at).await?;
     Ok(EditOutcome::Saved)
 }
 
-/// Applies an edited instance-group document.
+/// The cluster with the version it was read at, or "not found".
+pub async fn require_cluster_versioned(
+    registry: &Registry,
+    name: &str,
+) -> Result<(Cluster, Version), OpsError> {
+    registry
+        .get_cluster_versioned(name)
+        .await?
+        .ok_or_else(|| OpsError::ClusterNotFound {
+            name: name.to_string(),
+            store: registry.store().base_url().to_string(),
+        })
+}
+
+/// The instance group with the version it was read at, or "not found".
+pub async fn require_instance_group_versioned(
+    registry: &Registry,
+    cluster: &str,
+    name: &str,
+) -> Result<(InstanceGroup, Version), OpsError> {
+    registry
+        .get_instance_group_versioned(cluster, name)
+        .await?
+        .ok_or_else(|| OpsError::InstanceGroupNotFound {
+            cluster: cluster.to_string(),
+            name: name.to_string(),
+        })
+}
+
+/// Applies an edited instance-group document (replaced only if unchanged
+/// since it was read here).
 pub async fn save_edited_instance_group(
     registry: &Registry,
     cluster: &str,
     name: &str,
     text: &str,
 ) -> Result<EditOutcome, OpsError> {
-    let original = registry
-        .get_instance_group(cluster, name)
-        .await?
-        .ok_or_else(|| OpsError::InstanceGroupNotFound {
-            cluster: cluster.to_string(),
-            name: name.to_string(),
-        })?;
+    let (original, read_at) = require_instance_group_versioned(registry, cluster, name).await?;
+    save_edited_instance_group_over(registry, cluster, name, &original, &read_at, text).await
+}
+
+/// [`save_edited_instance_group`] over the group as the caller read it.
+pub async fn save_edited_instance_group_over(
+    registry: &Registry,
+    cluster: &str,
+    name: &str,
+    original: &InstanceGroup,
+    read_at: &Version,
+    text: &str,
+) -> Result<EditOutcome, OpsError> {
     let edited: InstanceGroup = kops_api::manifest::parse_one("edited instance group", text)?;
     if edited.name() != name {
         return Err(OpsError::Rename {
@@ -617,11 +686,13 @@ pub async fn save_edited_instance_group(
             to: edited.name().to_string(),
         });
     }
-    if edited == original {
+    if edited == *original {
         return Ok(EditOutcome::Unchanged);
     }
     validate_result(registry, cluster, None, &[&edited], None).await?;
-    registry.put_instance_group(cluster, &edited).await?;
+    registry
+        .replace_instance_group(cluster, &edited, read_at)
+        .await?;
     Ok(EditOutcome::Saved)
 }
 

@@ -13,7 +13,8 @@
 //!
 //! State-store files (completed spec, etcd specs, channel, node configs)
 //! become `aws_s3_object` resources in Terraform when the config base is in
-//! S3 (kops' default); otherwise, and for CloudFormation, which has no S3
+//! S3 (kops' default), `google_storage_bucket_object` when it is in Cloud
+//! Storage; otherwise, and for CloudFormation, which has no S3
 //! object resource, they are written to the state store here when the
 //! config base is in the state store kops-rs was given.
 
@@ -219,7 +220,7 @@ pub async fn render_cluster(
 
     // State files the rendered output does not manage go to the store.
     let managed_by_terraform = request.target == RenderTarget::Terraform
-        && kops_render::s3_location(&config_base, "x").is_some();
+        && kops_render::terraform_writes_files(&config_base);
     // The nodeup binaries the user data pins go to the state store.
     let mut state_files_written = nodeup.upload(registry).await?;
     if !managed_by_terraform && config_base == registry.config_base(&request.cluster) {
@@ -244,8 +245,8 @@ pub async fn render_cluster(
         let Some(base) = &file.base else {
             continue;
         };
-        let in_terraform = request.target == RenderTarget::Terraform
-            && kops_render::s3_location(base, "x").is_some();
+        let in_terraform =
+            request.target == RenderTarget::Terraform && kops_render::terraform_writes_files(base);
         if in_terraform || base.starts_with("memfs://") {
             continue;
         }

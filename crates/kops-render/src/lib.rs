@@ -77,7 +77,8 @@ pub struct Input<'a> {
     /// `memfs://...` in kops' tests).
     pub config_base: &'a str,
     /// The state-store files `update cluster` writes; rendered as
-    /// `aws_s3_object` when the config base is in S3.
+    /// `aws_s3_object` when the config base is in S3, as
+    /// `google_storage_bucket_object` when it is in Cloud Storage.
     pub files: &'a [StateFile],
     /// Whether the cluster's DNS zone is private (for a zone looked up by name).
     pub private_zone: bool,
@@ -104,6 +105,26 @@ pub fn s3_location(config_base: &str, path: &str) -> Option<(String, String)> {
         format!("{prefix}/{path}")
     };
     Some((bucket, key))
+}
+
+/// Where Terraform puts a state-store file in Cloud Storage: bucket and
+/// object name, for a `gs://` config base.
+pub fn gs_location(config_base: &str, path: &str) -> Option<(String, String)> {
+    let rest = config_base.strip_prefix("gs://")?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    let prefix = prefix.trim_matches('/');
+    let name = if prefix.is_empty() {
+        path.to_string()
+    } else {
+        format!("{prefix}/{path}")
+    };
+    Some((bucket.to_string(), name))
+}
+
+/// True when Terraform, not `update cluster`, writes the state files of
+/// `config_base` (as objects in S3 or Cloud Storage).
+pub fn terraform_writes_files(config_base: &str) -> bool {
+    s3_location(config_base, "x").is_some() || gs_location(config_base, "x").is_some()
 }
 
 fn targets(graph: &TaskGraph<AwsContext>) -> (BTreeMap<TaskKey, Target>, Vec<TaskKey>) {
@@ -137,6 +158,25 @@ pub fn terraform(input: &Input<'_>) -> Result<Outcome, RenderError> {
     }
     for file in input.files {
         let base = file.base.as_deref().unwrap_or(input.config_base);
+        if let Some((bucket, name)) = gs_location(base, &file.path) {
+            // kops: the content as a `source` path, through `google.files`;
+            // no object ACL (kops sets one only for GCE clusters on buckets
+            // without uniform access, which it asks the cloud about).
+            tf.use_google_files_provider();
+            let source = tf.file_path(
+                "google_storage_bucket_object",
+                &file.name,
+                "content",
+                file.contents.clone(),
+            );
+            let mut b = Body::new();
+            b.set("bucket", bucket)
+                .set("name", name)
+                .set("provider", Expr::raw("google.files"))
+                .set("source", source);
+            tf.resource("google_storage_bucket_object", &file.name, b);
+            continue;
+        }
         let Some((bucket, key)) = s3_location(base, &file.path) else {
             continue;
         };
@@ -318,5 +358,69 @@ fn outputs(tf: &mut Terraform, ctx: &Ctx<'_>) {
     for (name, mut items) in lists {
         items.dedup();
         tf.output(name, Expr::List(items));
+    }
+}
+
+#[cfg(test)]
+mod state_file_tests {
+    use super::*;
+
+    fn render(config_base: &str) -> Rendered {
+        let graph = TaskGraph::<AwsContext>::new();
+        let files = [StateFile::new(
+            "cluster-completed.spec",
+            "cluster-completed.spec",
+            b"spec".to_vec(),
+        )];
+        let input = Input {
+            graph: &graph,
+            cluster: "c.example.com",
+            region: "us-test-1",
+            config_base,
+            files: &files,
+            private_zone: false,
+        };
+        terraform(&input).unwrap().rendered
+    }
+
+    /// A gs:// config base: kops' `google_storage_bucket_object` with its
+    /// content as a `source` path, the `google.files` provider alias and
+    /// the google provider required.
+    #[test]
+    fn gs_config_base_renders_bucket_objects() {
+        let rendered = render("gs://state-bucket/kops/c.example.com");
+        let tf = String::from_utf8(rendered.files["kubernetes.tf"].clone()).unwrap();
+        let object = r#"resource "google_storage_bucket_object" "cluster-completed-spec" {
+  bucket   = "state-bucket"
+  name     = "kops/c.example.com/cluster-completed.spec"
+  provider = google.files
+  source   = "${path.module}/data/google_storage_bucket_object_cluster-completed.spec_content"
+}"#;
+        assert!(tf.contains(object), "{tf}");
+        assert!(
+            tf.contains("provider \"google\" {\n  alias = \"files\"\n}"),
+            "{tf}"
+        );
+        assert!(
+            tf.contains("configuration_aliases = [google.files]"),
+            "{tf}"
+        );
+        assert!(tf.contains("\"hashicorp/google\""), "{tf}");
+        assert!(!tf.contains("aws_s3_object"), "{tf}");
+        assert_eq!(
+            rendered.files["data/google_storage_bucket_object_cluster-completed.spec_content"],
+            b"spec"
+        );
+        assert!(terraform_writes_files("gs://b"));
+        assert!(terraform_writes_files("s3://b/x"));
+        assert!(!terraform_writes_files("file:///x"));
+    }
+
+    #[test]
+    fn s3_config_base_keeps_aws_objects() {
+        let rendered = render("s3://state-bucket/c.example.com");
+        let tf = String::from_utf8(rendered.files["kubernetes.tf"].clone()).unwrap();
+        assert!(tf.contains("resource \"aws_s3_object\""), "{tf}");
+        assert!(!tf.contains("google"), "{tf}");
     }
 }

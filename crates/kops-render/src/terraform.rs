@@ -54,6 +54,7 @@ pub struct Terraform {
     files: BTreeMap<String, Vec<u8>>,
     region: String,
     files_provider: bool,
+    google_files_provider: bool,
 }
 
 impl Terraform {
@@ -68,6 +69,7 @@ impl Terraform {
             files: BTreeMap::new(),
             region: region.to_string(),
             files_provider: false,
+            google_files_provider: false,
         }
     }
 
@@ -135,6 +137,21 @@ impl Terraform {
         expr
     }
 
+    /// Stores `data/<kind>_<name>_<field>` and returns its path as a string
+    /// (`"${path.module}/data/..."`), for resources that take a file name
+    /// rather than contents.
+    pub fn file_path(&mut self, kind: &str, name: &str, field: &str, data: Vec<u8>) -> Expr {
+        let file = format!("{kind}_{name}_{field}");
+        self.files.insert(format!("data/{file}"), data);
+        Expr::Raw(format!("\"${{path.module}}/data/{file}\""))
+    }
+
+    /// Marks that state-store objects in Cloud Storage use the
+    /// `google.files` provider alias.
+    pub fn use_google_files_provider(&mut self) {
+        self.google_files_provider = true;
+    }
+
     /// Marks that state-store objects use the `aws.files` provider alias.
     pub fn use_files_provider(&mut self) {
         self.files_provider = true;
@@ -189,6 +206,12 @@ impl Terraform {
             write_block(&mut out, "provider", &["aws"], &files);
             out.push('\n');
         }
+        if self.google_files_provider {
+            let mut files = Body::new();
+            files.set("alias", "files");
+            write_block(&mut out, "provider", &["google"], &files);
+            out.push('\n');
+        }
         for ((kind, name), body) in &self.resources {
             write_block(&mut out, "resource", &[kind, name], body);
             out.push('\n');
@@ -212,6 +235,19 @@ impl Terraform {
         }
         let mut providers = Body::new();
         providers.set("aws", Expr::Map(aws));
+        if self.google_files_provider {
+            providers.set(
+                "google",
+                Expr::Map(vec![
+                    (
+                        "configuration_aliases".to_string(),
+                        Expr::List(vec![Expr::raw("google.files")]),
+                    ),
+                    ("source".to_string(), Expr::str("hashicorp/google")),
+                    ("version".to_string(), Expr::str(">= 5.11.0")),
+                ]),
+            );
+        }
         let mut terraform = Body::new();
         terraform
             .set("required_version", ">= 0.15.0")

@@ -42,10 +42,15 @@ pub enum StoreError {
     #[error("`{url}` already exists\nhint: delete it first if you mean to replace it")]
     AlreadyExists { url: String },
 
+    /// A conditional write found the object changed (or gone) since it was
+    /// read: another writer got there first.
+    #[error("`{url}` was changed by another writer since it was read; nothing was saved\nhint: run the command again to apply your change on top of theirs")]
+    Conflict { url: String },
+
     /// The state-store URL has a scheme no backend handles.
     #[error(
         "unsupported state store `{url}`\n\
-         hint: use `file:///absolute/path`, `s3://bucket/prefix` or `memory://name`"
+         hint: use `file:///absolute/path`, `s3://bucket/prefix`, `gs://bucket/prefix` or `memory://name`"
     )]
     UnsupportedScheme { url: String },
 
@@ -61,12 +66,33 @@ pub enum StoreError {
         reason: &'static str,
     },
 
-    /// The S3 bucket of the state store does not exist.
+    /// The bucket (S3 or Cloud Storage) of the state store does not exist.
     #[error(
         "bucket `{bucket}` does not exist (while accessing `{url}`)\n\
-         hint: create it (`aws s3 mb s3://{bucket}`) or point KOPS_STATE_STORE at an existing bucket"
+         hint: create it (`{}`) or point KOPS_STATE_STORE at an existing bucket",
+        make_bucket_command(.url, .bucket)
     )]
     NoSuchBucket { bucket: String, url: String },
+
+    /// Cloud Storage refused the request (401/403).
+    #[error("access to `{url}` was denied: {message}\nhint: grant the account in use roles/storage.objectAdmin on gs://{bucket} (`gcloud storage buckets add-iam-policy-binding`), or point GOOGLE_APPLICATION_CREDENTIALS at a key of an account that has it")]
+    GcsDenied {
+        bucket: String,
+        url: String,
+        message: String,
+    },
+
+    /// No Google credentials were found, or they could not give a token.
+    #[error("no usable Google credentials for `{url}`: {reason}\nhint: run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file")]
+    GcsCredentials { url: String, reason: String },
+
+    /// Any other Cloud Storage failure.
+    #[error("gcs {op} failed for `{url}`: {message}")]
+    Gcs {
+        op: &'static str,
+        url: String,
+        message: String,
+    },
 
     /// Any other S3 failure; `message` is the AWS error with its full context.
     #[error("s3 {op} failed for `{url}`: {message}")]
@@ -86,11 +112,24 @@ impl StoreError {
             | StoreError::Delete { url, .. }
             | StoreError::List { url, .. }
             | StoreError::AlreadyExists { url }
+            | StoreError::Conflict { url }
+            | StoreError::GcsDenied { url, .. }
+            | StoreError::GcsCredentials { url, .. }
+            | StoreError::Gcs { url, .. }
             | StoreError::UnsupportedScheme { url }
             | StoreError::InvalidUrl { url, .. }
             | StoreError::NoSuchBucket { url, .. }
             | StoreError::S3 { url, .. } => url,
             StoreError::InvalidKey { base, .. } => base,
         }
+    }
+}
+
+/// The command that creates `bucket`, for the store scheme of `url`.
+fn make_bucket_command(url: &str, bucket: &str) -> String {
+    if url.starts_with("gs://") {
+        format!("gcloud storage buckets create gs://{bucket}")
+    } else {
+        format!("aws s3 mb s3://{bucket}")
     }
 }

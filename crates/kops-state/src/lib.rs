@@ -1,12 +1,13 @@
 //! The kops state store. This crate owns everything about where kops keeps
 //! its state: the [`ObjectStore`] trait, its backends (`file://` and plain
-//! paths, `s3://bucket/prefix`, `memory://name` for tests), and [`open`],
+//! paths, `s3://bucket/prefix`, `gs://bucket/prefix`, `memory://name` for tests), and [`open`],
 //! which picks a backend from a URL. It knows nothing about cluster
 //! operations: it must not depend on `kops-ops`, and it never prints —
 //! failures come back as [`StoreError`] values for the caller to render.
 
 pub mod error;
 pub mod file;
+pub mod gcs;
 pub mod memory;
 pub mod registry;
 pub mod s3;
@@ -16,20 +17,23 @@ use std::sync::Arc;
 
 pub use error::StoreError;
 pub use file::FileStore;
+pub use gcs::GcsStore;
 pub use memory::MemoryStore;
 pub use s3::S3Store;
-pub use store::{ObjectStore, WriteOptions};
+pub use store::{ObjectStore, Version, WriteOptions};
 
 /// Opens the state store at `url`:
 ///
 /// - `file:///abs/path` or a plain path (`/abs/path`, `rel/path`) → [`FileStore`]
 /// - `s3://bucket/prefix` → [`S3Store`] (the AWS client is built on first use)
+/// - `gs://bucket/prefix` → [`GcsStore`] (credentials are found on first use)
 /// - `memory://name` → a process-global [`MemoryStore`]: opening the same
 ///   name twice gives the same data
 pub async fn open(url: &str) -> Result<Arc<dyn ObjectStore>, StoreError> {
     match url.split_once("://") {
         Some(("file", _)) => Ok(Arc::new(FileStore::new(url)?)),
         Some(("s3", _)) => Ok(Arc::new(S3Store::new(url)?)),
+        Some(("gs", _)) => Ok(Arc::new(GcsStore::new(url)?)),
         Some(("memory", _)) => Ok(MemoryStore::global(url)?),
         Some(_) => Err(StoreError::UnsupportedScheme {
             url: url.to_string(),
@@ -111,7 +115,9 @@ mod tests {
         let s = open("s3://bucket/some/prefix/").await.unwrap();
         assert_eq!(s.base_url(), "s3://bucket/some/prefix");
         assert_eq!(s.url_of("k"), "s3://bucket/some/prefix/k");
-        let err = open("gs://bucket").await.unwrap_err();
+        let s = open("gs://bucket/kops/").await.unwrap();
+        assert_eq!(s.url_of("k"), "gs://bucket/kops/k");
+        let err = open("azblob://bucket").await.unwrap_err();
         assert!(matches!(err, StoreError::UnsupportedScheme { .. }));
         assert!(err.to_string().contains("hint:"), "{err}");
         assert!(matches!(

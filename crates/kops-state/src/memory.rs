@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use async_trait::async_trait;
 
-use crate::{check_key, dir_prefix, ObjectStore, StoreError, WriteOptions};
+use crate::{check_key, dir_prefix, ObjectStore, StoreError, Version, WriteOptions};
 
 /// Objects kept in a `BTreeMap` behind a mutex; nothing touches the disk.
 #[derive(Debug)]
@@ -89,6 +89,27 @@ impl ObjectStore for MemoryStore {
         }
         objects.insert(key.to_string(), data.to_vec());
         Ok(())
+    }
+
+    async fn write_if(
+        &self,
+        key: &str,
+        data: &[u8],
+        expected: &Version,
+        _options: WriteOptions,
+    ) -> Result<(), StoreError> {
+        check_key(&self.base_url, key)?;
+        // Compared and replaced under one lock: atomic.
+        let mut objects = self.objects();
+        match objects.get_mut(key) {
+            Some(current) if Version::of_contents(current) == *expected => {
+                *current = data.to_vec();
+                Ok(())
+            }
+            _ => Err(StoreError::Conflict {
+                url: self.url_of(key),
+            }),
+        }
     }
 
     async fn delete(&self, key: &str) -> Result<(), StoreError> {

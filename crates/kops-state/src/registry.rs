@@ -16,7 +16,7 @@ use kops_api::manifest::{parse_one, to_yaml, to_yaml_stream, ManifestError};
 use kops_api::{Cluster, InstanceGroup, Role};
 use md5::{Digest, Md5};
 
-use crate::{ObjectStore, StoreError, WriteOptions};
+use crate::{ObjectStore, StoreError, Version, WriteOptions};
 
 /// The key of a cluster's spec.
 pub fn cluster_key(cluster: &str) -> String {
@@ -132,14 +132,31 @@ impl Registry {
         let Some(bytes) = self.store.read(key).await? else {
             return Ok(None);
         };
+        self.parse_object(key, &bytes).map(Some)
+    }
+
+    /// An object with the version it was read at, for [`Self::replace_cluster`]
+    /// and [`Self::replace_instance_group`].
+    async fn read_object_versioned<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<(T, Version)>, RegistryError> {
+        let Some((bytes, version)) = self.store.read_versioned(key).await? else {
+            return Ok(None);
+        };
+        Ok(Some((self.parse_object(key, &bytes)?, version)))
+    }
+
+    fn parse_object<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &str,
+        bytes: &[u8],
+    ) -> Result<T, RegistryError> {
         let url = self.store.url_of(key);
-        let text = String::from_utf8_lossy(&bytes);
-        parse_one(&url, &text)
-            .map(Some)
-            .map_err(|source| RegistryError::Corrupt {
-                url,
-                source: Box::new(source),
-            })
+        parse_one(&url, &String::from_utf8_lossy(bytes)).map_err(|source| RegistryError::Corrupt {
+            url,
+            source: Box::new(source),
+        })
     }
 
     /// Every cluster in the store, sorted by name.
@@ -156,6 +173,47 @@ impl Registry {
 
     pub async fn get_cluster(&self, name: &str) -> Result<Option<Cluster>, RegistryError> {
         self.read_object(&cluster_key(name)).await
+    }
+
+    /// A cluster with the version it was read at.
+    pub async fn get_cluster_versioned(
+        &self,
+        name: &str,
+    ) -> Result<Option<(Cluster, Version)>, RegistryError> {
+        self.read_object_versioned(&cluster_key(name)).await
+    }
+
+    /// Replaces a cluster's spec only if it is still at `read_at`; another
+    /// writer's change in between is a [`StoreError::Conflict`], never lost.
+    pub async fn replace_cluster(
+        &self,
+        cluster: &Cluster,
+        read_at: &Version,
+    ) -> Result<(), RegistryError> {
+        let key = cluster_key(cluster.name());
+        self.store
+            .write_if(
+                &key,
+                to_yaml(cluster).as_bytes(),
+                read_at,
+                WriteOptions::default(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Writes a new cluster's spec; [`StoreError::AlreadyExists`] when
+    /// another writer created it first (atomic on gs:// and memory://).
+    pub async fn create_cluster(&self, cluster: &Cluster) -> Result<(), RegistryError> {
+        let key = cluster_key(cluster.name());
+        let options = WriteOptions {
+            create_only: true,
+            ..WriteOptions::default()
+        };
+        self.store
+            .write(&key, to_yaml(cluster).as_bytes(), options)
+            .await?;
+        Ok(())
     }
 
     /// Writes a cluster's spec (creates or replaces).
@@ -191,6 +249,35 @@ impl Registry {
         name: &str,
     ) -> Result<Option<InstanceGroup>, RegistryError> {
         self.read_object(&instance_group_key(cluster, name)).await
+    }
+
+    /// An instance group with the version it was read at.
+    pub async fn get_instance_group_versioned(
+        &self,
+        cluster: &str,
+        name: &str,
+    ) -> Result<Option<(InstanceGroup, Version)>, RegistryError> {
+        self.read_object_versioned(&instance_group_key(cluster, name))
+            .await
+    }
+
+    /// Replaces an instance group only if it is still at `read_at`.
+    pub async fn replace_instance_group(
+        &self,
+        cluster: &str,
+        ig: &InstanceGroup,
+        read_at: &Version,
+    ) -> Result<(), RegistryError> {
+        let key = instance_group_key(cluster, ig.name());
+        self.store
+            .write_if(
+                &key,
+                to_yaml(ig).as_bytes(),
+                read_at,
+                WriteOptions::default(),
+            )
+            .await?;
+        Ok(())
     }
 
     pub async fn put_instance_group(

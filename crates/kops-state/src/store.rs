@@ -15,6 +15,37 @@ pub struct WriteOptions {
     pub create_only: bool,
 }
 
+/// The version of an object as it was read ([`ObjectStore::read_versioned`]),
+/// for a later [`ObjectStore::write_if`]: a Cloud Storage generation, or a
+/// digest of the contents on backends without versions. Opaque.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Version(String);
+
+impl Version {
+    /// A version from a backend's own token (e.g. a GCS generation).
+    pub fn new(token: impl Into<String>) -> Self {
+        Version(token.into())
+    }
+
+    /// The version of `data` on backends that keep no versions: its MD5.
+    pub fn of_contents(data: &[u8]) -> Self {
+        use md5::{Digest, Md5};
+        let digest = Md5::digest(data);
+        Version(format!(
+            "md5:{}",
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        ))
+    }
+
+    /// The token as the backend gave it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A flat key/value store under one base URL (`file:///x`, `s3://bucket/prefix`,
 /// `memory://name`). Keys are `/`-separated paths relative to that base, without
 /// a leading `/`, e.g. `mycluster.example.com/instancegroup/nodes`.
@@ -33,6 +64,37 @@ pub trait ObjectStore: Send + Sync + std::fmt::Debug {
 
     /// Writes (or replaces) an object.
     async fn write(&self, key: &str, data: &[u8], options: WriteOptions) -> Result<(), StoreError>;
+
+    /// Reads an object with its version; `Ok(None)` when it does not exist.
+    /// By default the version is a digest of the contents.
+    async fn read_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>, StoreError> {
+        Ok(self.read(key).await?.map(|data| {
+            let version = Version::of_contents(&data);
+            (data, version)
+        }))
+    }
+
+    /// Replaces an object only if it is still at `expected` (from
+    /// [`ObjectStore::read_versioned`]); otherwise fails with
+    /// [`StoreError::Conflict`] and writes nothing, so a read-modify-write
+    /// never silently drops another writer's update. Backends with
+    /// preconditions (gs://, memory://) check atomically; the default
+    /// compares the current contents just before writing, which narrows the
+    /// window to one round trip but does not close it.
+    async fn write_if(
+        &self,
+        key: &str,
+        data: &[u8],
+        expected: &Version,
+        options: WriteOptions,
+    ) -> Result<(), StoreError> {
+        match self.read_versioned(key).await? {
+            Some((_, current)) if current == *expected => self.write(key, data, options).await,
+            _ => Err(StoreError::Conflict {
+                url: self.url_of(key),
+            }),
+        }
+    }
 
     /// Removes one object; removing a missing object is not an error.
     async fn delete(&self, key: &str) -> Result<(), StoreError>;

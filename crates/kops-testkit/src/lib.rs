@@ -1,5 +1,6 @@
 //! Test support for the kops-rs workspace: starts `moto_server` (a local AWS
-//! emulator) on a free loopback port, and locates the `../shared` directory
+//! emulator) and fake-gcs-server (the Cloud Storage emulator, see
+//! [`fake_gcs`]) on free loopback ports, and locates the `../shared` directory
 //! next to the workspace. Standard library only.
 //!
 //! Typical use in a test:
@@ -9,8 +10,11 @@
 //! let endpoint = moto.endpoint(); // http://127.0.0.1:PORT
 //! ```
 
+pub mod fake_gcs;
 pub mod file_server;
 pub mod kube_api;
+
+pub use fake_gcs::{require_fake_gcs, FakeGcs};
 
 use std::fs::File;
 use std::io::{self, Read, Write};

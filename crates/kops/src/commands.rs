@@ -560,6 +560,12 @@ async fn get_all(
 
 // ---------------------------------------------------------------- edit
 
+/// The object an edit started from.
+enum Opened {
+    Cluster(Cluster),
+    Group(InstanceGroup),
+}
+
 /// The edit loop: open, save, and on an invalid result reopen with the error
 /// shown at the top. Leaving the file unchanged (or empty) aborts.
 async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
@@ -583,19 +589,20 @@ async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
             Some(group.clone()),
         ),
     };
-    let original = match &group {
-        None => to_yaml(&kops_ops::require_cluster(&registry, &cluster).await?),
+    // Read with its version: saving fails with a conflict, rather than
+    // overwriting, if someone else saves the object while the editor is open.
+    let opened = match &group {
+        None => {
+            let (c, version) = kops_ops::require_cluster_versioned(&registry, &cluster).await?;
+            (to_yaml(&c), Opened::Cluster(c), version)
+        }
         Some(g) => {
-            let ig = registry
-                .get_instance_group(&cluster, g)
-                .await?
-                .ok_or_else(|| OpsError::InstanceGroupNotFound {
-                    cluster: cluster.clone(),
-                    name: g.clone(),
-                })?;
-            to_yaml(&ig)
+            let (ig, version) =
+                kops_ops::require_instance_group_versioned(&registry, &cluster, g).await?;
+            (to_yaml(&ig), Opened::Group(ig), version)
         }
     };
+    let (original, opened, read_at) = opened;
     let mut current = original.clone();
     let mut last_error: Option<String> = None;
     loop {
@@ -616,9 +623,21 @@ async fn edit(global: &GlobalArgs, args: EditArgs) -> Result<i32> {
             status("Edit cancelled, no changes made.");
             return Ok(0);
         }
-        let saved = match &group {
-            None => kops_ops::save_edited_cluster(&registry, &cluster, &body).await,
-            Some(g) => kops_ops::save_edited_instance_group(&registry, &cluster, g, &body).await,
+        let saved = match &opened {
+            Opened::Cluster(c) => {
+                kops_ops::save_edited_cluster_over(&registry, &cluster, c, &read_at, &body).await
+            }
+            Opened::Group(ig) => {
+                kops_ops::save_edited_instance_group_over(
+                    &registry,
+                    &cluster,
+                    ig.name(),
+                    ig,
+                    &read_at,
+                    &body,
+                )
+                .await
+            }
         };
         match saved {
             Ok(EditOutcome::Saved) => {

@@ -50,6 +50,47 @@ impl SetFlags {
     }
 }
 
+/// How many times `--set` is applied again after another writer's save.
+const SET_ATTEMPTS: u32 = 10;
+
+/// One read-set-save round of [`edit_with_sets`].
+async fn set_and_save(
+    registry: &kops_ops::Registry,
+    cluster: &str,
+    group: Option<&str>,
+    flags: &SetFlags,
+) -> Result<EditOutcome, OpsError> {
+    match group {
+        None => {
+            let (original, read_at) =
+                kops_ops::require_cluster_versioned(registry, cluster).await?;
+            let mut c = original.clone();
+            kops_api::set::unset_cluster_fields(&mut c, &flags.unsets).map_err(OpsError::Flags)?;
+            kops_api::set::set_cluster_fields(&mut c, &flags.sets).map_err(OpsError::Flags)?;
+            kops_ops::save_edited_cluster_over(registry, cluster, &original, &read_at, &to_yaml(&c))
+                .await
+        }
+        Some(g) => {
+            let (original, read_at) =
+                kops_ops::require_instance_group_versioned(registry, cluster, g).await?;
+            let mut ig = original.clone();
+            kops_api::set::unset_instance_group_fields(&mut ig, &flags.unsets)
+                .map_err(OpsError::Flags)?;
+            kops_api::set::set_instance_group_fields(&mut ig, &flags.sets)
+                .map_err(OpsError::Flags)?;
+            kops_ops::save_edited_instance_group_over(
+                registry,
+                cluster,
+                g,
+                &original,
+                &read_at,
+                &to_yaml(&ig),
+            )
+            .await
+        }
+    }
+}
+
 /// Applies `--unset` then `--set` (kops' order) to the stored cluster or
 /// group and saves the result through the same checks as an edit.
 pub async fn edit_with_sets(
@@ -60,26 +101,14 @@ pub async fn edit_with_sets(
 ) -> Result<i32> {
     let registry = state(global).await?;
     let cluster = cluster_name(&registry, global, cluster).await?;
-    let outcome = match group {
-        None => {
-            let mut c = kops_ops::require_cluster(&registry, &cluster).await?;
-            kops_api::set::unset_cluster_fields(&mut c, &flags.unsets).map_err(OpsError::Flags)?;
-            kops_api::set::set_cluster_fields(&mut c, &flags.sets).map_err(OpsError::Flags)?;
-            kops_ops::save_edited_cluster(&registry, &cluster, &to_yaml(&c)).await?
-        }
-        Some(g) => {
-            let mut ig = registry
-                .get_instance_group(&cluster, g)
-                .await?
-                .ok_or_else(|| OpsError::InstanceGroupNotFound {
-                    cluster: cluster.clone(),
-                    name: g.to_string(),
-                })?;
-            kops_api::set::unset_instance_group_fields(&mut ig, &flags.unsets)
-                .map_err(OpsError::Flags)?;
-            kops_api::set::set_instance_group_fields(&mut ig, &flags.sets)
-                .map_err(OpsError::Flags)?;
-            kops_ops::save_edited_instance_group(&registry, &cluster, g, &to_yaml(&ig)).await?
+    // Read, set, save over the version read; when another writer saved in
+    // between, read their result and set again, so neither update is lost.
+    let mut attempt = 1;
+    let outcome = loop {
+        let saved = set_and_save(&registry, &cluster, group, flags).await;
+        match saved {
+            Err(e) if e.is_conflict() && attempt < SET_ATTEMPTS => attempt += 1,
+            other => break other?,
         }
     };
     let what = group

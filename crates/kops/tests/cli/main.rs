@@ -16,6 +16,7 @@ mod classic_api;
 mod cloudformation_target;
 mod edit;
 mod existing_network;
+mod gcs_store;
 mod get_assets;
 mod instance_group_options;
 mod irsa_lifecycle;
