@@ -13,6 +13,7 @@ mod api_addresses;
 mod apply_retries;
 mod bad_input;
 mod classic_api;
+mod command_flags;
 mod cloudformation_target;
 mod edit;
 mod existing_network;
