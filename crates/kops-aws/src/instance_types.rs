@@ -41,21 +41,50 @@ pub async fn instance_types(cloud: &AwsCloud) -> Result<Vec<InstanceTypeInfo>, A
         for t in page.instance_types() {
             let gpus = t.gpu_info();
             out.push(InstanceTypeInfo {
-                name: t.instance_type().map(|i| i.as_str().to_string()).unwrap_or_default(),
-                vcpus: t.v_cpu_info().and_then(|v| v.default_v_cpus()).unwrap_or(0).into(),
+                name: t
+                    .instance_type()
+                    .map(|i| i.as_str().to_string())
+                    .unwrap_or_default(),
+                vcpus: t
+                    .v_cpu_info()
+                    .and_then(|v| v.default_v_cpus())
+                    .unwrap_or(0)
+                    .into(),
                 memory_mib: t.memory_info().and_then(|m| m.size_in_mib()).unwrap_or(0),
                 architectures: t
                     .processor_info()
-                    .map(|p| p.supported_architectures().iter().map(|a| a.as_str().to_string()).collect())
+                    .map(|p| {
+                        p.supported_architectures()
+                            .iter()
+                            .map(|a| a.as_str().to_string())
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 gpus: gpus
-                    .map(|g| g.gpus().iter().map(|d| i64::from(d.count().unwrap_or(0))).sum())
+                    .map(|g| {
+                        g.gpus()
+                            .iter()
+                            .map(|d| i64::from(d.count().unwrap_or(0)))
+                            .sum()
+                    })
                     .unwrap_or(0),
-                gpu_memory_mib: gpus.and_then(|g| g.total_gpu_memory_in_mib()).map(i64::from).unwrap_or(0),
-                usage_classes: t.supported_usage_classes().iter().map(|u| u.as_str().to_string()).collect(),
+                gpu_memory_mib: gpus
+                    .and_then(|g| g.total_gpu_memory_in_mib())
+                    .map(i64::from)
+                    .unwrap_or(0),
+                usage_classes: t
+                    .supported_usage_classes()
+                    .iter()
+                    .map(|u| u.as_str().to_string())
+                    .collect(),
                 placement_group_strategies: t
                     .placement_group_info()
-                    .map(|p| p.supported_strategies().iter().map(|s| s.as_str().to_string()).collect())
+                    .map(|p| {
+                        p.supported_strategies()
+                            .iter()
+                            .map(|s| s.as_str().to_string())
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 ena: t
                     .network_info()

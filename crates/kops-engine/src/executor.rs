@@ -15,9 +15,9 @@ use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
 
 use crate::error::EngineError;
-use crate::lifecycle::Lifecycle;
 use crate::graph::TaskGraph;
 use crate::key::{OutputRef, TaskKey};
+use crate::lifecycle::Lifecycle;
 use crate::outputs::{OutputSlot, Outputs};
 use crate::report::{Outcome, Report, SkipReason, TaskReport};
 use crate::task::{DynTask, Mode, Operation, StepError, StepOutcome, StepResult};
@@ -555,7 +555,10 @@ fn with_lifecycle(
     };
     let outcome = match (lifecycle, &step.outcome) {
         (Lifecycle::Ignore, _) => Some(left_alone("left alone".into())),
-        (Lifecycle::ExistsAndValidates | Lifecycle::ExistsAndWarnIfChanges, StepOutcome::WouldCreate(_)) => {
+        (
+            Lifecycle::ExistsAndValidates | Lifecycle::ExistsAndWarnIfChanges,
+            StepOutcome::WouldCreate(_),
+        ) => {
             return Err((
                 Operation::Find,
                 format!("it does not exist, and its lifecycle {lifecycle} does not create it"),
@@ -564,12 +567,15 @@ fn with_lifecycle(
         (Lifecycle::ExistsAndValidates, StepOutcome::WouldModify(changes)) => {
             return Err((
                 Operation::CheckChanges,
-                format!("it differs from the spec ({}), and its lifecycle {lifecycle} does not change it", describe(changes)),
+                format!(
+                "it differs from the spec ({}), and its lifecycle {lifecycle} does not change it",
+                describe(changes)
+            ),
             ))
         }
-        (Lifecycle::ExistsAndWarnIfChanges, StepOutcome::WouldModify(changes)) => {
-            Some(left_alone(format!("differs from the spec, not changed: {}", describe(changes))))
-        }
+        (Lifecycle::ExistsAndWarnIfChanges, StepOutcome::WouldModify(changes)) => Some(left_alone(
+            format!("differs from the spec, not changed: {}", describe(changes)),
+        )),
         _ => None,
     };
     Ok((step, outcome))

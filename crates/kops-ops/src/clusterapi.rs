@@ -38,26 +38,35 @@ pub fn machine_deployment(
         ));
     }
     // The first in sorted order, as kops picks "an arbitrary" one.
-    let pick = |what: &str, given: &Option<String>, all: BTreeSet<String>, notes: &mut Vec<String>| {
-        if let Some(v) = given.clone().filter(|v| !v.is_empty()) {
-            return Ok(v);
-        }
-        let first = all.iter().next().cloned().ok_or_else(|| {
-            flag_error(
-                &format!("--{what}"),
-                &format!("no {what} found in cluster `{name}`"),
-                &format!("pass --{what}"),
-            )
-        })?;
-        if all.len() > 1 {
-            notes.push(format!("multiple values of {what} in cluster `{name}`; using {first}"));
-        }
-        Ok::<_, OpsError>(first)
-    };
+    let pick =
+        |what: &str, given: &Option<String>, all: BTreeSet<String>, notes: &mut Vec<String>| {
+            if let Some(v) = given.clone().filter(|v| !v.is_empty()) {
+                return Ok(v);
+            }
+            let first = all.iter().next().cloned().ok_or_else(|| {
+                flag_error(
+                    &format!("--{what}"),
+                    &format!("no {what} found in cluster `{name}`"),
+                    &format!("pass --{what}"),
+                )
+            })?;
+            if all.len() > 1 {
+                notes.push(format!(
+                    "multiple values of {what} in cluster `{name}`; using {first}"
+                ));
+            }
+            Ok::<_, OpsError>(first)
+        };
     let subnet = pick(
         "subnet",
         &request.subnet,
-        cluster.spec.subnets.iter().flatten().map(|s| s.name.clone()).collect(),
+        cluster
+            .spec
+            .subnets
+            .iter()
+            .flatten()
+            .map(|s| s.name.clone())
+            .collect(),
         &mut notes,
     )?;
     let mut zones = request.zones.clone();
@@ -79,13 +88,21 @@ pub fn machine_deployment(
     let instance_type = pick(
         "instance-type",
         &request.instance_type,
-        groups.iter().filter_map(|g| g.spec.machine_type.clone()).filter(|m| !m.is_empty()).collect(),
+        groups
+            .iter()
+            .filter_map(|g| g.spec.machine_type.clone())
+            .filter(|m| !m.is_empty())
+            .collect(),
         &mut notes,
     )?;
     let image = pick(
         "image",
         &request.image,
-        groups.iter().filter_map(|g| g.spec.image.clone()).filter(|m| !m.is_empty()).collect(),
+        groups
+            .iter()
+            .filter_map(|g| g.spec.image.clone())
+            .filter(|m| !m.is_empty())
+            .collect(),
         &mut notes,
     )?;
     let safe = name.replace('.', "-");
@@ -100,11 +117,17 @@ pub fn machine_deployment(
     };
     let role_tag = {
         let suffix = "-k8s-io-role-node";
-        format!("{}{suffix}", kops_model::iam::truncate_with_hash(&safe, 63 - suffix.len()))
+        format!(
+            "{}{suffix}",
+            kops_model::iam::truncate_with_hash(&safe, 63 - suffix.len())
+        )
     };
     let subnet_name = {
         let prefix = format!("{subnet}-");
-        format!("{prefix}{}", kops_model::iam::truncate_with_hash(&safe, 63usize.saturating_sub(prefix.len())))
+        format!(
+            "{prefix}{}",
+            kops_model::iam::truncate_with_hash(&safe, 63usize.saturating_sub(prefix.len()))
+        )
     };
     let config = json!({
         "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta1",
@@ -139,7 +162,8 @@ pub fn machine_deployment(
         .enumerate()
         .map(|(i, zone)| {
             // An even share, the remainder to the first zones.
-            let replicas = request.replicas / count + u32::from((i as u32) < request.replicas % count);
+            let replicas =
+                request.replicas / count + u32::from((i as u32) < request.replicas % count);
             json!({
                 "apiVersion": "cluster.x-k8s.io/v1beta1",
                 "kind": "MachineDeployment",
@@ -158,7 +182,11 @@ pub fn machine_deployment(
             })
         })
         .collect();
-    deployments.sort_by(|a, b| a["metadata"]["name"].as_str().cmp(&b["metadata"]["name"].as_str()));
+    deployments.sort_by(|a, b| {
+        a["metadata"]["name"]
+            .as_str()
+            .cmp(&b["metadata"]["name"].as_str())
+    });
     objects.extend(deployments);
     Ok((objects, notes))
 }

@@ -71,9 +71,7 @@ pub struct GroupOptions {
 /// The Gbps of EC2's network performance text (`Up to 12.5 Gigabit` is
 /// 12.5, `Low` and `Moderate` are below 1).
 fn gbps(text: &str) -> f64 {
-    let number = text
-        .split_whitespace()
-        .find_map(|w| w.parse::<f64>().ok());
+    let number = text.split_whitespace().find_map(|w| w.parse::<f64>().ok());
     match (number, text) {
         (Some(n), t) if t.contains("Megabit") => n / 1000.0,
         (Some(n), _) => n,
@@ -91,7 +89,11 @@ pub fn select(types: &[InstanceTypeInfo], filters: &Filters) -> Result<Vec<Strin
         text.as_deref()
             .map(|t| {
                 regex::Regex::new(t).map_err(|e| {
-                    flag_error(flag, &format!("`{t}` is not a regular expression: {e}"), "write e.g. `m[5-6]\\..*`")
+                    flag_error(
+                        flag,
+                        &format!("`{t}` is not a regular expression: {e}"),
+                        "write e.g. `m[5-6]\\..*`",
+                    )
                 })
             })
             .transpose()
@@ -113,16 +115,25 @@ pub fn select(types: &[InstanceTypeInfo], filters: &Filters) -> Result<Vec<Strin
         })?;
         // Types like the base one: its vCPUs and memory, its architecture.
         if f.vcpus == Range::default() {
-            f.vcpus = Range { min: Some(b.vcpus as f64), max: Some(b.vcpus as f64) };
+            f.vcpus = Range {
+                min: Some(b.vcpus as f64),
+                max: Some(b.vcpus as f64),
+            };
         }
         if f.memory == Range::default() {
-            f.memory = Range { min: Some(b.memory_mib as f64), max: Some(b.memory_mib as f64) };
+            f.memory = Range {
+                min: Some(b.memory_mib as f64),
+                max: Some(b.memory_mib as f64),
+            };
         }
     }
     if filters.flexible {
         // kops' flexible defaults: 4 vCPUs, 1:2 (set by the caller for the ratio).
         if f.vcpus == Range::default() {
-            f.vcpus = Range { min: Some(4.0), max: Some(4.0) };
+            f.vcpus = Range {
+                min: Some(4.0),
+                max: Some(4.0),
+            };
         }
     }
     let selected: Vec<String> = types
@@ -143,13 +154,18 @@ pub fn select(types: &[InstanceTypeInfo], filters: &Filters) -> Result<Vec<Strin
                 && t.usage_classes.iter().any(|u| *u == f.usage_class)
                 && f.ena_support.is_none_or(|e| t.ena == e)
                 && f.burst_support.is_none_or(|b| t.burstable == b)
-                && f.network_interfaces.contains(t.max_network_interfaces as f64)
+                && f.network_interfaces
+                    .contains(t.max_network_interfaces as f64)
                 && f.network_performance.contains(gbps(&t.network_performance))
                 && allow.as_ref().is_none_or(|r| r.is_match(&t.name))
                 && !deny.as_ref().is_some_and(|r| r.is_match(&t.name))
         })
         .map(|t| t.name.clone())
-        .take(if f.max_results == 0 { usize::MAX } else { f.max_results })
+        .take(if f.max_results == 0 {
+            usize::MAX
+        } else {
+            f.max_results
+        })
         .collect();
     Ok(selected)
 }
@@ -176,12 +192,19 @@ pub async fn instance_selector(
             if !cluster_subnets.contains(s) && !options.dry_run {
                 return Err(flag_error(
                     "--subnets",
-                    &format!("subnet `{s}` is not one of the cluster's ({})", cluster_subnets.join(", ")),
+                    &format!(
+                        "subnet `{s}` is not one of the cluster's ({})",
+                        cluster_subnets.join(", ")
+                    ),
                     "name subnets of the cluster",
                 ));
             }
         }
-        let utility = options.subnets.iter().filter(|s| s.starts_with("utility-")).count();
+        let utility = options
+            .subnets
+            .iter()
+            .filter(|s| s.starts_with("utility-"))
+            .count();
         if utility != 0 && utility != options.subnets.len() {
             return Err(flag_error(
                 "--subnets",
@@ -212,13 +235,22 @@ pub async fn instance_selector(
             )
             .hint("widen the filters (--vcpus-min/--vcpus-max, --memory-min/--memory-max, --usage-class, ...)")]));
         }
-        let mut ig = kops_api::defaults::default_instance_group(cluster, &existing, &name, Role::Node, &subnets)
-            .map_err(OpsError::Flags)?;
+        let mut ig = kops_api::defaults::default_instance_group(
+            cluster,
+            &existing,
+            &name,
+            Role::Node,
+            &subnets,
+        )
+        .map_err(OpsError::Flags)?;
         ig.spec.machine_type = Some(selected[0].clone());
         ig.spec.min_size = Some(options.node_count_min);
         ig.spec.max_size = Some(options.node_count_max);
         if let Some(size) = options.node_volume_size {
-            ig.spec.root_volume.get_or_insert_with(Default::default).size = Some(size);
+            ig.spec
+                .root_volume
+                .get_or_insert_with(Default::default)
+                .size = Some(size);
         }
         if !options.node_security_groups.is_empty() {
             ig.spec.additional_security_groups = Some(options.node_security_groups.clone());
@@ -236,7 +268,10 @@ pub async fn instance_selector(
         if options.cluster_autoscaler {
             let labels = ig.spec.cloud_labels.get_or_insert_with(Default::default);
             labels.insert("k8s.io/cluster-autoscaler/enabled".into(), "1".into());
-            labels.insert(format!("k8s.io/cluster-autoscaler/{}", options.cluster), "1".into());
+            labels.insert(
+                format!("k8s.io/cluster-autoscaler/{}", options.cluster),
+                "1".into(),
+            );
         }
         out.push(ig);
         if count > 1 {
@@ -248,7 +283,11 @@ pub async fn instance_selector(
             let mut ig = ig.clone();
             crate::stamp(&mut ig.metadata);
             crate::validate_result(registry, &options.cluster, Some(cluster), &[&ig], None).await?;
-            if registry.get_instance_group(&options.cluster, ig.name()).await?.is_some() {
+            if registry
+                .get_instance_group(&options.cluster, ig.name())
+                .await?
+                .is_some()
+            {
                 return Err(OpsError::InstanceGroupExists {
                     cluster: options.cluster.clone(),
                     name: ig.name().to_string(),
@@ -288,17 +327,38 @@ mod tests {
             cpu_architecture: "amd64".into(),
             ..Default::default()
         };
-        let f = Filters { vcpus: Range { min: Some(4.0), max: None }, ..base.clone() };
+        let f = Filters {
+            vcpus: Range {
+                min: Some(4.0),
+                max: None,
+            },
+            ..base.clone()
+        };
         assert_eq!(select(&types, &f).unwrap(), ["m5.xlarge"]);
-        let f = Filters { vcpus_to_memory_ratio: Some(2.0), ..base.clone() };
+        let f = Filters {
+            vcpus_to_memory_ratio: Some(2.0),
+            ..base.clone()
+        };
         assert_eq!(select(&types, &f).unwrap(), ["c5.large"]);
-        let f = Filters { cpu_architecture: "arm64".into(), ..base.clone() };
+        let f = Filters {
+            cpu_architecture: "arm64".into(),
+            ..base.clone()
+        };
         assert_eq!(select(&types, &f).unwrap(), ["m6g.xlarge"]);
-        let f = Filters { deny_list: Some("^m5\\.".into()), ..base.clone() };
+        let f = Filters {
+            deny_list: Some("^m5\\.".into()),
+            ..base.clone()
+        };
         assert_eq!(select(&types, &f).unwrap(), ["c5.large"]);
-        let f = Filters { base_instance_type: Some("m5.large".into()), ..base.clone() };
+        let f = Filters {
+            base_instance_type: Some("m5.large".into()),
+            ..base.clone()
+        };
         assert_eq!(select(&types, &f).unwrap(), ["m5.large"]);
-        let f = Filters { allow_list: Some("(".into()), ..base };
+        let f = Filters {
+            allow_list: Some("(".into()),
+            ..base
+        };
         assert!(select(&types, &f).is_err());
         assert_eq!(gbps("Up to 12.5 Gigabit"), 12.5);
     }

@@ -8,8 +8,8 @@
 
 pub mod clusterapi;
 pub mod delete;
-pub mod instance_selector;
 mod error;
+pub mod instance_selector;
 pub mod pki;
 pub mod render;
 pub mod update;

@@ -216,7 +216,10 @@ pub async fn update_cluster(
     // node configs, and time follows the dependency chain.
     // Every kind the model makes, for the phase's lifecycles.
     let kinds: Vec<&'static str> = match opts.phase {
-        Some(_) => kops_model::build(&probe)?.iter().map(|(k, _)| k.kind).collect(),
+        Some(_) => kops_model::build(&probe)?
+            .iter()
+            .map(|(k, _)| k.kind)
+            .collect(),
         None => Vec::new(),
     };
     let lifecycles = options::lifecycles(kinds, opts.phase, &lifecycle_overrides, !request.apply);

@@ -26,7 +26,6 @@ use serde_json::Value;
 
 use crate::output::status;
 
-
 /// One file: where kops publishes it, where nodes fetch it, its sha256.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FileAsset {
@@ -41,7 +40,6 @@ pub struct ImageAsset {
     pub canonical: String,
     pub download: String,
 }
-
 
 /// The node configs' files for every architecture the groups run, canonical
 /// URLs first remapped onto the file repository.

@@ -62,7 +62,12 @@ pub struct LoggingArgs {
     #[arg(long = "add_dir_header", global = true, hide = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub add_dir_header: Option<String>,
     /// Emit a stack trace at file:line (accepted, no effect).
-    #[arg(long = "log_backtrace_at", global = true, hide = true, value_name = "FILE:LINE")]
+    #[arg(
+        long = "log_backtrace_at",
+        global = true,
+        hide = true,
+        value_name = "FILE:LINE"
+    )]
     pub log_backtrace_at: Option<String>,
     /// Write log files in this directory (accepted; logs go to stderr).
     #[arg(long = "log_dir", global = true, hide = true, value_name = "DIR")]
@@ -71,7 +76,12 @@ pub struct LoggingArgs {
     #[arg(long = "log_file", global = true, hide = true, value_name = "FILE")]
     pub log_file: Option<String>,
     /// Maximum log file size in MB (accepted, no effect).
-    #[arg(long = "log_file_max_size", global = true, hide = true, value_name = "MB")]
+    #[arg(
+        long = "log_file_max_size",
+        global = true,
+        hide = true,
+        value_name = "MB"
+    )]
     pub log_file_max_size: Option<String>,
     /// Write each severity to its own file only (accepted, no effect).
     #[arg(long = "one_output", global = true, hide = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
@@ -83,10 +93,19 @@ pub struct LoggingArgs {
     #[arg(long = "skip_log_headers", global = true, hide = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub skip_log_headers: Option<String>,
     /// Logs at or above this severity go to stderr (accepted; the `-v` level decides).
-    #[arg(long = "stderrthreshold", global = true, hide = true, value_name = "SEVERITY")]
+    #[arg(
+        long = "stderrthreshold",
+        global = true,
+        hide = true,
+        value_name = "SEVERITY"
+    )]
     pub stderrthreshold: Option<String>,
     /// Logs at or above this severity go to stderr with --alsologtostderr (accepted; the `-v` level decides).
-    #[arg(long = "alsologtostderrthreshold", global = true, value_name = "SEVERITY")]
+    #[arg(
+        long = "alsologtostderrthreshold",
+        global = true,
+        value_name = "SEVERITY"
+    )]
     pub alsologtostderrthreshold: Option<String>,
     /// klog's legacy stderr threshold behaviour (accepted, no effect).
     #[arg(long = "legacy_stderr_threshold_behavior", global = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]

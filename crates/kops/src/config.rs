@@ -46,9 +46,16 @@ pub fn parse(text: &str) -> Result<ConfigFile, String> {
             "kops_state_store" => out.state_store = scalar(&v),
             "lifecycle-overrides" => {
                 out.lifecycle_overrides = match &v {
-                    serde_yaml_ng::Value::Sequence(items) => items.iter().filter_map(scalar).collect(),
+                    serde_yaml_ng::Value::Sequence(items) => {
+                        items.iter().filter_map(scalar).collect()
+                    }
                     other => scalar(other)
-                        .map(|s| s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect())
+                        .map(|s| {
+                            s.split(',')
+                                .map(|p| p.trim().to_string())
+                                .filter(|p| !p.is_empty())
+                                .collect()
+                        })
                         .unwrap_or_default(),
                 }
             }
@@ -96,7 +103,10 @@ mod tests {
     fn keys_are_case_insensitive_as_viper_reads_them() {
         let c = parse("KOPS_STATE_STORE: s3://bucket\nlifecycle-overrides: SecurityGroups=Ignore,IAMRole=Ignore\n").unwrap();
         assert_eq!(c.state_store.as_deref(), Some("s3://bucket"));
-        assert_eq!(c.lifecycle_overrides, ["SecurityGroups=Ignore", "IAMRole=Ignore"]);
+        assert_eq!(
+            c.lifecycle_overrides,
+            ["SecurityGroups=Ignore", "IAMRole=Ignore"]
+        );
         let c = parse("kops_state_store: file:///tmp/x\n").unwrap();
         assert_eq!(c.state_store.as_deref(), Some("file:///tmp/x"));
         assert_eq!(parse("").unwrap(), ConfigFile::default());
@@ -109,10 +119,19 @@ mod tests {
         assert_eq!(config_path(None, Some(home.path())), None);
         std::fs::create_dir(home.path().join(".kops")).unwrap();
         std::fs::write(home.path().join(".kops/config"), "").unwrap();
-        assert_eq!(config_path(None, Some(home.path())), Some(home.path().join(".kops/config")));
+        assert_eq!(
+            config_path(None, Some(home.path())),
+            Some(home.path().join(".kops/config"))
+        );
         std::fs::write(home.path().join(".kops.yaml"), "").unwrap();
-        assert_eq!(config_path(None, Some(home.path())), Some(home.path().join(".kops.yaml")));
+        assert_eq!(
+            config_path(None, Some(home.path())),
+            Some(home.path().join(".kops.yaml"))
+        );
         let f = Path::new("/elsewhere.yaml");
-        assert_eq!(config_path(Some(f), Some(home.path())), Some(f.to_path_buf()));
+        assert_eq!(
+            config_path(Some(f), Some(home.path())),
+            Some(f.to_path_buf())
+        );
     }
 }

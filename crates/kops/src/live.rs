@@ -19,7 +19,11 @@ pub struct Live {
     pub details: BTreeMap<String, kops_aws::instances::InstanceDetails>,
 }
 
-pub async fn live_instances(registry: &Registry, cluster: &str, nodes: &[NodeInfo]) -> Result<Live> {
+pub async fn live_instances(
+    registry: &Registry,
+    cluster: &str,
+    nodes: &[NodeInfo],
+) -> Result<Live> {
     let spec: Cluster = kops_ops::require_cluster(registry, cluster).await?;
     let groups: Vec<InstanceGroup> = registry.list_instance_groups(cluster).await?;
     let region = kops_ops::update::cluster_region(&spec)?;

@@ -8,6 +8,7 @@ mod commands;
 mod config;
 mod context;
 mod editor;
+mod kubeconfig;
 mod live;
 mod output;
 mod progress;

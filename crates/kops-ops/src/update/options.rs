@@ -88,7 +88,9 @@ impl Phase {
 
 /// Parses `--lifecycle-overrides` (`Kind=Lifecycle`, kops' exact task
 /// type and lifecycle names).
-pub fn parse_lifecycle_overrides(items: &[String]) -> Result<BTreeMap<String, Lifecycle>, OpsError> {
+pub fn parse_lifecycle_overrides(
+    items: &[String],
+) -> Result<BTreeMap<String, Lifecycle>, OpsError> {
     let mut out = BTreeMap::new();
     for item in items {
         let parts: Vec<&str> = item.split('=').collect();
@@ -234,7 +236,12 @@ mod tests {
         assert_eq!(l.get("VPC"), None);
         assert_eq!(l["IAMRole"], Lifecycle::Ignore);
         assert_eq!(l["AutoscalingGroup"], Lifecycle::Ignore);
-        let l = lifecycles(["VPC", "IAMRole"], Some(Phase::Cluster), &BTreeMap::new(), false);
+        let l = lifecycles(
+            ["VPC", "IAMRole"],
+            Some(Phase::Cluster),
+            &BTreeMap::new(),
+            false,
+        );
         assert_eq!(l["VPC"], Lifecycle::ExistsAndValidates);
         assert!(Phase::parse("IAM").is_ok());
         assert!(Phase::parse("nodes").is_err());

@@ -249,8 +249,14 @@ impl OpenstackFlags {
         [
             ("--os-ext-net", self.os_ext_net.is_some()),
             ("--os-ext-subnet", self.os_ext_subnet.is_some()),
-            ("--os-lb-floating-subnet", self.os_lb_floating_subnet.is_some()),
-            ("--os-kubelet-ignore-az", self.os_kubelet_ignore_az.is_some()),
+            (
+                "--os-lb-floating-subnet",
+                self.os_lb_floating_subnet.is_some(),
+            ),
+            (
+                "--os-kubelet-ignore-az",
+                self.os_kubelet_ignore_az.is_some(),
+            ),
             ("--os-octavia", self.os_octavia.is_some()),
             ("--os-octavia-provider", self.os_octavia_provider.is_some()),
             ("--os-dns-servers", self.os_dns_servers.is_some()),
@@ -279,7 +285,11 @@ pub async fn run(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32> {
     if let Some(flag) = a.openstack.first_given() {
         bail!("{flag}: OpenStack is not supported by kops-rs, which creates clusters on AWS\nhint: leave out the --os-* flags");
     }
-    if let Some(rt) = a.container_runtime.as_deref().filter(|r| *r != "containerd") {
+    if let Some(rt) = a
+        .container_runtime
+        .as_deref()
+        .filter(|r| *r != "containerd")
+    {
         bail!("--container-runtime {rt}: containerd is the only container runtime\nhint: leave out --container-runtime");
     }
     let options = NewClusterOptions {

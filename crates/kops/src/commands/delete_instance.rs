@@ -9,7 +9,8 @@ use clap::Args;
 use kops_roll::{CloudGroup, InstanceStatus, Kubernetes};
 
 use crate::cli::{bool_flag, parse_duration, GlobalArgs, KubeApiFlags};
-use crate::context::{cluster_name, kubeconfig_for, state};
+use crate::context::{cluster_name, state};
+use crate::kubeconfig::kubeconfig_for;
 use crate::live::live_instances;
 use crate::output::{print, status};
 

@@ -71,9 +71,7 @@ pub async fn run(global: &GlobalArgs, args: GetClustersArgs, output: GetOutput) 
         print(FULL_WARNING);
     }
     match format {
-        Some(f) => {
-            print_objects(&clusters.iter().map(to_json_value).collect::<Vec<_>>(), f)
-        }
+        Some(f) => print_objects(&clusters.iter().map(to_json_value).collect::<Vec<_>>(), f),
         None => {
             if clusters.is_empty() {
                 status(&format!(

@@ -8,7 +8,8 @@ use clap::Args;
 use kops_roll::CloudInstance;
 
 use crate::cli::{GetOutput, GlobalArgs, KubeApiFlags};
-use crate::context::{cluster_name, kubeconfig_for, state};
+use crate::context::{cluster_name, state};
+use crate::kubeconfig::kubeconfig_for;
 use crate::live::{kube_nodes, live_instances, status_text};
 use crate::output::{print, status, Table};
 
@@ -23,11 +24,7 @@ pub struct GetInstancesArgs {
     pub kube: KubeApiFlags,
 }
 
-pub async fn run(
-    global: &GlobalArgs,
-    args: GetInstancesArgs,
-    output: GetOutput,
-) -> Result<i32> {
+pub async fn run(global: &GlobalArgs, args: GetInstancesArgs, output: GetOutput) -> Result<i32> {
     if output == GetOutput::Plaintext {
         bail!("`get instances` prints table, yaml or json\nhint: use `-o table`, `-o yaml` or `-o json`");
     }

@@ -10,7 +10,11 @@ use crate::output::{manifest_format, print, Table};
 #[derive(Debug, Args)]
 pub struct GetSshPublicKeysArgs {}
 
-pub async fn run(global: &GlobalArgs, _args: GetSshPublicKeysArgs, output: GetOutput) -> Result<i32> {
+pub async fn run(
+    global: &GlobalArgs,
+    _args: GetSshPublicKeysArgs,
+    output: GetOutput,
+) -> Result<i32> {
     let registry = state(global).await?;
     let format = manifest_format(output.into());
 

@@ -7,14 +7,15 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use kops_roll::Kubernetes as _;
 use anyhow::{bail, Result};
 use clap::{Args, FromArgMatches};
+use kops_roll::Kubernetes as _;
 
 use crate::cli::{GlobalArgs, KubeApiFlags};
 use crate::commands::rolling_update_cluster::{self, RollingUpdateClusterArgs};
 use crate::commands::update_cluster::{self, UpdateClusterArgs};
-use crate::context::{cluster_name, kubeconfig_for, state};
+use crate::context::{cluster_name, state};
+use crate::kubeconfig::kubeconfig_for;
 use crate::output::{print, status};
 
 #[derive(Debug, Args)]
@@ -36,7 +37,12 @@ pub struct ReconcileClusterArgs {
     #[arg(long, default_value = "10m", value_parser = crate::cli::parse_duration, hide = true)]
     pub api_wait: Duration,
     /// More `rolling-update cluster` flags for both rolls (tests: `--interval=0s`).
-    #[arg(long = "rolling-update-flag", hide = true, allow_hyphen_values = true, value_name = "FLAG")]
+    #[arg(
+        long = "rolling-update-flag",
+        hide = true,
+        allow_hyphen_values = true,
+        value_name = "FLAG"
+    )]
     pub rolling_update_flags: Vec<String>,
 }
 
@@ -67,7 +73,11 @@ pub async fn run(global: &GlobalArgs, a: ReconcileClusterArgs) -> Result<i32> {
 
     print("Performing rolling-update for control plane\n");
     let roll = |roles: &[&str]| -> Result<RollingUpdateClusterArgs> {
-        let mut argv = vec!["rolling-update-cluster".to_string(), cluster.clone(), "--yes".into()];
+        let mut argv = vec![
+            "rolling-update-cluster".to_string(),
+            cluster.clone(),
+            "--yes".into(),
+        ];
         if !roles.is_empty() {
             argv.push(format!("--instance-group-roles={}", roles.join(",")));
         }
@@ -75,7 +85,9 @@ pub async fn run(global: &GlobalArgs, a: ReconcileClusterArgs) -> Result<i32> {
             argv.push(format!("--kubeconfig={}", k.display()));
         }
         argv.extend(a.rolling_update_flags.iter().cloned());
-        let cmd = <RollingUpdateClusterArgs as Args>::augment_args(clap::Command::new("rolling-update-cluster"));
+        let cmd = <RollingUpdateClusterArgs as Args>::augment_args(clap::Command::new(
+            "rolling-update-cluster",
+        ));
         let matches = cmd.try_get_matches_from(argv)?;
         Ok(RollingUpdateClusterArgs::from_arg_matches(&matches)?)
     };
@@ -102,7 +114,11 @@ fn check(code: i32) -> Result<()> {
 }
 
 /// Polls the Kubernetes API (listing nodes) until it answers or `wait` passes.
-async fn wait_for_api(kubeconfig: Option<&std::path::Path>, cluster: &str, wait: Duration) -> Result<()> {
+async fn wait_for_api(
+    kubeconfig: Option<&std::path::Path>,
+    cluster: &str,
+    wait: Duration,
+) -> Result<()> {
     let started = Instant::now();
     loop {
         let attempt = async {

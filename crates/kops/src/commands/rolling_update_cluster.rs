@@ -7,7 +7,8 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::cli::{bool_flag, parse_duration, GlobalArgs, KubeApiFlags};
-use crate::context::{admin_kubeconfig, cluster_name, kubeconfig_for, state};
+use crate::context::{cluster_name, state};
+use crate::kubeconfig::{admin_kubeconfig, kubeconfig_for};
 use crate::output::{print, status, Table};
 
 #[derive(Debug, Args)]
@@ -203,7 +204,8 @@ fn interactive_progress(cloud_only: bool) -> kops_roll::Progress {
                     return;
                 }
             }
-            kops_roll::RollEvent::Validated { .. } | kops_roll::RollEvent::ValidationIgnored { .. } => {}
+            kops_roll::RollEvent::Validated { .. }
+            | kops_roll::RollEvent::ValidationIgnored { .. } => {}
             _ => return,
         }
         let (Some(done), true) = (s.0.take(), s.1) else {

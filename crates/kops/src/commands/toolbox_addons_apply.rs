@@ -32,15 +32,26 @@ pub async fn run(args: ToolboxAddonsApplyArgs) -> Result<i32> {
         let (name, result) = match a {
             AddonOutcome::Current { name } => (name, "up to date".to_string()),
             AddonOutcome::WouldApply { name, reason } => (name, format!("would apply ({reason})")),
-            AddonOutcome::Applied { name, objects, pruned, .. } => {
-                (name, format!("applied ({objects} objects, {pruned} pruned)"))
-            }
+            AddonOutcome::Applied {
+                name,
+                objects,
+                pruned,
+                ..
+            } => (
+                name,
+                format!("applied ({objects} objects, {pruned} pruned)"),
+            ),
             AddonOutcome::Failed { name, error } => (name, format!("failed: {error}")),
         };
         t.row(vec![name.clone(), result]);
     }
     print(&t.render());
-    if !args.yes && report.addons.iter().any(|a| matches!(a, AddonOutcome::WouldApply { .. })) {
+    if !args.yes
+        && report
+            .addons
+            .iter()
+            .any(|a| matches!(a, AddonOutcome::WouldApply { .. }))
+    {
         print("\nMust specify --yes to update\n");
     }
     if report.failed() > 0 {
@@ -54,7 +65,9 @@ pub fn default_kubeconfig() -> Result<std::path::PathBuf> {
     let files = kops_pki::KubeconfigFiles::resolve(
         None,
         std::env::var("KUBECONFIG").ok().as_deref(),
-        std::env::var_os("HOME").map(std::path::PathBuf::from).as_deref(),
+        std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .as_deref(),
     )
     .map_err(kops_ops::OpsError::from)?;
     Ok(files

@@ -19,7 +19,13 @@ pub async fn run(_args: ToolboxAddonsListArgs) -> Result<i32> {
     }
     let mut t = Table::new(&["NAME", "NAMESPACE", "HASH", "CHANNEL", "ID"]);
     for a in addons {
-        let or_dash = |s: &str| if s.is_empty() { "-".to_string() } else { s.to_string() };
+        let or_dash = |s: &str| {
+            if s.is_empty() {
+                "-".to_string()
+            } else {
+                s.to_string()
+            }
+        };
         t.row(vec![
             a.name,
             a.namespace,

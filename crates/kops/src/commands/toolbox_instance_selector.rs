@@ -124,7 +124,10 @@ pub struct InstanceSelectorArgs {
 /// `N` alone, or the `-min`/`-max` pair.
 fn range(exact: Option<f64>, min: Option<f64>, max: Option<f64>) -> Range {
     match exact {
-        Some(v) => Range { min: Some(v), max: Some(v) },
+        Some(v) => Range {
+            min: Some(v),
+            max: Some(v),
+        },
         None => Range { min, max },
     }
 }
@@ -133,7 +136,9 @@ fn range(exact: Option<f64>, min: Option<f64>, max: Option<f64>) -> Range {
 fn mib(flag: &str, text: &Option<String>) -> Result<Option<f64>> {
     let Some(text) = text else { return Ok(None) };
     let t = text.trim().to_ascii_lowercase();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let Ok(n) = number.parse::<f64>() else {
         bail!("--{flag} {text}: not a size\nhint: write e.g. `4gb` or `512mb`");
@@ -162,9 +167,13 @@ pub async fn run(global: &GlobalArgs, a: InstanceSelectorArgs) -> Result<i32> {
             match parts.as_slice() {
                 [v, m] => match (v.trim().parse::<f64>(), m.trim().parse::<f64>()) {
                     (Ok(v), Ok(m)) if v > 0.0 => Ok(m / v),
-                    _ => Err(anyhow::anyhow!("--vcpus-to-memory-ratio {r}: not a ratio\nhint: write e.g. `1:2`")),
+                    _ => Err(anyhow::anyhow!(
+                        "--vcpus-to-memory-ratio {r}: not a ratio\nhint: write e.g. `1:2`"
+                    )),
                 },
-                _ => Err(anyhow::anyhow!("--vcpus-to-memory-ratio {r}: not a ratio\nhint: write e.g. `1:2`")),
+                _ => Err(anyhow::anyhow!(
+                    "--vcpus-to-memory-ratio {r}: not a ratio\nhint: write e.g. `1:2`"
+                )),
             }
         })
         .transpose()?;
@@ -187,8 +196,16 @@ pub async fn run(global: &GlobalArgs, a: InstanceSelectorArgs) -> Result<i32> {
         usage_class: a.usage_class,
         ena_support: a.ena_support,
         burst_support: a.burst_support,
-        network_interfaces: range(a.network_interfaces, a.network_interfaces_min, a.network_interfaces_max),
-        network_performance: range(a.network_performance, a.network_performance_min, a.network_performance_max),
+        network_interfaces: range(
+            a.network_interfaces,
+            a.network_interfaces_min,
+            a.network_interfaces_max,
+        ),
+        network_performance: range(
+            a.network_performance,
+            a.network_performance_min,
+            a.network_performance_max,
+        ),
         allow_list: a.allow_list,
         deny_list: a.deny_list,
         base_instance_type: a.base_instance_type,
@@ -216,9 +233,10 @@ pub async fn run(global: &GlobalArgs, a: InstanceSelectorArgs) -> Result<i32> {
         subnets: a.subnets,
         dry_run: a.dry_run,
     };
-    let groups =
-        kops_ops::instance_selector::instance_selector(&registry, &spec, &types, &filters, &options)
-            .await?;
+    let groups = kops_ops::instance_selector::instance_selector(
+        &registry, &spec, &types, &filters, &options,
+    )
+    .await?;
     let values: Vec<serde_json::Value> = groups.iter().map(to_json_value).collect();
     print_objects(&values, format);
     Ok(0)

@@ -7,8 +7,8 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use crate::cli::{bool_flag, GlobalArgs, KubeApiFlags, Output};
-use crate::commands::export_kubeconfig::{local_user_name, parse_admin};
 use crate::context::{cluster_name, read_input, state};
+use crate::kubeconfig::{parse_admin, write_kubeconfig, KubeconfigChoice};
 use crate::output::{print, status};
 
 #[derive(Debug, Args, Default)]
@@ -56,7 +56,11 @@ pub struct UpdateClusterArgs {
     #[arg(long = "instance-group", value_delimiter = ',', value_name = "NAMES")]
     pub instance_groups: Vec<String>,
     /// Instance group roles to update (control-plane, apiserver, node, bastion).
-    #[arg(long = "instance-group-roles", value_delimiter = ',', value_name = "ROLES")]
+    #[arg(
+        long = "instance-group-roles",
+        value_delimiter = ',',
+        value_name = "ROLES"
+    )]
     pub instance_group_roles: Vec<String>,
     /// Subset of tasks to run: cluster, network, security.
     #[arg(long, value_name = "PHASE")]
@@ -71,7 +75,9 @@ pub struct UpdateClusterArgs {
     #[arg(long)]
     pub prune: bool,
     /// Update every group's Kubernetes version even while the control plane
-    /// runs an older one.
+    /// runs an older one. Accepted: kops-rs does not yet hold nodes'
+    /// kubelet back while the control plane is behind (`reconcile cluster`
+    /// orders the update instead).
     #[arg(long)]
     pub ignore_kubelet_version_skew: bool,
 }
@@ -89,7 +95,10 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
     // The flag, then KOPS_LIFECYCLE_OVERRIDES, then the config file (viper's order).
     let overrides = if !a.lifecycle_overrides.is_empty() {
         a.lifecycle_overrides.clone()
-    } else if let Some(env) = std::env::var("KOPS_LIFECYCLE_OVERRIDES").ok().filter(|v| !v.is_empty()) {
+    } else if let Some(env) = std::env::var("KOPS_LIFECYCLE_OVERRIDES")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
         env.split(',').map(|s| s.trim().to_string()).collect()
     } else {
         global.config_lifecycle_overrides.clone()
@@ -115,10 +124,8 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
     }
     // As kops: a kubeconfig after an apply unless --create-kube-config=false;
     // --admin, --user and --internal imply it.
-    let create_kube_config = a.create_kube_config.unwrap_or(true)
-        || admin.is_some()
-        || a.user.is_some()
-        || a.internal;
+    let create_kube_config =
+        a.create_kube_config.unwrap_or(true) || admin.is_some() || a.user.is_some() || a.internal;
     if let Some(target) = render_target {
         return render_cluster(&registry, &cluster, a, target, phase).await;
     }
@@ -177,12 +184,13 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
         ));
         let mut first_run = false;
         if create_kube_config {
-            first_run = write_kubeconfig(&registry, &cluster, &a, admin).await?;
+            first_run = export_after_apply(&registry, &cluster, &a, admin).await?;
         }
         print(&if first_run {
             "\nCluster is starting.  It should be ready in a few minutes.\n\nSuggestions:\n * validate cluster: kops validate cluster --wait 10m\n * list nodes: kubectl get nodes --show-labels\n * read about installing addons at: https://kops.sigs.k8s.io/addons.\n\n".to_string()
         } else {
-            "\nChanges may require instances to restart: kops rolling-update cluster\n\n".to_string()
+            "\nChanges may require instances to restart: kops rolling-update cluster\n\n"
+                .to_string()
         });
         return Ok(0);
     }
@@ -242,7 +250,7 @@ async fn render_cluster(
 /// Writes the cluster's kubeconfig after an apply, as `export kubeconfig`
 /// does with these flags. Returns whether this was the cluster's first
 /// (no context of its name was there before).
-async fn write_kubeconfig(
+async fn export_after_apply(
     registry: &kops_ops::Registry,
     cluster: &str,
     a: &UpdateClusterArgs,
@@ -255,27 +263,12 @@ async fn write_kubeconfig(
     )
     .map_err(kops_ops::OpsError::from)?;
     let first_run = !files.has_context(cluster);
-    let outcome = kops_ops::pki::export_kubeconfig(
-        registry,
-        kops_ops::pki::ExportKubeconfigRequest {
-            cluster: cluster.to_string(),
-            admin,
-            user: a.user.clone(),
-            internal: a.internal,
-            api_server: a.kube.api_server.clone(),
-            files,
-            local_user: local_user_name(),
-            lookup_load_balancer: true,
-            sdk_config: None,
-        },
-    )
-    .await?;
-    for w in &outcome.warnings {
-        status(&format!("Warning: {w}"));
-    }
-    status(&format!(
-        "kOps has set your kubectl context to {} (server {})",
-        outcome.context, outcome.server
-    ));
+    let choice = KubeconfigChoice {
+        admin,
+        user: a.user.clone(),
+        internal: a.internal,
+        api_server: a.kube.api_server.clone(),
+    };
+    write_kubeconfig(registry, cluster, choice, files).await?;
     Ok(first_run)
 }

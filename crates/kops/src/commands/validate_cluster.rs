@@ -8,7 +8,8 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::cli::{parse_duration, GlobalArgs, KubeApiFlags};
-use crate::context::{cluster_name, kubeconfig_for, state};
+use crate::context::{cluster_name, state};
+use crate::kubeconfig::kubeconfig_for;
 use crate::output::{print, status, Table};
 
 /// `validate cluster -o`.

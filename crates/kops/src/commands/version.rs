@@ -45,7 +45,11 @@ async fn server_version(global: &GlobalArgs) -> String {
     if kops_ops::require_cluster(&registry, &name).await.is_err() {
         return "could not fetch cluster".into();
     }
-    match registry.store().read(&format!("{name}/kops-version.txt")).await {
+    match registry
+        .store()
+        .read(&format!("{name}/kops-version.txt"))
+        .await
+    {
         Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).trim_end().to_string(),
         _ => "could get cluster version".into(),
     }

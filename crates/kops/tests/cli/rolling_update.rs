@@ -701,7 +701,10 @@ fn reconcile_updates_and_rolls_the_control_plane_before_the_nodes() {
         .chunks(2)
         .map(|p| format!("--rolling-update-flag={}={}", p[0], p[1]))
         .collect();
-    let r = c.kops_ok(&with(&["reconcile", "cluster", name, "--yes", &kc_flag], &fast));
+    let r = c.kops_ok(&with(
+        &["reconcile", "cluster", name, "--yes", &kc_flag],
+        &fast,
+    ));
     let steps: Vec<&str> = r
         .stdout
         .lines()
