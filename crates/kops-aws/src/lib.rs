@@ -12,6 +12,7 @@ pub mod context;
 pub mod delete;
 pub mod dns;
 pub mod error_text;
+pub mod instance_types;
 pub mod instances;
 mod network;
 pub mod prefetch;

@@ -766,3 +766,35 @@ fn qualified(namespace: Option<&str>, name: &str) -> String {
         None => name.to_string(),
     }
 }
+
+/// One addon the cluster records as installed (kops' `toolbox addons list`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstalledAddon {
+    pub name: String,
+    pub namespace: String,
+    pub version: crate::InstalledVersion,
+}
+
+/// Every addon recorded in any namespace's `addons.k8s.io/<addon>`
+/// annotations, by namespace then name.
+pub async fn list_installed(client: &Client) -> Result<Vec<InstalledAddon>, ChannelsError> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let list = namespaces
+        .list(&ListParams::default())
+        .await
+        .map_err(kube_error("listing namespaces"))?;
+    let mut out = Vec::new();
+    for ns in list.items {
+        let name = ns.metadata.name.clone().unwrap_or_default();
+        let annotations = ns.metadata.annotations.clone().unwrap_or_default();
+        for (addon, version) in installed_versions(&annotations) {
+            out.push(InstalledAddon {
+                name: addon,
+                namespace: name.clone(),
+                version,
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    Ok(out)
+}

@@ -22,7 +22,8 @@ pub mod channel;
 
 pub use apply::{
     apply_channel, apply_channels, channels_from_pod_manifest, client_from_kubeconfig,
-    AddonOutcome, ApplyOptions, ChannelReport, HttpFuture, HttpGet, NewCa, Report,
+    list_installed, AddonOutcome, ApplyOptions, ChannelReport, HttpFuture, HttpGet, InstalledAddon,
+    NewCa, Report,
 };
 pub use channel::{Channel, ChannelError, InstalledVersion, Reason};
 

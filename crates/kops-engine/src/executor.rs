@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use crate::error::EngineError;
 use crate::graph::TaskGraph;
 use crate::key::{OutputRef, TaskKey};
+use crate::lifecycle::Lifecycle;
 use crate::outputs::{OutputSlot, Outputs};
 use crate::report::{Outcome, Report, SkipReason, TaskReport};
 use crate::task::{DynTask, Mode, Operation, StepError, StepOutcome, StepResult};
@@ -140,6 +141,8 @@ where
 pub struct Executor {
     options: ExecutorOptions,
     progress: Option<Arc<dyn Progress>>,
+    /// Lifecycles other than `Sync`, by task kind.
+    lifecycles: BTreeMap<String, Lifecycle>,
 }
 
 impl fmt::Debug for Executor {
@@ -248,7 +251,22 @@ impl Executor {
         Self {
             options,
             progress: None,
+            lifecycles: BTreeMap::new(),
         }
+    }
+
+    /// Runs the tasks of each kind named (`SecurityGroup`, ...) with that
+    /// lifecycle instead of `Sync` (see [`Lifecycle`]).
+    pub fn with_lifecycles(mut self, lifecycles: BTreeMap<String, Lifecycle>) -> Self {
+        self.lifecycles = lifecycles;
+        self
+    }
+
+    fn lifecycle_of(&self, key: &TaskKey) -> Lifecycle {
+        self.lifecycles
+            .get(key.kind)
+            .copied()
+            .unwrap_or(Lifecycle::Sync)
     }
 
     /// Sends progress events to `progress`.
@@ -354,6 +372,11 @@ impl Executor {
                     break;
                 };
                 let key = graph.keys[index].clone();
+                let run_mode = if self.lifecycle_of(&key).looks_only() {
+                    Mode::DryRun
+                } else {
+                    mode
+                };
                 let visible = graph.dependencies[index]
                     .iter()
                     .filter_map(|&dependency| {
@@ -367,7 +390,7 @@ impl Executor {
                     key,
                     task: Arc::clone(graph.tasks[index]),
                     ctx: Arc::clone(&ctx),
-                    mode,
+                    mode: run_mode,
                     retry: self.options.retry.clone(),
                     deadline: self.options.task_deadline,
                     seed: self
@@ -398,8 +421,9 @@ impl Executor {
             };
             let finished = finished.unwrap_or_else(|error| panicked(error, &tracker));
             let key = graph.keys[index];
-            let outcome = match finished.result {
-                Ok(step) => {
+            let result = with_lifecycle(self.lifecycle_of(key), finished.result);
+            let outcome = match result {
+                Ok((step, lifecycle_outcome)) => {
                     outputs[index] = Some(step.output);
                     for &dependant in &graph.dependants[index] {
                         waiting[dependant] -= 1;
@@ -407,7 +431,7 @@ impl Executor {
                             ready.push(rank(dependant));
                         }
                     }
-                    outcome_of(step.outcome)
+                    lifecycle_outcome.unwrap_or_else(|| outcome_of(step.outcome))
                 }
                 Err((operation, message)) => {
                     if first_failure.is_none() {
@@ -505,6 +529,64 @@ impl Executor {
             progress.event(event);
         }
     }
+}
+
+/// A task's result under its lifecycle: the step and, when the lifecycle
+/// changes what is reported, the outcome to report instead.
+#[allow(clippy::type_complexity)]
+fn with_lifecycle(
+    lifecycle: Lifecycle,
+    result: Result<StepResult, (Operation, String)>,
+) -> Result<(StepResult, Option<Outcome>), (Operation, String)> {
+    let left_alone = |note: String| Outcome::Skipped {
+        reason: SkipReason::Lifecycle { lifecycle, note },
+    };
+    let step = match (lifecycle, result) {
+        (Lifecycle::WarnIfInsufficientAccess, Err((Operation::Find, message))) => {
+            let step = StepResult {
+                outcome: StepOutcome::Unchanged,
+                output: OutputSlot::NotCreated,
+            };
+            let note = format!("could not be looked up, assumed correct: {message}");
+            return Ok((step, Some(left_alone(note))));
+        }
+        (_, Err(e)) => return Err(e),
+        (_, Ok(step)) => step,
+    };
+    let outcome = match (lifecycle, &step.outcome) {
+        (Lifecycle::Ignore, _) => Some(left_alone("left alone".into())),
+        (
+            Lifecycle::ExistsAndValidates | Lifecycle::ExistsAndWarnIfChanges,
+            StepOutcome::WouldCreate(_),
+        ) => {
+            return Err((
+                Operation::Find,
+                format!("it does not exist, and its lifecycle {lifecycle} does not create it"),
+            ))
+        }
+        (Lifecycle::ExistsAndValidates, StepOutcome::WouldModify(changes)) => {
+            return Err((
+                Operation::CheckChanges,
+                format!(
+                "it differs from the spec ({}), and its lifecycle {lifecycle} does not change it",
+                describe(changes)
+            ),
+            ))
+        }
+        (Lifecycle::ExistsAndWarnIfChanges, StepOutcome::WouldModify(changes)) => Some(left_alone(
+            format!("differs from the spec, not changed: {}", describe(changes)),
+        )),
+        _ => None,
+    };
+    Ok((step, outcome))
+}
+
+fn describe(changes: &crate::Changes) -> String {
+    changes
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn outcome_of(step: StepOutcome) -> Outcome {

@@ -91,6 +91,14 @@ pub enum SkipReason {
         /// The task whose failure stopped the run.
         after: TaskKey,
     },
+    /// Its lifecycle (`--phase`, `--lifecycle-overrides`) kept it from
+    /// changing anything: it was only looked up.
+    Lifecycle {
+        /// The task's lifecycle.
+        lifecycle: crate::Lifecycle,
+        /// What the look-up found (`left alone`, the differences not applied).
+        note: String,
+    },
 }
 
 impl fmt::Display for SkipReason {
@@ -100,6 +108,7 @@ impl fmt::Display for SkipReason {
                 write!(f, "its dependency `{dependency}` failed")
             }
             Self::Stopped { after } => write!(f, "the run stopped after `{after}` failed"),
+            Self::Lifecycle { lifecycle, note } => write!(f, "lifecycle {lifecycle}: {note}"),
         }
     }
 }

@@ -18,6 +18,10 @@ pub struct DeleteRequest {
     pub yes: bool,
     /// The region, when the state store no longer has the cluster's spec.
     pub region: Option<String>,
+    /// `--external`: a cluster the state store does not hold; its
+    /// resources are found by their `KubernetesCluster` tag in `region`,
+    /// and the state store is not touched.
+    pub external: bool,
     /// Passes over the remaining resources before giving up.
     pub passes: u32,
     pub interval: Duration,
@@ -41,7 +45,18 @@ pub async fn delete_cluster(
     registry: &Registry,
     request: DeleteRequest,
 ) -> Result<DeleteOutcome, OpsError> {
-    let spec = registry.get_cluster(&request.cluster).await?;
+    let spec = if request.external {
+        if request.region.is_none() {
+            return Err(crate::flag_error(
+                "--region",
+                "--region is required (when --external)",
+                "name the region the cluster's resources are in, e.g. `--region us-east-1`",
+            ));
+        }
+        None
+    } else {
+        registry.get_cluster(&request.cluster).await?
+    };
     let region = match (&request.region, &spec) {
         (Some(r), _) => r.clone(),
         (None, Some(c)) => cluster_region(c)?,
@@ -57,11 +72,15 @@ pub async fn delete_cluster(
         None => AwsCloud::new(&region).await,
     };
     let resources = list_cluster_resources(&cloud, &request.cluster).await?;
-    let state_keys = registry
-        .store()
-        .list(&format!("{}/", request.cluster))
-        .await
-        .map_err(kops_state::registry::RegistryError::from)?;
+    let state_keys = if request.external {
+        Vec::new()
+    } else {
+        registry
+            .store()
+            .list(&format!("{}/", request.cluster))
+            .await
+            .map_err(kops_state::registry::RegistryError::from)?
+    };
     if !request.yes {
         return Ok(DeleteOutcome {
             resources,

@@ -46,6 +46,12 @@ pub enum OpsError {
     #[error("{}", flags(.0))]
     Flags(Vec<FieldError>),
 
+    #[error("kops version older than last used to update the cluster: it was last updated by kops {last}, this is {current}\nhint: to permit updating by the older version {current}, run with the --allow-kops-downgrade flag")]
+    KopsDowngrade { last: String, current: String },
+
+    #[error("error parsing last kops version updated: `{text}` (kops-version.txt in the state store) is not a version\nhint: run with --allow-kops-downgrade to update anyway")]
+    KopsVersionUnreadable { text: String },
+
     #[error(transparent)]
     Manifest(#[from] ManifestError),
 

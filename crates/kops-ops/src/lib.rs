@@ -6,8 +6,10 @@
 //! exits: it returns values and [`OpsError`]s to the binary, which owns the
 //! terminal. It depends on kops-api and kops-state only.
 
+pub mod clusterapi;
 pub mod delete;
 mod error;
+pub mod instance_selector;
 pub mod pki;
 pub mod render;
 pub mod update;
@@ -493,6 +495,8 @@ pub struct NewInstanceGroup {
     pub role: Role,
     /// Subnet names; all of the cluster's non-utility subnets when empty.
     pub subnets: Vec<String>,
+    /// `--zone`: the group's `spec.zones`.
+    pub zones: Vec<String>,
     pub dry_run: bool,
 }
 
@@ -522,6 +526,9 @@ pub async fn create_instance_group(
         &request.subnets,
     )
     .map_err(OpsError::Flags)?;
+    if !request.zones.is_empty() {
+        ig.spec.zones = Some(request.zones.clone());
+    }
     stamp(&mut ig.metadata);
     validate_result(registry, &request.cluster, Some(&cluster), &[&ig], None).await?;
     if !request.dry_run {

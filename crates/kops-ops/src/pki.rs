@@ -602,14 +602,21 @@ pub async fn api_load_balancer_dns_name(
         Some(config) => kops_aws::AwsCloud::from_config(&region, config),
         None => kops_aws::AwsCloud::new(&region).await,
     };
-    let ctx = kops_aws::AwsContext::new(cloud, name.clone(), Default::default());
-    let lbs = ctx
-        .load_balancers()
-        .await
-        .map_err(|e| PkiOpsError::LoadBalancerLookup {
-            cluster: name.clone(),
-            reason: e.to_string(),
-        })?;
+    // A fresh listing per try: AWS' retryable answers (throttling, 5xx)
+    // are asked again, as the update's own listings are.
+    let lbs = kops_aws::retrying(
+        "looking up the API load balancer",
+        |e: &kops_engine::TaskError| matches!(e, kops_engine::TaskError::Retryable { .. }),
+        || {
+            let ctx = kops_aws::AwsContext::new(cloud.clone(), name.clone(), Default::default());
+            async move { ctx.load_balancers().await.map(<[_]>::to_vec) }
+        },
+    )
+    .await
+    .map_err(|e| PkiOpsError::LoadBalancerLookup {
+        cluster: name.clone(),
+        reason: e.to_string(),
+    })?;
     let wanted = format!("api.{name}");
     let newest = lbs
         .iter()

@@ -51,6 +51,9 @@ pub struct RenderRequest {
     pub target: RenderTarget,
     /// `None`: [`RenderTarget::default_out`].
     pub out: Option<PathBuf>,
+    /// `--phase network`: only the network's resources (the other phases
+    /// build on objects a file target cannot look up, and are refused).
+    pub phase: Option<crate::update::options::Phase>,
 }
 
 #[derive(Debug)]
@@ -121,6 +124,16 @@ pub async fn render_cluster(
         }
         .into());
     }
+    use crate::update::options::Phase;
+    if matches!(request.phase, Some(Phase::Security | Phase::Cluster)) {
+        return Err(crate::flag_error(
+            "--phase",
+            "only `--phase network` can be rendered to a file target",
+            "apply the security and cluster phases with `--target direct`, or render the whole cluster without --phase",
+        )
+        .into());
+    }
+    let network_only = request.phase == Some(Phase::Network);
     let groups = registry.list_instance_groups(&request.cluster).await?;
     validation::validate_all(&cluster, &groups).map_err(OpsError::from)?;
     // Where nodes get nodeup (see update), before anything is written.
@@ -183,7 +196,12 @@ pub async fn render_cluster(
             ));
         }
     }
-    let graph = kops_model::build(&model)?;
+    let mut graph = kops_model::build(&model)?;
+    if network_only {
+        graph = graph
+            .without(|k| Phase::of_kind(k.kind) != Phase::Network)
+            .map_err(OpsError::from)?;
+    }
     let completed = completed_spec(&resolved, &config_base);
     let mut files = kops_model::files::state_files(
         &model,
@@ -191,7 +209,11 @@ pub async fn render_cluster(
         node_configs(&completed, &groups, &config_base, &node_inputs)?,
     )?;
     files.extend(kops_model::files::karpenter_files(&model)?);
-    if kops_model::iam::irsa::discovery_store(&model).is_some() {
+    if network_only {
+        // The files nodes and addons read are the cluster phase's.
+        files.clear();
+    }
+    if !network_only && kops_model::iam::irsa::discovery_store(&model).is_some() {
         let certificates = service_account_certificates(registry, &cluster).await?;
         files.extend(kops_model::files::discovery_files(
             &model,

@@ -13,6 +13,7 @@ use crate::{require_cluster, OpsError, Registry};
 pub mod api_addresses;
 mod classic;
 pub mod nodeup;
+pub mod options;
 mod prefetch;
 pub mod state_files;
 
@@ -25,6 +26,25 @@ pub struct UpdateRequest {
     pub progress: Option<Box<dyn Progress>>,
     /// An SDK configuration to use instead of the environment's (tests).
     pub sdk_config: Option<aws_config::SdkConfig>,
+    /// Which groups, phase and lifecycles; whether a downgrade is allowed.
+    pub options: UpdateOptions,
+}
+
+/// `update cluster`'s choices beyond the cluster (see [`options`]).
+#[derive(Debug, Clone, Default)]
+pub struct UpdateOptions {
+    /// `--instance-group`: update only these groups' launch templates and
+    /// autoscaling groups (and node configs).
+    pub instance_groups: Vec<String>,
+    /// `--instance-group-roles`: only the groups of these roles (when no
+    /// group is named).
+    pub instance_group_roles: Vec<String>,
+    /// `--phase`: change only this phase's tasks.
+    pub phase: Option<options::Phase>,
+    /// `--lifecycle-overrides`: task kind → lifecycle.
+    pub lifecycle_overrides: std::collections::BTreeMap<String, kops_engine::Lifecycle>,
+    /// `--allow-kops-downgrade`: update a cluster last updated by a newer kops.
+    pub allow_kops_downgrade: bool,
 }
 
 /// What it did.
@@ -78,6 +98,27 @@ pub async fn update_cluster(
     }
     let groups = registry.list_instance_groups(&request.cluster).await?;
     validation::validate_all(&cluster, &groups)?;
+    let opts = &request.options;
+    if !opts.allow_kops_downgrade {
+        let last = registry
+            .store()
+            .read(&format!("{}/kops-version.txt", request.cluster))
+            .await
+            .map_err(|e| OpsError::Registry(e.into()))?;
+        let last = last.map(|b| String::from_utf8_lossy(&b).into_owned());
+        options::check_downgrade(last.as_deref(), kops_api::KOPS_VERSION)?;
+    }
+    let selected: Vec<String> = options::select_groups(
+        groups.clone(),
+        &opts.instance_groups,
+        &opts.instance_group_roles,
+    )
+    .iter()
+    .map(|g| g.name().to_string())
+    .collect();
+    // Phases other than `cluster` leave the files nodes read alone (kops'
+    // managed files are cluster-phase tasks).
+    let writes_files = matches!(opts.phase, None | Some(options::Phase::Cluster));
     // Where nodes get nodeup, before anything is written: a group whose
     // architecture has none stops the update here.
     let nodeup = nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
@@ -147,6 +188,7 @@ pub async fn update_cluster(
         })?
         .map_err(|reason| OpsError::Account { reason })?;
     let mut executor = Executor::new(ExecutorOptions::default());
+    let lifecycle_overrides = opts.lifecycle_overrides.clone();
     if let Some(p) = request.progress {
         executor = executor.with_progress(BoxedProgress(p));
     }
@@ -172,6 +214,16 @@ pub async fn update_cluster(
     // with the balancer's addresses in the node configs, the rest, taking
     // over what the first part did. The first apply then ends with kops'
     // node configs, and time follows the dependency chain.
+    // Every kind the model makes, for the phase's lifecycles.
+    let kinds: Vec<&'static str> = match opts.phase {
+        Some(_) => kops_model::build(&probe)?
+            .iter()
+            .map(|(k, _)| k.kind)
+            .collect(),
+        None => Vec::new(),
+    };
+    let lifecycles = options::lifecycles(kinds, opts.phase, &lifecycle_overrides, !request.apply);
+    let executor = executor.with_lifecycles(lifecycles);
     let mut api_server_addresses = api_addresses::api_server_addresses(&ctx, &probe).await?;
     let mut earlier = Completed::new();
     let node_inputs = if request.apply
@@ -205,11 +257,38 @@ pub async fn update_cluster(
     } else {
         kops_model::build(&model)?
     };
-    if request.apply {
+    // Other groups' launch templates and autoscaling groups (and what
+    // hangs on them) are not in the run.
+    let left_out: Vec<String> = groups
+        .iter()
+        .filter(|g| !selected.iter().any(|s| s == g.name()))
+        .map(|g| kops_model::compute::group_name(&model, g))
+        .collect();
+    let graph = if left_out.is_empty() {
+        graph
+    } else {
+        graph.without(|k| {
+            matches!(k.kind, "LaunchTemplate" | "AutoscalingGroup") && left_out.contains(&k.name)
+        })?
+    };
+    let unknown: Vec<&String> = lifecycle_overrides
+        .keys()
+        .filter(|k| !graph.iter().any(|(key, _)| key.kind == k.as_str()))
+        .collect();
+    let mut warnings = validation::warnings(&modelled);
+    for k in unknown {
+        warnings.push(format!(
+            "--lifecycle-overrides: no task of kind `{k}` in this cluster (kops matches task type names exactly, e.g. `SecurityGroup`)"
+        ));
+    }
+    if request.apply && writes_files {
         publish_irsa_and_karpenter_files(registry, &cluster, &model, &region, &config_base).await?;
         // The node configs the launch templates' user data pin by hash,
         // stored before any instance can boot and ask for them.
-        for node in kops_model::compute::node_configs(&model)? {
+        for node in kops_model::compute::node_configs(&model)?
+            .into_iter()
+            .filter(|n| selected.contains(&n.group))
+        {
             registry
                 .put_nodeup_config(
                     &request.cluster,
@@ -220,7 +299,11 @@ pub async fn update_cluster(
                 .await?;
         }
     }
-    let file_writes = state_files::plan(registry, &model).await?;
+    let file_writes = if writes_files {
+        state_files::plan(registry, &model).await?
+    } else {
+        Vec::new()
+    };
     if request.apply {
         state_files::write(registry, model.name(), &file_writes).await?;
     }
@@ -251,7 +334,7 @@ pub async fn update_cluster(
         region,
         tasks: graph.len(),
         longest_chain: graph.longest_chain()?,
-        warnings: validation::warnings(&modelled),
+        warnings,
         state_files: file_writes.iter().map(|w| w.describe()).collect(),
     })
 }

@@ -114,6 +114,15 @@ impl KubeconfigFiles {
             .join(", ")
     }
 
+    /// Whether a context named `name` is in the files (kops' test for a
+    /// cluster's first `update --yes`); unreadable files count as having it.
+    pub fn has_context(&self, name: &str) -> bool {
+        self.files.iter().any(|f| match read_config(f) {
+            Ok(doc) => find_named(&doc, "contexts", name).is_some(),
+            Err(_) => true,
+        })
+    }
+
     /// Merges `entry` into the files and makes it the current context.
     /// Returns the files written.
     pub fn write_entry(&self, entry: &KubeconfigEntry) -> Result<Vec<PathBuf>, PkiError> {

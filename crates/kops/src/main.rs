@@ -1,16 +1,18 @@
 //! The `kops` binary: parses the command line, calls one kops-ops function,
 //! prints the result. The only place that prints or exits.
 
-mod assets_commands;
+mod assets;
+mod channel_versions;
 mod cli;
 mod commands;
+mod config;
+mod context;
 mod editor;
-mod more_commands;
+mod kubeconfig;
+mod live;
 mod output;
-mod pki_commands;
 mod progress;
-mod roll_commands;
-mod toolbox_commands;
+mod tables;
 
 use clap::Parser;
 
@@ -18,8 +20,9 @@ use clap::Parser;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let mut cli = cli::Cli::parse();
     init_tracing(cli.global.verbosity);
+    apply_config_file(&mut cli.global);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -38,6 +41,25 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// kops' precedence: `--state`, then KOPS_STATE_STORE (clap reads both),
+/// then the config file's `kops_state_store`; trailing slashes dropped.
+fn apply_config_file(global: &mut cli::GlobalArgs) {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let (file, warning) = config::load(global.config.as_deref(), home.as_deref());
+    if let Some(w) = warning {
+        eprintln!("Warning: {w}");
+    }
+    if global.state.as_deref().is_none_or(str::is_empty) {
+        global.state = file.state_store.filter(|s| !s.is_empty());
+    }
+    if let Some(s) = &mut global.state {
+        while s.ends_with('/') && !s.ends_with("://") {
+            s.pop();
+        }
+    }
+    global.config_lifecycle_overrides = file.lifecycle_overrides;
 }
 
 /// The longest line an error prints (the `Error: ` prefix included):

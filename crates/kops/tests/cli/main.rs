@@ -14,6 +14,7 @@ mod apply_retries;
 mod bad_input;
 mod classic_api;
 mod cloudformation_target;
+mod command_flags;
 mod edit;
 mod existing_network;
 mod gcs_store;

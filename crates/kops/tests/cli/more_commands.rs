@@ -352,7 +352,7 @@ impl Live {
         for (k, v) in self.moto.env() {
             c.env(k, v);
         }
-        c.env_remove("KUBECONFIG");
+        c.env("KUBECONFIG", common::scratch_kubeconfig());
         c.output().unwrap().into()
     }
 

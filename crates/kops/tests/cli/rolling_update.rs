@@ -45,7 +45,7 @@ impl Cluster {
         for (k, v) in self.moto.env() {
             c.env(k, v);
         }
-        c.env_remove("KUBECONFIG");
+        c.env("KUBECONFIG", common::scratch_kubeconfig());
         c.output().unwrap().into()
     }
 
@@ -679,4 +679,82 @@ fn validate_reports_missing_and_unready_nodes_and_failing_control_plane_pods() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("will retry"), "{}", r.stderr);
     assert!(r.stderr.contains("wait time exceeded"), "{}", r.stderr);
+}
+
+#[test]
+fn reconcile_updates_and_rolls_the_control_plane_before_the_nodes() {
+    let name = "reconcile.example.com";
+    let Some(c) = cluster(name) else { return };
+    let kube = FakeKube::start(&c.moto.endpoint(), name, Faults::default());
+    let kc = kube.write_kubeconfig(c.dir.path(), name);
+    c.set_machine_type("nodes-us-east-1a", "t3.large");
+    c.set_machine_type("control-plane-us-east-1a", "t3.xlarge");
+    let before = c.instances();
+
+    // Without --yes: the dry run of update, nothing rolled.
+    let r = c.kops_ok(&["reconcile", "cluster", name]);
+    assert!(r.stderr.contains("Must specify --yes"), "{}", r.stderr);
+    assert_eq!(c.instances(), before);
+
+    let kc_flag = format!("--kubeconfig={}", kc.display());
+    let fast: Vec<String> = FAST
+        .chunks(2)
+        .map(|p| format!("--rolling-update-flag={}={}", p[0], p[1]))
+        .collect();
+    let r = c.kops_ok(&with(
+        &["reconcile", "cluster", name, "--yes", &kc_flag],
+        &fast,
+    ));
+    let steps: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| {
+            l.starts_with("Updating ")
+                || l.starts_with("Waiting ")
+                || l.starts_with("Performing ")
+                || l.starts_with("Pruning ")
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "Updating control plane configuration",
+            "Waiting for the kubernetes API to be served",
+            "Performing rolling-update for control plane",
+            "Updating node configuration",
+            "Performing rolling-update for nodes",
+            "Pruning old resources that are no longer used",
+        ],
+        "{}",
+        r.stdout
+    );
+    let terminated: Vec<String> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("] terminated "))
+        .map(|l| l[1..l.find(']').unwrap()].to_string())
+        .collect();
+    assert_eq!(
+        terminated,
+        [
+            "control-plane-us-east-1a",
+            "nodes-us-east-1a",
+            "nodes-us-east-1a"
+        ],
+        "{}",
+        r.stderr
+    );
+    // Everything runs the newest templates: nothing is left to roll.
+    let r = c.kops_ok(&[
+        "rolling-update",
+        "cluster",
+        name,
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+    ]);
+    assert!(
+        r.stdout.contains("No rolling-update required."),
+        "{}",
+        r.stdout
+    );
 }

@@ -95,9 +95,21 @@ pub fn command(args: &[&str]) -> Command {
         .env_remove("EDITOR")
         .env_remove("KUBE_EDITOR")
         .env("HOME", "/nonexistent-home")
+        // `update cluster --yes` writes a kubeconfig, as kops does: one
+        // file per test process, under cargo's scratch directory.
+        .env("KUBECONFIG", scratch_kubeconfig())
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
     c
+}
+
+/// The kubeconfig of this test process (see [`command`]).
+pub fn scratch_kubeconfig() -> String {
+    format!(
+        "{}/kubeconfig-{}",
+        env!("CARGO_TARGET_TMPDIR"),
+        std::process::id()
+    )
 }
 
 /// Runs `kops ARGS` against moto (its endpoint, region and credentials).

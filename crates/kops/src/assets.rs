@@ -1,4 +1,4 @@
-//! `kops get assets [--copy]`: what a cluster downloads, so a private
+//! The assets of `kops get assets [--copy]`: what a cluster downloads, so a private
 //! mirror can be filled before nodes boot without Internet access.
 //!
 //! Files are the node configs' asset lists (kubelet, kubectl, the ECR
@@ -19,110 +19,31 @@
 use std::collections::BTreeSet;
 
 use anyhow::{bail, Result};
-use clap::Args;
 use kops_api::{Cluster, InstanceGroup};
 use kops_nodeup::Arch;
 use kops_ops::Registry;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::cli::GetOutput;
-use crate::output::{print, status};
-
-#[derive(Debug, Args)]
-pub struct GetAssetsArgs {
-    /// Cluster name (positional form of --name).
-    #[arg(value_name = "CLUSTER")]
-    pub cluster_name: Option<String>,
-    /// Copy the files to spec.assets.fileRepository (file:// or s3://).
-    #[arg(long)]
-    pub copy: bool,
-}
+use crate::output::status;
 
 /// One file: where kops publishes it, where nodes fetch it, its sha256.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct FileAsset {
-    canonical: String,
-    download: String,
-    sha: String,
+pub struct FileAsset {
+    pub canonical: String,
+    pub download: String,
+    pub sha: String,
 }
 
 /// One image: its canonical name and the one nodes pull.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct ImageAsset {
-    canonical: String,
-    download: String,
-}
-
-pub async fn get_assets(
-    registry: &Registry,
-    name: &str,
-    args: GetAssetsArgs,
-    output: GetOutput,
-) -> Result<i32> {
-    let cluster = kops_ops::require_cluster(registry, name).await?;
-    let groups = registry.list_instance_groups(name).await?;
-    let files = file_assets(&cluster, &groups)?;
-    let images = image_assets(registry, name, &cluster, &groups)?;
-
-    match output {
-        GetOutput::Table => {
-            // kops prints a blank line before each table.
-            print("\n");
-            print(&tab_table(
-                &["CANONICAL", "DOWNLOAD"],
-                images
-                    .iter()
-                    .map(|i| vec![i.canonical.clone(), i.download.clone()])
-                    .collect(),
-            ));
-            print("\n");
-            print(&tab_table(
-                &["CANONICAL", "DOWNLOAD", "SHA"],
-                files
-                    .iter()
-                    .map(|f| vec![f.canonical.clone(), f.download.clone(), f.sha.clone()])
-                    .collect(),
-            ));
-        }
-        GetOutput::Yaml | GetOutput::Json => {
-            let mut doc = serde_json::Map::new();
-            if !images.is_empty() {
-                let list: Vec<Value> = images
-                    .iter()
-                    .map(|i| json!({"canonical": i.canonical, "download": i.download}))
-                    .collect();
-                doc.insert("images".into(), Value::Array(list));
-            }
-            if !files.is_empty() {
-                let list: Vec<Value> = files
-                    .iter()
-                    .map(
-                        |f| json!({"canonical": f.canonical, "download": f.download, "sha": f.sha}),
-                    )
-                    .collect();
-                doc.insert("files".into(), Value::Array(list));
-            }
-            let doc = Value::Object(doc);
-            if output == GetOutput::Json {
-                print(&serde_json::to_string(&doc)?);
-            } else {
-                print(&serde_yaml_ng::to_string(&doc)?);
-            }
-        }
-        GetOutput::Plaintext => {
-            bail!("`get assets` prints table, yaml or json\nhint: use `-o table`, `-o yaml` or `-o json`")
-        }
-    }
-
-    if args.copy {
-        return copy(&cluster, &files, &images).await;
-    }
-    Ok(0)
+pub struct ImageAsset {
+    pub canonical: String,
+    pub download: String,
 }
 
 /// The node configs' files for every architecture the groups run, canonical
 /// URLs first remapped onto the file repository.
-fn file_assets(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<Vec<FileAsset>> {
+pub fn file_assets(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<Vec<FileAsset>> {
     // The canonical list comes from the spec without a repository, so a
     // `file://` or `s3://` repository (which nodes cannot use, but a mirror
     // being filled can) does not stop the listing.
@@ -182,7 +103,7 @@ fn remap(repo: &str, canonical: &str) -> String {
 /// The manifests already name the mirror when spec.assets sets one, so they
 /// are rendered twice: without the mirrors (canonical names) and as they
 /// are (what nodes pull); the two lists pair up image by image.
-fn image_assets(
+pub fn image_assets(
     registry: &Registry,
     name: &str,
     cluster: &Cluster,
@@ -313,7 +234,7 @@ fn normalize_image(image: &str, mirror: Option<&str>, proxy: Option<&str>) -> St
 }
 
 /// kops' table layout: tab-separated cells, sorted rows, header first.
-fn tab_table(headers: &[&str], mut rows: Vec<Vec<String>>) -> String {
+pub fn tab_table(headers: &[&str], mut rows: Vec<Vec<String>>) -> String {
     rows.sort();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in &rows {
@@ -347,7 +268,7 @@ fn tab_table(headers: &[&str], mut rows: Vec<Vec<String>>) -> String {
 }
 
 /// Copies the files to the repository; lists the image copies to make.
-async fn copy(cluster: &Cluster, files: &[FileAsset], images: &[ImageAsset]) -> Result<i32> {
+pub async fn copy(cluster: &Cluster, files: &[FileAsset], images: &[ImageAsset]) -> Result<i32> {
     let Some(repo) = cluster
         .spec
         .assets

@@ -1,0 +1,86 @@
+//! `kops export kubeconfig`: write a kubeconfig for a cluster (merged into
+//! $KUBECONFIG or ~/.kube/config).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use crate::cli::GlobalArgs;
+use crate::context::{cluster_name, state};
+use crate::kubeconfig::{parse_admin, write_kubeconfig, KubeconfigChoice};
+
+#[derive(Debug, Args)]
+pub struct ExportKubeconfigArgs {
+    #[arg(value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// Also write an admin user (client certificate from the cluster CA) valid this long; `--admin` alone is 18h.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "18h", value_name = "DURATION")]
+    pub admin: Option<String>,
+    /// Use this existing kubeconfig user in the context.
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// Use the cluster's internal API name (api.internal.CLUSTER).
+    #[arg(long)]
+    pub internal: bool,
+    /// The kubeconfig file to write (instead of $KUBECONFIG or ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The API server URL to write, as is.
+    #[arg(long, value_name = "URL")]
+    pub api_server: Option<String>,
+    /// Export every cluster in the state store.
+    #[arg(long)]
+    pub all: bool,
+    /// Use the kOps authentication plugin (`kops helpers kubectl-auth`),
+    /// which kops-rs does not have: refused with a hint.
+    #[arg(long)]
+    pub auth_plugin: bool,
+}
+
+pub async fn run(global: &GlobalArgs, a: ExportKubeconfigArgs) -> Result<i32> {
+    if a.auth_plugin {
+        bail!("--auth-plugin: kops-rs has no authentication plugin (kops' `kops helpers kubectl-auth`)\nhint: use `--admin[=DURATION]` for a client certificate, or `--user USER` for an existing kubeconfig user");
+    }
+    let admin = a.admin.as_deref().map(parse_admin).transpose()?;
+    if admin.is_some() && a.user.is_some() {
+        return Err(kops_ops::pki::PkiOpsError::AdminAndUser.into());
+    }
+    if a.all && a.cluster_name.is_some() {
+        bail!("cannot use both --all and a cluster name\nhint: `kops export kubeconfig --all` exports every cluster in the state store");
+    }
+    let files = kops_pki::KubeconfigFiles::resolve(
+        a.kubeconfig.as_deref(),
+        std::env::var("KUBECONFIG").ok().as_deref(),
+        std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+    )
+    .map_err(kops_ops::OpsError::from)?;
+    let registry = state(global).await?;
+    let clusters = if a.all {
+        let all: Vec<String> = registry
+            .list_clusters()
+            .await?
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        if all.is_empty() {
+            bail!(
+                "no clusters found in {}\nhint: check --state",
+                registry.store().base_url()
+            );
+        }
+        all
+    } else {
+        vec![cluster_name(&registry, global, a.cluster_name.as_deref()).await?]
+    };
+    for cluster in clusters {
+        let request = KubeconfigChoice {
+            admin,
+            user: a.user.clone(),
+            internal: a.internal,
+            api_server: a.api_server.clone(),
+        };
+        write_kubeconfig(&registry, &cluster, request, files.clone()).await?;
+    }
+    Ok(0)
+}

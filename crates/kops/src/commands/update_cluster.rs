@@ -1,0 +1,274 @@
+//! `kops update cluster`: compare the spec with the cloud and, with --yes,
+//! make the cloud match (`--target terraform|cloudformation` writes files).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use crate::cli::{bool_flag, GlobalArgs, KubeApiFlags, Output};
+use crate::context::{cluster_name, read_input, state};
+use crate::kubeconfig::{parse_admin, write_kubeconfig, KubeconfigChoice};
+use crate::output::{print, status};
+
+#[derive(Debug, Args, Default)]
+pub struct UpdateClusterArgs {
+    #[arg(value_name = "CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// Apply the changes (otherwise only show them).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Where to apply: `direct` (the AWS API), `terraform` (kubernetes.tf + data/)
+    /// or `cloudformation` (kubernetes.json); the file targets make no cloud call.
+    #[arg(long, default_value = "direct", value_name = "TARGET")]
+    pub target: String,
+    /// Output directory for file targets (default out/terraform, out/cloudformation).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Plan format: `table` (kops' text) or `json`.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// In a dry run, exit with 2 when there are changes (0 when none).
+    #[arg(long)]
+    pub exit_code: bool,
+    /// SSH public key to add to the cluster's keys first (deprecated in kops:
+    /// use `kops create sshpublickey`).
+    #[arg(long, value_name = "FILE")]
+    pub ssh_public_key: Option<PathBuf>,
+    /// Write a kubeconfig for the cluster after applying (default true).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = bool_flag, value_name = "BOOL")]
+    pub create_kube_config: Option<bool>,
+    /// Also export a cluster admin user credential with this lifetime (`--admin` alone: 18h).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "18h", value_name = "DURATION")]
+    pub admin: Option<String>,
+    /// Existing user in the kubeconfig file to use; implies --create-kube-config.
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// Use the cluster's internal DNS name; implies --create-kube-config.
+    #[arg(long)]
+    pub internal: bool,
+    #[command(flatten)]
+    pub kube: KubeApiFlags,
+    /// Allow an older kops than the one that last updated the cluster.
+    #[arg(long)]
+    pub allow_kops_downgrade: bool,
+    /// Instance groups to update (default: all).
+    #[arg(long = "instance-group", value_delimiter = ',', value_name = "NAMES")]
+    pub instance_groups: Vec<String>,
+    /// Instance group roles to update (control-plane, apiserver, node, bastion).
+    #[arg(
+        long = "instance-group-roles",
+        value_delimiter = ',',
+        value_name = "ROLES"
+    )]
+    pub instance_group_roles: Vec<String>,
+    /// Subset of tasks to run: cluster, network, security.
+    #[arg(long, value_name = "PHASE")]
+    pub phase: Option<String>,
+    /// Comma-separated TaskType=Lifecycle overrides, e.g.
+    /// `SecurityGroup=Ignore,InternetGateway=ExistsAndWarnIfChanges`
+    /// (default: KOPS_LIFECYCLE_OVERRIDES, then the config file).
+    #[arg(long, value_delimiter = ',', value_name = "OVERRIDES")]
+    pub lifecycle_overrides: Vec<String>,
+    /// Delete old revisions of cloud resources needed during an upgrade
+    /// (kops-rs keeps none: accepted, nothing more to delete).
+    #[arg(long)]
+    pub prune: bool,
+    /// Update every group's Kubernetes version even while the control plane
+    /// runs an older one. Accepted: kops-rs does not yet hold nodes'
+    /// kubelet back while the control plane is behind (`reconcile cluster`
+    /// orders the update instead).
+    #[arg(long)]
+    pub ignore_kubelet_version_skew: bool,
+}
+
+pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
+    let admin = a.admin.as_deref().map(parse_admin).transpose()?;
+    if admin.is_some() && a.user.is_some() {
+        bail!("cannot use both --admin and --user\nhint: --admin writes a new admin credential; --user points the context at an existing kubeconfig user");
+    }
+    let phase = a
+        .phase
+        .as_deref()
+        .map(kops_ops::update::options::Phase::parse)
+        .transpose()?;
+    // The flag, then KOPS_LIFECYCLE_OVERRIDES, then the config file (viper's order).
+    let overrides = if !a.lifecycle_overrides.is_empty() {
+        a.lifecycle_overrides.clone()
+    } else if let Some(env) = std::env::var("KOPS_LIFECYCLE_OVERRIDES")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        env.split(',').map(|s| s.trim().to_string()).collect()
+    } else {
+        global.config_lifecycle_overrides.clone()
+    };
+    let lifecycle_overrides = kops_ops::update::options::parse_lifecycle_overrides(&overrides)?;
+    let render_target = match a.target.as_str() {
+        "direct" => None,
+        "terraform" => Some(kops_ops::render::RenderTarget::Terraform),
+        "cloudformation" => Some(kops_ops::render::RenderTarget::CloudFormation),
+        other => bail!(
+            "unknown target `{other}`\nhint: use `direct` (the default: apply through the AWS API), `terraform` or `cloudformation`"
+        ),
+    };
+    if render_target.is_some() && !lifecycle_overrides.is_empty() {
+        bail!("--lifecycle-overrides applies to `--target direct` only\nhint: leave it out when rendering to Terraform or CloudFormation");
+    }
+    let registry = state(global).await?;
+    let cluster = cluster_name(&registry, global, a.cluster_name.as_deref()).await?;
+    if let Some(path) = &a.ssh_public_key {
+        let (_, text) = read_input(path)?;
+        let id = kops_ops::add_ssh_public_key(&registry, &cluster, &text).await?;
+        status(&format!("Using SSH public key {} ({id})", path.display()));
+    }
+    // As kops: a kubeconfig after an apply unless --create-kube-config=false;
+    // --admin, --user and --internal imply it.
+    let create_kube_config =
+        a.create_kube_config.unwrap_or(true) || admin.is_some() || a.user.is_some() || a.internal;
+    if let Some(target) = render_target {
+        return render_cluster(&registry, &cluster, a, target, phase).await;
+    }
+    let started = std::time::Instant::now();
+    let outcome = kops_ops::update_cluster(
+        &registry,
+        kops_ops::UpdateRequest {
+            cluster: cluster.clone(),
+            apply: a.yes,
+            progress: a.yes.then(|| {
+                Box::new(crate::progress::ProgressLines::stderr(global.verbosity))
+                    as Box<dyn kops_engine::Progress>
+            }),
+            sdk_config: None,
+            options: kops_ops::update::UpdateOptions {
+                instance_groups: a.instance_groups.clone(),
+                instance_group_roles: a.instance_group_roles.clone(),
+                phase,
+                lifecycle_overrides,
+                allow_kops_downgrade: a.allow_kops_downgrade,
+            },
+        },
+    )
+    .await?;
+    for warning in &outcome.warnings {
+        status(&format!("warning: {warning}"));
+    }
+    let report = &outcome.report;
+    let plan = report.plan();
+    let calls: u64 = outcome.calls.values().sum();
+    if !a.yes {
+        match a.output {
+            Output::Json => print(&format!("{}\n", serde_json::to_string_pretty(&plan)?)),
+            _ => {
+                print(&plan.to_string());
+                if !outcome.state_files.is_empty() {
+                    let mut text = String::from("Will write state-store files:\n");
+                    for line in &outcome.state_files {
+                        text.push_str(&format!("  {line}\n"));
+                    }
+                    print(&text);
+                }
+            }
+        }
+    }
+    let summary = format!(
+        "{} tasks (longest dependency chain {}) in {}, {calls} AWS calls, {:.1}s",
+        outcome.tasks,
+        outcome.longest_chain,
+        outcome.region,
+        started.elapsed().as_secs_f64()
+    );
+    if a.yes {
+        status(&format!(
+            "Cluster changes have been applied to the cloud ({summary})."
+        ));
+        let mut first_run = false;
+        if create_kube_config {
+            first_run = export_after_apply(&registry, &cluster, &a, admin).await?;
+        }
+        print(&if first_run {
+            "\nCluster is starting.  It should be ready in a few minutes.\n\nSuggestions:\n * validate cluster: kops validate cluster --wait 10m\n * list nodes: kubectl get nodes --show-labels\n * read about installing addons at: https://kops.sigs.k8s.io/addons.\n\n".to_string()
+        } else {
+            "\nChanges may require instances to restart: kops rolling-update cluster\n\n"
+                .to_string()
+        });
+        return Ok(0);
+    }
+    if report.has_changes() || !outcome.state_files.is_empty() {
+        status(&format!("Must specify --yes to apply changes ({summary})."));
+        Ok(if a.exit_code { 2 } else { 0 })
+    } else {
+        status(&format!("No changes need to be applied ({summary})."));
+        Ok(0)
+    }
+}
+
+/// `update cluster --target terraform|cloudformation`: writes files; the
+/// only cloud call is the account, when credentials are configured.
+async fn render_cluster(
+    registry: &kops_ops::Registry,
+    cluster: &str,
+    a: UpdateClusterArgs,
+    target: kops_ops::render::RenderTarget,
+    phase: Option<kops_ops::update::options::Phase>,
+) -> Result<i32> {
+    let cluster = cluster.to_string();
+    let started = std::time::Instant::now();
+    let outcome = kops_ops::render::render_cluster(
+        registry,
+        kops_ops::render::RenderRequest {
+            cluster,
+            target,
+            out: a.out,
+            phase,
+        },
+    )
+    .await?;
+    for warning in &outcome.warnings {
+        status(&format!("warning: {warning}"));
+    }
+    if !outcome.unrendered.is_empty() {
+        status(&format!(
+            "warning: no renderer for {} (not in the output): {}",
+            outcome.unrendered.len(),
+            outcome.unrendered.join(", ")
+        ));
+    }
+    for url in &outcome.state_files_written {
+        status(&format!("  wrote {url}"));
+    }
+    status(&format!(
+        "Wrote {} files to {} ({} tasks, {:.2}s).",
+        outcome.files.len(),
+        outcome.out.display(),
+        outcome.tasks,
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(0)
+}
+
+/// Writes the cluster's kubeconfig after an apply, as `export kubeconfig`
+/// does with these flags. Returns whether this was the cluster's first
+/// (no context of its name was there before).
+async fn export_after_apply(
+    registry: &kops_ops::Registry,
+    cluster: &str,
+    a: &UpdateClusterArgs,
+    admin: Option<std::time::Duration>,
+) -> Result<bool> {
+    let files = kops_pki::KubeconfigFiles::resolve(
+        None,
+        std::env::var("KUBECONFIG").ok().as_deref(),
+        std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+    )
+    .map_err(kops_ops::OpsError::from)?;
+    let first_run = !files.has_context(cluster);
+    let choice = KubeconfigChoice {
+        admin,
+        user: a.user.clone(),
+        internal: a.internal,
+        api_server: a.kube.api_server.clone(),
+    };
+    write_kubeconfig(registry, cluster, choice, files).await?;
+    Ok(first_run)
+}
