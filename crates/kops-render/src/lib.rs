@@ -402,7 +402,7 @@ mod state_file_tests {
             "{tf}"
         );
         assert!(
-            tf.contains("configuration_aliases = [google.files]"),
+            tf.contains("\"configuration_aliases\" = [google.files]"),
             "{tf}"
         );
         assert!(tf.contains("\"hashicorp/google\""), "{tf}");
