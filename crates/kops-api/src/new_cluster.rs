@@ -948,6 +948,15 @@ fn guess_cloud(o: &NewClusterOptions) -> Option<&'static str> {
     None
 }
 
+/// The cloud `create cluster` builds for: `--cloud`, else the one guessed
+/// from the state store or the zones.
+pub fn chosen_cloud(o: &NewClusterOptions) -> Option<String> {
+    match non_empty(&o.cloud) {
+        Some(c) => Some(c.to_ascii_lowercase()),
+        None => guess_cloud(o).map(str::to_string),
+    }
+}
+
 /// Flags that only mean something on AWS, with what to do instead on GCE.
 fn aws_only_flags(o: &NewClusterOptions) -> Vec<(&'static str, &'static str)> {
     let given = |v: &Option<String>| non_empty(v).is_some();
@@ -991,19 +1000,13 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
     }
 
     // Cloud.
-    let cloud = match non_empty(&o.cloud) {
-        Some(c) => c.to_ascii_lowercase(),
-        None => match guess_cloud(o) {
-            Some(c) => c.to_string(),
-            None => {
-                errors.push(
-                    FieldError::new("--cloud", "the cloud provider could not be guessed")
-                        .hint("pass `--cloud aws` (it is guessed from an `s3://` state store or AWS zone names)"),
-                );
-                String::new()
-            }
-        },
-    };
+    let cloud = chosen_cloud(o).unwrap_or_else(|| {
+        errors.push(
+            FieldError::new("--cloud", "the cloud provider could not be guessed")
+                .hint("pass `--cloud aws` or `--cloud gce` (it is guessed from an `s3://` or `gs://` state store, or from the zone names)"),
+        );
+        String::new()
+    });
     let cloud = match (cloud.as_str(), Cloud::parse(&cloud)) {
         (_, Some(c)) => c,
         ("", None) => Cloud::Aws,

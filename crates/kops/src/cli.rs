@@ -269,9 +269,15 @@ pub struct CreateClusterArgs {
     /// etcd clusters to create (default main,events).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub etcd_clusters: Vec<String>,
-    /// Cloud provider (default aws).
+    /// Cloud provider: aws or gce (guessed from the state store or zones).
     #[arg(long, value_name = "CLOUD")]
     pub cloud: Option<String>,
+    /// GCE: the Google Cloud project (default: gcloud's default project).
+    #[arg(long, value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// GCE: the service account instances run as (default: one per role).
+    #[arg(long, value_name = "EMAIL")]
+    pub gce_service_account: Option<String>,
     /// Tags for all cloud resources: `Key=Value,Key2=Value2`.
     #[arg(long, value_name = "LABELS")]
     pub cloud_labels: Option<String>,

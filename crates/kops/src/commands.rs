@@ -177,6 +177,8 @@ async fn create_cluster(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32
     let options = NewClusterOptions {
         cluster_name: name.clone(),
         cloud: a.cloud,
+        project: a.project,
+        gce_service_account: a.gce_service_account,
         zones: a.zones,
         control_plane_zones: a.control_plane_zones,
         control_plane_count: a.control_plane_count,
@@ -252,6 +254,9 @@ async fn create_cluster(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32
             kops_ops::create_cluster(&memory, request).await?
         }
     };
+    if let Some(project) = &created.gcloud_project {
+        status(&format!("Using gcloud's default project {project}"));
+    }
     if let (true, Some(format)) = (a.dry_run, a.output) {
         let mut values = vec![to_json_value(&created.spec.cluster)];
         let mut groups: Vec<&InstanceGroup> = created.spec.instance_groups.iter().collect();

@@ -14,6 +14,7 @@ mod apply_retries;
 mod bad_input;
 mod classic_api;
 mod cloudformation_target;
+mod create_gce;
 mod edit;
 mod existing_network;
 mod get_assets;

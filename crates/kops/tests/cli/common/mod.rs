@@ -95,6 +95,9 @@ pub fn command(args: &[&str]) -> Command {
         .env_remove("EDITOR")
         .env_remove("KUBE_EDITOR")
         .env("HOME", "/nonexistent-home")
+        .env_remove("CLOUDSDK_CONFIG")
+        .env_remove("CLOUDSDK_CORE_PROJECT")
+        .env_remove("CLOUDSDK_ACTIVE_CONFIG_NAME")
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
     c
