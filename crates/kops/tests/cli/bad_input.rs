@@ -166,34 +166,40 @@ fn expect_failure(name: &str, args: &[&str], state_dir: &std::path::Path, before
 }
 
 #[test]
-fn base_manifest_is_valid() {
+fn base_manifests_are_valid() {
+    for base in [BASE, GCE_BASE] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("cluster.yaml");
+        std::fs::write(&file, base).unwrap();
+        let state = file_url(&tmp.path().join("state"));
+        let r = kops(&["create", "-f", file.to_str().unwrap(), "--state", &state]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+}
+
+/// `create -f` of `base` with `from` replaced by `to` fails as snapshot
+/// `name` says, and writes nothing.
+fn expect_manifest_refused(name: &str, base: &str, from: &str, to: &str) {
+    assert!(
+        base.contains(from),
+        "{name}: `{from}` not in the base manifest"
+    );
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("cluster.yaml");
-    std::fs::write(&file, BASE).unwrap();
-    let state = file_url(&tmp.path().join("state"));
-    let r = kops(&["create", "-f", file.to_str().unwrap(), "--state", &state]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    std::fs::write(tmp.path().join("cluster.yaml"), base.replace(from, to)).unwrap();
+    let state_dir = tmp.path().join("state");
+    let state = file_url(&state_dir);
+    expect_failure(
+        name,
+        &["create", "-f", "cluster.yaml", "--state", &state],
+        &state_dir,
+        &[],
+    );
 }
 
 #[test]
 fn bad_manifests_are_refused_with_clear_errors() {
     for (name, from, to) in MANIFEST_CASES {
-        assert!(
-            BASE.contains(from),
-            "{name}: `{from}` not in the base manifest"
-        );
-        let text = BASE.replacen(from, to, 1);
-        let tmp = tempfile::tempdir().unwrap();
-        let file = tmp.path().join("cluster.yaml");
-        std::fs::write(&file, &text).unwrap();
-        let state_dir = tmp.path().join("state");
-        let state = file_url(&state_dir);
-        expect_failure(
-            name,
-            &["create", "-f", "cluster.yaml", "--state", &state],
-            &state_dir,
-            &[],
-        );
+        expect_manifest_refused(name, BASE, from, to);
     }
 }
 
@@ -526,33 +532,9 @@ const CLOUD_MANIFEST_CASES: &[(&str, &str, &str, &str)] = &[
 ];
 
 #[test]
-fn gce_base_manifest_is_valid() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("cluster.yaml");
-    std::fs::write(&file, GCE_BASE).unwrap();
-    let state = file_url(&tmp.path().join("state"));
-    let r = kops(&["create", "-f", file.to_str().unwrap(), "--state", &state]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-}
-
-#[test]
 fn bad_cloud_settings_are_refused_with_clear_errors() {
     for (name, base, from, to) in CLOUD_MANIFEST_CASES {
-        assert!(
-            base.contains(from),
-            "{name}: `{from}` not in the base manifest"
-        );
-        let text = base.replace(from, to);
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("cluster.yaml"), &text).unwrap();
-        let state_dir = tmp.path().join("state");
-        let state = file_url(&state_dir);
-        expect_failure(
-            name,
-            &["create", "-f", "cluster.yaml", "--state", &state],
-            &state_dir,
-            &[],
-        );
+        expect_manifest_refused(name, base, from, to);
     }
 
     let tmp = tempfile::tempdir().unwrap();

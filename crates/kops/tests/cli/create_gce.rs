@@ -6,6 +6,12 @@ use crate::common;
 
 use common::{command, file_url, kops, Run};
 
+fn assert_has(text: &str, wanted: &[&str]) {
+    for want in wanted {
+        assert!(text.contains(want), "`{want}` missing:\n{text}");
+    }
+}
+
 #[test]
 fn project_from_gcloud_and_stored_spec() {
     let tmp = tempfile::tempdir().unwrap();
@@ -51,21 +57,18 @@ fn project_from_gcloud_and_stored_spec() {
         &state,
     ]);
     assert_eq!(got.code, 0, "{}", got.stderr);
-    for want in [
-        "cloudProvider: gce",
-        "project: from-gcloud",
-        "region: us-central1",
-        "cidr: 10.0.16.0/20",
-        "machineType: e2-medium",
-        "- us-central1-b",
-        "image: ubuntu-os-cloud/ubuntu-2404-noble-amd64-v20260615",
-    ] {
-        assert!(
-            got.stdout.contains(want),
-            "`{want}` missing:\n{}",
-            got.stdout
-        );
-    }
+    assert_has(
+        &got.stdout,
+        &[
+            "cloudProvider: gce",
+            "project: from-gcloud",
+            "region: us-central1",
+            "cidr: 10.0.16.0/20",
+            "machineType: e2-medium",
+            "- us-central1-b",
+            "image: ubuntu-os-cloud/ubuntu-2404-noble-amd64-v20260615",
+        ],
+    );
     assert!(!got.stdout.contains("class: Network"), "{}", got.stdout);
 }
 
@@ -91,14 +94,15 @@ fn gce_flags_in_a_dry_run() {
         "yaml",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    for want in [
-        "gceServiceAccount: kops@my-project.iam.gserviceaccount.com",
-        "project: my-project",
-        "type: Private",
-        "machineType: e2-micro",
-        "name: bastions",
-    ] {
-        assert!(r.stdout.contains(want), "`{want}` missing:\n{}", r.stdout);
-    }
+    assert_has(
+        &r.stdout,
+        &[
+            "gceServiceAccount: kops@my-project.iam.gserviceaccount.com",
+            "project: my-project",
+            "type: Private",
+            "machineType: e2-micro",
+            "name: bastions",
+        ],
+    );
     assert!(!r.stdout.contains("utility-"), "{}", r.stdout);
 }
