@@ -528,7 +528,8 @@ const CLOUD_MANIFEST_CASES: &[(&str, &str, &str, &str)] = &[
     ("gce_manifest_subnet_zone", GCE_BASE, "    region: us-test1\n", "    region: us-test1\n    zone: us-test1-a\n"),
     ("gce_manifest_zone_other_region", GCE_BASE, "  role: Node\n  subnets:\n  - us-test1\n  zones:\n  - us-test1-a\n", "  role: Node\n  subnets:\n  - us-test1\n  zones:\n  - europe-west4-a\n"),
     ("gce_manifest_machine_type", GCE_BASE, "  machineType: e2-medium\n  maxSize: 1\n  minSize: 1\n  role: Node", "  machineType: t3.medium\n  maxSize: 1\n  minSize: 1\n  role: Node"),
-    ("gce_manifest_gossip", GCE_BASE, "gce.example.com", "gce.k8s.local"),
+    // kops 1.37 removed gossip: a `.k8s.local` name needs DNS type None.
+    ("gossip_with_dns_records", BASE, "bad.example.com", "bad.k8s.local"),
 ];
 
 #[test]
