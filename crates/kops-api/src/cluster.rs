@@ -70,7 +70,7 @@ impl Cluster {
 
     /// True when the cluster uses gossip DNS (`*.k8s.local`).
     pub fn is_gossip(&self) -> bool {
-        self.metadata.name.ends_with(".k8s.local")
+        crate::validation::is_gossip_name(&self.metadata.name)
     }
 
     /// The issuer the API server signs service-account tokens with, as kops

@@ -167,6 +167,10 @@ pub struct CloudConfiguration {
         skip_serializing_if = "Option::is_none"
     )]
     pub manage_storage_classes: Option<bool>,
+    /// GCE: the service account instances run as (kops makes one per role
+    /// when it is not set).
+    #[serde(rename = "gceServiceAccount", skip_serializing_if = "Option::is_none")]
+    pub gce_service_account: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod components;
 pub mod defaults;
 pub mod env;
+pub mod gce;
 pub mod instance_group;
 pub mod manifest;
 pub mod meta;

@@ -22,16 +22,19 @@ use crate::cluster::{
     ServiceAccountIssuerDiscoveryConfig, SubnetType, TopologySpec,
 };
 use crate::components::{
-    CloudControllerManagerConfig, FeatureGates, KubeApiServerConfig, KubeControllerManagerConfig,
-    KubeProxyConfig, KubeSchedulerConfig, KubeletConfig,
+    CloudConfiguration, CloudControllerManagerConfig, FeatureGates, KubeApiServerConfig,
+    KubeControllerManagerConfig, KubeProxyConfig, KubeSchedulerConfig, KubeletConfig,
 };
+use crate::gce;
 use crate::instance_group::{InstanceGroup, MixedInstancesPolicy, Role};
 use crate::meta::{Extra, LABEL_INSTANCE_GROUP};
 use crate::networking::{
     CalicoSpec, CiliumSpec, FlannelSpec, NetworkingSpec, NETWORKING_FLAG_VALUES,
 };
 use crate::set;
-use crate::validation::{dns_name_problem, FieldError, KNOWN_CLOUDS};
+use crate::validation::{
+    dns_name_problem, is_gossip_name, FieldError, GOSSIP_HINT, GOSSIP_REMOVED, KNOWN_CLOUDS,
+};
 use crate::version::{self, KubernetesVersion, VersionProblem};
 
 /// The channel new clusters follow unless `--channel` says otherwise.
@@ -123,6 +126,15 @@ pub struct NewClusterOptions {
     pub node_tenancy: Option<String>,
     /// `--disable-subnet-tags`.
     pub disable_subnet_tags: bool,
+    /// `--project`, the Google Cloud project of a GCE cluster. Given empty
+    /// (`Some("")`, usually an unset variable in `--project=$PROJECT`) it is
+    /// refused; absent on GCE, the caller fills in gcloud's default project
+    /// as kops does, and a GCE cluster that still has none is refused.
+    pub project: Option<String>,
+    /// `--gce-service-account`: the service account GCE instances run as
+    /// (kops' `cloudConfig.gceServiceAccount`; by default kops makes one per
+    /// role).
+    pub gce_service_account: Option<String>,
     /// What AWS says about the existing VPC and subnets named by `--vpc`,
     /// `--subnets` and `--utility-subnets`. kops looks these up itself
     /// (DescribeVpcs / DescribeSubnets); here the caller does.
@@ -204,6 +216,9 @@ pub fn default_image(
     version: &KubernetesVersion,
     arch: Architecture,
 ) -> Option<&'static str> {
+    if cloud == "gce" {
+        return gce::default_image(version);
+    }
     if cloud != "aws" {
         return None;
     }
@@ -798,6 +813,28 @@ pub fn perform_assignments(
     ) {
         assign_subnet_cidrs(cluster, existing).map_err(|e| vec![e])?;
     }
+    if cluster.spec.cloud_provider.as_deref() == Some("gce") && gce::needs_ranges(cluster) {
+        // kops avoids the ranges of the network's subnetworks. A new
+        // cluster's own network does not exist yet; a shared one (`--vpc`)
+        // must be described by the caller.
+        let used: Vec<Ipv4Net> = match (&cluster.spec.network_id, existing) {
+            (_, Some(e)) => e
+                .subnets
+                .iter()
+                .filter_map(|s| s.cidr.as_deref()?.parse().ok())
+                .collect(),
+            (Some(id), None) if !id.is_empty() => {
+                return Err(vec![FieldError::new(
+                    "--vpc",
+                    format!("the ranges the subnetworks of network `{id}` use are not known"),
+                )
+                .value(id)
+                .hint("kops reads them from Compute Engine; name the network's subnetwork of the region with --subnets, or give the subnet its `cidr`")])
+            }
+            _ => Vec::new(),
+        };
+        gce::assign_network(cluster, &used).map_err(|e| vec![e])?;
+    }
     assign_proxy_excludes(cluster).map_err(|e| vec![e])?;
     Ok(())
 }
@@ -810,9 +847,50 @@ enum Topology {
     Private,
 }
 
+/// The clouds `create cluster` builds specs for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cloud {
+    Aws,
+    Gce,
+}
+
+impl Cloud {
+    fn parse(name: &str) -> Option<Cloud> {
+        match name {
+            "aws" => Some(Cloud::Aws),
+            "gce" => Some(Cloud::Gce),
+            _ => None,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Cloud::Aws => "aws",
+            Cloud::Gce => "gce",
+        }
+    }
+
+    /// The region of one of this cloud's zones.
+    fn zone_region(self, zone: &str) -> Option<String> {
+        match self {
+            Cloud::Aws => aws_zone_region(zone),
+            Cloud::Gce => gce::zone_region(zone),
+        }
+    }
+
+    /// How the cloud's zones are named, for a hint.
+    fn zone_hint(self) -> &'static str {
+        match self {
+            Cloud::Aws => "AWS zones are a region and a letter, e.g. `us-east-1a`",
+            Cloud::Gce => "Compute Engine zones are a region and a letter, e.g. `us-central1-a`",
+        }
+    }
+}
+
 /// The flags, checked and normalised.
 struct Flags {
     name: String,
+    cloud: Cloud,
     region: String,
     zones: Vec<String>,
     control_plane_zones: Vec<String>,
@@ -830,6 +908,7 @@ struct Flags {
     karpenter: bool,
     always_allow: bool,
     network_id: Option<String>,
+    project: Option<String>,
 }
 
 fn non_empty(v: &Option<String>) -> Option<&str> {
@@ -863,7 +942,49 @@ fn guess_cloud(o: &NewClusterOptions) -> Option<&'static str> {
     if !zones.is_empty() && zones.iter().all(|z| aws_zone_region(z).is_some()) {
         return Some("aws");
     }
+    if !zones.is_empty() && zones.iter().all(|z| gce::zone_region(z).is_some()) {
+        return Some("gce");
+    }
     None
+}
+
+/// The cloud `create cluster` builds for: `--cloud`, else the one guessed
+/// from the state store or the zones.
+pub fn chosen_cloud(o: &NewClusterOptions) -> Option<String> {
+    match non_empty(&o.cloud) {
+        Some(c) => Some(c.to_ascii_lowercase()),
+        None => guess_cloud(o).map(str::to_string),
+    }
+}
+
+/// Flags that only mean something on AWS, with what to do instead on GCE.
+fn aws_only_flags(o: &NewClusterOptions) -> Vec<(&'static str, &'static str)> {
+    let given = |v: &Option<String>| non_empty(v).is_some();
+    let karpenter =
+        non_empty(&o.instance_manager).is_some_and(|m| m.eq_ignore_ascii_case("karpenter"));
+    [
+        (
+            !clean_list(&o.network_cidrs).is_empty(),
+            "--network-cidr",
+            "GCE networks have no CIDR of their own (kops refuses spec.networkCIDR on GCE); drop it: the region's subnet gets a /20 of 10.0.0.0/8",
+        ),
+        (o.ipv6, "--ipv6", "drop it: kops supports IPv6 on AWS only"),
+        (
+            !clean_list(&o.utility_subnet_ids).is_empty(),
+            "--utility-subnets",
+            "drop it: GCE clusters have no utility subnets",
+        ),
+        (given(&o.egress), "--egress", "drop it: private GCE subnets reach out through a Cloud NAT kops makes"),
+        (given(&o.control_plane_tenancy), "--control-plane-tenancy", "drop it: tenancy is an EC2 setting"),
+        (given(&o.node_tenancy), "--node-tenancy", "drop it: tenancy is an EC2 setting"),
+        (given(&o.api_ssl_certificate), "--api-ssl-certificate", "drop it: kops supports a TLS certificate on the API load balancer on AWS only"),
+        (karpenter, "--instance-manager", "use `cloudgroups` (the default): Karpenter runs on AWS only"),
+        (o.disable_subnet_tags, "--disable-subnet-tags", "drop it: subnet tags are an AWS setting"),
+    ]
+    .into_iter()
+    .filter(|(set, _, _)| *set)
+    .map(|(_, flag, hint)| (flag, hint))
+    .collect()
 }
 
 fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
@@ -879,30 +1000,100 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
     }
 
     // Cloud.
-    let cloud = match non_empty(&o.cloud) {
-        Some(c) => c.to_ascii_lowercase(),
-        None => match guess_cloud(o) {
-            Some(c) => c.to_string(),
-            None => {
-                errors.push(
-                    FieldError::new("--cloud", "the cloud provider could not be guessed")
-                        .hint("pass `--cloud aws` (it is guessed from an `s3://` state store or AWS zone names)"),
-                );
-                String::new()
-            }
-        },
-    };
-    if !cloud.is_empty() && cloud != "aws" {
-        let message = if KNOWN_CLOUDS.contains(&cloud.as_str()) {
-            "kops-rs creates clusters on AWS only"
-        } else {
-            "is not a cloud provider kops knows"
-        };
+    let cloud = chosen_cloud(o).unwrap_or_else(|| {
         errors.push(
-            FieldError::new("--cloud", message)
-                .value(&cloud)
-                .hint("use `--cloud aws`"),
+            FieldError::new("--cloud", "the cloud provider could not be guessed")
+                .hint("pass `--cloud aws` or `--cloud gce` (it is guessed from an `s3://` or `gs://` state store, or from the zone names)"),
         );
+        String::new()
+    });
+    let cloud = match (cloud.as_str(), Cloud::parse(&cloud)) {
+        (_, Some(c)) => c,
+        ("", None) => Cloud::Aws,
+        (other, None) => {
+            let message = if KNOWN_CLOUDS.contains(&other) {
+                "kops-rs creates clusters on AWS and GCE only"
+            } else {
+                "is not a cloud provider kops knows"
+            };
+            errors.push(
+                FieldError::new("--cloud", message)
+                    .value(other)
+                    .hint("use `--cloud aws` or `--cloud gce`"),
+            );
+            Cloud::Aws
+        }
+    };
+
+    // The Google Cloud project and service account.
+    let mut project = None;
+    let gce_flags = [
+        ("--project", o.project.as_ref()),
+        ("--gce-service-account", o.gce_service_account.as_ref()),
+    ];
+    match cloud {
+        Cloud::Gce => {
+            match o.project.as_deref().map(str::trim) {
+                Some("") => errors.push(
+                    FieldError::new("--project", "is empty")
+                        .hint("name the Google Cloud project (an unset variable in `--project=$PROJECT`?), or leave --project out to use gcloud's default project"),
+                ),
+                Some(p) => project = Some(p.to_string()),
+                None => errors.push(
+                    FieldError::new("--project", "no Google Cloud project is given and gcloud has no default project")
+                        .hint("pass `--project <project-id>`, or set gcloud's default with `gcloud config set project <project-id>`"),
+                ),
+            }
+            if o.gce_service_account.as_deref().map(str::trim) == Some("") {
+                errors.push(
+                    FieldError::new("--gce-service-account", "is empty")
+                        .hint("name a service account such as `kops@<project>.iam.gserviceaccount.com`, or leave the flag out (kops then makes one per role)"),
+                );
+            }
+            for (flag, hint) in aws_only_flags(o) {
+                errors.push(
+                    FieldError::new(flag, "applies to AWS clusters only")
+                        .value("--cloud gce")
+                        .hint(hint),
+                );
+            }
+            if clean_list(&o.subnet_ids).len() > 1 {
+                errors.push(
+                    FieldError::new(
+                        "--subnets",
+                        "a GCE cluster uses one subnetwork (GCE subnets are regional)",
+                    )
+                    .value(o.subnet_ids.join(","))
+                    .hint("name the one existing subnetwork of the cluster's region"),
+                );
+            }
+            for (flag, sizes) in [
+                ("--control-plane-size", &o.control_plane_size),
+                ("--node-size", &o.node_size),
+                ("--apiserver-size", &o.apiserver_size),
+            ] {
+                for t in clean_list(sizes) {
+                    if let Some(problem) = gce::machine_type_problem(&t) {
+                        errors.push(
+                            FieldError::new(flag, problem)
+                                .value(&t)
+                                .hint(gce::MACHINE_TYPE_HINT),
+                        );
+                    }
+                }
+            }
+        }
+        Cloud::Aws => {
+            for (flag, value) in gce_flags {
+                if value.is_some() {
+                    errors.push(
+                        FieldError::new(flag, "applies to Google Cloud (GCE) clusters only")
+                            .value(format!("--cloud {}", cloud.as_str()))
+                            .hint("drop it, or create the cluster with `--cloud gce`"),
+                    );
+                }
+            }
+        }
     }
 
     // Zones.
@@ -936,14 +1127,20 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             .iter()
             .map(|z| ("--control-plane-zones", z)),
     ) {
-        match aws_zone_region(z) {
+        match cloud.zone_region(z) {
             Some(r) => {
                 regions.entry(r).or_insert_with(|| z.clone());
             }
             None => errors.push(
-                FieldError::new(flag, "is not an AWS availability zone")
-                    .value(z)
-                    .hint("AWS zones are a region and a letter, e.g. `us-east-1a`"),
+                FieldError::new(
+                    flag,
+                    match cloud {
+                        Cloud::Aws => "is not an AWS availability zone",
+                        Cloud::Gce => "is not a Compute Engine zone",
+                    },
+                )
+                .value(z)
+                .hint(cloud.zone_hint()),
             ),
         }
     }
@@ -1127,6 +1324,14 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
         }
     };
 
+    if dns != "None" && is_gossip_name(&name) {
+        errors.push(
+            FieldError::new("--dns", GOSSIP_REMOVED)
+                .value(dns.to_ascii_lowercase())
+                .hint(GOSSIP_HINT),
+        );
+    }
+
     // API load balancer.
     let api_lb_type = match non_empty(&o.api_load_balancer_type)
         .map(str::to_ascii_lowercase)
@@ -1225,7 +1430,7 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
     // The VPC of shared subnets.
     let mut network_id = non_empty(&o.network_id).map(str::to_string);
     let subnet_ids = clean_list(&o.subnet_ids);
-    if network_id.is_none() {
+    if network_id.is_none() && cloud == Cloud::Aws {
         if let Some(first) = subnet_ids.first() {
             match o.existing_network.as_ref().filter(|e| e.subnet(first).is_some()) {
                 Some(e) => network_id = Some(e.network_id.clone()),
@@ -1241,6 +1446,7 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
     if errors.is_empty() {
         Ok(Flags {
             name,
+            cloud,
             region,
             zones,
             control_plane_zones,
@@ -1257,6 +1463,7 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             karpenter,
             always_allow,
             network_id,
+            project,
         })
     } else {
         Err(errors)
@@ -1395,11 +1602,14 @@ fn etcd_member_names(groups: &[String]) -> Vec<String> {
     names
 }
 
-fn apply_sizes(ig: &mut InstanceGroup, sizes: &[String]) {
+/// The first size is the group's machine type; more than one make a mixed
+/// instances policy where the cloud has one (AWS), else the rest are unused
+/// (as kops).
+fn apply_sizes(ig: &mut InstanceGroup, sizes: &[String], mixed: bool) {
     if let Some(first) = sizes.first() {
         ig.spec.machine_type = Some(first.clone());
     }
-    if sizes.len() > 1 {
+    if mixed && sizes.len() > 1 {
         ig.spec.mixed_instances_policy = Some(MixedInstancesPolicy {
             instances: Some(sizes.to_vec()),
             ..Default::default()
@@ -1430,6 +1640,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     let f = check_flags(o)?;
     let existing = o.existing_network.as_ref();
     let name = f.name.clone();
+    let gce = f.cloud == Cloud::Gce;
 
     let mut cluster = Cluster::new(&name);
     let spec = &mut cluster.spec;
@@ -1497,15 +1708,22 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
         ssh_access
     });
     spec.kubernetes_api_access = Some(admin_access);
-    spec.cloud_provider = Some("aws".into());
+    spec.cloud_provider = Some(f.cloud.as_str().into());
+    if gce {
+        spec.project = f.project.clone();
+        spec.cloud_config = Some(CloudConfiguration {
+            gce_service_account: non_empty(&o.gce_service_account).map(str::to_string),
+            ..Default::default()
+        });
+    }
 
     if let Some(store) = non_empty(&o.discovery_store) {
         spec.service_account_issuer_discovery = Some(ServiceAccountIssuerDiscoveryConfig {
             discovery_store: Some(format!("{}/{}", store.trim_end_matches('/'), name)),
-            enable_aws_oidc_provider: Some(true),
+            enable_aws_oidc_provider: (!gce).then_some(true),
             ..Default::default()
         });
-        if let Some(iam) = spec.iam.as_mut() {
+        if let Some(iam) = spec.iam.as_mut().filter(|_| !gce) {
             iam.use_service_account_external_permissions = Some(true);
         }
     }
@@ -1514,16 +1732,35 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     spec.network_id = f.network_id.clone();
     let mut errors = Vec::new();
     let subnet_ids = clean_list(&o.subnet_ids);
-    let zone_subnet_id =
-        zone_to_subnet_id("--subnets", &subnet_ids, f.network_id.as_deref(), existing)
-            .unwrap_or_else(|e| {
-                errors.push(e);
-                BTreeMap::new()
-            });
+    // AWS subnets are per zone, so kops asks AWS for each one's zone.
+    let aws_subnet_ids = if gce { &[][..] } else { &subnet_ids[..] };
+    let zone_subnet_id = zone_to_subnet_id(
+        "--subnets",
+        aws_subnet_ids,
+        f.network_id.as_deref(),
+        existing,
+    )
+    .unwrap_or_else(|e| {
+        errors.push(e);
+        BTreeMap::new()
+    });
     let egress = non_empty(&o.egress).map(str::to_string);
     let mut subnets: Vec<ClusterSubnetSpec> = Vec::new();
     let mut zone_subnets: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for zone in &f.all_zones {
+    // GCE subnets are regional: one per region, named after it.
+    for zone in f.all_zones.iter().filter(|_| gce) {
+        let region = gce::zone_region(zone).unwrap_or_default();
+        if !subnets.iter().any(|s| s.name == region) {
+            subnets.push(ClusterSubnetSpec {
+                name: region.clone(),
+                region: Some(region.clone()),
+                id: subnet_ids.first().cloned(),
+                ..Default::default()
+            });
+        }
+        zone_subnets.insert(zone.clone(), vec![region]);
+    }
+    for zone in f.all_zones.iter().filter(|_| !gce) {
         subnets.push(ClusterSubnetSpec {
             name: zone.clone(),
             zone: Some(zone.clone()),
@@ -1611,8 +1848,11 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
                 let dual = derived(&subnets, "dualstack-", SubnetType::DualStack);
                 subnets.extend(dual);
             }
-            let utility = derived(&subnets, "utility-", SubnetType::Utility);
-            subnets.extend(utility);
+            // GCE needs no utility subnets.
+            if !gce {
+                let utility = derived(&subnets, "utility-", SubnetType::Utility);
+                subnets.extend(utility);
+            }
 
             if o.bastion {
                 let mut bastion = sized_group(&name, "bastions".into(), Role::Bastion, 1);
@@ -1631,6 +1871,9 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
                     if !dual.is_empty() {
                         bastion.spec.subnets = Some(dual);
                     }
+                }
+                if gce {
+                    bastion.spec.zones = Some(f.all_zones.clone());
                 }
                 bastion.spec.image = non_empty(&o.bastion_image).map(str::to_string);
                 bastions.push(bastion);
@@ -1677,7 +1920,10 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             main
         };
         ig.spec.subnets = Some(vec![subnet]);
-        apply_sizes(&mut ig, &control_plane_sizes);
+        if gce {
+            ig.spec.zones = Some(vec![zone.clone()]);
+        }
+        apply_sizes(&mut ig, &control_plane_sizes, !gce);
         ig.spec.image = non_empty(&o.control_plane_image).map(str::to_string);
         control_planes.push(ig);
     }
@@ -1690,7 +1936,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     if f.networking == "cilium-etcd" {
         etcd_names.push("cilium".into());
     }
-    let encrypt = o.encrypt_etcd_storage.unwrap_or(true);
+    let encrypt = o.encrypt_etcd_storage.unwrap_or(!gce);
     let group_names: Vec<String> = control_planes
         .iter()
         .map(|g| g.name().to_string())
@@ -1737,7 +1983,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
         if let Some(n) = o.node_count.filter(|n| *n > 0) {
             ig.spec.min_size = Some(i64::from(n));
         }
-        apply_sizes(&mut ig, &node_sizes);
+        apply_sizes(&mut ig, &node_sizes, true);
         nodes.push(ig);
     } else {
         let total = o
@@ -1750,7 +1996,10 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             let zs = zone_subnets.get(zone).cloned().unwrap_or_default();
             // Additional subnets take the workers; the zone's main subnet may be small.
             ig.spec.subnets = Some(if zs.len() > 1 { zs[1..].to_vec() } else { zs });
-            apply_sizes(&mut ig, &node_sizes);
+            if gce {
+                ig.spec.zones = Some(vec![zone.clone()]);
+            }
+            apply_sizes(&mut ig, &node_sizes, !gce);
             ig.spec.image = non_empty(&o.node_image).map(str::to_string);
             nodes.push(ig);
         }
@@ -1768,6 +2017,9 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
                 count as i64,
             );
             ig.spec.subnets = Some(zone_subnets.get(zone).cloned().unwrap_or_default());
+            if gce {
+                ig.spec.zones = Some(vec![zone.clone()]);
+            }
             if let Some(size) = sizes.first() {
                 ig.spec.machine_type = Some(size.clone());
             }
@@ -1786,7 +2038,8 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
         api.load_balancer = Some(LoadBalancerAccessSpec {
             kind: Some(f.api_lb_type.unwrap_or("Public").into()),
             ssl_certificate,
-            class: Some("Network".into()),
+            // The class is an AWS setting.
+            class: (!gce).then(|| "Network".into()),
             ..Default::default()
         });
     } else {
@@ -1813,7 +2066,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
                         .map(machine_architecture)
                         .unwrap_or(Architecture::Amd64);
                     Some(
-                        default_image("aws", &f.parsed_version, arch)
+                        default_image(f.cloud.as_str(), &f.parsed_version, arch)
                             .map(str::to_string)
                             .ok_or_else(|| {
                                 vec![FieldError::new(
@@ -1829,8 +2082,15 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
         }
         let role = ig.role().unwrap_or(Role::Node);
         if ig.spec.machine_type.is_none() && ig.spec.manager.as_deref() != Some("Karpenter") {
-            ig.spec.machine_type =
-                Some(default_machine_type(&f.region, role, ig.spec.image.as_deref()).to_string());
+            ig.spec.machine_type = match f.cloud {
+                Cloud::Aws => Some(default_machine_type(
+                    &f.region,
+                    role,
+                    ig.spec.image.as_deref(),
+                )),
+                Cloud::Gce => gce::default_machine_type(role),
+            }
+            .map(str::to_string);
         }
         let has_subnets = ig.spec.subnets.as_ref().is_some_and(|s| !s.is_empty());
         if role != Role::ControlPlane && !(role == Role::ApiServer && ipv6_only) && !has_subnets {
@@ -2388,7 +2648,7 @@ mod tests {
         o.instance_manager = Some("karpenter".into());
         assert_eq!(errors_of(&o)[0].path, "--instance-manager");
         let mut o = opts(&["us-east-1a"]);
-        o.cloud = Some("gce".into());
+        o.cloud = Some("azure".into());
         assert_eq!(errors_of(&o)[0].path, "--cloud");
         let mut o = opts(&["us-east-1a"]);
         o.kubernetes_version = Some("v1.20.0".into());
@@ -2398,6 +2658,113 @@ mod tests {
         assert_eq!(errors_of(&o)[0].path, "--network-cidr");
         o.network_cidrs = vec!["10.0.0.0/16".into()];
         assert!(new_cluster(&o).is_ok());
+    }
+
+    fn gce_opts(zones: &[&str]) -> NewClusterOptions {
+        NewClusterOptions {
+            cloud: Some("gce".into()),
+            project: Some("my-project".into()),
+            ..opts(zones)
+        }
+    }
+
+    fn paths(errors: &[FieldError]) -> Vec<&str> {
+        errors.iter().map(|e| e.path.as_str()).collect()
+    }
+
+    #[test]
+    fn gce_flag_errors() {
+        let mut o = gce_opts(&["us-central1-a"]);
+        o.project = None;
+        let e = errors_of(&o);
+        assert_eq!(paths(&e), ["--project"]);
+        assert!(e[0]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("gcloud config set project"));
+        o.project = Some(" ".into());
+        assert!(errors_of(&o)[0].message.contains("empty"));
+
+        // A zone of another region, and an AWS zone.
+        let e = errors_of(&gce_opts(&["us-central1-a", "europe-west4-b"]));
+        assert_eq!(paths(&e), ["--zones"]);
+        assert!(e[0].message.contains("more than one region"), "{e:?}");
+        let e = errors_of(&gce_opts(&["us-east-1a"]));
+        assert!(e[0].message.contains("not a Compute Engine zone"), "{e:?}");
+
+        // Machine types GCE does not have; AWS-only flags.
+        let mut o = gce_opts(&["us-central1-a"]);
+        o.node_size = vec!["t3.medium".into()];
+        o.network_cidrs = vec!["10.0.0.0/16".into()];
+        o.egress = Some("nat-1".into());
+        assert_eq!(
+            paths(&errors_of(&o)),
+            ["--network-cidr", "--egress", "--node-size"]
+        );
+
+        // GCE flags on an AWS cluster.
+        let mut o = opts(&["us-east-1a"]);
+        o.project = Some("p".into());
+        o.gce_service_account = Some("sa@p.iam.gserviceaccount.com".into());
+        assert_eq!(
+            paths(&errors_of(&o)),
+            ["--project", "--gce-service-account"]
+        );
+
+        // Gossip names need DNS type None.
+        let mut o = gce_opts(&["us-central1-a"]);
+        o.cluster_name = "c.k8s.local".into();
+        o.dns_type = Some("private".into());
+        assert_eq!(paths(&errors_of(&o)), ["--dns"]);
+        o.dns_type = None;
+        assert!(new_cluster(&o).is_ok());
+    }
+
+    #[test]
+    fn gce_cluster() {
+        let mut o = gce_opts(&["us-central1-a", "us-central1-b"]);
+        o.networking = Some("gce".into());
+        o.node_size = vec!["n2-standard-2".into(), "n2-standard-4".into()];
+        o.state_store = None;
+        let made = new_cluster(&o).unwrap();
+        let spec = &made.cluster.spec;
+        assert_eq!(spec.project.as_deref(), Some("my-project"));
+        assert_eq!(spec.pod_cidr.as_deref(), Some("10.4.0.0/14"));
+        assert_eq!(
+            spec.service_cluster_ip_range.as_deref(),
+            Some("10.1.0.0/16")
+        );
+        assert_eq!(spec.non_masquerade_cidr.as_deref(), Some("10.0.0.0/8"));
+        let subnets = spec.subnets.as_ref().unwrap();
+        assert_eq!(subnets.len(), 1);
+        assert_eq!(subnets[0].cidr.as_deref(), Some("10.0.32.0/19"));
+        assert_eq!(subnets[0].region.as_deref(), Some("us-central1"));
+        assert_eq!(subnets[0].zone, None);
+        let node = made
+            .instance_groups
+            .iter()
+            .find(|g| g.name() == "nodes-us-central1-b")
+            .unwrap();
+        assert_eq!(node.spec.machine_type.as_deref(), Some("n2-standard-2"));
+        assert_eq!(node.spec.mixed_instances_policy, None);
+        assert_eq!(
+            node.spec.zones.as_deref(),
+            Some(&["us-central1-b".to_string()][..])
+        );
+        crate::validation::validate_all(&made.cluster, &made.instance_groups).unwrap();
+
+        // A shared network's ranges must be known to pick the subnet's.
+        let mut o = gce_opts(&["us-central1-a"]);
+        o.network_id = Some("shared-net".into());
+        assert_eq!(paths(&errors_of(&o)), ["--vpc"]);
+        o.subnet_ids = vec!["shared-subnet".into()];
+        let made = new_cluster(&o).unwrap();
+        let s = &made.cluster.spec.subnets.as_ref().unwrap()[0];
+        assert_eq!(
+            (s.id.as_deref(), s.cidr.as_deref()),
+            (Some("shared-subnet"), None)
+        );
     }
 
     #[test]

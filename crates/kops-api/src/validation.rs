@@ -105,6 +105,112 @@ pub const KNOWN_CLOUDS: &[&str] = &[
     "metal",
 ];
 
+/// Spec fields (JSON pointers under `spec`) that only one cloud reads;
+/// kops refuses each on a cluster of another cloud when it loads it.
+const CLOUD_ONLY_FIELDS: &[(&str, &str)] = &[
+    ("aws", "/cloudConfig/awsEBSCSIDriver"),
+    ("aws", "/cloudConfig/disableSecurityGroupIngress"),
+    ("aws", "/cloudConfig/elbSecurityGroup"),
+    ("aws", "/cloudConfig/nlbSecurityGroupMode"),
+    ("aws", "/cloudConfig/nodeIPFamilies"),
+    ("aws", "/cloudConfig/spotinstOrientation"),
+    ("aws", "/cloudConfig/spotinstProduct"),
+    ("aws", "/nodeTerminationHandler"),
+    ("aws", "/awsLoadBalancerController"),
+    ("aws", "/warmPool"),
+    ("aws", "/podIdentityWebhook"),
+    ("gce", "/cloudConfig/gceServiceAccount"),
+    ("gce", "/cloudConfig/gceUseStartupScript"),
+    ("gce", "/cloudConfig/gcpPDCSIDriver"),
+    ("gce", "/cloudConfig/multizone"),
+    ("gce", "/cloudConfig/nodeTags"),
+    ("gce", "/cloudConfig/nodeInstancePrefix"),
+    ("gce", "/networking/gce"),
+];
+
+/// Settings of the API load balancer that only AWS has (kops refuses them
+/// elsewhere), by their JSON pointer under `spec.api.loadBalancer`.
+const AWS_ONLY_LOAD_BALANCER_FIELDS: &[&str] = &[
+    "class",
+    "securityGroupOverride",
+    "additionalSecurityGroups",
+    "sslCertificate",
+    "sslPolicy",
+    "crossZoneLoadBalancing",
+    "accessLog",
+];
+
+/// The fields of `cluster` that belong to another cloud, and the checks of
+/// access lists that only AWS allows prefix lists (`pl-...`) in.
+fn validate_cloud_fields(cluster: &Cluster, cloud: &str, errors: &mut Vec<FieldError>) {
+    if cloud.is_empty() {
+        return;
+    }
+    let spec = crate::manifest::to_json_value(&cluster.spec);
+    let present = |pointer: &str| {
+        spec.pointer(pointer)
+            .is_some_and(|v| !v.is_null() && v.as_str() != Some(""))
+    };
+    let cloud_name = |c: &str| if c == "gce" { "GCE" } else { "AWS" };
+    for (owner, pointer) in CLOUD_ONLY_FIELDS {
+        if *owner != cloud && present(pointer) {
+            let path = format!("spec{}", pointer.replace('/', "."));
+            errors.push(
+                FieldError::new(
+                    path,
+                    format!("applies to {} clusters only", cloud_name(owner)),
+                )
+                .value(format!("cloudProvider: {cloud}"))
+                .hint("remove it"),
+            );
+        }
+    }
+    if cloud == "aws" {
+        return;
+    }
+    for field in AWS_ONLY_LOAD_BALANCER_FIELDS {
+        if present(&format!("/api/loadBalancer/{field}")) {
+            errors.push(
+                FieldError::new(
+                    format!("spec.api.loadBalancer.{field}"),
+                    "applies to AWS clusters only",
+                )
+                .value(format!("cloudProvider: {cloud}"))
+                .hint("remove it"),
+            );
+        }
+    }
+    for (path, list) in [
+        ("spec.sshAccess", &cluster.spec.ssh_access),
+        (
+            "spec.kubernetesApiAccess",
+            &cluster.spec.kubernetes_api_access,
+        ),
+        ("spec.nodePortAccess", &cluster.spec.node_port_access),
+    ] {
+        for (i, c) in list.iter().flatten().enumerate() {
+            if c.starts_with("pl-") {
+                errors.push(
+                    FieldError::new(format!("{path}[{i}]"), "prefix lists are an AWS feature")
+                        .value(c)
+                        .hint("list CIDRs instead"),
+                );
+            }
+        }
+    }
+}
+
+/// Why a `.k8s.local` cluster with DNS records is refused (kops 1.37).
+pub const GOSSIP_REMOVED: &str =
+    "gossip DNS (a cluster name ending in `.k8s.local`) was removed in kops 1.37";
+/// What to do instead of gossip DNS.
+pub const GOSSIP_HINT: &str = "use DNS type `None` (nodes reach the API through its load balancer), or name the cluster in a DNS zone you own";
+
+/// Whether `name` is a gossip cluster name (`*.k8s.local`).
+pub fn is_gossip_name(name: &str) -> bool {
+    name.trim_end_matches('.').ends_with(".k8s.local")
+}
+
 /// Checks a DNS subdomain name (RFC 1123): lowercase labels of letters,
 /// digits and `-`, separated by dots.
 pub fn dns_name_problem(name: &str) -> Option<&'static str> {
@@ -452,6 +558,10 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
     );
 
     validate_subnets(cluster, &network_cidrs, &mut errors);
+    validate_cloud_fields(cluster, cloud, &mut errors);
+    if cloud == "gce" {
+        crate::gce::validate_cluster(cluster, &mut errors);
+    }
     check_quantities(
         &mut errors,
         "spec",
@@ -483,6 +593,23 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
                 );
             }
         }
+    }
+    let dns_type = spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.dns.as_ref())
+        .and_then(|d| d.kind.as_deref())
+        .unwrap_or("");
+    if dns_type != "None" && is_gossip_name(&cluster.metadata.name) {
+        errors.push(
+            FieldError::new("spec.topology.dns.type", GOSSIP_REMOVED)
+                .value(if dns_type.is_empty() {
+                    "Public"
+                } else {
+                    dns_type
+                })
+                .hint(GOSSIP_HINT),
+        );
     }
 
     if let Some(lb) = spec.api.as_ref().and_then(|a| a.load_balancer.as_ref()) {
@@ -1088,6 +1215,9 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
                     }),
                 );
             }
+        }
+        if c.spec.cloud_provider.as_deref() == Some("gce") {
+            crate::gce::validate_instance_group(ig, c, &mut errors);
         }
         if is_aws && spec.subnets.as_ref().is_none_or(|s| s.is_empty()) && role.is_some() {
             errors.push(

@@ -9,6 +9,7 @@
 pub mod clusterapi;
 pub mod delete;
 mod error;
+pub mod gcloud;
 pub mod instance_selector;
 pub mod pki;
 pub mod render;
@@ -20,7 +21,9 @@ use std::time::SystemTime;
 pub use delete::{delete_cluster, DeleteOutcome, DeleteRequest};
 pub use error::OpsError;
 use kops_api::manifest::{parse_objects, Object};
-use kops_api::new_cluster::{new_cluster, ExistingNetwork, NewCluster, NewClusterOptions};
+use kops_api::new_cluster::{
+    chosen_cloud, new_cluster, ExistingNetwork, NewCluster, NewClusterOptions,
+};
 use kops_api::validation::{self, FieldError};
 use kops_api::{Cluster, InstanceGroup, Role};
 pub use kops_state::registry::{Registry, SshPublicKey};
@@ -96,6 +99,9 @@ pub struct CreateClusterRequest {
 pub struct CreatedCluster {
     pub spec: NewCluster,
     pub ssh_key_id: Option<String>,
+    /// The Google Cloud project taken from gcloud's configuration, when
+    /// `--project` was not given.
+    pub gcloud_project: Option<String>,
 }
 
 /// `kops create cluster`: builds the spec from flags, validates it, and (unless
@@ -111,6 +117,12 @@ pub async fn create_cluster(
     if options.existing_network.is_none() {
         options.existing_network = look_up_existing_network(&options).await?;
     }
+    // As kops: without --project a GCE cluster uses gcloud's default project.
+    let mut gcloud_project = None;
+    if options.project.is_none() && chosen_cloud(&options).as_deref() == Some("gce") {
+        gcloud_project = gcloud::default_project(&kops_api::env::process_env);
+        options.project = gcloud_project.clone();
+    }
     let mut spec = new_cluster(&options).map_err(OpsError::Flags)?;
     stamp(&mut spec.cluster.metadata);
     for ig in &mut spec.instance_groups {
@@ -122,7 +134,11 @@ pub async fn create_cluster(
         None => None,
     };
     if request.dry_run {
-        return Ok(CreatedCluster { spec, ssh_key_id });
+        return Ok(CreatedCluster {
+            spec,
+            ssh_key_id,
+            gcloud_project,
+        });
     }
     let name = spec.cluster.name().to_string();
     if registry.get_cluster(&name).await?.is_some() {
@@ -137,7 +153,11 @@ pub async fn create_cluster(
         registry.add_ssh_public_key(&name, text).await?;
     }
     create_new_cluster(registry, &spec.cluster).await?;
-    Ok(CreatedCluster { spec, ssh_key_id })
+    Ok(CreatedCluster {
+        spec,
+        ssh_key_id,
+        gcloud_project,
+    })
 }
 
 /// Writes a new cluster's config only if no one created it meanwhile (two

@@ -146,9 +146,15 @@ pub struct CreateClusterArgs {
     /// etcd clusters to create (default main,events).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub etcd_clusters: Vec<String>,
-    /// Cloud provider (default aws).
+    /// Cloud provider: aws or gce (guessed from the state store or zones).
     #[arg(long, value_name = "CLOUD")]
     pub cloud: Option<String>,
+    /// GCE: the Google Cloud project (default: gcloud's default project).
+    #[arg(long, value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// GCE: the service account instances run as (default: one per role).
+    #[arg(long, value_name = "EMAIL")]
+    pub gce_service_account: Option<String>,
     /// Tags for all cloud resources: `Key=Value,Key2=Value2`.
     #[arg(long, value_name = "LABELS")]
     pub cloud_labels: Option<String>,
@@ -295,6 +301,8 @@ pub async fn run(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32> {
     let options = NewClusterOptions {
         cluster_name: name.clone(),
         cloud: a.cloud,
+        project: a.project,
+        gce_service_account: a.gce_service_account,
         zones: a.zones,
         control_plane_zones: a.control_plane_zones,
         control_plane_count: a.control_plane_count,
@@ -377,6 +385,9 @@ pub async fn run(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32> {
             kops_ops::create_cluster(&memory, request).await?
         }
     };
+    if let Some(project) = &created.gcloud_project {
+        status(&format!("Using gcloud's default project {project}"));
+    }
     if let (true, Some(format)) = (a.dry_run, a.output) {
         let mut values = vec![to_json_value(&created.spec.cluster)];
         let mut groups: Vec<&InstanceGroup> = created.spec.instance_groups.iter().collect();

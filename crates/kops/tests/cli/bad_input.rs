@@ -166,34 +166,40 @@ fn expect_failure(name: &str, args: &[&str], state_dir: &std::path::Path, before
 }
 
 #[test]
-fn base_manifest_is_valid() {
+fn base_manifests_are_valid() {
+    for base in [BASE, GCE_BASE] {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("cluster.yaml");
+        std::fs::write(&file, base).unwrap();
+        let state = file_url(&tmp.path().join("state"));
+        let r = kops(&["create", "-f", file.to_str().unwrap(), "--state", &state]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+}
+
+/// `create -f` of `base` with `from` replaced by `to` fails as snapshot
+/// `name` says, and writes nothing.
+fn expect_manifest_refused(name: &str, base: &str, from: &str, to: &str) {
+    assert!(
+        base.contains(from),
+        "{name}: `{from}` not in the base manifest"
+    );
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("cluster.yaml");
-    std::fs::write(&file, BASE).unwrap();
-    let state = file_url(&tmp.path().join("state"));
-    let r = kops(&["create", "-f", file.to_str().unwrap(), "--state", &state]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    std::fs::write(tmp.path().join("cluster.yaml"), base.replace(from, to)).unwrap();
+    let state_dir = tmp.path().join("state");
+    let state = file_url(&state_dir);
+    expect_failure(
+        name,
+        &["create", "-f", "cluster.yaml", "--state", &state],
+        &state_dir,
+        &[],
+    );
 }
 
 #[test]
 fn bad_manifests_are_refused_with_clear_errors() {
     for (name, from, to) in MANIFEST_CASES {
-        assert!(
-            BASE.contains(from),
-            "{name}: `{from}` not in the base manifest"
-        );
-        let text = BASE.replacen(from, to, 1);
-        let tmp = tempfile::tempdir().unwrap();
-        let file = tmp.path().join("cluster.yaml");
-        std::fs::write(&file, &text).unwrap();
-        let state_dir = tmp.path().join("state");
-        let state = file_url(&state_dir);
-        expect_failure(
-            name,
-            &["create", "-f", "cluster.yaml", "--state", &state],
-            &state_dir,
-            &[],
-        );
+        expect_manifest_refused(name, BASE, from, to);
     }
 }
 
@@ -441,4 +447,184 @@ fn bad_commands_are_refused_with_clear_errors() {
         &state_dir,
         &before,
     );
+}
+
+/// A valid GCE cluster (kops' `minimal-gce` create output).
+const GCE_BASE: &str = r#"apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata:
+  name: gce.example.com
+spec:
+  api:
+    loadBalancer:
+      type: Public
+  cloudConfig: {}
+  cloudProvider: gce
+  etcdClusters:
+  - etcdMembers:
+    - instanceGroup: control-plane-us-test1-a
+      name: a
+    name: main
+  - etcdMembers:
+    - instanceGroup: control-plane-us-test1-a
+      name: a
+    name: events
+  kubernetesApiAccess:
+  - 0.0.0.0/0
+  kubernetesVersion: v1.34.1
+  networking:
+    cni: {}
+  nonMasqueradeCIDR: 100.64.0.0/10
+  project: testproject
+  sshAccess:
+  - 0.0.0.0/0
+  subnets:
+  - cidr: 10.0.16.0/20
+    name: us-test1
+    region: us-test1
+    type: Public
+  topology:
+    dns:
+      type: None
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  labels:
+    kops.k8s.io/cluster: gce.example.com
+  name: control-plane-us-test1-a
+spec:
+  machineType: e2-medium
+  maxSize: 1
+  minSize: 1
+  role: Master
+  subnets:
+  - us-test1
+  zones:
+  - us-test1-a
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  labels:
+    kops.k8s.io/cluster: gce.example.com
+  name: nodes-us-test1-a
+spec:
+  machineType: e2-medium
+  maxSize: 1
+  minSize: 1
+  role: Node
+  subnets:
+  - us-test1
+  zones:
+  - us-test1-a
+"#;
+
+/// (snapshot name, base manifest, text to replace, replacement)
+const CLOUD_MANIFEST_CASES: &[(&str, &str, &str, &str)] = &[
+    ("aws_manifest_gce_field", BASE, "  cloudProvider: aws\n", "  cloudConfig:\n    gceServiceAccount: sa@p.iam.gserviceaccount.com\n  cloudProvider: aws\n"),
+    ("gce_manifest_aws_field", GCE_BASE, "  cloudProvider: gce\n", "  cloudProvider: gce\n  nodeTerminationHandler:\n    enabled: true\n"),
+    ("gce_manifest_network_cidr", GCE_BASE, "  project: testproject\n", "  networkCIDR: 10.0.0.0/16\n  project: testproject\n"),
+    ("gce_manifest_subnet_zone", GCE_BASE, "    region: us-test1\n", "    region: us-test1\n    zone: us-test1-a\n"),
+    ("gce_manifest_zone_other_region", GCE_BASE, "  role: Node\n  subnets:\n  - us-test1\n  zones:\n  - us-test1-a\n", "  role: Node\n  subnets:\n  - us-test1\n  zones:\n  - europe-west4-a\n"),
+    ("gce_manifest_machine_type", GCE_BASE, "  machineType: e2-medium\n  maxSize: 1\n  minSize: 1\n  role: Node", "  machineType: t3.medium\n  maxSize: 1\n  minSize: 1\n  role: Node"),
+    // kops 1.37 removed gossip: a `.k8s.local` name needs DNS type None.
+    ("gossip_with_dns_records", BASE, "bad.example.com", "bad.k8s.local"),
+];
+
+#[test]
+fn bad_cloud_settings_are_refused_with_clear_errors() {
+    for (name, base, from, to) in CLOUD_MANIFEST_CASES {
+        expect_manifest_refused(name, base, from, to);
+    }
+
+    let tmp = tempfile::tempdir().unwrap();
+    let state_dir = tmp.path().join("state");
+    let state = file_url(&state_dir);
+    let gce = |more: &[&'static str]| -> Vec<String> {
+        let mut args = vec!["create", "cluster", "g.example.com", "--cloud", "gce"];
+        args.extend_from_slice(more);
+        args.extend_from_slice(&["--state", &state]);
+        args.into_iter().map(str::to_string).collect()
+    };
+    let cases: &[(&str, Vec<String>)] = &[
+        (
+            "create_cluster_gce_flag_on_aws",
+            [
+                "create",
+                "cluster",
+                "a.example.com",
+                "--zones",
+                "us-east-1a",
+                "--project",
+                "p",
+                "--state",
+                &state,
+            ]
+            .map(str::to_string)
+            .to_vec(),
+        ),
+        (
+            "create_cluster_aws_flag_on_gce",
+            gce(&[
+                "--project",
+                "p",
+                "--zones",
+                "us-central1-a",
+                "--network-cidr",
+                "10.0.0.0/16",
+            ]),
+        ),
+        (
+            "create_cluster_gce_zone_of_other_region",
+            gce(&["--project", "p", "--zones", "us-central1-a,europe-west4-b"]),
+        ),
+        (
+            "create_cluster_gce_aws_zone",
+            gce(&["--project", "p", "--zones", "us-east-1a"]),
+        ),
+        (
+            "create_cluster_gce_machine_type",
+            gce(&[
+                "--project",
+                "p",
+                "--zones",
+                "us-central1-a",
+                "--node-size",
+                "t3.medium",
+            ]),
+        ),
+        (
+            "create_cluster_gce_empty_project",
+            gce(&["--project=", "--zones", "us-central1-a"]),
+        ),
+        (
+            "create_cluster_gce_no_project",
+            gce(&["--zones", "us-central1-a"]),
+        ),
+        (
+            "create_cluster_gce_gossip_dns",
+            [
+                "create",
+                "cluster",
+                "g.k8s.local",
+                "--cloud",
+                "gce",
+                "--project",
+                "p",
+                "--zones",
+                "us-central1-a",
+                "--dns",
+                "private",
+                "--state",
+                &state,
+            ]
+            .map(str::to_string)
+            .to_vec(),
+        ),
+    ];
+    for (name, args) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        expect_failure(name, &args, &state_dir, &[]);
+    }
 }

@@ -15,6 +15,7 @@ mod bad_input;
 mod classic_api;
 mod cloudformation_target;
 mod command_flags;
+mod create_gce;
 mod edit;
 mod existing_network;
 mod gcs_store;

@@ -98,6 +98,9 @@ pub fn command(args: &[&str]) -> Command {
         // `update cluster --yes` writes a kubeconfig, as kops does: one
         // file per test process, under cargo's scratch directory.
         .env("KUBECONFIG", scratch_kubeconfig())
+        .env_remove("CLOUDSDK_CONFIG")
+        .env_remove("CLOUDSDK_CORE_PROJECT")
+        .env_remove("CLOUDSDK_ACTIVE_CONFIG_NAME")
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
     c

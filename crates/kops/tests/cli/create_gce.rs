@@ -1,0 +1,108 @@
+//! `create cluster --cloud gce` through the binary: the project from
+//! gcloud's configuration when `--project` is not given, the stored spec,
+//! and the GCE flags in a dry run.
+
+use crate::common;
+
+use common::{command, file_url, kops, Run};
+
+fn assert_has(text: &str, wanted: &[&str]) {
+    for want in wanted {
+        assert!(text.contains(want), "`{want}` missing:\n{text}");
+    }
+}
+
+#[test]
+fn project_from_gcloud_and_stored_spec() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gcloud = tmp.path().join("gcloud");
+    std::fs::create_dir_all(gcloud.join("configurations")).unwrap();
+    std::fs::write(gcloud.join("active_config"), "work").unwrap();
+    std::fs::write(
+        gcloud.join("configurations/config_work"),
+        "[core]\naccount = me@example.com\nproject = from-gcloud\n",
+    )
+    .unwrap();
+    let state = file_url(&tmp.path().join("state"));
+    let r: Run = command(&[
+        "create",
+        "cluster",
+        "g.example.com",
+        "--cloud",
+        "gce",
+        "--zones",
+        "us-central1-a,us-central1-b",
+        "--state",
+        &state,
+    ])
+    .env("CLOUDSDK_CONFIG", &gcloud)
+    .output()
+    .expect("run kops")
+    .into();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Using gcloud's default project from-gcloud"),
+        "{}",
+        r.stderr
+    );
+
+    let got = kops(&[
+        "get",
+        "all",
+        "g.example.com",
+        "-o",
+        "yaml",
+        "--state",
+        &state,
+    ]);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert_has(
+        &got.stdout,
+        &[
+            "cloudProvider: gce",
+            "project: from-gcloud",
+            "region: us-central1",
+            "cidr: 10.0.16.0/20",
+            "machineType: e2-medium",
+            "- us-central1-b",
+            "image: ubuntu-os-cloud/ubuntu-2404-noble-amd64-v20260615",
+        ],
+    );
+    assert!(!got.stdout.contains("class: Network"), "{}", got.stdout);
+}
+
+#[test]
+fn gce_flags_in_a_dry_run() {
+    let r = kops(&[
+        "create",
+        "cluster",
+        "p.example.com",
+        "--cloud",
+        "gce",
+        "--project",
+        "my-project",
+        "--gce-service-account",
+        "kops@my-project.iam.gserviceaccount.com",
+        "--zones",
+        "europe-west4-a",
+        "--topology",
+        "private",
+        "--bastion",
+        "--dry-run",
+        "-o",
+        "yaml",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_has(
+        &r.stdout,
+        &[
+            "gceServiceAccount: kops@my-project.iam.gserviceaccount.com",
+            "project: my-project",
+            "type: Private",
+            "machineType: e2-micro",
+            "name: bastions",
+        ],
+    );
+    assert!(!r.stdout.contains("utility-"), "{}", r.stdout);
+}
