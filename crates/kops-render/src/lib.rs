@@ -135,8 +135,21 @@ pub fn terraform(input: &Input<'_>) -> Result<Outcome, RenderError> {
             r.terraform(&mut tf, &ctx)?;
         }
     }
-    for file in input.files {
-        let base = file.base.as_deref().unwrap_or(input.config_base);
+    state_file_objects(&mut tf, input.config_base, input.files);
+    outputs(&mut tf, &ctx);
+    Ok(Outcome {
+        rendered: tf.finish(),
+        unrendered,
+    })
+}
+
+/// The state-store files as `aws_s3_object` resources (with the
+/// `aws.files` provider), for a config base in S3 (or kops' test store);
+/// files elsewhere are left out (the caller writes them). Shared by every
+/// cloud: the state-file objects follow the store, not the cloud.
+pub fn state_file_objects(tf: &mut Terraform, config_base: &str, files: &[StateFile]) {
+    for file in files {
+        let base = file.base.as_deref().unwrap_or(config_base);
         let Some((bucket, key)) = s3_location(base, &file.path) else {
             continue;
         };
@@ -159,11 +172,6 @@ pub fn terraform(input: &Input<'_>) -> Result<Outcome, RenderError> {
         }
         tf.resource("aws_s3_object", &file.name, b);
     }
-    outputs(&mut tf, &ctx);
-    Ok(Outcome {
-        rendered: tf.finish(),
-        unrendered,
-    })
 }
 
 /// Renders the graph as a CloudFormation template.
