@@ -116,6 +116,19 @@ fn ssh_user(image: &str) -> &'static str {
 fn group_labels(gce: &GceModel<'_>, group: &InstanceGroup, role: Role) -> BTreeMap<String, String> {
     let mut labels = gce.model.cloud_labels();
     labels.extend(group.spec.cloud_labels.clone().unwrap_or_default());
+    // The cluster autoscaler's node-template taints, `key=value:effect`
+    // (kops adds these on every cloud).
+    for taint in group.spec.taints.iter().flatten() {
+        let (key_value, effect) = taint.rsplit_once(':').unwrap_or((taint, ""));
+        if effect.is_empty() {
+            continue;
+        }
+        let (key, value) = key_value.split_once('=').unwrap_or((key_value, ""));
+        labels.insert(
+            format!("k8s.io/cluster-autoscaler/node-template/taint/{key}"),
+            format!("{value}:{effect}"),
+        );
+    }
     let role_name = names::role_name(role);
     labels.insert(CLUSTER_LABEL.into(), names::safe_cluster_name(gce.cluster_name()));
     labels.insert(format!("k8s-io-role-{role_name}"), role_name.into());
