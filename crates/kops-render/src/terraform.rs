@@ -220,7 +220,12 @@ impl Terraform {
             write_block(&mut out, "variable", &[name], body);
             out.push('\n');
         }
-        write_block(&mut out, "provider", &[self.provider.name], &self.provider.config);
+        write_block(
+            &mut out,
+            "provider",
+            &[self.provider.name],
+            &self.provider.config,
+        );
         out.push('\n');
         if self.files_provider {
             let mut files = Body::new();
@@ -265,11 +270,12 @@ impl Terraform {
         if !providers.has(self.provider.name) {
             providers.set(self.provider.name, Expr::Map(primary));
         }
+        // kops writes `required_version` before the providers (not sorted).
         let mut terraform = Body::new();
-        terraform
-            .set("required_version", ">= 0.15.0")
-            .block("required_providers", providers);
-        write_block(&mut out, "terraform", &[], &terraform);
+        terraform.block("required_providers", providers);
+        out.push_str("terraform {\n  required_version = \">= 0.15.0\"\n");
+        terraform.write(&mut out, 1);
+        out.push_str("}\n");
 
         let mut files = self.files;
         files.insert("kubernetes.tf".to_string(), out.into_bytes());

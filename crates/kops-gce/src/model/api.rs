@@ -290,11 +290,19 @@ fn firewall(gce: &GceModel<'_>, graph: &mut TaskGraph<GceContext>) -> Result<(),
         source_tags: vec![],
         target_tags: targets,
     };
-    gce.add_rule_pair(graph, "https-api", &rule(gce.api_server_target_tags(), API_PORT))?;
+    gce.add_rule_pair(
+        graph,
+        "https-api",
+        &rule(gce.api_server_target_tags(), API_PORT),
+    )?;
     add_pod_cidrs_to_api(gce, graph)?;
     let control_plane = vec![gce.tag("control-plane")];
     if gce.uses_load_balancer_for_kops_controller() {
-        gce.add_rule_pair(graph, "kops-controller", &rule(control_plane.clone(), KOPS_CONTROLLER_PORT))?;
+        gce.add_rule_pair(
+            graph,
+            "kops-controller",
+            &rule(control_plane.clone(), KOPS_CONTROLLER_PORT),
+        )?;
     }
     if gce.uses_cilium_etcd() {
         gce.add_rule_pair(graph, "cilium-etcd", &rule(control_plane, CILIUM_ETCD_PORT))?;

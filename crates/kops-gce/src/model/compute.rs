@@ -10,8 +10,7 @@ use kops_model::ModelError;
 use super::GceModel;
 use crate::names;
 use crate::tasks::{
-    Disk, GceContext, InstanceGroupManager, InstanceTemplate, TargetPool,
-    TemplateServiceAccount,
+    Disk, GceContext, InstanceGroupManager, InstanceTemplate, TargetPool, TemplateServiceAccount,
 };
 
 const DEFAULT_ETCD_VOLUME_TYPE: &str = "pd-ssd";
@@ -22,9 +21,18 @@ const DEFAULT_BOOT_DISK_TYPE: &str = "pd-standard";
 const CLUSTER_LABEL: &str = "k8s-io-cluster-name";
 
 /// The etcd members' disks, in the zone of the member's group.
-pub fn build_volumes(gce: &GceModel<'_>, graph: &mut TaskGraph<GceContext>) -> Result<(), ModelError> {
+pub fn build_volumes(
+    gce: &GceModel<'_>,
+    graph: &mut TaskGraph<GceContext>,
+) -> Result<(), ModelError> {
     let cluster = gce.cluster_name();
-    let etcd_clusters = gce.model.cluster.spec.etcd_clusters.as_deref().unwrap_or_default();
+    let etcd_clusters = gce
+        .model
+        .cluster
+        .spec
+        .etcd_clusters
+        .as_deref()
+        .unwrap_or_default();
     for (ci, etcd) in etcd_clusters.iter().enumerate() {
         for (mi, member) in etcd.etcd_members.iter().enumerate() {
             let path = format!("spec.etcdClusters[{ci}].etcdMembers[{mi}].instanceGroup");
@@ -97,7 +105,9 @@ fn image_url(project: &str, image: &str) -> String {
         Some((image_project, name)) => format!(
             "https://www.googleapis.com/compute/v1/projects/{image_project}/global/images/{name}"
         ),
-        None => format!("https://www.googleapis.com/compute/v1/projects/{project}/global/images/{image}"),
+        None => format!(
+            "https://www.googleapis.com/compute/v1/projects/{project}/global/images/{image}"
+        ),
     }
 }
 
@@ -130,7 +140,10 @@ fn group_labels(gce: &GceModel<'_>, group: &InstanceGroup, role: Role) -> BTreeM
         );
     }
     let role_name = names::role_name(role);
-    labels.insert(CLUSTER_LABEL.into(), names::safe_cluster_name(gce.cluster_name()));
+    labels.insert(
+        CLUSTER_LABEL.into(),
+        names::safe_cluster_name(gce.cluster_name()),
+    );
     labels.insert(format!("k8s-io-role-{role_name}"), role_name.into());
     labels.insert("k8s-io-instance-group".into(), group.name().into());
     if role == Role::ControlPlane {
@@ -142,7 +155,11 @@ fn group_labels(gce: &GceModel<'_>, group: &InstanceGroup, role: Role) -> BTreeM
 /// The cluster autoscaler's view of a node group (`kube-env`).
 fn autoscaler_env(group: &InstanceGroup) -> String {
     let image = group.spec.image.as_deref().unwrap_or_default();
-    let os = if image.starts_with("cos-cloud/") { "cos" } else { "ubuntu" };
+    let os = if image.starts_with("cos-cloud/") {
+        "cos"
+    } else {
+        "ubuntu"
+    };
     let mut env = format!("os_distribution={os};arch=amd64;os=linux");
     if let Some(labels) = group.spec.node_labels.as_ref().filter(|l| !l.is_empty()) {
         let joined: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -178,7 +195,10 @@ fn template(
     let [subnet] = subnets.as_slice() else {
         return Err(GceModel::error(
             format!("{path}.spec.subnets"),
-            format!("names {} subnets; a GCE instance group has exactly one", subnets.len()),
+            format!(
+                "names {} subnets; a GCE instance group has exactly one",
+                subnets.len()
+            ),
             "list one subnet of spec.subnets",
         ));
     };
@@ -209,7 +229,11 @@ fn template(
         .and_then(|c| c.extra.get("gceUseStartupScript"))
         .and_then(|v| v.as_bool())
         .unwrap_or(false);
-    let key = if use_startup_script { "startup-script" } else { "user-data" };
+    let key = if use_startup_script {
+        "startup-script"
+    } else {
+        "user-data"
+    };
     metadata.insert(key.into(), user_data);
     if role == Role::Node {
         metadata.insert("kube-env".into(), autoscaler_env(group));
@@ -221,11 +245,23 @@ fn template(
         );
     }
 
-    let mut scopes: Vec<String> = ["compute-rw", "monitoring", "logging-write", "cloud-platform"]
-        .map(String::from)
-        .to_vec();
+    let mut scopes: Vec<String> = [
+        "compute-rw",
+        "monitoring",
+        "logging-write",
+        "cloud-platform",
+    ]
+    .map(String::from)
+    .to_vec();
     // Only the control plane writes to the state store (etcd backups).
-    scopes.push(if role == Role::ControlPlane { "storage-rw" } else { "storage-ro" }.into());
+    scopes.push(
+        if role == Role::ControlPlane {
+            "storage-rw"
+        } else {
+            "storage-ro"
+        }
+        .into(),
+    );
     let mut tags = Vec::new();
     match role {
         Role::ControlPlane => {
@@ -265,8 +301,16 @@ fn template(
     let family = machine_type.split('-').next().unwrap_or_default();
     // Machines with GPUs cannot live-migrate.
     let migrates = !matches!(family, "a4x" | "a4" | "a3" | "a2" | "g2" | "g4");
-    let on_host_maintenance = if preemptible || !migrates { "TERMINATE" } else { "MIGRATE" };
-    let stack_type = if gce.model.ipv6_only() { "IPV4_IPV6" } else { "IPV4_ONLY" };
+    let on_host_maintenance = if preemptible || !migrates {
+        "TERMINATE"
+    } else {
+        "MIGRATE"
+    };
+    let stack_type = if gce.model.ipv6_only() {
+        "IPV4_IPV6"
+    } else {
+        "IPV4_ONLY"
+    };
 
     Ok(InstanceTemplate {
         name_prefix: names::template_name_prefix(&name),
@@ -330,7 +374,8 @@ pub fn build(gce: &GceModel<'_>, graph: &mut TaskGraph<GceContext>) -> Result<()
             .spec
             .min_size
             .unwrap_or(if role == Role::Node { 2 } else { 1 });
-        let serves_api = role == Role::ApiServer || (!api_server_only && role == Role::ControlPlane);
+        let serves_api =
+            role == Role::ApiServer || (!api_server_only && role == Role::ControlPlane);
         let target_pools = if serves_api && gce.api_load_balancer_type() == Some("Public") {
             vec![TargetPool::key_of(&names::suffixed("api", cluster))]
         } else {
@@ -364,7 +409,10 @@ mod tests {
             split_across_zones(4, &zones),
             vec![("a".into(), 2), ("b".into(), 1), ("c".into(), 1)]
         );
-        assert_eq!(scope_url("storage-ro"), "https://www.googleapis.com/auth/devstorage.read_only");
+        assert_eq!(
+            scope_url("storage-ro"),
+            "https://www.googleapis.com/auth/devstorage.read_only"
+        );
         assert_eq!(
             image_url("p", "ubuntu-os-cloud/ubuntu-2404"),
             "https://www.googleapis.com/compute/v1/projects/ubuntu-os-cloud/global/images/ubuntu-2404"

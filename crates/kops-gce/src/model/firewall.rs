@@ -201,7 +201,11 @@ pub fn build_external_access(
     let ssh_port = [tcp(22)];
     if gce.model.has_role(kops_api::Role::Bastion) {
         let bastion = vec![gce.tag("bastion")];
-        gce.add_rule_pair(graph, "ssh-external-to-bastion", &from(&ssh, &bastion, &ssh_port))?;
+        gce.add_rule_pair(
+            graph,
+            "ssh-external-to-bastion",
+            &from(&ssh, &bastion, &ssh_port),
+        )?;
         for (name, targets) in [
             ("bastion-to-master-ssh", &control_plane),
             ("bastion-to-node-ssh", &node),
@@ -218,7 +222,11 @@ pub fn build_external_access(
             )?;
         }
     } else {
-        gce.add_rule_pair(graph, "ssh-external-to-master", &from(&ssh, &control_plane, &ssh_port))?;
+        gce.add_rule_pair(
+            graph,
+            "ssh-external-to-master",
+            &from(&ssh, &control_plane, &ssh_port),
+        )?;
         gce.add_rule_pair(graph, "ssh-external-to-node", &from(&ssh, &node, &ssh_port))?;
     }
     let (first, last) = kops_model::security::node_port_range(gce.model)?;

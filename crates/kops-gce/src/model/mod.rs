@@ -52,7 +52,12 @@ impl GceModel<'_> {
     }
 
     pub fn subnets(&self) -> &[ClusterSubnetSpec] {
-        self.model.cluster.spec.subnets.as_deref().unwrap_or_default()
+        self.model
+            .cluster
+            .spec
+            .subnets
+            .as_deref()
+            .unwrap_or_default()
     }
 
     pub fn groups(&self) -> &[InstanceGroup] {
@@ -157,7 +162,14 @@ impl GceModel<'_> {
 
     /// The API load balancer's type, when there is one: `Public` or `Internal`.
     pub fn api_load_balancer_type(&self) -> Option<&str> {
-        let lb = self.model.cluster.spec.api.as_ref()?.load_balancer.as_ref()?;
+        let lb = self
+            .model
+            .cluster
+            .spec
+            .api
+            .as_ref()?
+            .load_balancer
+            .as_ref()?;
         Some(lb.kind.as_deref().unwrap_or("Public"))
     }
 
@@ -219,7 +231,11 @@ impl GceModel<'_> {
     }
 
     /// A spec error at `path`.
-    pub fn error(path: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> ModelError {
+    pub fn error(
+        path: impl Into<String>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> ModelError {
         ModelError::Spec {
             path: path.into(),
             message: message.into(),

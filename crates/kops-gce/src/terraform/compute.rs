@@ -45,7 +45,10 @@ impl GceResource for InstanceTemplate {
             .set("interface", "")
             .set("mode", "READ_WRITE")
             .set("provisioned_iops", self.boot_disk_iops.unwrap_or(0))
-            .set("provisioned_throughput", self.boot_disk_throughput.unwrap_or(0))
+            .set(
+                "provisioned_throughput",
+                self.boot_disk_throughput.unwrap_or(0),
+            )
             .set("source", "")
             .set("source_image", self.boot_disk_image.as_str())
             .set("type", "PERSISTENT");
@@ -132,7 +135,10 @@ impl GceResource for InstanceGroupManager {
         )
         .set("name", self.name.as_str());
         if !self.target_pools.is_empty() {
-            b.set("target_pools", references(tf, &self.target_pools, "self_link")?);
+            b.set(
+                "target_pools",
+                references(tf, &self.target_pools, "self_link")?,
+            );
         }
         b.set("target_size", self.target_size);
         let mut policy = Body::new();

@@ -132,11 +132,7 @@ pub(crate) fn references(
 
 /// `{ "k" = "v" }` of a label map.
 pub(crate) fn string_map(map: &BTreeMap<String, String>) -> Expr {
-    Expr::Map(
-        map.iter()
-            .map(|(k, v)| (k.clone(), Expr::str(v)))
-            .collect(),
-    )
+    Expr::Map(map.iter().map(|(k, v)| (k.clone(), Expr::str(v))).collect())
 }
 
 /// `["a", "b"]` of strings.

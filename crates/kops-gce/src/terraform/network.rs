@@ -74,7 +74,10 @@ impl GceResource for Router {
 
         let mut nat = Body::new();
         nat.set("name", self.name.as_str())
-            .set("nat_ip_allocate_option", self.nat_ip_allocate_option.as_str())
+            .set(
+                "nat_ip_allocate_option",
+                self.nat_ip_allocate_option.as_str(),
+            )
             .set("region", self.region.as_str())
             .set(
                 "router",

@@ -37,8 +37,9 @@ pub(super) fn render(
         .filter(|p| !p.is_empty())
         .ok_or_else(|| OpsError::NotOnAws {
             cluster: cluster.name().to_string(),
-            reason: "spec.project is not set; set it to the Google Cloud project the cluster lives in"
-                .into(),
+            reason:
+                "spec.project is not set; set it to the Google Cloud project the cluster lives in"
+                    .into(),
         })?;
     let mut resolved = kops_api::populate::with_api_access(cluster, Some(&prepared.groups));
     // The ranges kops assigns when the network does not exist yet.
