@@ -398,7 +398,7 @@ pub fn node_to_master_tcp_ranges(model: &Model<'_>) -> Vec<(i32, i32)> {
 }
 
 /// `spec.kubeAPIServer.serviceNodePortRange` as (first, last).
-fn node_port_range(model: &Model<'_>) -> Result<(i32, i32), ModelError> {
+pub fn node_port_range(model: &Model<'_>) -> Result<(i32, i32), ModelError> {
     let Some(range) = model
         .cluster
         .spec

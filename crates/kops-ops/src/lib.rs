@@ -6,6 +6,7 @@
 //! exits: it returns values and [`OpsError`]s to the binary, which owns the
 //! terminal. It depends on kops-api and kops-state only.
 
+pub mod cloud;
 pub mod clusterapi;
 pub mod delete;
 mod error;

@@ -26,8 +26,12 @@ use kops_model::Model;
 use kops_render::Input;
 use kops_state::WriteOptions;
 
-use crate::update::{cluster_region, completed_spec};
+use crate::cloud::Cloud;
+use crate::update::completed_spec;
+use crate::update::options::Phase;
 use crate::{require_cluster, OpsError, Registry};
+
+mod gce;
 
 /// The file formats `update cluster` can write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,23 +112,33 @@ impl From<kops_state::registry::RegistryError> for RenderClusterError {
     }
 }
 
+/// What every cloud's render shares: the cluster, its groups and keys,
+/// where its state lives, and what node configs and user data need.
+pub(crate) struct Prepared {
+    pub cluster: kops_api::Cluster,
+    pub groups: Vec<kops_api::InstanceGroup>,
+    pub ssh_public_key: Option<String>,
+    pub config_base: String,
+    pub region: String,
+    pub node_inputs: kops_nodeup::config::NodeInputs,
+}
+
+/// What a cloud's render hands back to be written.
+pub(crate) struct CloudRender {
+    pub outcome: kops_render::Outcome,
+    /// The state-store files (rendered as objects, or written to the store).
+    pub files: Vec<StateFile>,
+    pub tasks: usize,
+    pub warnings: Vec<String>,
+}
+
 /// Renders the cluster and writes the files.
 pub async fn render_cluster(
     registry: &Registry,
     request: RenderRequest,
 ) -> Result<RenderOutcome, RenderClusterError> {
     let cluster = require_cluster(registry, &request.cluster).await?;
-    let cloud_provider = cluster.spec.cloud_provider.as_deref().unwrap_or("");
-    if cloud_provider != "aws" {
-        return Err(OpsError::NotOnAws {
-            cluster: request.cluster.clone(),
-            reason: format!(
-                "its cloudProvider is `{cloud_provider}`; kops-rs renders clusters on AWS only"
-            ),
-        }
-        .into());
-    }
-    use crate::update::options::Phase;
+    let cloud = Cloud::of(&cluster)?;
     if matches!(request.phase, Some(Phase::Security | Phase::Cluster)) {
         return Err(crate::flag_error(
             "--phase",
@@ -139,7 +153,7 @@ pub async fn render_cluster(
     // Where nodes get nodeup (see update), before anything is written.
     let nodeup =
         crate::update::nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
-    let region = cluster_region(&cluster)?;
+    let region = cloud.region(&cluster)?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
     let config_base = cluster
         .spec
@@ -158,81 +172,25 @@ pub async fn render_cluster(
     // kops' images under KOPS_BASE_URL, as update; the API load balancer's
     // addresses stay unknown here (it may not exist), as in kops' renders.
     node_inputs.base_url_images = nodeup.images.clone();
-    // The cluster as the model and the completed spec see it: with the API
-    // access kops' populate step defaults (a private control plane without
-    // `spec.api` gets its load balancer) and the zone it finds in
-    // `spec.dnsZone`.
-    let mut resolved = kops_api::populate::with_api_access(&cluster, Some(&groups));
-    let mut warnings = kops_api::validation::warnings(&resolved);
-    let (account_id, zone) = cloud_lookups(&resolved, &region).await;
-    let zone_unknown = match zone {
-        Some(Ok(id)) => {
-            resolved.spec.dns_zone = Some(id);
-            None
-        }
-        Some(Err(reason)) => Some(reason),
-        None => None,
+    let prepared = Prepared {
+        cluster,
+        groups,
+        ssh_public_key: keys.first().map(|k| k.public_key.clone()),
+        config_base,
+        region,
+        node_inputs,
     };
-    let model = Model {
-        cluster: &resolved,
-        groups: &groups,
-        ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
-        node_inputs: Some(&node_inputs),
-        account_id: account_id.as_ref().ok().map(String::as_str),
-        config_base: &config_base,
+    let rendered = match cloud {
+        Cloud::Aws => render_aws(registry, &prepared, request.target, network_only).await?,
+        Cloud::Gce => gce::render(&prepared, request.target)?,
     };
-    if let Some(reason) = zone_unknown {
-        warnings.push(format!(
-            "{reason}, so the addons and IAM policies name the zone `{}` by name and the rendered files look its id up when applied; create the hosted zone (or set `spec.dnsZone` to its name or id) and render again to name its id",
-            kops_model::dns::zone(&model)
-        ));
-    }
-    if let Err(reason) = &account_id {
-        let needing = needs_account(&model);
-        if !needing.is_empty() {
-            warnings.push(format!(
-                "{reason}, so {} are written as placeholders; configure AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws/credentials) and render again to fill them in",
-                needing.join(" and ")
-            ));
-        }
-    }
-    let mut graph = kops_model::build(&model)?;
-    if network_only {
-        graph = graph
-            .without(|k| Phase::of_kind(k.kind) != Phase::Network)
-            .map_err(OpsError::from)?;
-    }
-    let completed = completed_spec(&resolved, &config_base);
-    let mut files = kops_model::files::state_files(
-        &model,
-        &kops_api::manifest::to_yaml(&completed),
-        node_configs(&completed, &groups, &config_base, &node_inputs)?,
-    )?;
-    files.extend(kops_model::files::karpenter_files(&model)?);
-    if network_only {
-        // The files nodes and addons read are the cluster phase's.
-        files.clear();
-    }
-    if !network_only && kops_model::iam::irsa::discovery_store(&model).is_some() {
-        let certificates = service_account_certificates(registry, &cluster).await?;
-        files.extend(kops_model::files::discovery_files(
-            &model,
-            &region,
-            &certificates,
-        )?);
-    }
-    let input = Input {
-        graph: &graph,
-        cluster: &request.cluster,
-        region: &region,
-        config_base: &config_base,
-        files: &files,
-        private_zone: model.dns_type() == "Private",
-    };
-    let outcome = match request.target {
-        RenderTarget::Terraform => kops_render::terraform(&input)?,
-        RenderTarget::CloudFormation => kops_render::cloudformation(&input)?,
-    };
+    let CloudRender {
+        outcome,
+        files,
+        tasks,
+        warnings,
+    } = rendered;
+    let config_base = prepared.config_base;
     let out = request.out.unwrap_or_else(|| request.target.default_out());
     let mut written = Vec::new();
     for (path, bytes) in &outcome.rendered.files {
@@ -283,11 +241,120 @@ pub async fn render_cluster(
     Ok(RenderOutcome {
         out,
         files: written,
-        tasks: graph.len(),
+        tasks,
         state_files_written,
         unrendered: outcome.unrendered.iter().map(ToString::to_string).collect(),
         warnings,
     })
+}
+
+/// The AWS render: the account and hosted-zone look-ups, kops-model's
+/// AWS graph, kops-render's Terraform or CloudFormation.
+async fn render_aws(
+    registry: &Registry,
+    prepared: &Prepared,
+    target: RenderTarget,
+    network_only: bool,
+) -> Result<CloudRender, RenderClusterError> {
+    let Prepared {
+        cluster,
+        groups,
+        ssh_public_key,
+        config_base,
+        region,
+        node_inputs,
+    } = prepared;
+    // The cluster as the model and the completed spec see it: with the API
+    // access kops' populate step defaults (a private control plane without
+    // `spec.api` gets its load balancer) and the zone it finds in
+    // `spec.dnsZone`.
+    let mut resolved = kops_api::populate::with_api_access(cluster, Some(groups));
+    let mut warnings = kops_api::validation::warnings(&resolved);
+    let (account_id, zone) = cloud_lookups(&resolved, region).await;
+    let zone_unknown = match zone {
+        Some(Ok(id)) => {
+            resolved.spec.dns_zone = Some(id);
+            None
+        }
+        Some(Err(reason)) => Some(reason),
+        None => None,
+    };
+    let model = Model {
+        cluster: &resolved,
+        groups,
+        ssh_public_key: ssh_public_key.as_deref(),
+        node_inputs: Some(node_inputs),
+        account_id: account_id.as_ref().ok().map(String::as_str),
+        config_base,
+    };
+    if let Some(reason) = zone_unknown {
+        warnings.push(format!(
+            "{reason}, so the addons and IAM policies name the zone `{}` by name and the rendered files look its id up when applied; create the hosted zone (or set `spec.dnsZone` to its name or id) and render again to name its id",
+            kops_model::dns::zone(&model)
+        ));
+    }
+    if let Err(reason) = &account_id {
+        let needing = needs_account(&model);
+        if !needing.is_empty() {
+            warnings.push(format!(
+                "{reason}, so {} are written as placeholders; configure AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or ~/.aws/credentials) and render again to fill them in",
+                needing.join(" and ")
+            ));
+        }
+    }
+    let mut graph = kops_model::build(&model)?;
+    if network_only {
+        graph = graph
+            .without(|k| Phase::of_kind(k.kind) != Phase::Network)
+            .map_err(OpsError::from)?;
+    }
+    let mut files = neutral_files(&model, &resolved)?;
+    files.extend(kops_model::files::karpenter_files(&model)?);
+    if network_only {
+        // The files nodes and addons read are the cluster phase's.
+        files.clear();
+    }
+    if !network_only && kops_model::iam::irsa::discovery_store(&model).is_some() {
+        let certificates = service_account_certificates(registry, cluster).await?;
+        files.extend(kops_model::files::discovery_files(
+            &model,
+            region,
+            &certificates,
+        )?);
+    }
+    let input = Input {
+        graph: &graph,
+        cluster: cluster.name(),
+        region,
+        config_base,
+        files: &files,
+        private_zone: model.dns_type() == "Private",
+    };
+    let outcome = match target {
+        RenderTarget::Terraform => kops_render::terraform(&input)?,
+        RenderTarget::CloudFormation => kops_render::cloudformation(&input)?,
+    };
+    Ok(CloudRender {
+        outcome,
+        files,
+        tasks: graph.len(),
+        warnings,
+    })
+}
+
+/// The cloud-neutral state-store files every cloud renders: the completed
+/// spec, etcd specs, the addons and channel, each group's node config.
+pub(crate) fn neutral_files(
+    model: &Model<'_>,
+    resolved: &kops_api::Cluster,
+) -> Result<Vec<StateFile>, RenderClusterError> {
+    let completed = completed_spec(resolved, model.config_base);
+    let inputs = model.node_inputs();
+    Ok(kops_model::files::state_files(
+        model,
+        &kops_api::manifest::to_yaml(&completed),
+        node_configs(&completed, model.groups, model.config_base, &inputs)?,
+    )?)
 }
 
 /// The cloud look-ups of the render (see the module docs), when AWS

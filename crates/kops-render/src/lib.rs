@@ -156,8 +156,22 @@ pub fn terraform(input: &Input<'_>) -> Result<Outcome, RenderError> {
             r.terraform(&mut tf, &ctx)?;
         }
     }
-    for file in input.files {
-        let base = file.base.as_deref().unwrap_or(input.config_base);
+    state_file_objects(&mut tf, input.config_base, input.files);
+    outputs(&mut tf, &ctx);
+    Ok(Outcome {
+        rendered: tf.finish(),
+        unrendered,
+    })
+}
+
+/// The state-store files as `aws_s3_object` resources (with the
+/// `aws.files` provider), for a config base in S3 (or kops' test store),
+/// or `google_storage_bucket_object` for one in Cloud Storage; files
+/// elsewhere are left out (the caller writes them). Shared by every
+/// cloud: the state-file objects follow the store, not the cloud.
+pub fn state_file_objects(tf: &mut Terraform, config_base: &str, files: &[StateFile]) {
+    for file in files {
+        let base = file.base.as_deref().unwrap_or(config_base);
         if let Some((bucket, name)) = gs_location(base, &file.path) {
             // kops: the content as a `source` path, through `google.files`;
             // no object ACL (kops sets one only for GCE clusters on buckets
@@ -199,11 +213,6 @@ pub fn terraform(input: &Input<'_>) -> Result<Outcome, RenderError> {
         }
         tf.resource("aws_s3_object", &file.name, b);
     }
-    outputs(&mut tf, &ctx);
-    Ok(Outcome {
-        rendered: tf.finish(),
-        unrendered,
-    })
 }
 
 /// Renders the graph as a CloudFormation template.

@@ -43,6 +43,35 @@ pub enum Target {
     None,
 }
 
+/// The cloud's Terraform provider: its `provider` block and its
+/// `required_providers` entry. AWS is the default ([`Terraform::new`]);
+/// another cloud's crate passes its own ([`Terraform::with_provider`]).
+#[derive(Debug, Clone)]
+pub struct Provider {
+    /// `aws`, `google`.
+    pub name: &'static str,
+    /// The attributes of `provider "<name>" { ... }`.
+    pub config: Body,
+    /// `hashicorp/aws`.
+    pub source: &'static str,
+    /// The version constraint (`>= 5.0.0`).
+    pub version: &'static str,
+}
+
+impl Provider {
+    /// `provider "aws" { region = ... }`.
+    pub fn aws(region: &str) -> Self {
+        let mut config = Body::new();
+        config.set("region", region);
+        Self {
+            name: "aws",
+            config,
+            source: "hashicorp/aws",
+            version: ">= 5.0.0",
+        }
+    }
+}
+
 /// Collects the resources of one render.
 pub struct Terraform {
     targets: BTreeMap<TaskKey, Target>,
@@ -52,13 +81,25 @@ pub struct Terraform {
     locals: BTreeMap<String, Expr>,
     outputs: BTreeMap<String, Expr>,
     files: BTreeMap<String, Vec<u8>>,
-    region: String,
+    provider: Provider,
+    /// The region of the `aws.files` provider (state-store objects in S3).
+    files_region: String,
     files_provider: bool,
     google_files_provider: bool,
 }
 
 impl Terraform {
     pub(crate) fn new(region: &str, targets: BTreeMap<TaskKey, Target>) -> Self {
+        Self::with_provider(Provider::aws(region), region, targets)
+    }
+
+    /// A render for another cloud's provider; state-store objects in S3
+    /// still use `aws.files` in `files_region`.
+    pub fn with_provider(
+        provider: Provider,
+        files_region: &str,
+        targets: BTreeMap<TaskKey, Target>,
+    ) -> Self {
         Self {
             targets,
             resources: BTreeMap::new(),
@@ -67,7 +108,8 @@ impl Terraform {
             locals: BTreeMap::new(),
             outputs: BTreeMap::new(),
             files: BTreeMap::new(),
-            region: region.to_string(),
+            provider,
+            files_region: files_region.to_string(),
             files_provider: false,
             google_files_provider: false,
         }
@@ -173,7 +215,8 @@ impl Terraform {
             .contains_key(&(kind.to_string(), sanitize(name)))
     }
 
-    pub(crate) fn finish(self) -> Rendered {
+    /// Lays the file out: `kubernetes.tf` and the `data/` files.
+    pub fn finish(self) -> Rendered {
         let mut out = String::new();
         if !self.locals.is_empty() {
             let mut body = Body::new();
@@ -194,15 +237,18 @@ impl Terraform {
             write_block(&mut out, "variable", &[name], body);
             out.push('\n');
         }
-        let mut provider = Body::new();
-        provider.set("region", self.region.as_str());
-        write_block(&mut out, "provider", &["aws"], &provider);
+        write_block(
+            &mut out,
+            "provider",
+            &[self.provider.name],
+            &self.provider.config,
+        );
         out.push('\n');
         if self.files_provider {
             let mut files = Body::new();
             files
                 .set("alias", "files")
-                .set("region", self.region.as_str());
+                .set("region", self.files_region.as_str());
             write_block(&mut out, "provider", &["aws"], &files);
             out.push('\n');
         }
@@ -220,11 +266,21 @@ impl Terraform {
             write_block(&mut out, "data", &[kind, name], body);
             out.push('\n');
         }
-        let mut aws = vec![
-            ("source".to_string(), Expr::str("hashicorp/aws")),
-            ("version".to_string(), Expr::str(">= 5.0.0")),
-        ];
+        let entry = |source: &str, version: &str| {
+            vec![
+                ("source".to_string(), Expr::str(source)),
+                ("version".to_string(), Expr::str(version)),
+            ]
+        };
+        let mut providers = Body::new();
+        let primary = entry(self.provider.source, self.provider.version);
         if self.files_provider {
+            let mut aws = if self.provider.name == "aws" {
+                primary.clone()
+            } else {
+                let aws = Provider::aws(&self.files_region);
+                entry(aws.source, aws.version)
+            };
             aws.insert(
                 0,
                 (
@@ -232,27 +288,32 @@ impl Terraform {
                     Expr::List(vec![Expr::raw("aws.files")]),
                 ),
             );
+            providers.set("aws", Expr::Map(aws));
         }
-        let mut providers = Body::new();
-        providers.set("aws", Expr::Map(aws));
         if self.google_files_provider {
-            providers.set(
-                "google",
-                Expr::Map(vec![
-                    (
-                        "configuration_aliases".to_string(),
-                        Expr::List(vec![Expr::raw("google.files")]),
-                    ),
-                    ("source".to_string(), Expr::str("hashicorp/google")),
-                    ("version".to_string(), Expr::str(">= 5.11.0")),
-                ]),
+            let mut google = if self.provider.name == "google" {
+                primary.clone()
+            } else {
+                entry("hashicorp/google", ">= 5.11.0")
+            };
+            google.insert(
+                0,
+                (
+                    "configuration_aliases".to_string(),
+                    Expr::List(vec![Expr::raw("google.files")]),
+                ),
             );
+            providers.set("google", Expr::Map(google));
         }
+        if !providers.has(self.provider.name) {
+            providers.set(self.provider.name, Expr::Map(primary));
+        }
+        // kops writes `required_version` before the providers (not sorted).
         let mut terraform = Body::new();
-        terraform
-            .set("required_version", ">= 0.15.0")
-            .block("required_providers", providers);
-        write_block(&mut out, "terraform", &[], &terraform);
+        terraform.block("required_providers", providers);
+        out.push_str("terraform {\n  required_version = \">= 0.15.0\"\n");
+        terraform.write(&mut out, 1);
+        out.push_str("}\n");
 
         let mut files = self.files;
         files.insert("kubernetes.tf".to_string(), out.into_bytes());

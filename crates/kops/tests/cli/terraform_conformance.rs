@@ -1,4 +1,4 @@
-//! Conformance with kops' own Terraform golden files: for every AWS case of
+//! Conformance with kops' own Terraform golden files: for every AWS and GCE case of
 //! kops' `update_cluster` integration suite (in ../shared), runs the `kops`
 //! binary exactly as a user would —
 //!
@@ -25,6 +25,12 @@ const FLOOR_RESOURCES: f64 = 0.98;
 /// Share of the reference attributes the totals must reach (asked: 0.80,
 /// next goal 0.95; reached: 0.988).
 const FLOOR_ATTRIBUTES: f64 = 0.95;
+/// The GCE floors. Every `google_*` resource and attribute matches (a
+/// missing one fails the run); the rest of the gap to issue 23's goal
+/// (0.99 / 0.98) is the GCE addons' state-file objects
+/// (gcp-cloud-controller, storage-gce, ...): reached 0.940 / 0.962.
+const FLOOR_GCE_RESOURCES: f64 = 0.93;
+const FLOOR_GCE_ATTRIBUTES: f64 = 0.95;
 
 struct Row {
     case: String,
@@ -44,6 +50,8 @@ struct Score {
     data_similarity: f64,
     data_files: u64,
     extra: u64,
+    /// The reference's `google_*` resources not rendered (GCE cases).
+    missing_google: u64,
 }
 
 fn kops() -> &'static str {
@@ -75,6 +83,24 @@ pub fn aws_cases(shared: &Path) -> Vec<PathBuf> {
             && tf.lines().any(|l| {
                 l.starts_with("resource \"aws_") && !l.starts_with("resource \"aws_s3_object\"")
             })
+    });
+    cases.sort();
+    cases
+}
+
+/// The GCE cases: those whose golden kubernetes.tf declares `google_*`
+/// resources.
+pub fn gce_cases(shared: &Path) -> Vec<PathBuf> {
+    let root = shared.join("conformance/kops/update_cluster");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    cases.retain(|case| {
+        let Ok(tf) = std::fs::read_to_string(case.join("kubernetes.tf")) else {
+            return false;
+        };
+        case.join("in-v1alpha2.yaml").is_file()
+            && tf.lines().any(|l| l.starts_with("resource \"google_"))
     });
     cases.sort();
     cases
@@ -212,6 +238,11 @@ fn score(python: &Path, tool: &Path, case: &Path, out: &Path) -> Result<Score, S
         extra: v["extra_resources"]
             .as_array()
             .map_or(0, |a| a.len() as u64),
+        missing_google: v["missing_resources"].as_array().map_or(0, |a| {
+            a.iter()
+                .filter(|r| r.as_str().is_some_and(|r| r.contains("google_")))
+                .count() as u64
+        }),
     })
 }
 
@@ -228,6 +259,26 @@ fn terraform_output_matches_kops_golden_files() {
     let Some(shared) = kops_testkit::shared_dir() else {
         return;
     };
+    let cases = aws_cases(&shared);
+    assert!(cases.len() >= 40, "only {} AWS cases found", cases.len());
+    run_suite(&shared, cases, FLOOR_RESOURCES, FLOOR_ATTRIBUTES);
+}
+
+/// kops' 11 GCE cases (issue 23 asks for resources >= 99% and attributes
+/// >= 98% over them; see the floors).
+#[test]
+fn gce_terraform_output_matches_kops_golden_files() {
+    let Some(shared) = kops_testkit::shared_dir() else {
+        return;
+    };
+    let cases = gce_cases(&shared);
+    assert!(cases.len() >= 11, "only {} GCE cases found", cases.len());
+    run_suite(&shared, cases, FLOOR_GCE_RESOURCES, FLOOR_GCE_ATTRIBUTES);
+}
+
+/// Renders every case, scores it and prints the table; asserts every
+/// case rendered and the totals reach the floors.
+fn run_suite(shared: &Path, cases: Vec<PathBuf>, floor_resources: f64, floor_attributes: f64) {
     let Some(python) = python() else {
         assert!(
             !kops_testkit::in_ci(),
@@ -239,8 +290,6 @@ fn terraform_output_matches_kops_golden_files() {
         return;
     };
     let tool = shared.join("tools/tfconform.py");
-    let cases = aws_cases(&shared);
-    assert!(cases.len() >= 40, "only {} AWS cases found", cases.len());
     let only = std::env::var("KOPS_CONFORMANCE_CASE").ok();
 
     let rows = Mutex::new(Vec::new());
@@ -315,6 +364,7 @@ fn terraform_output_matches_kops_golden_files() {
                 total.ref_attributes += s.ref_attributes;
                 total.attributes += s.attributes;
                 total.extra += s.extra;
+                total.missing_google += s.missing_google;
                 total.data_files += s.data_files;
                 sims.push(s.data_similarity);
             }
@@ -364,16 +414,20 @@ fn terraform_output_matches_kops_golden_files() {
         "cases that did not render or parse:\n{}",
         failures.join("\n")
     );
+    assert_eq!(
+        total.missing_google, 0,
+        "google_* resources of kops' golden files not rendered"
+    );
     if only.is_none() {
         assert!(
-            res_pct >= FLOOR_RESOURCES * 100.0,
+            res_pct >= floor_resources * 100.0,
             "resources {res_pct:.1}% < floor {:.0}%",
-            FLOOR_RESOURCES * 100.0
+            floor_resources * 100.0
         );
         assert!(
-            attr_pct >= FLOOR_ATTRIBUTES * 100.0,
+            attr_pct >= floor_attributes * 100.0,
             "attributes {attr_pct:.1}% < floor {:.0}%",
-            FLOOR_ATTRIBUTES * 100.0
+            floor_attributes * 100.0
         );
     }
 }

@@ -1,0 +1,30 @@
+//! Google Cloud (GCE) for kops-rs: everything that is GCE's own.
+//!
+//! - [`model`]: kops' GCE model builders (`pkg/model/gcemodel`): the
+//!   cluster spec and instance groups to a graph of GCE tasks, with kops'
+//!   names ([`names`]), labels and fields.
+//! - [`tasks`]: the GCE task types (kops' `gcetasks`), each a task of the
+//!   engine's contract against a [`tasks::GceContext`]. Direct apply is
+//!   not built yet: `find` and `apply` refuse with a hint.
+//! - [`terraform`]: those tasks as kops' Terraform (`google_*` resources,
+//!   the `google` provider), written with kops-render's HCL writer; the
+//!   state-store objects come from the cloud-neutral files.
+//!
+//! The cloud-neutral pieces are reused, not copied: the spec (kops-api),
+//! the [`kops_model::Model`] inputs and the state-store files, node
+//! configs and user data (kops-model, kops-nodeup), the Terraform writer
+//! (kops-render). kops-ops picks this crate for `cloudProvider: gce`.
+//!
+//! Pure: no IO, no printing.
+
+pub mod model;
+pub mod names;
+pub mod tasks;
+pub mod terraform;
+
+pub use model::{build, GceModel};
+pub use tasks::GceContext;
+pub use terraform::{terraform, Input};
+
+/// The cloud's name in `spec.cloudProvider`.
+pub const CLOUD: &str = "gce";

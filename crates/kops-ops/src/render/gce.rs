@@ -1,0 +1,80 @@
+//! The GCE render: kops-gce's graph and Terraform, with the cloud-neutral
+//! state-store files. Offline: the project comes from `spec.project`.
+
+use kops_model::Model;
+
+use super::{neutral_files, CloudRender, Prepared, RenderClusterError, RenderTarget};
+use crate::OpsError;
+
+/// The region kops' tests give the S3 bucket of `memfs://` state-file
+/// objects; a real `s3://` bucket's region comes from the environment.
+fn files_region(config_base: &str) -> String {
+    if config_base.starts_with("memfs://") {
+        return "us-test-1".into();
+    }
+    std::env::var("AWS_REGION")
+        .or_else(|_| std::env::var("AWS_DEFAULT_REGION"))
+        .unwrap_or_else(|_| "us-east-1".into())
+}
+
+pub(super) fn render(
+    prepared: &Prepared,
+    target: RenderTarget,
+) -> Result<CloudRender, RenderClusterError> {
+    let cluster = &prepared.cluster;
+    if target == RenderTarget::CloudFormation {
+        return Err(OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason: "CloudFormation is AWS's; render a GCE cluster with `--target terraform`"
+                .into(),
+        }
+        .into());
+    }
+    let project = cluster
+        .spec
+        .project
+        .clone()
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason:
+                "spec.project is not set; set it to the Google Cloud project the cluster lives in"
+                    .into(),
+        })?;
+    let mut resolved = kops_api::populate::with_api_access(cluster, Some(&prepared.groups));
+    // The ranges kops assigns when the network does not exist yet.
+    let ip_alias = kops_gce::model::uses_ip_alias(&resolved);
+    kops_gce::model::cidrs::assign(&mut resolved, ip_alias);
+    let warnings = kops_api::validation::warnings(&resolved);
+    let model = Model {
+        cluster: &resolved,
+        groups: &prepared.groups,
+        ssh_public_key: prepared.ssh_public_key.as_deref(),
+        node_inputs: Some(&prepared.node_inputs),
+        account_id: None,
+        config_base: &prepared.config_base,
+    };
+    let gce = kops_gce::GceModel {
+        model: &model,
+        project: &project,
+        region: &prepared.region,
+    };
+    let graph = kops_gce::build(&gce)?;
+    let files = neutral_files(&model, &resolved)?;
+    let files_region = files_region(&prepared.config_base);
+    let outcome = kops_gce::terraform(&kops_gce::Input {
+        graph: &graph,
+        cluster: cluster.name(),
+        project: &project,
+        region: &prepared.region,
+        config_base: &prepared.config_base,
+        files: &files,
+        files_region: &files_region,
+    })?;
+    Ok(CloudRender {
+        outcome,
+        files,
+        tasks: graph.len(),
+        warnings,
+    })
+}
