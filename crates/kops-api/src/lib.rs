@@ -13,6 +13,7 @@ pub mod env;
 pub mod instance_group;
 pub mod manifest;
 pub mod meta;
+pub mod names;
 pub mod networking;
 pub mod new_cluster;
 pub mod populate;

@@ -43,13 +43,13 @@ fn gce_cases(shared: &Path) -> Vec<PathBuf> {
 
 /// tfconform's measure: lines common to both (as multisets) over all lines.
 fn similarity(a: &str, b: &str) -> f64 {
-    let count = |text: &str| {
+    fn count(text: &str) -> BTreeMap<&str, i64> {
         let mut m: BTreeMap<&str, i64> = BTreeMap::new();
         for line in text.lines() {
             *m.entry(line).or_default() += 1;
         }
         m
-    };
+    }
     let (ca, cb) = (count(a), count(b));
     let mut union = 0;
     let mut common = 0;
@@ -84,7 +84,7 @@ fn kind(name: &str) -> String {
     if name.contains("nodeupconfig-") {
         return "nodeupconfig".into();
     }
-    if name.ends_with("_metadata_user-data") {
+    if name.ends_with("_metadata_user-data") || name.ends_with("_metadata_startup-script") {
         return "user data".into();
     }
     let bare = name
@@ -188,7 +188,10 @@ async fn build(case: &Path) -> Result<BTreeMap<String, String>, String> {
     }
     let cluster = cluster.ok_or("no Cluster")?;
     let name = cluster.name().to_string();
-    registry.put_cluster(&cluster).await.map_err(|e| e.to_string())?;
+    registry
+        .put_cluster(&cluster)
+        .await
+        .map_err(|e| e.to_string())?;
     for group in &groups {
         registry
             .put_instance_group(&name, group)
@@ -207,7 +210,11 @@ async fn build(case: &Path) -> Result<BTreeMap<String, String>, String> {
         .unwrap_or_else(|| registry.config_base(&name));
     // nodeup from kops' release location (what KOPS_BASE_URL-less kops writes).
     let env = NodeupEnv::from_lookup(|variable| {
-        let arch = if variable.ends_with("AMD64") { "amd64" } else { "arm64" };
+        let arch = if variable.ends_with("AMD64") {
+            "amd64"
+        } else {
+            "arm64"
+        };
         match variable {
             v if v.starts_with("NODEUP_URL_") => Some(format!(
                 "https://artifacts.k8s.io/binaries/kops/{MOCK_VERSION}/linux/{arch}/nodeup"
@@ -242,9 +249,7 @@ async fn build(case: &Path) -> Result<BTreeMap<String, String>, String> {
     })
     .map_err(|e| e.to_string())?
     .into_iter()
-    .map(|r| {
-        kops_model::files::StateFile::new(format!("nodeupconfig-{}", r.group), r.path, r.yaml)
-    })
+    .map(|r| kops_model::files::StateFile::new(format!("nodeupconfig-{}", r.group), r.path, r.yaml))
     .collect();
     let files = kops_model::files::state_files(
         &model,
@@ -263,7 +268,7 @@ async fn build(case: &Path) -> Result<BTreeMap<String, String>, String> {
     let templates: Vec<String> = data
         .flatten()
         .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.ends_with("_metadata_user-data"))
+        .filter(|n| n.ends_with("_metadata_user-data") || n.ends_with("_metadata_startup-script"))
         .collect();
     for (index, group) in groups.iter().enumerate() {
         // kops' template is `<group>-<cluster, dots as dashes>`, truncated.
@@ -272,10 +277,10 @@ async fn build(case: &Path) -> Result<BTreeMap<String, String>, String> {
             .iter()
             .filter(|t| t.starts_with(&prefix))
             .find(|t| {
-                !groups
-                    .iter()
-                    .any(|g| g.name().len() > group.name().len()
-                        && t.starts_with(&format!("google_compute_instance_template_{}-", g.name())))
+                !groups.iter().any(|g| {
+                    g.name().len() > group.name().len()
+                        && t.starts_with(&format!("google_compute_instance_template_{}-", g.name()))
+                })
             })
         else {
             continue;
@@ -308,7 +313,7 @@ impl Tally {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn gce_data_files_against_kops() {
     let Some(shared) = kops_testkit::shared_dir() else {
         eprintln!("skipping: ../shared is not there");
@@ -323,7 +328,11 @@ async fn gce_data_files_against_kops() {
     let mut kinds: BTreeMap<String, Tally> = BTreeMap::new();
     let mut failures = Vec::new();
     for case in &cases {
-        let label = case.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let label = case
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
         let ours = match build(case).await {
             Ok(files) => files,
             Err(e) => {
@@ -362,19 +371,22 @@ async fn gce_data_files_against_kops() {
             }
         }
     }
-    println!("{:60} {:>5} {:>5} {:>10}", "kind", "files", "exact", "similarity");
+    println!(
+        "{:60} {:>5} {:>5} {:>10}",
+        "kind", "files", "exact", "similarity"
+    );
     for (kind, t) in &kinds {
         println!("{kind:60} {:5} {:5} {:10.3}", t.files, t.exact, t.mean());
     }
-    let addons = kinds
-        .iter()
-        .filter(|(k, _)| k.starts_with("addon "))
-        .fold(Tally::default(), |mut a, (_, t)| {
+    let addons = kinds.iter().filter(|(k, _)| k.starts_with("addon ")).fold(
+        Tally::default(),
+        |mut a, (_, t)| {
             a.files += t.files;
             a.exact += t.exact;
             a.similarity += t.similarity;
             a
-        });
+        },
+    );
     println!(
         "ADDONS files={} exact={} similarity={:.3}",
         addons.files,
@@ -384,5 +396,8 @@ async fn gce_data_files_against_kops() {
     for failure in &failures {
         println!("FAILED {failure}");
     }
-    assert!(failures.is_empty(), "cases that did not build: {failures:?}");
+    assert!(
+        failures.is_empty(),
+        "cases that did not build: {failures:?}"
+    );
 }
