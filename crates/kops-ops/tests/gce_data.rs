@@ -340,6 +340,14 @@ async fn gce_data_files_against_kops() {
                 BTreeMap::new()
             }
         };
+        // GCE_DATA_OUT=DIR keeps the files built, as DIR/<case>/<file>.
+        if let Some(out) = std::env::var_os("GCE_DATA_OUT") {
+            let dir = PathBuf::from(out).join(&label);
+            std::fs::create_dir_all(&dir).unwrap();
+            for (name, text) in &ours {
+                std::fs::write(dir.join(name), text).unwrap();
+            }
+        }
         let mut names: Vec<String> = std::fs::read_dir(case.join("data"))
             .unwrap()
             .flatten()
