@@ -14,6 +14,7 @@ pub mod gce;
 pub mod instance_group;
 pub mod manifest;
 pub mod meta;
+pub mod names;
 pub mod networking;
 pub mod new_cluster;
 pub mod populate;

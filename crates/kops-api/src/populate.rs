@@ -105,6 +105,9 @@ impl<'a> Populate<'a> {
     fn run(&self, spec: &mut Map<String, Value>) {
         dropped_fields(spec);
         self.cluster_defaults(spec);
+        if is_gce(spec) {
+            gce_network_assignments(spec);
+        }
         self.assign_ranges(spec);
         self.assignments(spec);
         self.stores_and_api(spec);
@@ -553,8 +556,12 @@ impl<'a> Populate<'a> {
             .or_else(|| str_at(spec, "serviceClusterIPRange").and_then(|r| service_ip(r, 10)));
         let amazon_vpc = networking_has(spec, "amazonvpc");
         let isolate = spec.get("isolateMasters").and_then(Value::as_bool) == Some(true);
+        let gce = is_gce(spec);
         for key in ["kubelet", "masterKubelet"] {
             let k = obj(spec, key);
+            if gce {
+                k.insert("hairpinMode".into(), json!("promiscuous-bridge"));
+            }
             k.insert("enableDebuggingHandlers".into(), json!(true));
             k.insert("podManifestPath".into(), json!("/etc/kubernetes/manifests"));
             k.insert("logLevel".into(), json!(2));
@@ -659,8 +666,21 @@ impl<'a> Populate<'a> {
 
     fn cloud_config(&self, spec: &mut Map<String, Value>) {
         let aws = is_aws(spec);
+        let gce = is_gce(spec);
         let c = obj(spec, "cloudConfig");
         set_default(c, "manageStorageClasses", json!(true));
+        if gce {
+            // Nodes of every zone of the region, found by their network tag.
+            c.insert("multizone".into(), json!(true));
+            c.insert(
+                "nodeTags".into(),
+                json!(crate::names::gce_tag_for_role(&self.name, "node")),
+            );
+            let pd = obj(c, "gcpPDCSIDriver");
+            set_default(pd, "enabled", json!(true));
+            set_default(pd, "defaultStorageClassName", json!("balanced-csi"));
+            set_default(pd, "version", json!("v1.22.1"));
+        }
         if aws {
             let ebs = obj(c, "awsEBSCSIDriver");
             // kops writes the driver's switch only when it is off.
@@ -884,6 +904,10 @@ impl<'a> Populate<'a> {
     }
 
     fn cloud_controller_manager(&self, spec: &mut Map<String, Value>) {
+        if is_gce(spec) {
+            self.gcp_cloud_controller_manager(spec);
+            return;
+        }
         if !is_aws(spec) {
             return;
         }
@@ -907,6 +931,35 @@ impl<'a> Populate<'a> {
             c,
             "image",
             json!("registry.k8s.io/provider-aws/cloud-controller-manager:v1.36.1"),
+        );
+    }
+
+    /// The Google Cloud controller manager's options: the cluster's name as
+    /// Google Cloud accepts it, node ranges allocated by the cloud.
+    fn gcp_cloud_controller_manager(&self, spec: &mut Map<String, Value>) {
+        let pod_cidr = str_at(spec, "podCIDR").map(str::to_string);
+        let ip_aliases = gce_uses_ip_aliases(spec);
+        let name = crate::names::gce_safe_cluster_name(&self.name);
+        let c = obj(spec, "cloudControllerManager");
+        c.insert("leaderElection".into(), json!({"leaderElect": true}));
+        c.insert("clusterName".into(), json!(name));
+        c.insert("allocateNodeCIDRs".into(), json!(true));
+        c.insert("cidrAllocatorType".into(), json!("CloudAllocator"));
+        if str_at(c, "clusterCIDR").is_none() {
+            if let Some(p) = pod_cidr {
+                c.insert("clusterCIDR".into(), json!(p));
+            }
+        }
+        if ip_aliases {
+            c.insert("configureCloudRoutes".into(), json!(false));
+        }
+        if c.get("controllers").is_none() {
+            c.insert("controllers".into(), json!(["*"]));
+        }
+        set_default(
+            c,
+            "image",
+            json!("registry.k8s.io/cloud-provider-gcp/cloud-controller-manager:v35.0.0"),
         );
     }
 
@@ -1010,6 +1063,69 @@ fn networking_has(spec: &Map<String, Value>, key: &str) -> bool {
 
 fn is_aws(spec: &Map<String, Value>) -> bool {
     str_at(spec, "cloudProvider") == Some("aws")
+}
+
+fn is_gce(spec: &Map<String, Value>) -> bool {
+    str_at(spec, "cloudProvider") == Some("gce")
+}
+
+/// Whether pods get addresses of the subnet's secondary ranges (Google
+/// Cloud's IP aliases): with `networking.gcp` or kindnet.
+fn gce_uses_ip_aliases(spec: &Map<String, Value>) -> bool {
+    networking_has(spec, "gcp") || networking_has(spec, "kindnet")
+}
+
+/// The ranges kops gives a Google Cloud cluster's network when the spec
+/// leaves them out: each subnet without a range (and not an existing one)
+/// the next free /20 of 10.0.0.0/8; with IP aliases (one subnet), the
+/// pods a /14, services a /16 and nodes a /19 of it. kops skips the first
+/// block of each size, and asks the cloud for ranges already used by an
+/// existing network; a new network has none.
+fn gce_network_assignments(spec: &mut Map<String, Value>) {
+    let mut used: Vec<(u32, u32)> = Vec::new();
+    let mut allocate = |bits: u32| -> Option<String> {
+        let (base, size) = (10u32 << 24, 1u32 << (32 - bits));
+        let mut candidate = base.checked_add(size)?;
+        while candidate < base + (1 << 24) {
+            let end = candidate + (size - 1);
+            if !used.iter().any(|&(s, e)| s <= end && candidate <= e) {
+                used.push((candidate, end));
+                return Some(format!("{}/{bits}", Ipv4Addr::from(candidate)));
+            }
+            candidate = candidate.checked_add(size)?;
+        }
+        None
+    };
+    if gce_uses_ip_aliases(spec) {
+        let has_range = arr(spec, "subnets")
+            .first()
+            .is_some_and(|s| str_of(s, "cidr").is_some());
+        if arr(spec, "subnets").len() != 1
+            || (has_range
+                && str_at(spec, "podCIDR").is_some()
+                && str_at(spec, "serviceClusterIPRange").is_some())
+        {
+            return;
+        }
+        let (pods, services, nodes) = (allocate(14), allocate(16), allocate(19));
+        if let Some(Value::Object(subnet)) = spec.get_mut("subnets").and_then(|s| s.get_mut(0)) {
+            subnet.insert("cidr".into(), json!(nodes));
+        }
+        spec.insert("podCIDR".into(), json!(pods));
+        spec.insert("serviceClusterIPRange".into(), json!(services));
+        spec.insert("nonMasqueradeCIDR".into(), json!("10.0.0.0/8"));
+        return;
+    }
+    if let Some(Value::Array(subnets)) = spec.get_mut("subnets") {
+        for subnet in subnets.iter_mut().filter_map(Value::as_object_mut) {
+            if subnet.get("id").is_some() || subnet.get("cidr").is_some() {
+                continue;
+            }
+            if let Some(range) = allocate(20) {
+                subnet.insert("cidr".into(), json!(range));
+            }
+        }
+    }
 }
 
 fn is_openstack(spec: &Map<String, Value>) -> bool {

@@ -363,6 +363,7 @@ impl Addon {
                     | "networking.kope.io"
                     | "networking.flannel"
                     | "networking.projectcalico.org"
+                    | "gcp-cloud-controller.addons.k8s.io"
             )
     }
 
@@ -432,9 +433,11 @@ fn enabled(flag: Option<bool>) -> bool {
     flag.unwrap_or(false)
 }
 
-/// The addons kops puts in the bootstrap channel of an AWS cluster, in its order.
+/// The addons kops puts in the bootstrap channel of an AWS or Google Cloud
+/// cluster, in its order.
 pub fn addons(model: &Model<'_>) -> Vec<Addon> {
     let spec = &model.cluster.spec;
+    let gce = spec.cloud_provider.as_deref() == Some("gce");
     let mut out = vec![
         Addon::new("kops-controller.addons.k8s.io", "k8s-1.16"),
         Addon::new("coredns.addons.k8s.io", "k8s-1.12"),
@@ -483,7 +486,7 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
         .as_ref()
         .and_then(|n| n.enabled)
         .unwrap_or(!karpenter);
-    if nth {
+    if nth && !gce {
         out.push(Addon::new("node-termination-handler.aws", "k8s-1.11"));
     }
     if enabled(spec.node_problem_detector.as_ref().and_then(|c| c.enabled)) {
@@ -550,8 +553,27 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
         .and_then(|c| c.get("manageStorageClasses"))
         .and_then(Value::as_bool)
         .unwrap_or(true);
-    if manage_storage {
+    // kops' switch for the storage classes (its typed field on Google
+    // Cloud; AWS reads it as before).
+    let manage_storage = if gce {
+        spec.cloud_config
+            .as_ref()
+            .and_then(|c| c.manage_storage_classes)
+            .unwrap_or(true)
+    } else {
+        manage_storage
+    };
+    if manage_storage && !gce {
         out.push(Addon::new("storage-aws.addons.k8s.io", "v1.15.0"));
+    }
+    if gce {
+        if manage_storage {
+            out.push(Addon::new("storage-gce.addons.k8s.io", "v1.7.0"));
+        }
+        if gcp_pd_csi_driver(model) {
+            out.push(Addon::new("gcp-pd-csi-driver.addons.k8s.io", "k8s-1.23"));
+        }
+        out.push(Addon::new("gcp-cloud-controller.addons.k8s.io", "k8s-1.23"));
     }
     if let Some(net) = &spec.networking {
         if net.kopeio.is_some() {
@@ -589,14 +611,16 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
     {
         out.push(Addon::new("authentication.aws", "k8s-1.12"));
     }
-    out.push(Addon::new("aws-cloud-controller.addons.k8s.io", "k8s-1.18"));
+    if !gce {
+        out.push(Addon::new("aws-cloud-controller.addons.k8s.io", "k8s-1.18"));
+    }
     let ebs_csi_managed = spec
         .cloud_config
         .as_ref()
         .and_then(|c| c.aws_ebs_csi_driver.as_ref())
         .and_then(|d| d.get("managed"))
         .and_then(Value::as_bool);
-    if ebs_csi_managed != Some(false) {
+    if !gce && ebs_csi_managed != Some(false) {
         out.push(Addon::new("aws-ebs-csi-driver.addons.k8s.io", "k8s-1.17"));
     }
     if enabled(spec.snapshot_controller.as_ref().and_then(|c| c.enabled)) {
@@ -606,6 +630,20 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
         out.push(Addon::new("karpenter.sh", "k8s-1.19"));
     }
     out
+}
+
+/// Whether kops deploys Google Cloud's persistent-disk CSI driver:
+/// `cloudConfig.gcpPDCSIDriver.enabled`, on unless turned off.
+pub fn gcp_pd_csi_driver(model: &Model<'_>) -> bool {
+    model
+        .cluster
+        .spec
+        .cloud_config
+        .as_ref()
+        .and_then(|c| c.extra.get("gcpPDCSIDriver"))
+        .and_then(|d| d.get("enabled"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true)
 }
 
 /// The ports of an etcd cluster: kops' fixed ones for `main` and `events`,
@@ -679,6 +717,23 @@ fn etcd_manager_manifest(
     volumes.push(
         json!({"hostPath": {"path": host_log, "type": "FileOrCreate"}, "name": "varlogetcd"}),
     );
+    let mut args = json!([
+        format!("--log-file={log}"),
+        "--also-stdout",
+        "/ko-app/etcd-manager",
+        format!("--backup-store={}/backups/etcd/{etcd}", model.config_base),
+        format!("--client-urls=https://__name__:{client}"),
+        format!("--cluster-name={cluster_name}"),
+        "--containerized=true",
+        format!("--dns-suffix=.internal.{name}"),
+        format!("--grpc-port={grpc}"),
+        format!("--peer-urls=https://__name__:{peer}"),
+        format!("--quarantine-client-urls=https://__name__:{quarantine}"),
+        "--v=6",
+    ]);
+    if let Value::Array(list) = &mut args {
+        list.extend(volume_args(cluster, etcd));
+    }
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -689,25 +744,7 @@ fn etcd_manager_manifest(
         },
         "spec": {
             "containers": [{
-                "args": [
-                    format!("--log-file={log}"),
-                    "--also-stdout",
-                    "/ko-app/etcd-manager",
-                    format!("--backup-store={}/backups/etcd/{etcd}", model.config_base),
-                    format!("--client-urls=https://__name__:{client}"),
-                    format!("--cluster-name={cluster_name}"),
-                    "--containerized=true",
-                    format!("--dns-suffix=.internal.{name}"),
-                    format!("--grpc-port={grpc}"),
-                    format!("--peer-urls=https://__name__:{peer}"),
-                    format!("--quarantine-client-urls=https://__name__:{quarantine}"),
-                    "--v=6",
-                    format!("--volume-name-tag=k8s.io/etcd/{etcd}"),
-                    "--volume-provider=aws",
-                    format!("--volume-tag=k8s.io/etcd/{etcd}"),
-                    "--volume-tag=k8s.io/role/control-plane=1",
-                    format!("--volume-tag=kubernetes.io/cluster/{name}=owned"),
-                ],
+                "args": args,
                 "command": ["/go-runner"],
                 "env": env,
                 "image": format!("{registry}/etcd-manager/etcd-manager-slim:v3.0.20260707"),
@@ -728,6 +765,34 @@ fn etcd_manager_manifest(
         "status": {},
     });
     kops_api::manifest::to_yaml(&pod)
+}
+
+/// How etcd-manager finds its volumes: by the tags (AWS) or labels
+/// (Google Cloud: dashes, the cluster's name as a label value) kops puts
+/// on the etcd disks.
+fn volume_args(cluster: &Cluster, etcd: &str) -> Vec<Value> {
+    let name = cluster.name();
+    let args = if cluster.spec.cloud_provider.as_deref() == Some("gce") {
+        vec![
+            format!("--volume-name-tag=k8s-io-etcd-{etcd}"),
+            "--volume-provider=gce".into(),
+            format!(
+                "--volume-tag=k8s-io-cluster-name={}",
+                kops_api::names::gce_safe_cluster_name(name)
+            ),
+            format!("--volume-tag=k8s-io-etcd-{etcd}"),
+            "--volume-tag=k8s-io-role-master=master".into(),
+        ]
+    } else {
+        vec![
+            format!("--volume-name-tag=k8s.io/etcd/{etcd}"),
+            "--volume-provider=aws".into(),
+            format!("--volume-tag=k8s.io/etcd/{etcd}"),
+            "--volume-tag=k8s.io/role/control-plane=1".into(),
+            format!("--volume-tag=kubernetes.io/cluster/{name}=owned"),
+        ]
+    };
+    args.into_iter().map(Value::from).collect()
 }
 
 fn region_of(cluster: &Cluster) -> String {

@@ -113,35 +113,7 @@ pub fn iam_name(model: &Model<'_>, role: Role) -> String {
     truncate_with_hash(&model.scoped(role_names(role).0), MAX_ROLE_NAME)
 }
 
-/// kops' name shortening: unchanged when it fits, else cut and followed by
-/// `-` and six characters of the FNV-1a hash of the whole name (base32hex,
-/// lower case).
-pub fn truncate_with_hash(name: &str, max: usize) -> String {
-    if name.len() <= max {
-        return name.to_string();
-    }
-    let encoded = hash6(name);
-    let mut base_len = max - encoded.len() - 1;
-    while !name.is_char_boundary(base_len) {
-        base_len -= 1;
-    }
-    format!("{}-{encoded}", &name[..base_len])
-}
-
-/// Six characters of the FNV-1a hash of `name` (base32hex, lower case),
-/// the suffix kops adds to names it shortens.
-pub fn hash6(name: &str) -> String {
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in name.bytes() {
-        hash ^= u32::from(byte);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    const ALPHABET: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
-    let bits = u64::from(hash) << 8; // 32 bits, padded to 40 = 8 groups of 5
-    (0..6)
-        .map(|i| ALPHABET[((bits >> (35 - 5 * i)) & 0x1f) as usize] as char)
-        .collect()
-}
+pub use kops_api::names::{hash6, truncate_with_hash};
 
 /// Who may assume the instance roles: EC2.
 pub fn assume_role_policy(partition: &str) -> PolicyDocument {

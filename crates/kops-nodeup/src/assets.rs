@@ -24,6 +24,9 @@ pub const DEFAULT_CONTAINERD_VERSION: &str = "2.3.4";
 pub const DEFAULT_RUNC_VERSION: &str = "1.4.3";
 /// ECR credential provider version (kubelet image-credential plugin on AWS).
 pub const ECR_CREDENTIAL_PROVIDER_VERSION: &str = "v1.31.7";
+/// Google Cloud's kubelet image-credential plugin: the cloud-provider-gcp
+/// release kops pins.
+pub const GCP_AUTH_PROVIDER_VERSION: &str = "v35.0.0";
 
 /// CPU architectures nodes may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -68,6 +71,8 @@ pub enum AssetKind {
     Kubelet,
     Kubectl,
     EcrCredentialProvider,
+    /// The kubelet's image credential provider on Google Cloud.
+    GcpAuthProvider,
     CniPlugins,
     Containerd,
     Runc,
@@ -79,6 +84,7 @@ impl AssetKind {
             AssetKind::Kubelet => "kubelet",
             AssetKind::Kubectl => "kubectl",
             AssetKind::EcrCredentialProvider => "ecr-credential-provider",
+            AssetKind::GcpAuthProvider => "auth-provider-gcp",
             AssetKind::CniPlugins => "cni-plugins",
             AssetKind::Containerd => "containerd",
             AssetKind::Runc => "runc",
@@ -94,6 +100,8 @@ impl AssetKind {
             Some(AssetKind::Kubectl)
         } else if file.starts_with("ecr-credential-provider") {
             Some(AssetKind::EcrCredentialProvider)
+        } else if file == "auth-provider-gcp" {
+            Some(AssetKind::GcpAuthProvider)
         } else if file.starts_with("cni-plugins") {
             Some(AssetKind::CniPlugins)
         } else if file.starts_with("containerd") && file.ends_with(".tar.gz") {
@@ -289,7 +297,8 @@ pub fn runtime_versions(cluster: &Cluster) -> (String, String) {
 }
 
 /// The assets of one architecture, in kops' order: kubelet, kubectl,
-/// (AWS) ecr-credential-provider, CNI plugins, containerd, runc.
+/// the cloud's image credential provider (AWS: ecr-credential-provider,
+/// Google Cloud: auth-provider-gcp), CNI plugins, containerd, runc.
 pub fn node_assets(cluster: &Cluster, arch: Arch) -> Result<Vec<Asset>, AssetError> {
     let k8s = kubernetes_version(cluster)?;
     let version = k8s.to_string();
@@ -352,6 +361,15 @@ pub fn node_assets(cluster: &Cluster, arch: Arch) -> Result<Vec<Asset>, AssetErr
             None,
         )?;
     }
+    if cluster.spec.cloud_provider.as_deref() == Some("gce") {
+        let v = GCP_AUTH_PROVIDER_VERSION;
+        add(
+            AssetKind::GcpAuthProvider,
+            v,
+            format!("https://artifacts.k8s.io/binaries/cloud-provider-gcp/{v}/auth-provider-gcp/linux/{a}/auth-provider-gcp"),
+            None,
+        )?;
+    }
     let cni = cni_version(&k8s);
     add(
         AssetKind::CniPlugins,
@@ -401,7 +419,9 @@ fn hint_for(kind: AssetKind) -> String {
         AssetKind::Kubelet | AssetKind::Kubectl => "kops-rs pins the hashes of the Kubernetes v1.32-v1.36 releases; set `spec.kubernetesVersion` to one of them (e.g. `v1.34.10`)".into(),
         AssetKind::Containerd => "set `spec.containerd.version` to a known release (e.g. `2.3.4`), or give the file and its hash in `spec.containerd.packages` (`urlAmd64`/`hashAmd64`, `urlArm64`/`hashArm64`)".into(),
         AssetKind::Runc => "set `spec.containerd.runc.version` to a known release (e.g. `1.4.3`), or give the file and its hash in `spec.containerd.runc.packages` (`urlAmd64`/`hashAmd64`, `urlArm64`/`hashArm64`)".into(),
-        AssetKind::CniPlugins | AssetKind::EcrCredentialProvider => "this kops-rs does not know that release's hash; use a supported Kubernetes version".into(),
+        AssetKind::CniPlugins
+        | AssetKind::EcrCredentialProvider
+        | AssetKind::GcpAuthProvider => "this kops-rs does not know that release's hash; use a supported Kubernetes version".into(),
     }
 }
 

@@ -180,6 +180,13 @@ pub struct NodeupConfig {
     /// architecture (kops' images under `KOPS_BASE_URL`).
     #[serde(rename = "images", skip_serializing_if = "BTreeMap::is_empty", default)]
     pub images: BTreeMap<String, Vec<NodeImage>>,
+    /// Google Cloud: the cloud provider looks for nodes in every zone of
+    /// the region (kops' `multizone`, always on).
+    #[serde(rename = "multizone", skip_serializing_if = "Option::is_none", default)]
+    pub multizone: Option<bool>,
+    /// Google Cloud: the network tag of the cluster's nodes.
+    #[serde(rename = "nodeTags", skip_serializing_if = "Option::is_none", default)]
+    pub node_tags: Option<String>,
     /// Extra OS packages (the cluster's, then the group's).
     #[serde(rename = "packages", skip_serializing_if = "Vec::is_empty", default)]
     pub packages: Vec<String>,
@@ -1087,6 +1094,24 @@ pub fn nodeup_config_with_inputs(
         extra.insert("discoveryServiceWithUniverse".into(), Value::Object(d));
     }
 
+    // Google Cloud: the cloud provider's view of the nodes (kops copies
+    // them from the completed spec's cloud config).
+    let gce = spec.cloud_provider.as_deref() == Some("gce");
+    let gce_config = completed.get("cloudConfig");
+    let multizone = gce.then(|| {
+        gce_config
+            .and_then(|c| c.get("multizone"))
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+    });
+    let node_tags = gce.then(|| {
+        gce_config
+            .and_then(|c| c.get("nodeTags"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| kops_api::names::gce_tag_for_role(&name, "node"))
+    });
+
     let apiserver_additional_ips = if runs_api_server {
         inputs.api_server_addresses.clone()
     } else {
@@ -1148,6 +1173,8 @@ pub fn nodeup_config_with_inputs(
         containerd_config: Some(containerd),
         etcd_manifests,
         images,
+        multizone,
+        node_tags,
         packages,
         static_manifests,
         uses_none_dns,

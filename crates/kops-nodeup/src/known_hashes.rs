@@ -1,7 +1,8 @@
 //! sha256 of the release artifacts kops-rs installs on nodes, by canonical
 //! download URL: kubelet and kubectl for every Kubernetes release kops-rs
 //! supports (and the pre-releases kops' integration cases use), containerd,
-//! runc, the CNI plugins and the ECR credential provider, for linux amd64 and
+//! runc, the CNI plugins and the clouds' image credential providers (ECR,
+//! Google Cloud's auth provider), for linux amd64 and
 //! arm64. These are the published checksums of those releases (the same
 //! values kops pins). An asset missing here needs its hash from the spec.
 
@@ -9,6 +10,8 @@
 pub const KNOWN_HASHES: &[(&str, &str)] = &[
     ("https://artifacts.k8s.io/binaries/cloud-provider-aws/v1.31.7/linux/amd64/ecr-credential-provider-linux-amd64", "7644623e4ec9ad443ab352a8a5800a5180ee28741288be805286ba72bb8e7164"),
     ("https://artifacts.k8s.io/binaries/cloud-provider-aws/v1.31.7/linux/arm64/ecr-credential-provider-linux-arm64", "1980e3a038cb16da48a137743b31fb81de6c0b59fa06c206c2bc20ce0a52f849"),
+    ("https://artifacts.k8s.io/binaries/cloud-provider-gcp/v35.0.0/auth-provider-gcp/linux/amd64/auth-provider-gcp", "b5852509ab5c950485794afd49a3fd1c3d6166db988c15b683d2373b7055300f"),
+    ("https://artifacts.k8s.io/binaries/cloud-provider-gcp/v35.0.0/auth-provider-gcp/linux/arm64/auth-provider-gcp", "510aee27ef32a27b76e461e9084719365210d56166057b37db290a72dfecbffa"),
     ("https://dl.k8s.io/release/v1.32.0/bin/linux/amd64/kubectl", "646d58f6d98ee670a71d9cdffbf6625aeea2849d567f214bc43a35f8ccb7bf70"),
     ("https://dl.k8s.io/release/v1.32.0/bin/linux/amd64/kubelet", "5ad4965598773d56a37a8e8429c3dc3d86b4c5c26d8417ab333ae345c053dae2"),
     ("https://dl.k8s.io/release/v1.32.0/bin/linux/arm64/kubectl", "ba4004f98f3d3a7b7d2954ff0a424caa2c2b06b78c17b1dccf2acc76a311a896"),

@@ -48,7 +48,9 @@ pub(super) fn objects(model: &Model<'_>) -> Result<Option<Vec<Value>>, TemplateE
         "nameservers": nameservers,
         "default_issuer": default_issuer,
         "feature_gates": feature_gates,
-        "region": crate::iam::region(model),
+        // Only AWS' Route 53 solver needs the region.
+        "region": crate::iam::region(model)
+            .filter(|_| model.cluster.spec.cloud_provider.as_deref() != Some("gce")),
     });
     let mut objects = template::render("certmanager.io", TEMPLATE, &context)?;
     for object in &mut objects {

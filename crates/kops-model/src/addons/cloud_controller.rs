@@ -169,6 +169,19 @@ fn flags(model: &Model<'_>, user: &Map<String, Value>) -> Vec<String> {
         .and_then(|n| serde_json::to_value(n).ok())
         .is_some_and(|n| n.get("kubenet").is_some());
     settings.insert("configure-cloud-routes".into(), kubenet.to_string());
+    flag_list(settings, user, "aws")
+}
+
+/// A cloud controller manager's command line: kops' defaults (`--v=2`,
+/// leader election) and `settings`, overridden by the spec's
+/// `cloudControllerManager` (`user`), sorted by flag name; then the cloud
+/// provider (unless the spec names it), service-account credentials and
+/// the cloud config.
+pub(super) fn flag_list(
+    mut settings: std::collections::BTreeMap<String, String>,
+    user: &Map<String, Value>,
+    cloud: &str,
+) -> Vec<String> {
     settings.insert("leader-elect".into(), "true".into());
     settings.insert("v".into(), "2".into());
     for (key, value) in user {
@@ -211,7 +224,7 @@ fn flags(model: &Model<'_>, user: &Map<String, Value>) -> Vec<String> {
         .map(|(flag, value)| format!("--{flag}={value}"))
         .collect();
     if !user.contains_key("cloudProvider") {
-        out.push("--cloud-provider=aws".to_string());
+        out.push(format!("--cloud-provider={cloud}"));
     }
     out.extend([
         "--use-service-account-credentials=true".to_string(),

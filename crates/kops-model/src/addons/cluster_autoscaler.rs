@@ -47,6 +47,56 @@ fn default_image(kubernetes_version: &str) -> Option<&'static str> {
     })
 }
 
+/// The `--nodes` flags on Google Cloud: kops makes one managed instance
+/// group per zone of a group, each its own node group with its share of the
+/// group's sizes (zones that can hold none are left out), sorted as kops
+/// sorts them (by group, then zone).
+fn gce_node_groups(model: &Model<'_>, nodes: &[&kops_api::InstanceGroup]) -> Vec<String> {
+    let project = model.cluster.spec.project.as_deref().unwrap_or_default();
+    let mut flags = BTreeMap::new();
+    for group in nodes {
+        let zones = group.spec.zones.clone().unwrap_or_default();
+        let min = split_across(group.spec.min_size.unwrap_or(0), zones.len());
+        let max = split_across(group.spec.max_size.unwrap_or(0), zones.len());
+        for (i, zone) in zones.iter().enumerate() {
+            if zones.len() > 1 && max[i] == 0 {
+                continue;
+            }
+            let key = if zones.len() > 1 {
+                format!("{}-{zone}", group.name())
+            } else {
+                group.name().to_string()
+            };
+            let short_zone = zone.rsplit('-').next().unwrap_or(zone);
+            let manager = kops_api::names::truncate_with_hash(
+                &kops_api::names::gce_safe_cluster_name(&format!(
+                    "{short_zone}.{}-{}",
+                    group.name(),
+                    model.name()
+                )),
+                63,
+            );
+            flags.insert(
+                key,
+                format!(
+                    "--nodes={}:{}:https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/instanceGroups/{manager}",
+                    min[i], max[i]
+                ),
+            );
+        }
+    }
+    flags.into_values().collect()
+}
+
+/// `count` spread over `zones` as kops spreads a group's size: equal
+/// shares, the remainder one each from the first zone on.
+fn split_across(count: i64, zones: usize) -> Vec<i64> {
+    let n = zones.max(1) as i64;
+    (0..zones as i64)
+        .map(|i| count / n + i64::from(i < count % n))
+        .collect()
+}
+
 fn context(model: &Model<'_>) -> Option<Value> {
     let spec = &model.cluster.spec;
     let cas = spec.cluster_autoscaler.as_ref()?;
@@ -86,21 +136,30 @@ fn context(model: &Model<'_>) -> Option<Value> {
             "--emit-per-nodegroup-metrics={}",
             flag("emitPerNodegroupMetrics", false)
         ),
-        "--cloud-provider=aws".to_string(),
-        format!(
+    ];
+    let gce = spec.cloud_provider.as_deref() == Some("gce");
+    if gce {
+        command.push("--cloud-provider=gce".to_string());
+    } else {
+        command.push("--cloud-provider=aws".to_string());
+        command.push(format!(
             "--aws-use-static-instance-list={}",
             flag("awsUseStaticInstanceList", false)
-        ),
-        format!("--expander={expander}"),
-    ];
-    for group in nodes {
-        command.push(format!(
-            "--nodes={}:{}:{}.{}",
-            group.spec.min_size.unwrap_or(0),
-            group.spec.max_size.unwrap_or(0),
-            group.name(),
-            model.name()
         ));
+    }
+    command.push(format!("--expander={expander}"));
+    if gce {
+        command.extend(gce_node_groups(model, &nodes));
+    } else {
+        for group in nodes {
+            command.push(format!(
+                "--nodes={}:{}:{}.{}",
+                group.spec.min_size.unwrap_or(0),
+                group.spec.max_size.unwrap_or(0),
+                group.name(),
+                model.name()
+            ));
+        }
     }
     command.extend([
         format!(
@@ -166,7 +225,7 @@ fn context(model: &Model<'_>) -> Option<Value> {
         "replicas": if control_planes > 1 { 2 } else { 1 },
         "image": image,
         "command": command,
-        "region": region,
+        "region": if gce { Value::Null } else { json!(region) },
         "annotations": annotations,
         "priorities": priorities,
         "cpu_request": text("cpuRequest", "100m"),

@@ -1,5 +1,5 @@
 //! dns-controller (`dns-controller.addons.k8s.io`): keeps the cluster's
-//! Route 53 records (`api.internal.<cluster>`, and `api.<cluster>` when no
+//! Route 53 (Google Cloud: Cloud DNS) records (`api.internal.<cluster>`, and `api.<cluster>` when no
 //! load balancer fronts the API) pointing at the control-plane nodes. kops-rs
 //! runs kops' published dns-controller image (it has none of its own) at the
 //! kops release whose output it follows; it runs on control-plane nodes with
@@ -46,7 +46,14 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
             }
         }
     }
-    args.push("--dns=aws-route53".into());
+    // The DNS provider of the cluster's cloud.
+    args.push(
+        if model.cluster.spec.cloud_provider.as_deref() == Some("gce") {
+            "--dns=google-clouddns".into()
+        } else {
+            "--dns=aws-route53".into()
+        },
+    );
     let zone = crate::dns::zone(model);
     if !zone.is_empty() {
         args.push(if zone.contains('.') {

@@ -5,10 +5,12 @@
 //! from the state store to configure the service), and the RBAC the
 //! service needs to label nodes.
 //!
-//! The configuration names the IAM roles whose instances may bootstrap
-//! (every node and API-server group's role), the region, the paths nodeup
-//! writes the service's certificate and signing keys to, and the
-//! certificates it may issue (kube-proxy's only when kube-proxy runs).
+//! The configuration names how a node's identity is checked (on AWS the
+//! IAM roles whose instances may bootstrap, every node and API-server
+//! group's, and the region; on Google Cloud the project, region and
+//! cluster), the paths nodeup writes the service's certificate and signing
+//! keys to, and the certificates it may issue (kube-proxy's only when
+//! kube-proxy runs).
 
 use kops_api::Role;
 use serde_json::{json, Value};
@@ -96,13 +98,34 @@ pub fn config_json(model: &Model<'_>) -> Option<String> {
         )
     };
     let cert_names: Vec<String> = cert_names.iter().map(|s| s.to_string()).collect();
+    // How kops-controller checks a node's identity: on AWS, its instance
+    // role; on Google Cloud, its instance in the project (kops' clock-skew
+    // allowance of five minutes).
+    let (cloud, provider) = if spec.cloud_provider.as_deref() == Some("gce") {
+        (
+            "gce",
+            format!(
+                "{{\"gce\":{{\"projectID\":{},\"region\":{},\"clusterName\":{},\"MaxTimeSkew\":300}}}}",
+                q(spec.project.as_deref().unwrap_or_default()),
+                q(&region),
+                q(model.name())
+            ),
+        )
+    } else {
+        (
+            "aws",
+            format!(
+                "{{\"aws\":{{\"nodesRoles\":{},\"Region\":{}}}}}",
+                list(&roles),
+                q(&region)
+            ),
+        )
+    };
     Some(format!(
-        "{{\"clusterName\":{},\"cloud\":\"aws\",\"configBase\":{},\"secretStore\":{},\"server\":{{\"Listen\":\":3988\",\"provider\":{{\"aws\":{{\"nodesRoles\":{},\"Region\":{}}}}},\"serverKeyPath\":{},\"serverCertificatePath\":{},\"caBasePath\":{},\"signingCAs\":{},\"certNames\":{}}}{}}}",
+        "{{\"clusterName\":{},\"cloud\":\"{cloud}\",\"configBase\":{},\"secretStore\":{},\"server\":{{\"Listen\":\":3988\",\"provider\":{provider},\"serverKeyPath\":{},\"serverCertificatePath\":{},\"caBasePath\":{},\"signingCAs\":{},\"certNames\":{}}}{}}}",
         q(model.name()),
         q(&config_base),
         q(&secret_store),
-        list(&roles),
-        q(&region),
         q(&format!("{PKI_DIR}/kops-controller.key")),
         q(&format!("{PKI_DIR}/kops-controller.crt")),
         q(PKI_DIR),

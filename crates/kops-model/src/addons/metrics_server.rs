@@ -36,7 +36,9 @@ pub(super) fn objects(model: &Model<'_>) -> Result<Option<Vec<Value>>, TemplateE
         .get("insecure")
         .and_then(Value::as_bool)
         .unwrap_or(true);
-    let address_type = if model.ipv6_only() {
+    // Hostnames resolve only on AWS (its instance names).
+    let on_aws = model.cluster.spec.cloud_provider.as_deref() != Some("gce");
+    let address_type = if model.ipv6_only() || !on_aws {
         "InternalIP"
     } else {
         "Hostname"

@@ -25,6 +25,8 @@ mod ebs_csi;
 mod external_dns;
 mod flannel;
 mod fold;
+mod gcp_cloud_controller;
+mod gcp_pd_csi_driver;
 mod go_quotes;
 mod karpenter;
 mod kindnet;
@@ -56,6 +58,13 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
             fixed(key, include_str!("kubelet_api_rbac/manifest.yaml"))?
         }
         "storage-aws.addons.k8s.io" => fixed(key, include_str!("storage_aws/manifest.yaml"))?,
+        "storage-gce.addons.k8s.io" => Some(template::render(
+            key,
+            include_str!("storage_gce/manifest.yaml"),
+            &json!({"default_class": !crate::files::gcp_pd_csi_driver(model)}),
+        )?),
+        "gcp-cloud-controller.addons.k8s.io" => gcp_cloud_controller::objects(model)?,
+        "gcp-pd-csi-driver.addons.k8s.io" => gcp_pd_csi_driver::objects(model)?,
         "coredns.addons.k8s.io" => coredns::objects(model),
         "dns-controller.addons.k8s.io" => dns_controller::objects(model),
         "aws-cloud-controller.addons.k8s.io" => cloud_controller::objects(model),

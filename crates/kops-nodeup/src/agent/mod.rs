@@ -427,6 +427,7 @@ impl AssetKind {
             AssetKind::Kubelet => Some("/usr/local/bin/kubelet"),
             AssetKind::Kubectl => Some("/usr/local/bin/kubectl"),
             AssetKind::EcrCredentialProvider => Some("/opt/kops/bin/ecr-credential-provider"),
+            AssetKind::GcpAuthProvider => Some("/opt/kops/bin/auth-provider-gcp"),
             AssetKind::Runc => Some("/usr/local/sbin/runc"),
             AssetKind::Containerd | AssetKind::CniPlugins => None,
         }
