@@ -143,7 +143,8 @@ const AWS_ONLY_LOAD_BALANCER_FIELDS: &[&str] = &[
 /// The fields of `cluster` that belong to another cloud, and the checks of
 /// access lists that only AWS allows prefix lists (`pl-...`) in.
 fn validate_cloud_fields(cluster: &Cluster, cloud: &str, errors: &mut Vec<FieldError>) {
-    if cloud.is_empty() {
+    // An unknown cloud is one error of its own; its fields are not judged.
+    if !matches!(cloud, "aws" | "gce") {
         return;
     }
     let spec = crate::manifest::to_json_value(&cluster.spec);
