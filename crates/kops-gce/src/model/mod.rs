@@ -185,8 +185,7 @@ impl GceModel<'_> {
         let from_cloud_config = spec
             .cloud_config
             .as_ref()
-            .and_then(|c| c.extra.get("gceServiceAccount"))
-            .and_then(|v| v.as_str());
+            .and_then(|c| c.gce_service_account.as_deref());
         let from_provider = spec
             .extra
             .get("cloudProvider")
