@@ -84,19 +84,34 @@ fn named<'a>(
         .find(|e| e["name"].as_str() == Some(name))
 }
 
+/// The EC2 filter for resources tagged for the cluster `name`.
+fn tagged_for(name: &str) -> Filter {
+    Filter::builder()
+        .name("tag:KubernetesCluster")
+        .values(name)
+        .build()
+}
+
+/// EC2 tags as (key, value) pairs.
+fn tag_pairs(tags: &[aws_sdk_ec2::types::Tag]) -> Vec<(String, String)> {
+    tags.iter()
+        .map(|t| {
+            (
+                t.key().unwrap_or_default().into(),
+                t.value().unwrap_or_default().into(),
+            )
+        })
+        .collect()
+}
+
 /// The security groups (id → tags) of the cluster `name` in moto.
 fn security_groups(endpoint: &str, name: &str) -> Vec<(String, Vec<(String, String)>)> {
-    let name = name.to_string();
+    let filter = tagged_for(name);
     common::with_moto_sdk(endpoint, |config| async move {
         let ec2 = aws_sdk_ec2::Client::new(&config);
         let out = ec2
             .describe_security_groups()
-            .filters(
-                Filter::builder()
-                    .name("tag:KubernetesCluster")
-                    .values(name)
-                    .build(),
-            )
+            .filters(filter)
             .send()
             .await
             .unwrap();
@@ -105,15 +120,7 @@ fn security_groups(endpoint: &str, name: &str) -> Vec<(String, Vec<(String, Stri
             .map(|g| {
                 (
                     g.group_id().unwrap_or_default().to_string(),
-                    g.tags()
-                        .iter()
-                        .map(|t| {
-                            (
-                                t.key().unwrap_or_default().into(),
-                                t.value().unwrap_or_default().into(),
-                            )
-                        })
-                        .collect(),
+                    tag_pairs(g.tags()),
                 )
             })
             .collect()
@@ -122,31 +129,11 @@ fn security_groups(endpoint: &str, name: &str) -> Vec<(String, Vec<(String, Stri
 
 /// Whether moto has a VPC tagged for cluster `name`, and its tags.
 fn vpc_tags(endpoint: &str, name: &str) -> Option<Vec<(String, String)>> {
-    let name = name.to_string();
+    let filter = tagged_for(name);
     common::with_moto_sdk(endpoint, |config| async move {
         let ec2 = aws_sdk_ec2::Client::new(&config);
-        let out = ec2
-            .describe_vpcs()
-            .filters(
-                Filter::builder()
-                    .name("tag:KubernetesCluster")
-                    .values(name)
-                    .build(),
-            )
-            .send()
-            .await
-            .unwrap();
-        out.vpcs().first().map(|v| {
-            v.tags()
-                .iter()
-                .map(|t| {
-                    (
-                        t.key().unwrap_or_default().into(),
-                        t.value().unwrap_or_default().into(),
-                    )
-                })
-                .collect()
-        })
+        let out = ec2.describe_vpcs().filters(filter).send().await.unwrap();
+        out.vpcs().first().map(|v| tag_pairs(v.tags()))
     })
 }
 
