@@ -1222,14 +1222,14 @@ impl<'e> PolicyBuilder<'e> {
         }
         if !self.unconditional.is_empty() {
             statements.push(json!({
-                "Action": self.unconditional.iter().collect::<Vec<_>>(),
+                "Action": action_list(&self.unconditional),
                 "Effect": "Allow",
                 "Resource": "*",
             }));
         }
         if !self.cluster_tagged.is_empty() {
             statements.push(json!({
-                "Action": self.cluster_tagged.iter().collect::<Vec<_>>(),
+                "Action": action_list(&self.cluster_tagged),
                 "Condition": {"StringEquals": {"aws:ResourceTag/KubernetesCluster": self.cluster}},
                 "Effect": "Allow",
                 "Resource": "*",
@@ -1237,7 +1237,7 @@ impl<'e> PolicyBuilder<'e> {
         }
         if !self.cluster_tagged_create.is_empty() {
             statements.push(json!({
-                "Action": self.cluster_tagged_create.iter().collect::<Vec<_>>(),
+                "Action": action_list(&self.cluster_tagged_create),
                 "Condition": {"StringEquals": {"aws:RequestTag/KubernetesCluster": self.cluster}},
                 "Effect": "Allow",
                 "Resource": "*",
@@ -1259,6 +1259,16 @@ impl<'e> PolicyBuilder<'e> {
             return None;
         }
         Some(json!({"Statement": statements, "Version": POLICY_VERSION}))
+    }
+}
+
+/// A statement's actions as kops writes them: one action as a string, more
+/// as a list (kops' string-or-slice; a one-item list reads as a change).
+fn action_list<'a>(actions: impl IntoIterator<Item = &'a String>) -> Value {
+    let mut all: Vec<&String> = actions.into_iter().collect();
+    match all.len() {
+        1 => Value::from(all.remove(0).as_str()),
+        _ => Value::from(all.into_iter().map(String::as_str).collect::<Vec<_>>()),
     }
 }
 
