@@ -32,6 +32,7 @@ mod karpenter;
 mod kindnet;
 mod kopeio;
 pub mod kops_controller;
+mod kuberouter;
 mod lb_controller;
 mod metrics_server;
 mod networking;
@@ -79,6 +80,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "networking.kindnet" => kindnet::objects(model)?,
         "networking.kope.io" => kopeio::objects(model)?,
         "networking.flannel" => flannel::objects(model)?,
+        "networking.kuberouter" => kuberouter::objects(model)?,
         "kops-controller.addons.k8s.io" => kops_controller::objects(model)?,
         "aws-load-balancer-controller.addons.k8s.io" => lb_controller::objects(model)?,
         "node-problem-detector.addons.k8s.io" => node_problem_detector::objects(model)?,
