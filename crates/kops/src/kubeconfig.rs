@@ -9,6 +9,8 @@ use anyhow::{bail, Context, Result};
 use kops_ops::pki::{self, ExportKubeconfigRequest};
 use kops_ops::OpsError;
 
+use clap::Args;
+
 use crate::cli::KubeApiFlags;
 use crate::output::status;
 
@@ -32,6 +34,29 @@ pub fn local_user_name() -> Option<String> {
         })
     });
     from_passwd.or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+}
+
+/// `--admin`, `--user` and `--internal`: the user and the API name a
+/// written kubeconfig gets (`export kubeconfig`, and `update cluster` after
+/// applying, where each implies `--create-kube-config`).
+#[derive(Debug, Args, Default, Clone)]
+pub struct KubeconfigUserFlags {
+    /// Also write an admin user (client certificate from the cluster CA) valid this long; `--admin` alone is 18h.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "18h", value_name = "DURATION")]
+    pub admin: Option<String>,
+    /// Use this existing kubeconfig user in the context.
+    #[arg(long, value_name = "USER")]
+    pub user: Option<String>,
+    /// Use the cluster's internal API name (api.internal.CLUSTER).
+    #[arg(long)]
+    pub internal: bool,
+}
+
+impl KubeconfigUserFlags {
+    /// The admin credential's lifetime, when `--admin` was given.
+    pub fn admin_lifetime(&self) -> Result<Option<Duration>> {
+        self.admin.as_deref().map(parse_admin).transpose()
+    }
 }
 
 pub fn parse_admin(text: &str) -> Result<Duration> {

@@ -12,6 +12,7 @@ use kops_ops::OpsError;
 use crate::cli::{bool_flag, GlobalArgs, ManifestOutput};
 use crate::commands::update_cluster::{self, UpdateClusterArgs};
 use crate::context::{read_input, state};
+use crate::kubeconfig::KubeconfigUserFlags;
 use crate::output::{print_objects, status};
 
 #[derive(Debug, Args, Default)]
@@ -416,7 +417,10 @@ pub async fn run(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32> {
                 yes: a.yes,
                 target: target.to_string(),
                 out: a.out,
-                admin: (a.yes && target == "direct").then(|| "18h".to_string()),
+                who: KubeconfigUserFlags {
+                    admin: (a.yes && target == "direct").then(|| "18h".to_string()),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         )

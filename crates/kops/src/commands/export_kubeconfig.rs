@@ -8,21 +8,14 @@ use clap::Args;
 
 use crate::cli::GlobalArgs;
 use crate::context::{cluster_name, state};
-use crate::kubeconfig::{parse_admin, write_kubeconfig, KubeconfigChoice};
+use crate::kubeconfig::{write_kubeconfig, KubeconfigChoice, KubeconfigUserFlags};
 
 #[derive(Debug, Args)]
 pub struct ExportKubeconfigArgs {
     #[arg(value_name = "CLUSTER")]
     pub cluster_name: Option<String>,
-    /// Also write an admin user (client certificate from the cluster CA) valid this long; `--admin` alone is 18h.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "18h", value_name = "DURATION")]
-    pub admin: Option<String>,
-    /// Use this existing kubeconfig user in the context.
-    #[arg(long, value_name = "USER")]
-    pub user: Option<String>,
-    /// Use the cluster's internal API name (api.internal.CLUSTER).
-    #[arg(long)]
-    pub internal: bool,
+    #[command(flatten)]
+    pub who: KubeconfigUserFlags,
     /// The kubeconfig file to write (instead of $KUBECONFIG or ~/.kube/config).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
@@ -42,8 +35,8 @@ pub async fn run(global: &GlobalArgs, a: ExportKubeconfigArgs) -> Result<i32> {
     if a.auth_plugin {
         bail!("--auth-plugin: kops-rs has no authentication plugin (kops' `kops helpers kubectl-auth`)\nhint: use `--admin[=DURATION]` for a client certificate, or `--user USER` for an existing kubeconfig user");
     }
-    let admin = a.admin.as_deref().map(parse_admin).transpose()?;
-    if admin.is_some() && a.user.is_some() {
+    let admin = a.who.admin_lifetime()?;
+    if admin.is_some() && a.who.user.is_some() {
         return Err(kops_ops::pki::PkiOpsError::AdminAndUser.into());
     }
     if a.all && a.cluster_name.is_some() {
@@ -76,8 +69,8 @@ pub async fn run(global: &GlobalArgs, a: ExportKubeconfigArgs) -> Result<i32> {
     for cluster in clusters {
         let request = KubeconfigChoice {
             admin,
-            user: a.user.clone(),
-            internal: a.internal,
+            user: a.who.user.clone(),
+            internal: a.who.internal,
             api_server: a.api_server.clone(),
         };
         write_kubeconfig(&registry, &cluster, request, files.clone()).await?;

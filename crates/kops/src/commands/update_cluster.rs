@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::cli::{bool_flag, GlobalArgs, KubeApiFlags, Output};
 use crate::context::{cluster_name, read_input, state};
-use crate::kubeconfig::{parse_admin, write_kubeconfig, KubeconfigChoice};
+use crate::kubeconfig::{write_kubeconfig, KubeconfigChoice, KubeconfigUserFlags};
 use crate::output::{print, status};
 
 #[derive(Debug, Args, Default)]
@@ -38,15 +38,8 @@ pub struct UpdateClusterArgs {
     /// Write a kubeconfig for the cluster after applying (default true).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_parser = bool_flag, value_name = "BOOL")]
     pub create_kube_config: Option<bool>,
-    /// Also export a cluster admin user credential with this lifetime (`--admin` alone: 18h).
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "18h", value_name = "DURATION")]
-    pub admin: Option<String>,
-    /// Existing user in the kubeconfig file to use; implies --create-kube-config.
-    #[arg(long, value_name = "USER")]
-    pub user: Option<String>,
-    /// Use the cluster's internal DNS name; implies --create-kube-config.
-    #[arg(long)]
-    pub internal: bool,
+    #[command(flatten)]
+    pub who: KubeconfigUserFlags,
     #[command(flatten)]
     pub kube: KubeApiFlags,
     /// Allow an older kops than the one that last updated the cluster.
@@ -83,8 +76,8 @@ pub struct UpdateClusterArgs {
 }
 
 pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
-    let admin = a.admin.as_deref().map(parse_admin).transpose()?;
-    if admin.is_some() && a.user.is_some() {
+    let admin = a.who.admin_lifetime()?;
+    if admin.is_some() && a.who.user.is_some() {
         bail!("cannot use both --admin and --user\nhint: --admin writes a new admin credential; --user points the context at an existing kubeconfig user");
     }
     let phase = a
@@ -124,8 +117,10 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
     }
     // As kops: a kubeconfig after an apply unless --create-kube-config=false;
     // --admin, --user and --internal imply it.
-    let create_kube_config =
-        a.create_kube_config.unwrap_or(true) || admin.is_some() || a.user.is_some() || a.internal;
+    let create_kube_config = a.create_kube_config.unwrap_or(true)
+        || admin.is_some()
+        || a.who.user.is_some()
+        || a.who.internal;
     if let Some(target) = render_target {
         return render_cluster(&registry, &cluster, a, target, phase).await;
     }
@@ -265,8 +260,8 @@ async fn export_after_apply(
     let first_run = !files.has_context(cluster);
     let choice = KubeconfigChoice {
         admin,
-        user: a.user.clone(),
-        internal: a.internal,
+        user: a.who.user.clone(),
+        internal: a.who.internal,
         api_server: a.kube.api_server.clone(),
     };
     write_kubeconfig(registry, cluster, choice, files).await?;
