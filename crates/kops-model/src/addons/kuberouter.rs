@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use super::networking::{at, selinux, service_cluster_ip_range, spec};
+use super::networking::{at, label_pods, selinux, service_cluster_ip_range, spec};
 use super::{template, TemplateError};
 use crate::Model;
 
@@ -26,12 +26,13 @@ pub(super) fn objects(model: &Model<'_>) -> Result<Option<Vec<Value>>, TemplateE
             .and_then(Value::as_bool)
             .unwrap_or(false),
     });
-    template::render(
+    let mut objects = template::render(
         "networking.kuberouter",
         include_str!("kuberouter/manifest.yaml"),
         &context,
-    )
-    .map(Some)
+    )?;
+    label_pods(&mut objects);
+    Ok(Some(objects))
 }
 
 #[cfg(test)]
@@ -61,6 +62,9 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("spc_t"), "{text}");
+        // kops' value: the CNI configuration without a final line break.
+        assert!(text.contains("cni-conf.json: |-\n"), "{text}");
+        assert!(text.contains("kops.k8s.io/managed-by: kops\n"), "{text}");
         for document in text.split("\n---\n") {
             assert!(document.contains("    role.kubernetes.io/networking: \"1\"\n"));
         }
