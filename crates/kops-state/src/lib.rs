@@ -48,6 +48,39 @@ pub async fn open(url: &str) -> Result<Arc<dyn ObjectStore>, StoreError> {
 
 /// Checks that `key` is a relative `/`-separated path that stays inside the
 /// store: not empty, no leading `/`, no empty, `.` or `..` segments.
+/// A bucket store's URL (`<scheme>bucket/prefix`) split into its
+/// normalised base URL, bucket and prefix (no leading or trailing `/`).
+pub(crate) fn bucket_url<'a>(
+    url: &'a str,
+    scheme: &str,
+) -> Result<(String, &'a str, &'a str), StoreError> {
+    let rest = url
+        .strip_prefix(scheme)
+        .ok_or_else(|| StoreError::UnsupportedScheme {
+            url: url.to_string(),
+        })?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.is_empty() {
+        return Err(StoreError::InvalidUrl {
+            url: url.to_string(),
+            reason: format!("no bucket name; use `{scheme}bucket/prefix`"),
+        });
+    }
+    let prefix = prefix.trim_matches('/');
+    if !prefix.is_empty() {
+        check_key(url, prefix).map_err(|_| StoreError::InvalidUrl {
+            url: url.to_string(),
+            reason: "the prefix must not contain empty, `.` or `..` segments".to_string(),
+        })?;
+    }
+    let base_url = if prefix.is_empty() {
+        format!("{scheme}{bucket}")
+    } else {
+        format!("{scheme}{bucket}/{prefix}")
+    };
+    Ok((base_url, bucket, prefix))
+}
+
 pub(crate) fn check_key(base: &str, key: &str) -> Result<(), StoreError> {
     let invalid = |reason| StoreError::InvalidKey {
         base: base.to_string(),

@@ -54,30 +54,7 @@ impl S3Store {
     /// A store for `s3://bucket/prefix`; the AWS client is created from the
     /// default configuration chain on first use.
     pub fn new(url: &str) -> Result<Self, StoreError> {
-        let rest = url
-            .strip_prefix("s3://")
-            .ok_or_else(|| StoreError::UnsupportedScheme {
-                url: url.to_string(),
-            })?;
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if bucket.is_empty() {
-            return Err(StoreError::InvalidUrl {
-                url: url.to_string(),
-                reason: "no bucket name; use `s3://bucket/prefix`".to_string(),
-            });
-        }
-        let prefix = prefix.trim_matches('/');
-        if !prefix.is_empty() {
-            check_key(url, prefix).map_err(|_| StoreError::InvalidUrl {
-                url: url.to_string(),
-                reason: "the prefix must not contain empty, `.` or `..` segments".to_string(),
-            })?;
-        }
-        let base_url = if prefix.is_empty() {
-            format!("s3://{bucket}")
-        } else {
-            format!("s3://{bucket}/{prefix}")
-        };
+        let (base_url, bucket, prefix) = crate::bucket_url(url, "s3://")?;
         Ok(S3Store {
             base_url,
             bucket: bucket.to_string(),

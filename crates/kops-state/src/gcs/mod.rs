@@ -147,30 +147,7 @@ impl GcsStore {
 
     /// A store for `gs://bucket/prefix` talking to `endpoint`.
     pub fn with_endpoint(url: &str, endpoint: Endpoint) -> Result<Self, StoreError> {
-        let rest = url
-            .strip_prefix("gs://")
-            .ok_or_else(|| StoreError::UnsupportedScheme {
-                url: url.to_string(),
-            })?;
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if bucket.is_empty() {
-            return Err(StoreError::InvalidUrl {
-                url: url.to_string(),
-                reason: "no bucket name; use `gs://bucket/prefix`".to_string(),
-            });
-        }
-        let prefix = prefix.trim_matches('/');
-        if !prefix.is_empty() {
-            check_key(url, prefix).map_err(|_| StoreError::InvalidUrl {
-                url: url.to_string(),
-                reason: "the prefix must not contain empty, `.` or `..` segments".to_string(),
-            })?;
-        }
-        let base_url = if prefix.is_empty() {
-            format!("gs://{bucket}")
-        } else {
-            format!("gs://{bucket}/{prefix}")
-        };
+        let (base_url, bucket, prefix) = crate::bucket_url(url, "gs://")?;
         Ok(GcsStore {
             base_url,
             bucket: bucket.to_string(),
