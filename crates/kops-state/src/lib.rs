@@ -169,3 +169,18 @@ mod tests {
         assert_eq!(c.read("k").await.unwrap(), None);
     }
 }
+
+/// Environment look-ups from a fixed list, for the stores' unit tests of
+/// the variables they read.
+#[cfg(test)]
+pub(crate) mod test_env {
+    pub fn lookup(
+        vars: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+}

@@ -424,14 +424,7 @@ impl ObjectStore for S3Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lookup(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            vars.iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| v.to_string())
-        }
-    }
+    use crate::test_env::lookup;
 
     #[test]
     fn custom_endpoint_follows_kops_variables() {

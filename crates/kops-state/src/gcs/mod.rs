@@ -517,14 +517,7 @@ impl ObjectStore for GcsStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lookup(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            vars.iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, v)| v.to_string())
-        }
-    }
+    use crate::test_env::lookup;
 
     #[test]
     fn emulator_host_as_googles_clients_read_it() {
