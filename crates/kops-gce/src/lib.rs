@@ -4,8 +4,8 @@
 //!   cluster spec and instance groups to a graph of GCE tasks, with kops'
 //!   names ([`names`]), labels and fields.
 //! - [`tasks`]: the GCE task types (kops' `gcetasks`), each a task of the
-//!   engine's contract against a [`tasks::GceContext`]. Direct apply is
-//!   not built yet: `find` and `apply` refuse with a hint.
+//!   engine's contract against a [`tasks::GceContext`], applied directly
+//!   through [`cloud`], the REST layer over Google's APIs.
 //! - [`terraform`]: those tasks as kops' Terraform (`google_*` resources,
 //!   the `google` provider), written with kops-render's HCL writer; the
 //!   state-store objects come from the cloud-neutral files.
@@ -15,8 +15,10 @@
 //! configs and user data (kops-model, kops-nodeup), the Terraform writer
 //! (kops-render). kops-ops picks this crate for `cloudProvider: gce`.
 //!
-//! Pure: no IO, no printing.
+//! The model and the Terraform are pure; the tasks' find and apply and
+//! [`cloud`] talk to Google's APIs. No printing.
 
+pub mod cloud;
 pub mod model;
 pub mod names;
 pub mod tasks;

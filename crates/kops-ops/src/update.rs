@@ -12,6 +12,7 @@ use crate::{require_cluster, OpsError, Registry};
 
 pub mod api_addresses;
 mod classic;
+mod gce;
 pub mod nodeup;
 pub mod options;
 mod prefetch;
@@ -87,17 +88,12 @@ pub async fn update_cluster(
     request: UpdateRequest,
 ) -> Result<UpdateOutcome, OpsError> {
     let cluster = require_cluster(registry, &request.cluster).await?;
-    let cloud_provider = cluster.spec.cloud_provider.as_deref().unwrap_or("");
-    if cloud_provider != "aws" {
-        return Err(OpsError::NotOnAws {
-            cluster: request.cluster.clone(),
-            reason: format!(
-                "its cloudProvider is `{cloud_provider}`; kops-rs applies clusters on AWS only"
-            ),
-        });
-    }
+    let cloud_kind = crate::cloud::Cloud::of(&cluster)?;
     let groups = registry.list_instance_groups(&request.cluster).await?;
     validation::validate_all(&cluster, &groups)?;
+    if cloud_kind == crate::cloud::Cloud::Gce {
+        return gce::update(registry, request, cluster, groups).await;
+    }
     let opts = &request.options;
     if !opts.allow_kops_downgrade {
         let last = registry

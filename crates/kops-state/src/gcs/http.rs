@@ -22,7 +22,7 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 
 /// A response read to the end.
 #[derive(Debug)]
-pub(crate) struct Response {
+pub struct Response {
     pub status: u16,
     pub headers: HeaderMap,
     pub body: Bytes,
@@ -42,7 +42,7 @@ impl Response {
 
 /// One request to send (and, on transient failures, send again).
 #[derive(Debug, Clone)]
-pub(crate) struct Call<'a> {
+pub struct Call<'a> {
     pub method: Method,
     pub url: &'a str,
     pub headers: Vec<(&'static str, String)>,
@@ -72,7 +72,7 @@ impl<'a> Call<'a> {
 
 /// An HTTP(S) client; cheap to clone.
 #[derive(Clone, Debug)]
-pub(crate) struct Http {
+pub struct Http {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
 

@@ -14,8 +14,8 @@
 //!   `STORAGE_EMULATOR_HOST` set, requests go to that host without
 //!   credentials, as Google's own clients do.
 
-mod auth;
-mod http;
+pub mod auth;
+pub mod http;
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -1,0 +1,395 @@
+//! The Google Cloud REST layer direct apply and delete use: Compute,
+//! Cloud DNS, IAM and Resource Manager over kops-state's HTTP client (hyper
+//! and rustls, already built for the `gs://` store) with its Application
+//! Default Credentials. A thin JSON layer rather than the
+//! google-cloud-rust clients: see the README's GCE section for the build
+//! cost that decided it.
+//!
+//! - Endpoints: gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`, `_DNS`,
+//!   `_IAM` and `_CLOUDRESOURCEMANAGER` when set (Compute's and DNS's
+//!   include the version path, as gcloud documents), else Google's. A
+//!   plain `http://` override is a local server: no credentials are sent.
+//! - Retries: 429, 5xx and failed connections, with backoff.
+//! - Compute mutations return operations; [`GceCloud::wait`] polls them
+//!   with `operations.wait` until `DONE` and turns an operation's error
+//!   into an error.
+//! - Lists follow `nextPageToken`.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hyper::Method;
+use kops_state::gcs::auth::Credentials;
+use kops_state::gcs::http::{Call, Http};
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+/// Attempts of one call that fails with 429, 5xx or in transit.
+const ATTEMPTS: u32 = 10;
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// An error answer (or a transport failure: status 0).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{method} {url}: {status} {reason}: {message}")]
+pub struct ApiError {
+    pub method: String,
+    pub url: String,
+    pub status: u16,
+    /// Google's `errors[0].reason` (`notFound`, `resourceInUseByAnotherResource`...).
+    pub reason: String,
+    pub message: String,
+}
+
+impl ApiError {
+    /// Whether trying again later may succeed.
+    pub fn is_transient(&self) -> bool {
+        self.status == 0
+            || self.status == 429
+            || self.status >= 500
+            || self.reason == "resourceInUseByAnotherResource"
+            || self.reason == "resourceNotReady"
+            || self.status == 412
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.status == 404
+    }
+
+    pub fn into_task_error(self) -> kops_engine::TaskError {
+        if self.is_transient() {
+            kops_engine::TaskError::retryable(self)
+        } else {
+            kops_engine::TaskError::fatal(self)
+        }
+    }
+}
+
+/// Where each API is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    /// Ends with `/compute/v1/`.
+    pub compute: String,
+    /// Ends with `/dns/v1/`.
+    pub dns: String,
+    /// The root; paths start with `v1/`.
+    pub iam: String,
+    /// The root; paths start with `v1/`.
+    pub resource_manager: String,
+}
+
+impl Endpoints {
+    /// From gcloud's overrides `lookup` finds, else Google's endpoints.
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Endpoints {
+        let pick = |name: &str, default: &str| {
+            let value = lookup(&format!("CLOUDSDK_API_ENDPOINT_OVERRIDES_{name}"))
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or_else(|| default.to_string());
+            let value = value.trim().to_string();
+            if value.ends_with('/') {
+                value
+            } else {
+                format!("{value}/")
+            }
+        };
+        Endpoints {
+            compute: pick("COMPUTE", "https://compute.googleapis.com/compute/v1/"),
+            dns: pick("DNS", "https://dns.googleapis.com/dns/v1/"),
+            iam: pick("IAM", "https://iam.googleapis.com/"),
+            resource_manager: pick(
+                "CLOUDRESOURCEMANAGER",
+                "https://cloudresourcemanager.googleapis.com/",
+            ),
+        }
+    }
+
+    fn all_local(&self) -> bool {
+        [&self.compute, &self.dns, &self.iam, &self.resource_manager]
+            .iter()
+            .all(|u| u.starts_with("http://"))
+    }
+}
+
+/// A project's APIs, shared by every task of a run.
+pub struct GceCloud {
+    pub project: String,
+    pub region: String,
+    pub endpoints: Endpoints,
+    http: Http,
+    credentials: OnceCell<Option<Credentials>>,
+    calls: Mutex<BTreeMap<String, u64>>,
+    /// The project's instance templates, listed once per run.
+    templates: tokio::sync::Mutex<Option<Vec<Value>>>,
+}
+
+impl std::fmt::Debug for GceCloud {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GceCloud")
+            .field("project", &self.project)
+            .field("endpoints", &self.endpoints)
+            .finish()
+    }
+}
+
+impl GceCloud {
+    /// A client for `project` with the endpoints of the environment.
+    pub fn new(project: &str, region: &str) -> Result<GceCloud, String> {
+        Self::with_endpoints(
+            project,
+            region,
+            Endpoints::from_lookup(&kops_api::env::process_env),
+        )
+    }
+
+    pub fn with_endpoints(project: &str, region: &str, endpoints: Endpoints) -> Result<GceCloud, String> {
+        Ok(GceCloud {
+            project: project.to_string(),
+            region: region.to_string(),
+            endpoints,
+            http: Http::new()?,
+            credentials: OnceCell::new(),
+            calls: Mutex::new(BTreeMap::new()),
+            templates: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// Calls made, by `METHOD collection`.
+    pub fn calls(&self) -> BTreeMap<String, u64> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    /// The project's instance templates, listed on first use (every group's
+    /// template task reads them: one list per run).
+    pub async fn instance_templates(&self) -> Result<Vec<Value>, ApiError> {
+        let mut cached = self.templates.lock().await;
+        if let Some(list) = cached.as_ref() {
+            return Ok(list.clone());
+        }
+        let list = self
+            .list(&self.compute_url("global/instanceTemplates"), "items")
+            .await?;
+        *cached = Some(list.clone());
+        Ok(list)
+    }
+
+    /// Drops the listed templates (one was created).
+    pub fn forget_instance_templates(&self) {
+        if let Ok(mut cached) = self.templates.try_lock() {
+            *cached = None;
+        }
+    }
+
+    /// `{compute}projects/{project}/{rest}`.
+    pub fn compute_url(&self, rest: &str) -> String {
+        format!("{}projects/{}/{rest}", self.endpoints.compute, self.project)
+    }
+
+    /// `{dns}projects/{project}/{rest}`.
+    pub fn dns_url(&self, rest: &str) -> String {
+        format!("{}projects/{}/{rest}", self.endpoints.dns, self.project)
+    }
+
+    /// `{iam}v1/projects/{project}/{rest}`.
+    pub fn iam_url(&self, rest: &str) -> String {
+        format!("{}v1/projects/{}/{rest}", self.endpoints.iam, self.project)
+    }
+
+    /// `{resourcemanager}v1/projects/{project}{rest}` (`:getIamPolicy`).
+    pub fn resource_manager_url(&self, rest: &str) -> String {
+        format!(
+            "{}v1/projects/{}{rest}",
+            self.endpoints.resource_manager, self.project
+        )
+    }
+
+    async fn token(&self) -> Result<Option<String>, String> {
+        let credentials = self
+            .credentials
+            .get_or_try_init(|| async {
+                if self.endpoints.all_local() {
+                    return Ok(None);
+                }
+                kops_state::gcs::auth::find(&kops_api::env::process_env, &self.http)
+                    .await
+                    .map(Some)
+            })
+            .await?;
+        match credentials {
+            Some(c) => c.token(&self.http).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn count(&self, method: &Method, url: &str) {
+        let path = url.split('?').next().unwrap_or(url);
+        let parts: Vec<&str> = path.split('/').collect();
+        // The collection: the last even-positioned segment after the project.
+        let after = parts
+            .iter()
+            .position(|p| *p == "projects")
+            .map_or(&parts[..], |i| &parts[(i + 2).min(parts.len())..]);
+        let collection = after
+            .iter()
+            .filter(|s| !matches!(**s, "global" | "regions" | "zones"))
+            .copied()
+            .collect::<Vec<_>>();
+        let label = collection
+            .iter()
+            .step_by(2)
+            .copied()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("/");
+        *self
+            .calls
+            .lock()
+            .unwrap()
+            .entry(format!("{method} {label}"))
+            .or_default() += 1;
+    }
+
+    /// One JSON call with retries of transient failures.
+    pub async fn call(&self, method: Method, url: &str, body: Option<&Value>) -> Result<Value, ApiError> {
+        let error = |status: u16, reason: &str, message: String| ApiError {
+            method: method.to_string(),
+            url: url.to_string(),
+            status,
+            reason: reason.to_string(),
+            message,
+        };
+        let token = self.token().await.map_err(|e| error(0, "credentials", e))?;
+        let mut call = Call::new(method.clone(), url).header("accept", "application/json");
+        if let Some(token) = token {
+            call = call.header("authorization", format!("Bearer {token}"));
+        }
+        if let Some(body) = body {
+            call = call
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        let mut pause = FIRST_BACKOFF;
+        let mut attempt = 1;
+        loop {
+            self.count(&method, url);
+            let result = match self.http.send_once(&call).await {
+                Err(e) => Err(error(0, "transport", e)),
+                Ok(response) if (200..300).contains(&response.status) => {
+                    if response.body.is_empty() {
+                        Ok(Value::Null)
+                    } else {
+                        serde_json::from_slice(&response.body)
+                            .map_err(|e| error(response.status, "badResponse", e.to_string()))
+                    }
+                }
+                Ok(response) => {
+                    let parsed: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
+                    let detail = &parsed["error"];
+                    let reason = detail["errors"][0]["reason"]
+                        .as_str()
+                        .or(detail["status"].as_str())
+                        .unwrap_or("")
+                        .to_string();
+                    let message = detail["message"]
+                        .as_str()
+                        .map_or_else(|| response.text(), str::to_string);
+                    Err(error(response.status, &reason, message))
+                }
+            };
+            match result {
+                Err(e) if attempt < ATTEMPTS && (e.status == 0 || e.status == 429 || e.status >= 500) => {
+                    tracing::debug!("{e} (attempt {attempt}), retrying in {pause:?}");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_BACKOFF);
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A GET; `None` on 404.
+    pub async fn get(&self, url: &str) -> Result<Option<Value>, ApiError> {
+        match self.call(Method::GET, url, None).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every item of a paged list (`field`: `items`, `rrsets`, `accounts`...).
+    pub async fn list(&self, url: &str, field: &str) -> Result<Vec<Value>, ApiError> {
+        let mut items = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            let page_url = match &token {
+                Some(t) => format!("{url}{sep}pageToken={}", encode(t)),
+                None => url.to_string(),
+            };
+            let page = self.call(Method::GET, &page_url, None).await?;
+            if let Some(found) = page[field].as_array() {
+                items.extend(found.iter().cloned());
+            }
+            match page["nextPageToken"].as_str().filter(|t| !t.is_empty()) {
+                Some(t) => token = Some(t.to_string()),
+                None => return Ok(items),
+            }
+        }
+    }
+
+    /// A Compute mutation: sends it and waits for its operation.
+    pub async fn mutate(&self, method: Method, url: &str, body: Option<&Value>) -> Result<Value, ApiError> {
+        let op = self.call(method, url, body).await?;
+        self.wait(op).await
+    }
+
+    /// Waits for a Compute operation to be `DONE`; its error, if any, as
+    /// an error.
+    pub async fn wait(&self, mut op: Value) -> Result<Value, ApiError> {
+        let mut pause = Duration::from_millis(20);
+        while op["status"] != "DONE" {
+            let Some(link) = op["selfLink"].as_str().map(str::to_string) else {
+                break;
+            };
+            let link = self.local_link(&link);
+            op = self.call(Method::POST, &format!("{link}/wait"), None).await?;
+            if op["status"] != "DONE" {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+        }
+        if let Some(error) = op["error"]["errors"].as_array().and_then(|e| e.first()) {
+            return Err(ApiError {
+                method: op["operationType"].as_str().unwrap_or("").to_string(),
+                url: op["targetLink"].as_str().unwrap_or("").to_string(),
+                status: op["httpErrorStatusCode"].as_u64().unwrap_or(400) as u16,
+                reason: error["code"].as_str().unwrap_or("").to_string(),
+                message: error["message"].as_str().unwrap_or("").to_string(),
+            });
+        }
+        Ok(op)
+    }
+
+    /// A self link the API returned, on the configured Compute endpoint
+    /// (a link names Google's host even behind an override).
+    pub fn local_link(&self, link: &str) -> String {
+        match link.find("/projects/") {
+            Some(i) => format!("{}{}", self.endpoints.compute, &link[i + 1..]),
+            None => link.to_string(),
+        }
+    }
+}
+
+/// Percent-encodes a query value.
+pub fn encode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
