@@ -19,6 +19,7 @@ mod create_gce;
 mod edit;
 mod existing_network;
 mod gcs_store;
+mod gce_lifecycle;
 mod get_assets;
 mod instance_group_options;
 mod irsa_lifecycle;
