@@ -12,6 +12,7 @@
 
 pub mod fake_gcs;
 pub mod file_server;
+pub mod gce_metadata;
 pub mod kube_api;
 
 pub use fake_gcs::{require_fake_gcs, FakeGcs};
