@@ -82,7 +82,7 @@ pub enum Refusal {
         zone: String,
         region: String,
     },
-    #[error("instance `{instance}` has {got} `cluster-name` metadata, not `{want}`")]
+    #[error("instance `{instance}` is not part of cluster `{want}` (its `cluster-name` metadata: {got})")]
     WrongClusterMetadata {
         instance: String,
         got: String,
