@@ -12,10 +12,12 @@
 
 pub mod fake_gcs;
 pub mod file_server;
+pub mod gce_api;
 pub mod gce_metadata;
 pub mod kube_api;
 
 pub use fake_gcs::{require_fake_gcs, FakeGcs};
+pub use gce_api::{require_gce_api, GceApi};
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -441,7 +443,7 @@ fn http_request(port: u16, method: &str, path: &str) -> io::Result<(u16, Vec<u8>
 /// service from the credential scope of the Authorization header).
 const ROUTE53_HEADERS: &str = "Content-Type: application/xml\r\nAuthorization: AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/route53/aws4_request, SignedHeaders=host, Signature=0\r\n";
 
-fn http_request_with(
+pub(crate) fn http_request_with(
     port: u16,
     method: &str,
     path: &str,
