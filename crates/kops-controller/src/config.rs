@@ -67,11 +67,19 @@ pub struct ProviderOptions {
 /// must carry, and how far its token's time may be from the controller's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GceOptions {
-    #[serde(rename = "projectID", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "projectID",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub project_id: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub region: String,
-    #[serde(rename = "clusterName", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "clusterName",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub cluster_name: String,
     /// Seconds.
     #[serde(rename = "MaxTimeSkew", default, skip_serializing_if = "is_zero")]
@@ -162,7 +170,13 @@ impl Options {
 
     /// The options kops writes for a cluster on Google Cloud (kops allows
     /// five minutes of clock skew).
-    pub fn for_gce(cluster: &str, config_base: &str, secret_store: &str, project: &str, region: &str) -> Options {
+    pub fn for_gce(
+        cluster: &str,
+        config_base: &str,
+        secret_store: &str,
+        project: &str,
+        region: &str,
+    ) -> Options {
         let mut options = Options::for_aws(cluster, config_base, secret_store, region, Vec::new());
         options.cloud = "gce".into();
         options.server.provider = ProviderOptions {

@@ -133,28 +133,45 @@ pub async fn run(
         let client = kube_client(path).await?;
         controller.refuse_registered_nodes(kube::Api::all(client.clone()));
         if let Some(ipam) = controller.ipam(kube::Api::all(client.clone())) {
-            tokio::spawn(async move {
-                loop {
-                    if let Err(e) = ipam.run_once().await {
-                        tracing::warn!("cloud IPAM: {e}");
-                    }
-                    tokio::time::sleep(ipam::IPAM_INTERVAL).await;
-                }
+            let ipam = Arc::new(ipam);
+            every("cloud IPAM", ipam::IPAM_INTERVAL, move || {
+                let ipam = ipam.clone();
+                async move { ipam.run_once().await }
             });
         }
-        if let Some(labeler) = controller.labeler(kube::Api::all(client)) {
-            tokio::spawn(async move {
-                loop {
-                    if let Err(e) = labeler.run_once().await {
-                        tracing::warn!("node labelling: {e}");
-                    }
-                    tokio::time::sleep(LABEL_INTERVAL).await;
-                }
+        if let Some(labeler) = controller.labeler(kube::Api::all(client.clone())) {
+            let labeler = Arc::new(labeler);
+            every("node labelling", LABEL_INTERVAL, move || {
+                let labeler = labeler.clone();
+                async move { labeler.run_once().await }
+            });
+        } else if let Some(labeler) = controller.gce_labeler(kube::Api::all(client)) {
+            let labeler = Arc::new(labeler);
+            every("node labelling", LABEL_INTERVAL, move || {
+                let labeler = labeler.clone();
+                async move { labeler.run_once().await }
             });
         }
     }
     controller.serve(listener, tls, shutdown).await;
     Ok(())
+}
+
+/// Runs `pass` now and then every `interval`, in the background; a failed
+/// pass is a warning naming `what`.
+fn every<F, Fut>(what: &'static str, interval: std::time::Duration, mut pass: F)
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<usize, String>> + Send,
+{
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = pass().await {
+                tracing::warn!("{what}: {e}");
+            }
+            tokio::time::sleep(interval).await;
+        }
+    });
 }
 
 /// A Kubernetes client from a kubeconfig file.

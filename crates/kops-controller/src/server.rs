@@ -185,7 +185,7 @@ impl Controller {
     }
 
     /// A node labeller sharing this controller's EC2 client and state
-    /// store (AWS; `None` on Google Cloud, where kops-rs labels no nodes yet).
+    /// store (AWS; `None` on Google Cloud, see [`Controller::gce_labeler`]).
     pub fn labeler(
         &self,
         nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
@@ -196,6 +196,17 @@ impl Controller {
             config_store: self.config_store.clone(),
             binding: self.binding.clone()?,
         })
+    }
+
+    /// The node labeller of a Google Cloud cluster (`None` elsewhere).
+    pub fn gce_labeler(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> Option<crate::gce::labels::GceLabeler> {
+        match &self.verifier {
+            Verifier::Gce(gce) => Some(gce.labeler(nodes)),
+            Verifier::Aws(_) => None,
+        }
     }
 
     /// The cloud IPAM sharing this controller's EC2 client, when its

@@ -7,7 +7,9 @@
 //!
 //! Refused, each with one log line and nothing issued: a token naming
 //! another project, an instance without the cluster's `cluster-name`
-//! metadata, a replayed token, a signature by another key.
+//! metadata, a replayed token, a signature by another key. Then the
+//! controller labels a node from its managed instance group's template and
+//! its network tags, and leaves a node claiming another instance alone.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -130,7 +132,12 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
         return;
     };
     let metadata = kops_testkit::gce_metadata::MetadataServer::start(
-        kops_testkit::gce_metadata::instance_values(PROJECT, "us-test1-b", "control-plane-x", "10.0.0.2"),
+        kops_testkit::gce_metadata::instance_values(
+            PROJECT,
+            "us-test1-b",
+            "control-plane-x",
+            "10.0.0.2",
+        ),
     );
     for (k, v) in api.env() {
         std::env::set_var(k, v);
@@ -280,5 +287,62 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
             );
             // Refused tokens are not kept; the two accepted are.
             assert_eq!(controller.verifier().replay_entries(), 2);
+
+            // 6. Labels: the group from the managed instance group's
+            // template (not the instance's own metadata, which says
+            // otherwise here), the role from the network tags.
+            let template = format!("projects/{PROJECT}/global/instanceTemplates/nodes-us-test1-a-gce-join-example-com");
+            api.seed(
+                &format!("compute/v1/{template}"),
+                json!({"properties": {"metadata": {"items": [
+                    {"key": "cluster-name", "value": CLUSTER},
+                    {"key": "kops-k8s-io-instance-group-name", "value": WORKERS}
+                ]}}}),
+            );
+            let manager = format!("projects/{PROJECT}/zones/{ZONE}/instanceGroupManagers/a-nodes-us-test1-a-gce-join-example-com");
+            api.seed(
+                &format!("compute/v1/{manager}"),
+                json!({"instanceTemplate": format!("{}/compute/v1/{template}", api.url()), "targetSize": 1, "baseInstanceName": "nodes-us-test1-a"}),
+            );
+            let made = "nodes-us-test1-a-m1";
+            api.seed(
+                &format!("compute/v1/projects/{PROJECT}/zones/{ZONE}/instances/{made}"),
+                json!({
+                    "status": "RUNNING",
+                    "metadata": {"items": [
+                        {"key": "cluster-name", "value": CLUSTER},
+                        {"key": "kops-k8s-io-instance-group-name", "value": "control-plane-us-test1-a"},
+                        {"key": "created-by", "value": manager},
+                    ]},
+                    "networkInterfaces": [{"networkIP": "10.0.16.9"}],
+                    "tags": {"items": ["gce-join-example-com-k8s-io-role-node"]},
+                }),
+            );
+            let kube_api = kops_testkit::kube_api::FakeApi::start();
+            let node = |name: &str, instance: &str| {
+                json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "labels": {"node-role.kubernetes.io/control-plane": ""}},
+                    "spec": {"providerID": format!("gce://{PROJECT}/{ZONE}/{instance}")},
+                })
+            };
+            kube_api.put("api/v1", "nodes", "", made, node(made, made));
+            // A node claiming another instance is left alone.
+            kube_api.put("api/v1", "nodes", "", "impostor", node("impostor", made));
+            let kube = kops_controller::kube_client(&kube_api.write_kubeconfig(tmp.path()))
+                .await
+                .unwrap();
+            let labeler = controller
+                .gce_labeler(kube::Api::all(kube))
+                .expect("a GCE cluster");
+            assert_eq!(labeler.run_once().await.unwrap(), 1);
+            let labels = &kube_api.get("api/v1", "nodes", "", made).unwrap()["metadata"]["labels"];
+            assert_eq!(labels["kops.k8s.io/instancegroup"], WORKERS, "{labels}");
+            assert_eq!(labels["node-role.kubernetes.io/node"], "", "{labels}");
+            assert!(labels.get("node-role.kubernetes.io/control-plane").is_none(), "{labels}");
+            let impostor = &kube_api.get("api/v1", "nodes", "", "impostor").unwrap()["metadata"]["labels"];
+            assert!(impostor.get("kops.k8s.io/instancegroup").is_none(), "{impostor}");
+            assert_eq!(logs.lines_with("node labelling: node impostor").len(), 1);
+            assert_eq!(labeler.run_once().await.unwrap(), 0, "second pass");
         });
 }

@@ -45,7 +45,10 @@ async fn the_boot_config_comes_from_the_user_data_metadata() {
 
     // Without user data, the message says what was looked for.
     metadata.set("instance/attributes/user-data", None);
-    let err = kops_nodeup::agent::load(&missing).await.unwrap_err().to_string();
+    let err = kops_nodeup::agent::load(&missing)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("neither `user-data` nor `startup-script` metadata"),
         "{err}"

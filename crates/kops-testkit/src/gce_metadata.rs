@@ -32,7 +32,10 @@ pub fn instance_values(
 ) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("project/project-id".to_string(), project.to_string()),
-        ("project/numeric-project-id".to_string(), "123456789012".to_string()),
+        (
+            "project/numeric-project-id".to_string(),
+            "123456789012".to_string(),
+        ),
         (
             "instance/zone".to_string(),
             format!("projects/123456789012/zones/{zone}"),
@@ -43,7 +46,10 @@ pub fn instance_values(
             format!("{name}.{zone}.c.{project}.internal"),
         ),
         ("instance/id".to_string(), "4242424242424242".to_string()),
-        ("instance/network-interfaces/0/ip".to_string(), ip.to_string()),
+        (
+            "instance/network-interfaces/0/ip".to_string(),
+            ip.to_string(),
+        ),
         (
             "instance/service-accounts/default/token".to_string(),
             r#"{"access_token":"metadata-test-token","expires_in":3599,"token_type":"Bearer"}"#

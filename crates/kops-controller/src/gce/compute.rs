@@ -104,11 +104,7 @@ pub struct AliasIpRange {
 impl Instance {
     /// A metadata item's value.
     pub fn metadata_value(&self, key: &str) -> Option<&str> {
-        self.metadata
-            .items
-            .iter()
-            .find(|i| i.key == key)
-            .and_then(|i| i.value.as_deref())
+        self.metadata.value(key)
     }
 }
 
@@ -126,6 +122,62 @@ pub struct IdentityEntry {
     /// The public key, PEM.
     #[serde(default)]
     pub ek_pub: String,
+}
+
+/// A page of `listManagedInstances`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManagedInstancesPage {
+    #[serde(default)]
+    managed_instances: Vec<ManagedInstance>,
+    #[serde(default)]
+    next_page_token: Option<String>,
+}
+
+/// A member of a managed instance group.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedInstance {
+    /// The instance's URL.
+    #[serde(default)]
+    pub instance: String,
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub version: Option<ManagedInstanceVersion>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedInstanceVersion {
+    /// The template's URL.
+    #[serde(default)]
+    pub instance_template: String,
+}
+
+/// The fields of an instance template kops-controller reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct InstanceTemplate {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub properties: TemplateProperties,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TemplateProperties {
+    #[serde(default)]
+    pub metadata: MetadataItems,
+}
+
+impl MetadataItems {
+    /// An item's value.
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.items
+            .iter()
+            .find(|i| i.key == key)
+            .and_then(|i| i.value.as_deref())
+    }
 }
 
 /// Why a call failed.
@@ -158,7 +210,12 @@ impl Compute {
     }
 
     /// `projects/<p>/zones/<z>/instances/<name>`.
-    pub async fn instance(&self, project: &str, zone: &str, name: &str) -> Result<Instance, CallError> {
+    pub async fn instance(
+        &self,
+        project: &str,
+        zone: &str,
+        name: &str,
+    ) -> Result<Instance, CallError> {
         self.get(&format!("projects/{project}/zones/{zone}/instances/{name}"))
             .await
     }
@@ -176,12 +233,68 @@ impl Compute {
         .await
     }
 
+    /// The instances of a managed instance group (every page).
+    pub async fn managed_instances(
+        &self,
+        project: &str,
+        zone: &str,
+        group: &str,
+    ) -> Result<Vec<ManagedInstance>, CallError> {
+        let mut out = Vec::new();
+        let mut token = String::new();
+        loop {
+            let mut path = format!(
+                "projects/{project}/zones/{zone}/instanceGroupManagers/{group}/listManagedInstances"
+            );
+            if !token.is_empty() {
+                path.push_str(&format!("?pageToken={token}"));
+            }
+            let page: ManagedInstancesPage = self.call("POST", &path).await?;
+            out.extend(page.managed_instances);
+            match page.next_page_token {
+                Some(next)
+                    if !next.is_empty()
+                        && next
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_=".contains(&b)) =>
+                {
+                    token = next
+                }
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// `projects/<p>/global/instanceTemplates/<name>`.
+    pub async fn instance_template(
+        &self,
+        project: &str,
+        name: &str,
+    ) -> Result<InstanceTemplate, CallError> {
+        self.get(&format!(
+            "projects/{project}/global/instanceTemplates/{name}"
+        ))
+        .await
+    }
+
     async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, CallError> {
+        self.call("GET", path).await
+    }
+
+    async fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        path: &str,
+    ) -> Result<T, CallError> {
         let url = format!("{}{path}", self.base);
-        let failed = |reason: String| CallError::Failed(format!("GET {url}: {reason}"));
-        let token = self.metadata.access_token().await.map_err(CallError::Failed)?;
+        let failed = |reason: String| CallError::Failed(format!("{method} {url}: {reason}"));
+        let token = self
+            .metadata
+            .access_token()
+            .await
+            .map_err(CallError::Failed)?;
         let request = http::Request::builder()
-            .method("GET")
+            .method(method)
             .uri(&url)
             .header("Authorization", format!("Bearer {token}"))
             .body(Full::new(Bytes::new()))
@@ -198,7 +311,9 @@ impl Compute {
             .map_err(|e| failed(e.to_string()))?
             .to_bytes();
         match status {
-            200 => serde_json::from_slice(&body).map_err(|e| failed(format!("unreadable answer: {e}"))),
+            200 => {
+                serde_json::from_slice(&body).map_err(|e| failed(format!("unreadable answer: {e}")))
+            }
             404 => Err(CallError::NotFound),
             _ => Err(failed(format!("HTTP {status}: {}", google_message(&body)))),
         }
@@ -210,6 +325,10 @@ impl Compute {
 fn google_message(body: &[u8]) -> String {
     serde_json::from_slice::<serde_json::Value>(body)
         .ok()
-        .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_string))
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
         .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(200).collect())
 }

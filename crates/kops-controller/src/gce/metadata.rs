@@ -102,7 +102,10 @@ impl Metadata {
             404 => Ok(None),
             _ => Err(failed(format!(
                 "HTTP {status}: {}",
-                String::from_utf8_lossy(&body).chars().take(200).collect::<String>()
+                String::from_utf8_lossy(&body)
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
             ))),
         }
     }

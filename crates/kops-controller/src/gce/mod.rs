@@ -12,6 +12,7 @@
 //! instance, as kops names GCE nodes.
 
 pub mod compute;
+pub mod labels;
 pub mod metadata;
 pub mod token;
 
@@ -35,7 +36,7 @@ const DEFAULT_MAX_SKEW: Duration = Duration::from_secs(300);
 pub struct GceVerifier {
     options: GceOptions,
     cluster: String,
-    compute: Compute,
+    compute: std::sync::Arc<Compute>,
     seen: ReplayCache,
     limit: StsLimiter,
 }
@@ -45,9 +46,22 @@ impl GceVerifier {
         GceVerifier {
             options,
             cluster: cluster.to_string(),
-            compute,
+            compute: std::sync::Arc::new(compute),
             seen: ReplayCache::default(),
             limit: StsLimiter::default(),
+        }
+    }
+
+    /// A node labeller sharing this verifier's Compute client.
+    pub fn labeler(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> labels::GceLabeler {
+        labels::GceLabeler {
+            nodes,
+            compute: self.compute.clone(),
+            project: self.options.project_id.clone(),
+            cluster: self.cluster.clone(),
         }
     }
 
@@ -130,11 +144,7 @@ impl GceVerifier {
         token: &token::AuthToken,
     ) -> Result<NodeIdentity, Refusal> {
         let name = &data.instance;
-        let instance = match self
-            .compute
-            .instance(&data.project, &data.zone, name)
-            .await
-        {
+        let instance = match self.compute.instance(&data.project, &data.zone, name).await {
             Ok(i) => i,
             Err(CallError::NotFound) => {
                 return Err(Refusal::NoInstance {

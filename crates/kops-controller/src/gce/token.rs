@@ -51,7 +51,11 @@ pub struct AuthToken {
 /// What the node claims (kops' `AuthTokenData`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenData {
-    #[serde(rename = "gcpProjectID", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "gcpProjectID",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     pub project: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub zone: String,
@@ -156,7 +160,8 @@ pub fn create_token(
     };
     let data = serde_json::to_vec(&data).map_err(|e| fail(e.to_string()))?;
     let signature = signer.sign(&data).map_err(fail)?;
-    let token = serde_json::to_vec(&AuthToken { signature, data }).map_err(|e| fail(e.to_string()))?;
+    let token =
+        serde_json::to_vec(&AuthToken { signature, data }).map_err(|e| fail(e.to_string()))?;
     Ok(format!(
         "{TOKEN_PREFIX}{}",
         base64::engine::general_purpose::STANDARD.encode(token)
@@ -188,7 +193,11 @@ pub fn decode(authorization: &str) -> Result<(AuthToken, TokenData), String> {
 
 /// Whether `signature` is `public_key_pem`'s (a `PUBLIC KEY` PEM, as
 /// Compute reports a shielded VM's keys) over `data`.
-pub fn signature_matches(public_key_pem: &str, data: &[u8], signature: &[u8]) -> Result<bool, String> {
+pub fn signature_matches(
+    public_key_pem: &str,
+    data: &[u8],
+    signature: &[u8],
+) -> Result<bool, String> {
     let block = pem::parse(public_key_pem.as_bytes())
         .map_err(|e| format!("the signing key is not PEM: {e}"))?;
     if block.tag() != "PUBLIC KEY" && block.tag() != "RSA PUBLIC KEY" {

@@ -179,7 +179,9 @@ async fn ask(
                 client.bootstrap(request, &credentials).await
             }
             Identity::Gce { instance, signer } => {
-                client.bootstrap_gce(request, instance, signer.as_ref()).await
+                client
+                    .bootstrap_gce(request, instance, signer.as_ref())
+                    .await
             }
         };
         match answer {

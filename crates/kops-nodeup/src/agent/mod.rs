@@ -258,11 +258,7 @@ pub async fn load(conf: &Path) -> Result<Loaded, NodeupError> {
     load_from_store(conf, boot, role).await
 }
 
-async fn load_from_store(
-    conf: &Path,
-    boot: BootConfig,
-    role: Role,
-) -> Result<Loaded, NodeupError> {
+async fn load_from_store(conf: &Path, boot: BootConfig, role: Role) -> Result<Loaded, NodeupError> {
     let config_base = boot
         .config_base
         .clone()
@@ -316,19 +312,21 @@ async fn load_node(
     let region = options.region.clone().ok_or(NodeupError::NoRegion)?;
     let identity = match gce_instance {
         Some(instance) => {
-            let key = match &options.gce_signing_key {
-                Some(path) => {
-                    let text = std::fs::read_to_string(path).map_err(|e| NodeupError::Gce {
-                        reason: format!("cannot read {}: {e}", path.display()),
-                    })?;
-                    let key = kops_controller::gce::token::SoftwareKey::from_pem(&text)
-                        .map_err(|e| NodeupError::Gce {
-                            reason: format!("{}: {e}", path.display()),
+            let key =
+                match &options.gce_signing_key {
+                    Some(path) => {
+                        let text = std::fs::read_to_string(path).map_err(|e| NodeupError::Gce {
+                            reason: format!("cannot read {}: {e}", path.display()),
                         })?;
-                    Some(std::sync::Arc::new(key) as std::sync::Arc<dyn kops_controller::gce::token::Signer>)
-                }
-                None => None,
-            };
+                        let key = kops_controller::gce::token::SoftwareKey::from_pem(&text)
+                            .map_err(|e| NodeupError::Gce {
+                                reason: format!("{}: {e}", path.display()),
+                            })?;
+                        Some(std::sync::Arc::new(key)
+                            as std::sync::Arc<dyn kops_controller::gce::token::Signer>)
+                    }
+                    None => None,
+                };
             let signer = gce::signer(key.as_ref()).map_err(|reason| NodeupError::Gce { reason })?;
             config_server::Identity::Gce {
                 instance: instance.reference(),
@@ -368,7 +366,9 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         let instance = gce::instance(&metadata)
             .await
             .map_err(|reason| NodeupError::Gce { reason })?;
-        resolved.node_name.get_or_insert_with(|| instance.name.clone());
+        resolved
+            .node_name
+            .get_or_insert_with(|| instance.name.clone());
         resolved.region.get_or_insert_with(|| instance.region());
         if resolved.node_ip.is_none() {
             resolved.node_ip = instance.ip.clone();
@@ -382,7 +382,15 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         Some(n) => n.clone(),
         None => host_name()?,
     };
-    let loaded = match load_node(options, &node_name, boot.clone(), role, gce_instance.as_ref()).await {
+    let loaded = match load_node(
+        options,
+        &node_name,
+        boot.clone(),
+        role,
+        gce_instance.as_ref(),
+    )
+    .await
+    {
         Err(NodeupError::AlreadyRegistered) => {
             tracing::info!("node `{node_name}` is already registered and Ready; nothing to do");
             return Ok(Outcome {

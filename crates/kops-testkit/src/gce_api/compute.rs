@@ -672,8 +672,9 @@ fn list_managed_instances(state: &mut State, call: &Incoming<'_>) -> Result<Valu
                 "instance": instance["selfLink"],
                 "id": instance["id"],
                 "instanceStatus": instance["status"],
+                "name": instance["name"],
                 "currentAction": "NONE",
-                "instanceTemplate": manager["instanceTemplate"],
+                "version": {"instanceTemplate": manager["instanceTemplate"]},
             })
         })
         .collect();
