@@ -118,11 +118,47 @@ impl BootstrapClient {
     }
 
     /// One round over the servers: the first answer wins; the last error
-    /// otherwise.
+    /// otherwise. The token proves the instance role (AWS).
     pub async fn bootstrap(
         &self,
         request: &BootstrapRequest,
         credentials: &aws_credential_types::Credentials,
+    ) -> Result<BootstrapResponse, ClientError> {
+        let sts = sts_url(&self.region);
+        let audience = audience(&self.cluster);
+        self.bootstrap_with(request, &|body| {
+            create_token_v1(
+                &sts,
+                &self.region,
+                credentials,
+                SystemTime::now(),
+                body,
+                &audience,
+            )
+        })
+        .await
+    }
+
+    /// [`BootstrapClient::bootstrap`] on Google Cloud: the token is signed
+    /// by the instance's vTPM attestation key (or its stand-in).
+    pub async fn bootstrap_gce(
+        &self,
+        request: &BootstrapRequest,
+        instance: &crate::gce::token::InstanceRef,
+        signer: &dyn crate::gce::token::Signer,
+    ) -> Result<BootstrapResponse, ClientError> {
+        self.bootstrap_with(request, &|body| {
+            crate::gce::token::create_token(instance, signer, body, SystemTime::now())
+        })
+        .await
+    }
+
+    /// One round over the servers with tokens from `token` (called with
+    /// the body, once per attempt: a controller refuses a token it has seen).
+    pub async fn bootstrap_with(
+        &self,
+        request: &BootstrapRequest,
+        token: &(dyn Fn(&[u8]) -> Result<String, crate::protocol::SignError> + Sync),
     ) -> Result<BootstrapResponse, ClientError> {
         let body = serde_json::to_vec(request).map_err(|e| ClientError::BadResponse {
             url: String::new(),
@@ -130,15 +166,7 @@ impl BootstrapClient {
         })?;
         let mut last = None;
         for server in &self.servers {
-            // A token per attempt: a controller refuses one it has seen.
-            let token = create_token_v1(
-                &sts_url(&self.region),
-                &self.region,
-                credentials,
-                SystemTime::now(),
-                &body,
-                &audience(&self.cluster),
-            )?;
+            let token = token(&body)?;
             match self.post(server, &token, &body).await {
                 Ok(response) => return Ok(response),
                 Err(e) => last = Some(e),

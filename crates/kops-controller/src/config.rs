@@ -56,7 +56,38 @@ pub struct ServerOptions {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProviderOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aws: Option<AwsOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gce: Option<GceOptions>,
+}
+
+/// kops' GCE verifier options (`TPMVerifierOptions`): the project and
+/// region a node's instance must be in, the `cluster-name` metadata it
+/// must carry, and how far its token's time may be from the controller's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GceOptions {
+    #[serde(
+        rename = "projectID",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub project_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub region: String,
+    #[serde(
+        rename = "clusterName",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub cluster_name: String,
+    /// Seconds.
+    #[serde(rename = "MaxTimeSkew", default, skip_serializing_if = "is_zero")]
+    pub max_time_skew: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -97,6 +128,7 @@ impl Options {
                         region: region.to_string(),
                         use_ip_based_node_names: false,
                     }),
+                    gce: None,
                 },
                 server_key_path: format!("{PKI_DIR}/kops-controller.key"),
                 server_certificate_path: format!("{PKI_DIR}/kops-controller.crt"),
@@ -131,6 +163,33 @@ impl Options {
     pub fn aws(&self) -> Option<&AwsOptions> {
         self.server.provider.aws.as_ref()
     }
+
+    pub fn gce(&self) -> Option<&GceOptions> {
+        self.server.provider.gce.as_ref()
+    }
+
+    /// The options kops writes for a cluster on Google Cloud (kops allows
+    /// five minutes of clock skew).
+    pub fn for_gce(
+        cluster: &str,
+        config_base: &str,
+        secret_store: &str,
+        project: &str,
+        region: &str,
+    ) -> Options {
+        let mut options = Options::for_aws(cluster, config_base, secret_store, region, Vec::new());
+        options.cloud = "gce".into();
+        options.server.provider = ProviderOptions {
+            aws: None,
+            gce: Some(GceOptions {
+                project_id: project.to_string(),
+                region: region.to_string(),
+                cluster_name: cluster.to_string(),
+                max_time_skew: 300,
+            }),
+        };
+        options
+    }
 }
 
 #[cfg(test)]
@@ -158,5 +217,23 @@ mod tests {
         let parsed = Options::parse(&ipv6).unwrap();
         assert!(parsed.enable_cloud_ipam);
         assert_eq!(parsed.to_json(), ipv6);
+    }
+
+    #[test]
+    fn gce_options_read_and_write_kops_json() {
+        let kops = r#"{"clusterName":"minimal-gce.example.com","cloud":"gce","configBase":"memfs://tests/minimal-gce.example.com","secretStore":"memfs://tests/minimal-gce.example.com/secrets","server":{"Listen":":3988","provider":{"gce":{"projectID":"testproject","region":"us-test1","clusterName":"minimal-gce.example.com","MaxTimeSkew":300}},"serverKeyPath":"/etc/kubernetes/kops-controller/pki/kops-controller.key","serverCertificatePath":"/etc/kubernetes/kops-controller/pki/kops-controller.crt","caBasePath":"/etc/kubernetes/kops-controller/pki","signingCAs":["kubernetes-ca"],"certNames":["kubelet","kubelet-server","kube-proxy"]}}"#;
+        let parsed = Options::parse(kops).unwrap();
+        assert_eq!(
+            parsed,
+            Options::for_gce(
+                "minimal-gce.example.com",
+                "memfs://tests/minimal-gce.example.com",
+                "memfs://tests/minimal-gce.example.com/secrets",
+                "testproject",
+                "us-test1",
+            )
+        );
+        assert_eq!(parsed.to_json(), kops);
+        assert!(parsed.aws().is_none());
     }
 }

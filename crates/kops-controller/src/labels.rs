@@ -70,6 +70,41 @@ pub fn label_changes(
     (set, remove)
 }
 
+/// Gives `node` (of instance group `group`) the `wanted` labels and takes
+/// away the role labels its group does not give, with one merge patch;
+/// whether it was patched (a failure is a warning).
+pub(crate) async fn reconcile(
+    nodes: &Api<Node>,
+    node: &Node,
+    group: &str,
+    wanted: &BTreeMap<String, String>,
+) -> bool {
+    let name = node.metadata.name.as_deref().unwrap_or_default();
+    let current = node.metadata.labels.clone().unwrap_or_default();
+    let (set, remove) = label_changes(&current, wanted);
+    if set.is_empty() && remove.is_empty() {
+        return false;
+    }
+    let mut labels = serde_json::Map::new();
+    for (k, v) in set {
+        labels.insert(k, Value::String(v));
+    }
+    for k in remove {
+        labels.insert(k, Value::Null);
+    }
+    let patch = Patch::Merge(json!({"metadata": {"labels": labels}}));
+    match nodes.patch(name, &PatchParams::default(), &patch).await {
+        Ok(_) => {
+            tracing::info!("labelled node {name} (instance group {})", escape(group));
+            true
+        }
+        Err(e) => {
+            tracing::warn!("cannot label node {name}: {e}");
+            false
+        }
+    }
+}
+
 impl Labeler {
     /// One pass over all nodes: the number of nodes patched.
     pub async fn run_once(&self) -> Result<usize, String> {
@@ -82,7 +117,7 @@ impl Labeler {
         let mut wanted_by_group: BTreeMap<String, Option<BTreeMap<String, String>>> =
             BTreeMap::new();
         let mut patched = 0;
-        for (name, node, instance) in self.binding.bind(&nodes, &instances) {
+        for (_, node, instance) in self.binding.bind(&nodes, &instances) {
             let Some(group) = tag(instance, INSTANCE_GROUP_TAG).filter(|g| !g.is_empty()) else {
                 continue;
             };
@@ -96,29 +131,8 @@ impl Labeler {
             let Some(Some(wanted)) = wanted_by_group.get(group) else {
                 continue;
             };
-            let current = node.metadata.labels.clone().unwrap_or_default();
-            let (set, remove) = label_changes(&current, wanted);
-            if set.is_empty() && remove.is_empty() {
-                continue;
-            }
-            let mut labels = serde_json::Map::new();
-            for (k, v) in set {
-                labels.insert(k, Value::String(v));
-            }
-            for k in remove {
-                labels.insert(k, Value::Null);
-            }
-            let patch = Patch::Merge(json!({"metadata": {"labels": labels}}));
-            match self
-                .nodes
-                .patch(name, &PatchParams::default(), &patch)
-                .await
-            {
-                Ok(_) => {
-                    tracing::info!("labelled node {name} (instance group {group})");
-                    patched += 1;
-                }
-                Err(e) => tracing::warn!("cannot label node {name}: {e}"),
+            if reconcile(&self.nodes, node, group, wanted).await {
+                patched += 1;
             }
         }
         Ok(patched)

@@ -19,6 +19,7 @@
 pub mod client;
 pub mod config;
 pub mod connections;
+pub mod gce;
 pub mod ipam;
 pub mod labels;
 pub mod nodes;
@@ -32,12 +33,16 @@ use std::sync::Arc;
 
 pub use config::Options;
 pub use server::{Controller, SigningKeys, StartError};
-pub use verify::{NodeIdentity, Refusal, Verifier, VerifierParts};
+pub use verify::{AwsVerifier, NodeIdentity, Refusal, Verifier, VerifierParts};
 
-/// Builds the controller from its options: the AWS clients (region from
-/// the options), this controller's own account (STS GetCallerIdentity),
-/// the signing keys from `caBasePath`.
+/// Builds the controller from its options: on AWS the AWS clients (region
+/// from the options) and this controller's own account (STS
+/// GetCallerIdentity), on Google Cloud the Compute client (see
+/// [`build_gce`]); the signing keys from `caBasePath`.
 pub async fn build(options: Options) -> Result<Controller, StartError> {
+    if options.gce().is_some() {
+        return build_gce(options).await;
+    }
     let region = options.aws().map(|a| a.region.clone()).unwrap_or_default();
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new(region))
@@ -82,6 +87,31 @@ pub async fn build_with(
     Controller::new(options, verifier, keys).await
 }
 
+/// The controller of a Google Cloud cluster: Compute at gcloud's endpoint
+/// (`CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`, else Google's), with the
+/// instance's service-account token from the metadata server
+/// (`GCE_METADATA_HOST`, else the link-local one).
+pub async fn build_gce(options: Options) -> Result<Controller, StartError> {
+    let gce = options
+        .gce()
+        .ok_or_else(|| StartError::Invalid {
+            path: config::CONFIG_PATH.to_string(),
+            reason: "server.provider.gce is missing".into(),
+        })?
+        .clone();
+    if gce.project_id.is_empty() || gce.region.is_empty() {
+        return Err(StartError::Invalid {
+            path: config::CONFIG_PATH.to_string(),
+            reason: "server.provider.gce needs projectID and region".into(),
+        });
+    }
+    let metadata = Arc::new(gce::metadata::Metadata::from_env().map_err(StartError::Tls)?);
+    let compute = gce::compute::Compute::from_env(metadata).map_err(StartError::Tls)?;
+    let verifier = Verifier::Gce(gce::GceVerifier::new(&options.cluster_name, gce, compute));
+    let keys = SigningKeys::load(&options.server.ca_base_path, &options.server.signing_cas)?;
+    Controller::new(options, verifier, keys).await
+}
+
 /// How often nodes are labelled.
 const LABEL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -103,27 +133,45 @@ pub async fn run(
         let client = kube_client(path).await?;
         controller.refuse_registered_nodes(kube::Api::all(client.clone()));
         if let Some(ipam) = controller.ipam(kube::Api::all(client.clone())) {
-            tokio::spawn(async move {
-                loop {
-                    if let Err(e) = ipam.run_once().await {
-                        tracing::warn!("cloud IPAM: {e}");
-                    }
-                    tokio::time::sleep(ipam::IPAM_INTERVAL).await;
-                }
+            let ipam = Arc::new(ipam);
+            every("cloud IPAM", ipam::IPAM_INTERVAL, move || {
+                let ipam = ipam.clone();
+                async move { ipam.run_once().await }
             });
         }
-        let labeler = controller.labeler(kube::Api::all(client));
-        tokio::spawn(async move {
-            loop {
-                if let Err(e) = labeler.run_once().await {
-                    tracing::warn!("node labelling: {e}");
-                }
-                tokio::time::sleep(LABEL_INTERVAL).await;
-            }
-        });
+        if let Some(labeler) = controller.labeler(kube::Api::all(client.clone())) {
+            let labeler = Arc::new(labeler);
+            every("node labelling", LABEL_INTERVAL, move || {
+                let labeler = labeler.clone();
+                async move { labeler.run_once().await }
+            });
+        } else if let Some(labeler) = controller.gce_labeler(kube::Api::all(client)) {
+            let labeler = Arc::new(labeler);
+            every("node labelling", LABEL_INTERVAL, move || {
+                let labeler = labeler.clone();
+                async move { labeler.run_once().await }
+            });
+        }
     }
     controller.serve(listener, tls, shutdown).await;
     Ok(())
+}
+
+/// Runs `pass` now and then every `interval`, in the background; a failed
+/// pass is a warning naming `what`.
+fn every<F, Fut>(what: &'static str, interval: std::time::Duration, mut pass: F)
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<usize, String>> + Send,
+{
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = pass().await {
+                tracing::warn!("{what}: {e}");
+            }
+            tokio::time::sleep(interval).await;
+        }
+    });
 }
 
 /// A Kubernetes client from a kubeconfig file.

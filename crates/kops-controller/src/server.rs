@@ -26,7 +26,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::config::Options;
 use crate::connections::{Connections, MAX_CONNECTIONS};
 use crate::protocol::{BootstrapRequest, BootstrapResponse, NodeConfig, BOOTSTRAP_API_VERSION};
-use crate::verify::{escape, NodeIdentity, Refusal, Verifier};
+use crate::verify::{escape, NodeIdentity, Verifier};
 
 /// Largest request body accepted: a node's request (its public keys and
 /// keypair ids) is about 2 KiB.
@@ -129,8 +129,8 @@ pub struct Controller {
     /// a node already registered and Ready gets nothing more (see
     /// [`Controller::refuse_registered_nodes`]).
     registered: std::sync::OnceLock<kube::Api<k8s_openapi::api::core::v1::Node>>,
-    /// How nodes are bound to their instances (labels, pod ranges).
-    binding: crate::nodes::Binding,
+    /// How nodes are bound to their instances (labels, pod ranges; AWS).
+    binding: Option<crate::nodes::Binding>,
     connections: Arc<Connections>,
 }
 
@@ -184,16 +184,28 @@ impl Controller {
         Ok(ready)
     }
 
-    /// A node labeller sharing this controller's EC2 client and state store.
+    /// A node labeller sharing this controller's EC2 client and state
+    /// store (AWS; `None` on Google Cloud, see [`Controller::gce_labeler`]).
     pub fn labeler(
         &self,
         nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
-    ) -> crate::labels::Labeler {
-        crate::labels::Labeler {
+    ) -> Option<crate::labels::Labeler> {
+        Some(crate::labels::Labeler {
             nodes,
-            ec2: self.verifier.ec2().clone(),
+            ec2: self.verifier.ec2()?.clone(),
             config_store: self.config_store.clone(),
-            binding: self.binding.clone(),
+            binding: self.binding.clone()?,
+        })
+    }
+
+    /// The node labeller of a Google Cloud cluster (`None` elsewhere).
+    pub fn gce_labeler(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> Option<crate::gce::labels::GceLabeler> {
+        match &self.verifier {
+            Verifier::Gce(gce) => Some(gce.labeler(nodes)),
+            Verifier::Aws(_) => None,
         }
     }
 
@@ -203,10 +215,13 @@ impl Controller {
         &self,
         nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
     ) -> Option<crate::ipam::Ipam> {
-        self.options.enable_cloud_ipam.then(|| crate::ipam::Ipam {
+        if !self.options.enable_cloud_ipam {
+            return None;
+        }
+        Some(crate::ipam::Ipam {
             nodes,
-            ec2: self.verifier.ec2().clone(),
-            binding: self.binding.clone(),
+            ec2: self.verifier.ec2()?.clone(),
+            binding: self.binding.clone()?,
         })
     }
 
@@ -361,11 +376,10 @@ impl Controller {
             Ok(id) => id,
             Err(refusal) => {
                 tracing::warn!("bootstrap from {peer} refused: {refusal}");
-                return match refusal {
-                    Refusal::Busy | Refusal::StsUnreachable { .. } | Refusal::Ec2 { .. } => {
-                        reply(StatusCode::SERVICE_UNAVAILABLE, "try again later")
-                    }
-                    _ => reply(StatusCode::FORBIDDEN, "failed to verify token"),
+                return if refusal.is_transient() {
+                    reply(StatusCode::SERVICE_UNAVAILABLE, "try again later")
+                } else {
+                    reply(StatusCode::FORBIDDEN, "failed to verify token")
                 };
             }
         };

@@ -74,10 +74,91 @@ pub enum Refusal {
     NoInstanceGroup { instance: String },
     #[error("EC2 DescribeInstances for `{instance}` failed: {reason}")]
     Ec2 { instance: String, reason: String },
+    #[error("the token names project `{got}`, not this cluster's (`{want}`)")]
+    WrongProject { got: String, want: String },
+    #[error("instance `{instance}` is in zone `{zone}`, not in region {region}")]
+    WrongRegion {
+        instance: String,
+        zone: String,
+        region: String,
+    },
+    #[error("instance `{instance}` is not part of cluster `{want}` (its `cluster-name` metadata: {got})")]
+    WrongClusterMetadata {
+        instance: String,
+        got: String,
+        want: String,
+    },
+    #[error("instance `{instance}` has no `kops-k8s-io-instance-group-name` metadata")]
+    NoInstanceGroupMetadata { instance: String },
+    #[error("instance `{instance}` has no shielded-VM signing key (getShieldedInstanceIdentity)")]
+    NoSigningKey { instance: String },
+    #[error("the token's signature does not verify with the shielded-VM signing key of instance `{instance}`")]
+    BadSignature { instance: String },
+    #[error("Compute API for instance `{instance}`: {reason}")]
+    Compute { instance: String, reason: String },
 }
 
-/// The verifier of one cluster's controller.
-pub struct Verifier {
+impl Refusal {
+    /// A refusal the node may retry (the controller or its cloud could not
+    /// answer), rather than a verdict on the node.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Refusal::Busy
+                | Refusal::StsUnreachable { .. }
+                | Refusal::Ec2 { .. }
+                | Refusal::Compute { .. }
+        )
+    }
+}
+
+/// The verifier of the controller's cloud.
+pub enum Verifier {
+    Aws(AwsVerifier),
+    Gce(crate::gce::GceVerifier),
+}
+
+impl Verifier {
+    /// The AWS verifier (see [`AwsVerifier::new`]).
+    pub fn new(parts: VerifierParts) -> Result<Verifier, String> {
+        AwsVerifier::new(parts).map(Verifier::Aws)
+    }
+
+    /// Checks `authorization` for a request with `body`.
+    pub async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
+        match self {
+            Verifier::Aws(v) => v.verify(authorization, body).await,
+            Verifier::Gce(v) => v.verify(authorization, body).await,
+        }
+    }
+
+    /// Tokens held by the replay cache now.
+    pub fn replay_entries(&self) -> usize {
+        match self {
+            Verifier::Aws(v) => v.replay_entries(),
+            Verifier::Gce(v) => v.replay_entries(),
+        }
+    }
+
+    /// The EC2 client, on AWS (node labels and the IPv6 IPAM use it).
+    pub fn ec2(&self) -> Option<&aws_sdk_ec2::Client> {
+        match self {
+            Verifier::Aws(v) => Some(v.ec2()),
+            Verifier::Gce(_) => None,
+        }
+    }
+
+    /// How nodes are bound to AWS instances, on AWS.
+    pub fn binding(&self) -> Option<crate::nodes::Binding> {
+        match self {
+            Verifier::Aws(v) => Some(v.binding()),
+            Verifier::Gce(_) => None,
+        }
+    }
+}
+
+/// The AWS verifier of one cluster's controller.
+pub struct AwsVerifier {
     cluster: String,
     account: String,
     partition: String,
@@ -106,18 +187,30 @@ pub struct VerifierParts {
     pub ec2: aws_sdk_ec2::Client,
 }
 
-/// The HTTPS (and, for a local endpoint, HTTP) client used for STS,
-/// through the environment's proxy ([`crate::proxy`]).
-type StsHttp = Client<hyper_rustls::HttpsConnector<crate::proxy::Connector>, Full<Bytes>>;
+/// The HTTPS (and, for a local endpoint, HTTP) client used for STS and
+/// Google's APIs, through the environment's proxy ([`crate::proxy`]).
+pub(crate) type StsHttp =
+    Client<hyper_rustls::HttpsConnector<crate::proxy::Connector>, Full<Bytes>>;
 
 fn sts_http(sts_url: &str) -> Result<StsHttp, String> {
-    let uri: http::Uri = sts_url
+    http_client(sts_url, "STS")
+}
+
+/// A client for `url`'s host: through the proxy the environment names
+/// for it, if any (`what` names the service in the log line saying so).
+pub(crate) fn http_client(url: &str, what: &str) -> Result<StsHttp, String> {
+    let uri: http::Uri = url
         .parse()
-        .map_err(|e| format!("STS URL `{sts_url}`: {e}"))?;
+        .map_err(|e| format!("{what} URL `{url}`: {e}"))?;
     let proxy = crate::proxy::proxy_for(&uri, &|name| std::env::var(name).ok());
     if let Some(proxy) = &proxy {
-        tracing::info!("STS calls go through the proxy {}", proxy.uri);
+        tracing::info!("{what} calls go through the proxy {}", proxy.uri);
     }
+    client_through(proxy)
+}
+
+/// An HTTP(S) client connecting directly (`None`) or through `proxy`.
+pub(crate) fn client_through(proxy: Option<crate::proxy::Proxy>) -> Result<StsHttp, String> {
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_native_roots()
         .map_err(|e| format!("cannot load the system's CA certificates: {e}"))?
@@ -127,9 +220,9 @@ fn sts_http(sts_url: &str) -> Result<StsHttp, String> {
     Ok(Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector))
 }
 
-impl Verifier {
-    pub fn new(parts: VerifierParts) -> Result<Verifier, String> {
-        Ok(Verifier {
+impl AwsVerifier {
+    pub fn new(parts: VerifierParts) -> Result<AwsVerifier, String> {
+        Ok(AwsVerifier {
             cluster: parts.cluster,
             account: parts.account,
             partition: parts.partition,

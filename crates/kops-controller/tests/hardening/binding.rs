@@ -38,7 +38,10 @@ fn nodes_are_bound_to_their_instances() {
         let kube = kops_controller::kube_client(&api.write_kubeconfig(cluster.tmp.path()))
             .await
             .unwrap();
-        let labeler = cluster.controller.labeler(kube::Api::all(kube.clone()));
+        let labeler = cluster
+            .controller
+            .labeler(kube::Api::all(kube.clone()))
+            .expect("AWS");
         let ipam = cluster
             .controller
             .ipam(kube::Api::all(kube))

@@ -67,6 +67,18 @@ pub struct Target<'a> {
     pub region: &'a str,
     pub timeout: Duration,
     pub retry_delay: Duration,
+    pub identity: Identity,
+}
+
+/// How the node proves which instance it is.
+pub enum Identity {
+    /// A token signed with the instance role's credentials.
+    Aws,
+    /// A token signed by the instance's vTPM attestation key (or its stand-in).
+    Gce {
+        instance: kops_controller::gce::token::InstanceRef,
+        signer: std::sync::Arc<dyn kops_controller::gce::token::Signer>,
+    },
 }
 
 /// Asks kops-controller for the node config (checked against the hash the
@@ -159,10 +171,20 @@ async fn ask(
     let started = Instant::now();
     let mut delay = target.retry_delay;
     loop {
-        let credentials = default_credentials(target.region)
-            .await
-            .map_err(bootstrap_error)?;
-        match client.bootstrap(request, &credentials).await {
+        let answer = match &target.identity {
+            Identity::Aws => {
+                let credentials = default_credentials(target.region)
+                    .await
+                    .map_err(bootstrap_error)?;
+                client.bootstrap(request, &credentials).await
+            }
+            Identity::Gce { instance, signer } => {
+                client
+                    .bootstrap_gce(request, instance, signer.as_ref())
+                    .await
+            }
+        };
+        match answer {
             Ok(response) => return Ok(response),
             Err(e) if e.is_transient() && started.elapsed() + delay < target.timeout => {
                 tracing::warn!("kops-controller not ready ({e}); retrying in {delay:?}");

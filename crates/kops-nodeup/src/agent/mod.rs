@@ -13,6 +13,7 @@
 mod config_server;
 mod fetch;
 mod files;
+pub mod gce;
 mod pki;
 mod render;
 
@@ -55,6 +56,9 @@ pub struct Options {
     /// How long a worker keeps asking kops-controller while the control
     /// plane does not answer.
     pub bootstrap_timeout: Duration,
+    /// On Google Cloud: a PEM RSA key standing in for the vTPM's
+    /// attestation key (kops-rs does not drive the vTPM yet).
+    pub gce_signing_key: Option<PathBuf>,
 }
 
 impl Options {
@@ -70,6 +74,7 @@ impl Options {
             attempts: 4,
             retry_delay: Duration::from_secs(2),
             bootstrap_timeout: Duration::from_secs(30 * 60),
+            gce_signing_key: None,
         }
     }
 }
@@ -175,6 +180,8 @@ pub enum NodeupError {
     AlreadyRegistered,
     #[error("the boot config names kops-controller but no region is known\nhint: the user data exports AWS_REGION; pass it to nodeup")]
     NoRegion,
+    #[error("Google Cloud: {reason}")]
+    Gce { reason: String },
     #[error("cannot determine this node's name: {reason}\nhint: pass --node-name")]
     NodeName { reason: String },
     #[error("`{command}` failed: {reason}")]
@@ -216,16 +223,25 @@ pub struct Loaded {
     pub docker_config: Option<Vec<u8>>,
 }
 
-/// Reads the boot config.
-fn read_boot_config(conf: &Path) -> Result<(BootConfig, Role), NodeupError> {
-    let text = std::fs::read_to_string(conf).map_err(|e| NodeupError::BootConfig {
-        path: conf.display().to_string(),
-        reason: e.to_string(),
-    })?;
-    let boot = BootConfig::parse(&text).map_err(|reason| NodeupError::BootConfig {
+/// Reads the boot config: the file the user data wrote or, when there is
+/// none and a Compute Engine metadata server answers, the user data in the
+/// instance's metadata.
+async fn read_boot_config(conf: &Path) -> Result<(BootConfig, Role), NodeupError> {
+    let failed = |reason: String| NodeupError::BootConfig {
         path: conf.display().to_string(),
         reason,
-    })?;
+    };
+    let text = match std::fs::read_to_string(conf) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let metadata = gce::metadata().map_err(failed)?;
+            gce::boot_config_from_metadata(&metadata)
+                .await
+                .map_err(|reason| failed(format!("{e}, and from the metadata server: {reason}")))?
+        }
+        Err(e) => return Err(failed(e.to_string())),
+    };
+    let boot = BootConfig::parse(&text).map_err(failed)?;
     let role = boot
         .role()
         .filter(|r| *r != Role::Bastion)
@@ -238,7 +254,11 @@ fn read_boot_config(conf: &Path) -> Result<(BootConfig, Role), NodeupError> {
 /// Reads the boot config, then the node config from the state store, and
 /// checks the node config's hash.
 pub async fn load(conf: &Path) -> Result<Loaded, NodeupError> {
-    let (boot, role) = read_boot_config(conf)?;
+    let (boot, role) = read_boot_config(conf).await?;
+    load_from_store(conf, boot, role).await
+}
+
+async fn load_from_store(conf: &Path, boot: BootConfig, role: Role) -> Result<Loaded, NodeupError> {
     let config_base = boot
         .config_base
         .clone()
@@ -279,12 +299,42 @@ fn checked_config(boot: &BootConfig, url: &str, bytes: &[u8]) -> Result<NodeupCo
 
 /// The boot config and the node config: from kops-controller when the boot
 /// config names it (workers), else from the state store.
-async fn load_node(options: &Options, node_name: &str) -> Result<Loaded, NodeupError> {
-    let (boot, role) = read_boot_config(&options.conf)?;
+async fn load_node(
+    options: &Options,
+    node_name: &str,
+    boot: BootConfig,
+    role: Role,
+    gce_instance: Option<&gce::Instance>,
+) -> Result<Loaded, NodeupError> {
     let Some(server) = boot.config_server.clone() else {
-        return load(&options.conf).await;
+        return load_from_store(&options.conf, boot, role).await;
     };
     let region = options.region.clone().ok_or(NodeupError::NoRegion)?;
+    let identity = match gce_instance {
+        Some(instance) => {
+            let key =
+                match &options.gce_signing_key {
+                    Some(path) => {
+                        let text = std::fs::read_to_string(path).map_err(|e| NodeupError::Gce {
+                            reason: format!("cannot read {}: {e}", path.display()),
+                        })?;
+                        let key = kops_controller::gce::token::SoftwareKey::from_pem(&text)
+                            .map_err(|e| NodeupError::Gce {
+                                reason: format!("{}: {e}", path.display()),
+                            })?;
+                        Some(std::sync::Arc::new(key)
+                            as std::sync::Arc<dyn kops_controller::gce::token::Signer>)
+                    }
+                    None => None,
+                };
+            let signer = gce::signer(key.as_ref()).map_err(|reason| NodeupError::Gce { reason })?;
+            config_server::Identity::Gce {
+                instance: instance.reference(),
+                signer,
+            }
+        }
+        None => config_server::Identity::Aws,
+    };
     let got = config_server::bootstrap(&config_server::Target {
         boot: &boot,
         server: &server,
@@ -293,6 +343,7 @@ async fn load_node(options: &Options, node_name: &str) -> Result<Loaded, NodeupE
         region: &region,
         timeout: options.bootstrap_timeout,
         retry_delay: options.retry_delay,
+        identity,
     })
     .await?;
     Ok(Loaded {
@@ -307,13 +358,40 @@ async fn load_node(options: &Options, node_name: &str) -> Result<Loaded, NodeupE
 
 /// Runs nodeup: load, plan, then (unless a dry run) apply.
 pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
+    let (boot, role) = read_boot_config(&options.conf).await?;
+    // On Google Cloud, the metadata server says who this node is.
+    let mut resolved = options.clone();
+    let gce_instance = if boot.cloud_provider == "gce" {
+        let metadata = gce::metadata().map_err(|reason| NodeupError::Gce { reason })?;
+        let instance = gce::instance(&metadata)
+            .await
+            .map_err(|reason| NodeupError::Gce { reason })?;
+        resolved
+            .node_name
+            .get_or_insert_with(|| instance.name.clone());
+        resolved.region.get_or_insert_with(|| instance.region());
+        if resolved.node_ip.is_none() {
+            resolved.node_ip = instance.ip.clone();
+        }
+        Some(instance)
+    } else {
+        None
+    };
+    let options = &resolved;
     let node_name = match &options.node_name {
         Some(n) => n.clone(),
         None => host_name()?,
     };
-    let loaded = match load_node(options, &node_name).await {
+    let loaded = match load_node(
+        options,
+        &node_name,
+        boot.clone(),
+        role,
+        gce_instance.as_ref(),
+    )
+    .await
+    {
         Err(NodeupError::AlreadyRegistered) => {
-            let (boot, role) = read_boot_config(&options.conf)?;
             tracing::info!("node `{node_name}` is already registered and Ready; nothing to do");
             return Ok(Outcome {
                 cluster: boot.cluster_name,

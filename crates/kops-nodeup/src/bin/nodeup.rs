@@ -105,6 +105,12 @@ struct Args {
     /// Attempts per URL for transient download errors.
     #[arg(long, default_value_t = 4)]
     attempts: u32,
+    /// Google Cloud: a PEM RSA private key standing in for the vTPM's
+    /// attestation key when proving the instance to kops-controller (its
+    /// public key must be what Compute reports as the instance's shielded-VM
+    /// signing key); kops-rs does not drive the vTPM yet.
+    #[arg(long)]
+    gce_signing_key: Option<PathBuf>,
     /// Accepted for compatibility with kops' user data; ignored.
     #[arg(long, hide = true)]
     install_systemd_unit: bool,
@@ -272,6 +278,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     options.node_name = args.node_name;
     options.node_ip = args.node_ip;
     options.attempts = args.attempts;
+    options.gce_signing_key = args.gce_signing_key.clone();
     options.region = std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty());
     options.retry_delay = Duration::from_secs(2);
     if let Some(a) = &args.arch {

@@ -52,6 +52,7 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
         "resize" | "setInstanceTemplate" | "setTargetPools" | "deleteInstances"
         | "recreateInstances" => group_change(state, call),
         "listManagedInstances" => list_managed_instances(state, call),
+        "getShieldedInstanceIdentity" => shielded_identity(state, call.path),
         _ => Err(ApiError::not_implemented(call.id)),
     }
 }
@@ -671,8 +672,9 @@ fn list_managed_instances(state: &mut State, call: &Incoming<'_>) -> Result<Valu
                 "instance": instance["selfLink"],
                 "id": instance["id"],
                 "instanceStatus": instance["status"],
+                "name": instance["name"],
                 "currentAction": "NONE",
-                "instanceTemplate": manager["instanceTemplate"],
+                "version": {"instanceTemplate": manager["instanceTemplate"]},
             })
         })
         .collect();
@@ -739,4 +741,31 @@ fn aggregated_list(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiE
         answer["nextPageToken"] = next.into();
     }
     Ok(answer)
+}
+
+/// `instances.getShieldedInstanceIdentity`: the vTPM keys of a shielded
+/// VM. The keys are the test's (seeded at
+/// `<instance path>/shieldedInstanceIdentity`); 404 for a missing
+/// instance, 400 for an instance without them (not a shielded VM).
+fn shielded_identity(state: &State, path: &str) -> Result<Value, ApiError> {
+    let instance = path.trim_end_matches("/getShieldedInstanceIdentity");
+    existing(state, instance)?;
+    let stored = state
+        .resources
+        .get(&format!("{instance}/shieldedInstanceIdentity"))
+        .ok_or_else(|| ApiError::invalid(format!("Instance '{}' is not a Shielded VM.", relative(instance))))?;
+    let fields = [
+        "kind",
+        "signingKey",
+        "encryptionKey",
+        "eccP256SigningKey",
+        "eccP256EncryptionKey",
+    ];
+    let mut answer = serde_json::Map::new();
+    for field in fields {
+        if let Some(value) = stored.get(field) {
+            answer.insert(field.to_string(), value.clone());
+        }
+    }
+    Ok(Value::Object(answer))
 }

@@ -563,7 +563,9 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     let kube = kops_channels::client_from_kubeconfig(&kubeconfig)
         .await
         .unwrap();
-    let labeler = controller.labeler(kube::Api::all(kube.clone()));
+    let labeler = controller
+        .labeler(kube::Api::all(kube.clone()))
+        .expect("AWS");
     assert_eq!(labeler.run_once().await.unwrap(), 1);
     let node = api.get("api/v1", "nodes", "", &worker).unwrap();
     let labels = &node["metadata"]["labels"];

@@ -1,0 +1,302 @@
+//! Who is asking, on Google Cloud: the verifier of kops' GCE node token
+//! ([`token`]).
+//!
+//! The token claims a project, zone and instance and covers the request
+//! body's hash, the time and the audience. Those claims are checked first
+//! (this project, kops' audience, within the allowed clock skew, the body
+//! it came with, not seen before); then the instance is read from Compute
+//! (`instances.get`): it must exist in this region, be running, carry this
+//! cluster's `cluster-name` metadata and name its instance group; last,
+//! the signature must verify against the instance's shielded-VM signing
+//! key (`getShieldedInstanceIdentity`). The node is named after its
+//! instance, as kops names GCE nodes.
+
+pub mod compute;
+pub mod labels;
+pub mod metadata;
+pub mod token;
+
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+use crate::config::GceOptions;
+use crate::replay::{Denied, ReplayCache, StsLimiter};
+use crate::verify::{escape, NodeIdentity, Refusal};
+use compute::{CallError, Compute, Instance};
+
+/// The metadata item naming the cluster an instance belongs to.
+pub const CLUSTER_NAME_KEY: &str = "cluster-name";
+/// The metadata item naming an instance's instance group.
+pub const INSTANCE_GROUP_KEY: &str = "kops-k8s-io-instance-group-name";
+/// kops' default clock skew allowance when the options give none.
+const DEFAULT_MAX_SKEW: Duration = Duration::from_secs(300);
+
+/// The verifier of one cluster's controller on Google Cloud.
+pub struct GceVerifier {
+    options: GceOptions,
+    cluster: String,
+    compute: std::sync::Arc<Compute>,
+    seen: ReplayCache,
+    limit: StsLimiter,
+}
+
+impl GceVerifier {
+    pub fn new(cluster: &str, options: GceOptions, compute: Compute) -> GceVerifier {
+        GceVerifier {
+            options,
+            cluster: cluster.to_string(),
+            compute: std::sync::Arc::new(compute),
+            seen: ReplayCache::default(),
+            limit: StsLimiter::default(),
+        }
+    }
+
+    /// A node labeller sharing this verifier's Compute client.
+    pub fn labeler(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> labels::GceLabeler {
+        labels::GceLabeler {
+            nodes,
+            compute: self.compute.clone(),
+            project: self.options.project_id.clone(),
+            cluster: self.cluster.clone(),
+        }
+    }
+
+    /// Tokens held by the replay cache now.
+    pub fn replay_entries(&self) -> usize {
+        self.seen.len()
+    }
+
+    fn max_skew(&self) -> Duration {
+        u64::try_from(self.options.max_time_skew)
+            .ok()
+            .filter(|s| *s > 0)
+            .map_or(DEFAULT_MAX_SKEW, Duration::from_secs)
+    }
+
+    /// Checks `authorization` for a request with `body`.
+    pub async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
+        let (token, data) = token::decode(authorization).map_err(Refusal::Malformed)?;
+        if data.audience != token::AUDIENCE {
+            return Err(Refusal::WrongAudience {
+                got: escape(&data.audience),
+                want: token::AUDIENCE.to_string(),
+            });
+        }
+        let skew = self.max_skew();
+        let now = SystemTime::now();
+        let signed = u64::try_from(data.timestamp)
+            .ok()
+            .map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s));
+        let in_window = signed.is_some_and(|t| {
+            let ahead = t.duration_since(now).unwrap_or_default();
+            let behind = now.duration_since(t).unwrap_or_default();
+            ahead <= skew && behind <= skew
+        });
+        let Some(signed) = signed.filter(|_| in_window) else {
+            return Err(Refusal::Expired {
+                signed: data.timestamp.to_string(),
+                window: skew.as_secs() / 60,
+            });
+        };
+        if data.request_hash != Sha256::digest(body).as_slice() {
+            return Err(Refusal::BodyMismatch);
+        }
+        if data.project != self.options.project_id {
+            return Err(Refusal::WrongProject {
+                got: escape(&data.project),
+                want: self.options.project_id.clone(),
+            });
+        }
+        for (field, value) in [("zone", &data.zone), ("instance", &data.instance)] {
+            if !is_resource_name(value) {
+                return Err(Refusal::Malformed(format!(
+                    "`{}` is not a valid {field} name",
+                    escape(value)
+                )));
+            }
+        }
+
+        // Claimed until its window closes; released when it is refused.
+        let key: [u8; 32] = Sha256::digest(&token.signature).into();
+        self.seen
+            .claim(key, signed + skew + skew, now)
+            .map_err(|d| match d {
+                Denied::Replay => Refusal::Replay,
+                Denied::Busy => Refusal::Busy,
+            })?;
+        let checked = match self.limit.acquire().await {
+            Ok(_slot) => self.check_instance(&data, &token).await,
+            Err(_) => Err(Refusal::Busy),
+        };
+        if checked.is_err() {
+            self.seen.release(&key);
+        }
+        checked
+    }
+
+    async fn check_instance(
+        &self,
+        data: &token::TokenData,
+        token: &token::AuthToken,
+    ) -> Result<NodeIdentity, Refusal> {
+        let name = &data.instance;
+        let instance = match self.compute.instance(&data.project, &data.zone, name).await {
+            Ok(i) => i,
+            Err(CallError::NotFound) => {
+                return Err(Refusal::NoInstance {
+                    instance: format!("{}/{name}", data.zone),
+                })
+            }
+            Err(CallError::Failed(reason)) => {
+                return Err(Refusal::Compute {
+                    instance: name.clone(),
+                    reason: escape(&reason),
+                })
+            }
+        };
+        let zone = metadata::last_component(&instance.zone);
+        if !zone.starts_with(&format!("{}-", self.options.region)) {
+            return Err(Refusal::WrongRegion {
+                instance: name.clone(),
+                zone: escape(zone),
+                region: self.options.region.clone(),
+            });
+        }
+        if !matches!(
+            instance.status.as_str(),
+            "RUNNING" | "PROVISIONING" | "STAGING"
+        ) {
+            return Err(Refusal::NotRunning {
+                instance: name.clone(),
+                state: escape(&instance.status),
+            });
+        }
+        let want = if self.options.cluster_name.is_empty() {
+            &self.cluster
+        } else {
+            &self.options.cluster_name
+        };
+        match instance.metadata_value(CLUSTER_NAME_KEY) {
+            Some(cluster) if cluster == want => {}
+            got => {
+                return Err(Refusal::WrongClusterMetadata {
+                    instance: name.clone(),
+                    got: got.map_or_else(|| "none".to_string(), |g| format!("`{}`", escape(g))),
+                    want: want.clone(),
+                })
+            }
+        }
+        let instance_group = instance
+            .metadata_value(INSTANCE_GROUP_KEY)
+            .filter(|g| !g.is_empty())
+            .ok_or_else(|| Refusal::NoInstanceGroupMetadata {
+                instance: name.clone(),
+            })?
+            .to_string();
+
+        let identity = match self
+            .compute
+            .shielded_identity(&data.project, &data.zone, name)
+            .await
+        {
+            Ok(i) => i,
+            Err(CallError::NotFound) => {
+                return Err(Refusal::NoSigningKey {
+                    instance: name.clone(),
+                })
+            }
+            Err(CallError::Failed(reason)) => {
+                return Err(Refusal::Compute {
+                    instance: name.clone(),
+                    reason: escape(&reason),
+                })
+            }
+        };
+        let key = identity
+            .signing_key
+            .map(|k| k.ek_pub)
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| Refusal::NoSigningKey {
+                instance: name.clone(),
+            })?;
+        match token::signature_matches(&key, &token.data, &token.signature) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(Refusal::BadSignature {
+                    instance: name.clone(),
+                })
+            }
+            Err(reason) => {
+                return Err(Refusal::Compute {
+                    instance: name.clone(),
+                    reason: escape(&reason),
+                })
+            }
+        }
+        Ok(identity_of(&instance, instance_group))
+    }
+}
+
+/// The node an instance is: named after the instance; its kubelet serves
+/// as that name and the primary interface's addresses.
+pub fn identity_of(instance: &Instance, instance_group: String) -> NodeIdentity {
+    let mut names = vec![instance.name.clone()];
+    if let Some(nic) = instance.network_interfaces.first() {
+        for ip in [&nic.network_ip, &nic.ipv6_address] {
+            if !ip.is_empty() && !names.contains(ip) {
+                names.push(ip.clone());
+            }
+        }
+    }
+    NodeIdentity {
+        node_name: instance.name.clone(),
+        instance_id: instance.name.clone(),
+        instance_group,
+        certificate_names: names,
+    }
+}
+
+/// A Compute resource name (RFC 1035 label, at most 63 characters).
+fn is_resource_name(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes[0].is_ascii_lowercase()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && !text.ends_with('-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_names_are_rfc1035_labels() {
+        assert!(is_resource_name("nodes-us-test1-a-abcd"));
+        assert!(is_resource_name("us-test1-a"));
+        for bad in ["", "Nodes", "a/b", "a-", "1a", "a..b", &"a".repeat(64)] {
+            assert!(!is_resource_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn identity_is_the_instance_name_and_first_interface() {
+        let instance: Instance = serde_json::from_value(serde_json::json!({
+            "name": "nodes-x",
+            "networkInterfaces": [
+                {"networkIP": "10.0.16.3", "ipv6Address": "fd20::3"},
+                {"networkIP": "10.1.0.9"}
+            ]
+        }))
+        .unwrap();
+        let id = identity_of(&instance, "nodes-us-test1-a".into());
+        assert_eq!(id.node_name, "nodes-x");
+        assert_eq!(id.certificate_names, ["nodes-x", "10.0.16.3", "fd20::3"]);
+    }
+}
