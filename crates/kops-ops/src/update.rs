@@ -89,11 +89,17 @@ pub async fn update_cluster(
     let cluster = require_cluster(registry, &request.cluster).await?;
     let cloud_provider = cluster.spec.cloud_provider.as_deref().unwrap_or("");
     if cloud_provider != "aws" {
+        let reason = if cloud_provider == kops_gce::CLOUD {
+            format!(
+                "kops-rs does not apply Google Cloud (GCE) clusters directly yet; it renders them to Terraform\nhint: run `kops update cluster {} --target terraform --out DIR`, then `terraform apply` in DIR",
+                request.cluster
+            )
+        } else {
+            format!("its cloudProvider is `{cloud_provider}`; kops-rs applies clusters on AWS only")
+        };
         return Err(OpsError::NotOnAws {
             cluster: request.cluster.clone(),
-            reason: format!(
-                "its cloudProvider is `{cloud_provider}`; kops-rs applies clusters on AWS only"
-            ),
+            reason,
         });
     }
     let groups = registry.list_instance_groups(&request.cluster).await?;
