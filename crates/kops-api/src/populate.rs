@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 
 use crate::cluster::Cluster;
 use crate::instance_group::{InstanceGroup, Role};
+use crate::validation::FieldError;
 use crate::version::KubernetesVersion;
 
 /// What populating needs beyond the spec itself.
@@ -31,16 +32,9 @@ pub struct PopulateOptions<'a> {
 /// The completed spec for `cluster`. A spec that cannot be completed (no
 /// object shape) comes back unchanged.
 pub fn completed_spec(cluster: &Cluster, options: &PopulateOptions<'_>) -> Cluster {
-    let Ok(Value::Object(mut root)) = serde_json::to_value(cluster) else {
-        return cluster.clone();
-    };
-    let mut spec = match root.remove("spec") {
-        Some(Value::Object(s)) => s,
-        _ => Map::new(),
-    };
-    Populate::new(cluster, options).run(&mut spec);
-    root.insert("spec".into(), Value::Object(spec));
-    serde_json::from_value(Value::Object(root)).unwrap_or_else(|_| cluster.clone())
+    // A spec whose ranges cannot be assigned is refused by validation.
+    let cluster = &with_gce_network_ranges(cluster).unwrap_or_else(|_| cluster.clone());
+    map_spec(cluster, |spec| Populate::new(cluster, options).run(spec))
 }
 
 /// `cluster` with the API access kops' populate step defaults (see
@@ -48,6 +42,40 @@ pub fn completed_spec(cluster: &Cluster, options: &PopulateOptions<'_>) -> Clust
 /// model builds from, as kops builds from its completed cluster, so a
 /// private control plane without `spec.api` gets its API load balancer.
 pub fn with_api_access(cluster: &Cluster, groups: Option<&[InstanceGroup]>) -> Cluster {
+    let options = PopulateOptions {
+        instance_groups: groups,
+        ..Default::default()
+    };
+    map_spec(cluster, |spec| {
+        let had_api = spec.contains_key("api");
+        Populate::new(cluster, &options).api_access(spec);
+        if !had_api
+            && spec
+                .get("api")
+                .and_then(Value::as_object)
+                .is_some_and(Map::is_empty)
+        {
+            spec.remove("api");
+        }
+    })
+}
+
+/// `cluster` with the network ranges kops' populate step gives a Google
+/// Cloud cluster whose network does not exist yet
+/// ([`crate::gce::assign_network`] with no range in use: the one place
+/// these ranges are assigned, for `create cluster`, the model and the
+/// completed spec alike); a cluster of another cloud comes back unchanged.
+pub fn with_gce_network_ranges(cluster: &Cluster) -> Result<Cluster, FieldError> {
+    let mut out = cluster.clone();
+    if out.spec.cloud_provider.as_deref() == Some("gce") {
+        crate::gce::assign_network(&mut out, &[])?;
+    }
+    Ok(out)
+}
+
+/// `cluster` with `change` applied to its spec as kops' untyped form; a
+/// spec without an object shape comes back unchanged.
+fn map_spec(cluster: &Cluster, change: impl FnOnce(&mut Map<String, Value>)) -> Cluster {
     let Ok(Value::Object(mut root)) = serde_json::to_value(cluster) else {
         return cluster.clone();
     };
@@ -55,20 +83,7 @@ pub fn with_api_access(cluster: &Cluster, groups: Option<&[InstanceGroup]>) -> C
         Some(Value::Object(s)) => s,
         _ => Map::new(),
     };
-    let options = PopulateOptions {
-        instance_groups: groups,
-        ..Default::default()
-    };
-    let had_api = spec.contains_key("api");
-    Populate::new(cluster, &options).api_access(&mut spec);
-    if !had_api
-        && spec
-            .get("api")
-            .and_then(Value::as_object)
-            .is_some_and(Map::is_empty)
-    {
-        spec.remove("api");
-    }
+    change(&mut spec);
     root.insert("spec".into(), Value::Object(spec));
     serde_json::from_value(Value::Object(root)).unwrap_or_else(|_| cluster.clone())
 }
@@ -105,9 +120,6 @@ impl<'a> Populate<'a> {
     fn run(&self, spec: &mut Map<String, Value>) {
         dropped_fields(spec);
         self.cluster_defaults(spec);
-        if is_gce(spec) {
-            gce_network_assignments(spec);
-        }
         self.assign_ranges(spec);
         self.assignments(spec);
         self.stores_and_api(spec);
@@ -1070,62 +1082,10 @@ fn is_gce(spec: &Map<String, Value>) -> bool {
 }
 
 /// Whether pods get addresses of the subnet's secondary ranges (Google
-/// Cloud's IP aliases): with `networking.gcp` or kindnet.
+/// Cloud's IP aliases): with `networking.gce` (kops' GCP networking, whose
+/// v1alpha2 key is `gce`) or kindnet.
 fn gce_uses_ip_aliases(spec: &Map<String, Value>) -> bool {
-    networking_has(spec, "gcp") || networking_has(spec, "kindnet")
-}
-
-/// The ranges kops gives a Google Cloud cluster's network when the spec
-/// leaves them out: each subnet without a range (and not an existing one)
-/// the next free /20 of 10.0.0.0/8; with IP aliases (one subnet), the
-/// pods a /14, services a /16 and nodes a /19 of it. kops skips the first
-/// block of each size, and asks the cloud for ranges already used by an
-/// existing network; a new network has none.
-fn gce_network_assignments(spec: &mut Map<String, Value>) {
-    let mut used: Vec<(u32, u32)> = Vec::new();
-    let mut allocate = |bits: u32| -> Option<String> {
-        let (base, size) = (10u32 << 24, 1u32 << (32 - bits));
-        let mut candidate = base.checked_add(size)?;
-        while candidate < base + (1 << 24) {
-            let end = candidate + (size - 1);
-            if !used.iter().any(|&(s, e)| s <= end && candidate <= e) {
-                used.push((candidate, end));
-                return Some(format!("{}/{bits}", Ipv4Addr::from(candidate)));
-            }
-            candidate = candidate.checked_add(size)?;
-        }
-        None
-    };
-    if gce_uses_ip_aliases(spec) {
-        let has_range = arr(spec, "subnets")
-            .first()
-            .is_some_and(|s| str_of(s, "cidr").is_some());
-        if arr(spec, "subnets").len() != 1
-            || (has_range
-                && str_at(spec, "podCIDR").is_some()
-                && str_at(spec, "serviceClusterIPRange").is_some())
-        {
-            return;
-        }
-        let (pods, services, nodes) = (allocate(14), allocate(16), allocate(19));
-        if let Some(Value::Object(subnet)) = spec.get_mut("subnets").and_then(|s| s.get_mut(0)) {
-            subnet.insert("cidr".into(), json!(nodes));
-        }
-        spec.insert("podCIDR".into(), json!(pods));
-        spec.insert("serviceClusterIPRange".into(), json!(services));
-        spec.insert("nonMasqueradeCIDR".into(), json!("10.0.0.0/8"));
-        return;
-    }
-    if let Some(Value::Array(subnets)) = spec.get_mut("subnets") {
-        for subnet in subnets.iter_mut().filter_map(Value::as_object_mut) {
-            if subnet.get("id").is_some() || subnet.get("cidr").is_some() {
-                continue;
-            }
-            if let Some(range) = allocate(20) {
-                subnet.insert("cidr".into(), json!(range));
-            }
-        }
-    }
+    networking_has(spec, "gce") || networking_has(spec, "kindnet")
 }
 
 fn is_openstack(spec: &Map<String, Value>) -> bool {
@@ -1298,6 +1258,63 @@ mod tests {
             service_ip("fd00:5e4f:ce::/108", 10).as_deref(),
             Some("fd00:5e4f:ce::a")
         );
+    }
+
+    #[test]
+    fn gce_ranges_as_kops_assigns_them() {
+        let gce = |networking: &str, subnets: &str| {
+            cluster(&format!(
+                "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata: {{name: c.example.com}}\n\
+                 spec:\n  cloudProvider: gce\n  networking: {networking}\n  subnets: {subnets}\n"
+            ))
+        };
+        let ranges = |c: &Cluster| -> Vec<Option<String>> {
+            let s = &with_gce_network_ranges(c).unwrap().spec;
+            let mut out: Vec<Option<String>> =
+                s.subnets.iter().flatten().map(|n| n.cidr.clone()).collect();
+            out.extend([s.pod_cidr.clone(), s.service_cluster_ip_range.clone()]);
+            out.push(s.non_masquerade_cidr.clone());
+            out
+        };
+        let some = |s: &str| Some(s.to_string());
+        // The next free /20 after the first, for each subnet without one;
+        // a range the spec gives is not counted as used (kops counts only
+        // an existing network's), an existing subnetwork gets none.
+        let c = gce(
+            "{cilium: {}}",
+            "[{name: a, region: us-test1}, {name: b, region: us-test1, cidr: 10.0.16.0/20}, \
+             {name: c, region: us-test1, id: existing}, {name: d, region: us-test1}]",
+        );
+        assert_eq!(
+            ranges(&c),
+            [
+                some("10.0.16.0/20"),
+                some("10.0.16.0/20"),
+                None,
+                some("10.0.32.0/20"),
+                None,
+                None,
+                None
+            ]
+        );
+        // IP aliases: pods a /14, services a /16, the one subnet a /19.
+        let c = gce("{gce: {}}", "[{name: a, region: us-test1}]");
+        assert_eq!(
+            ranges(&c),
+            [
+                some("10.0.32.0/19"),
+                some("10.4.0.0/14"),
+                some("10.1.0.0/16"),
+                some("10.0.0.0/8")
+            ]
+        );
+        // Another cloud's cluster is left as it is.
+        let mut aws = c.clone();
+        aws.spec.cloud_provider = some("aws");
+        assert_eq!(with_gce_network_ranges(&aws).unwrap(), aws);
+        // The completed spec has the same ranges.
+        let done = completed_spec(&c, &PopulateOptions::default());
+        assert_eq!(done.spec.pod_cidr.as_deref(), Some("10.4.0.0/14"));
     }
 
     #[test]

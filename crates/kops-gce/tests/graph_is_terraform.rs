@@ -49,9 +49,10 @@ fn terraform_resources_are_the_graph_tasks() {
         }
         let text = std::fs::read_to_string(case.join("in-v1alpha2.yaml")).expect("manifest");
         let (cluster, groups) = load(&text);
-        let mut cluster = kops_api::populate::with_api_access(&cluster, Some(&groups));
-        let ip_alias = kops_gce::model::uses_ip_alias(&cluster);
-        kops_gce::model::cidrs::assign(&mut cluster, ip_alias);
+        let cluster = kops_api::populate::with_gce_network_ranges(
+            &kops_api::populate::with_api_access(&cluster, Some(&groups)),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", case.display()));
         let config_base = cluster.spec.config_base.clone().unwrap_or_default();
         let model = Model {
             cluster: &cluster,

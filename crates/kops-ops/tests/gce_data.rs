@@ -10,10 +10,15 @@
 //! (`kops_model::compute::user_data`). Each file is compared with kops'
 //! by tfconform's line similarity (the share of lines both have, as a
 //! multiset), raw, with key material aside (node configs: each cluster has
-//! its own CAs) and with kops' test-harness values aside (addons: the mock
-//! kops version); the kops-controller addon differs by design (kops-rs
-//! runs it as a host service, as on AWS). Prints a table per kind and
-//! asserts the floors below. Skips when ../shared is not there.
+//! its own CAs; user data: the CAs it carries and `NodeupConfigHash`, the
+//! hash of the node config, which holds them: the test checks instead that
+//! the hash is the node config's) and with kops' test-harness values aside
+//! (addons: the mock kops version and hosted zone); the kops-controller
+//! addon differs by design (kops-rs runs it as a host service, as on AWS).
+//! The user data pins the nodeup URLs and hashes kops' file names, as
+//! `user_data_golden` does on AWS: where nodes fetch nodeup is an input of
+//! the render (kops' harness mocks it), not the script. Prints a table per
+//! kind and asserts the floors below. Skips when ../shared is not there.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +26,8 @@ use std::sync::Arc;
 
 use kops_api::manifest::{parse_objects, Object};
 use kops_model::Model;
-use kops_nodeup::bootstrap::NodeupEnv;
+use kops_nodeup::bootstrap::{NodeupBinary, NodeupSources};
+use kops_nodeup::Arch;
 use kops_ops::Registry;
 use kops_state::MemoryStore;
 
@@ -133,6 +139,8 @@ fn keys_aside(text: &str) -> String {
             ));
         } else if line.starts_with("DNSZone: ") {
             out.push("DNSZone: <zone>".into());
+        } else if line.starts_with("NodeupConfigHash: ") {
+            out.push("NodeupConfigHash: <hash of the node config>".into());
         } else {
             out.push(line.to_string());
         }
@@ -154,8 +162,11 @@ fn mocks_aside(text: &str) -> String {
                 .unwrap_or(tag.len());
             tag[..end].trim_start_matches('v').to_string()
         });
+    // Only a version (kops' side already reads `<kops version>` there).
     let text = match own {
-        Some(v) if !v.is_empty() => text.replace(&v, "<kops version>"),
+        Some(v) if v.starts_with(|c: char| c.is_ascii_digit()) => {
+            text.replace(&v, "<kops version>")
+        }
         _ => text,
     };
     text.lines()
@@ -171,6 +182,47 @@ fn mocks_aside(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The value of a `NAME=value` line of kops' script.
+fn variable<'a>(script: &'a str, name: &str) -> &'a str {
+    let prefix = format!("{name}=");
+    script
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_default()
+}
+
+/// The nodeup URLs and hashes kops' user data names (every group of a case
+/// names the same ones).
+fn kops_nodeup_sources(case: &Path) -> Result<NodeupSources, String> {
+    let data = std::fs::read_dir(case.join("data")).map_err(|e| e.to_string())?;
+    let script = data
+        .flatten()
+        .find(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            name.ends_with("_metadata_user-data") || name.ends_with("_metadata_startup-script")
+        })
+        .map(|e| std::fs::read_to_string(e.path()))
+        .transpose()
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let binaries = Arch::ALL
+        .into_iter()
+        .filter_map(|arch| {
+            let a = arch.as_str().to_ascii_uppercase();
+            let urls = variable(&script, &format!("NODEUP_URL_{a}"));
+            (!urls.is_empty()).then(|| NodeupBinary {
+                arch,
+                urls: urls.split(',').map(str::to_string).collect(),
+                sha256: Some(variable(&script, &format!("NODEUP_HASH_{a}")).to_string()),
+            })
+        })
+        .collect();
+    Ok(NodeupSources {
+        binaries,
+        state_store_prefix: None,
+    })
 }
 
 /// The files kops-rs builds for a case, by kops' `data/` file names.
@@ -208,31 +260,14 @@ async fn build(case: &Path) -> Result<BTreeMap<String, String>, String> {
         .config_base
         .clone()
         .unwrap_or_else(|| registry.config_base(&name));
-    // nodeup from kops' release location (what KOPS_BASE_URL-less kops writes).
-    let env = NodeupEnv::from_lookup(|variable| {
-        let arch = if variable.ends_with("AMD64") {
-            "amd64"
-        } else {
-            "arm64"
-        };
-        match variable {
-            v if v.starts_with("NODEUP_URL_") => Some(format!(
-                "https://artifacts.k8s.io/binaries/kops/{MOCK_VERSION}/linux/{arch}/nodeup"
-            )),
-            v if v.starts_with("NODEUP_HASH_") => Some("0".repeat(64)),
-            _ => None,
-        }
-    });
-    let nodeup = kops_ops::update::nodeup::resolve(&registry, &cluster, &groups, &env, None)
-        .await
-        .map_err(|e| e.to_string())?;
+    let nodeup = kops_nodeup_sources(case)?;
     kops_ops::pki::ensure_cluster_pki(&registry, &cluster)
         .await
         .map_err(|e| e.to_string())?;
     let mut inputs = kops_ops::pki::node_inputs(&registry, &cluster, &groups)
         .await
         .map_err(|e| e.to_string())?;
-    inputs.nodeup = Some(nodeup.sources.clone());
+    inputs.nodeup = Some(nodeup);
     let resolved = kops_api::populate::with_api_access(&cluster, Some(&groups));
     let model = Model {
         cluster: &resolved,
@@ -287,6 +322,23 @@ async fn build(case: &Path) -> Result<BTreeMap<String, String>, String> {
         };
         let user_data =
             kops_model::compute::user_data(&model, index, group).map_err(|e| e.to_string())?;
+        // The hash it pins is the hash of the group's node config.
+        let config = out
+            .get(&format!(
+                "aws_s3_object_nodeupconfig-{}_content",
+                group.name()
+            ))
+            .ok_or_else(|| format!("no node config for {}", group.name()))?;
+        let pinned = user_data
+            .lines()
+            .find_map(|l| l.strip_prefix("NodeupConfigHash: "))
+            .unwrap_or_default();
+        if pinned != kops_nodeup::config_hash(config.as_bytes()) {
+            return Err(format!(
+                "{}: NodeupConfigHash {pinned} is not the node config's",
+                group.name()
+            ));
+        }
         out.insert(file.clone(), user_data);
     }
     Ok(out)
@@ -386,21 +438,36 @@ async fn gce_data_files_against_kops() {
     for (kind, t) in &kinds {
         println!("{kind:60} {:5} {:5} {:10.3}", t.files, t.exact, t.mean());
     }
-    let addons = kinds.iter().filter(|(k, _)| k.starts_with("addon ")).fold(
-        Tally::default(),
-        |mut a, (_, t)| {
-            a.files += t.files;
-            a.exact += t.exact;
-            a.similarity += t.similarity;
-            a
-        },
-    );
-    println!(
-        "ADDONS files={} exact={} similarity={:.3}",
-        addons.files,
-        addons.exact,
-        addons.mean()
-    );
+    let total = |prefix: &str, except: Option<&str>| {
+        kinds
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix) && except.is_none_or(|e| !k.ends_with(e)))
+            .fold(Tally::default(), |mut a, (_, t)| {
+                a.files += t.files;
+                a.exact += t.exact;
+                a.similarity += t.similarity;
+                a
+            })
+    };
+    let addons = total("addon ", None);
+    let aside = total("mocks aside: ", None);
+    // kops-controller's addon differs by design (see the module docs).
+    let aside_but_kops_controller = total("mocks aside: ", Some("kops-controller.addons.k8s.io"));
+    for (label, t) in [
+        ("ADDONS", &addons),
+        ("ADDONS-MOCKS-ASIDE", &aside),
+        (
+            "ADDONS-MOCKS-ASIDE-BUT-KOPS-CONTROLLER",
+            &aside_but_kops_controller,
+        ),
+    ] {
+        println!(
+            "{label} files={} exact={} similarity={:.3}",
+            t.files,
+            t.exact,
+            t.mean()
+        );
+    }
     for failure in &failures {
         println!("FAILED {failure}");
     }
@@ -408,4 +475,25 @@ async fn gce_data_files_against_kops() {
         failures.is_empty(),
         "cases that did not build: {failures:?}"
     );
+    // The floors: what differs is key material, kops' harness values and
+    // kops-controller's addon (by design); kops' mock hosted zone id (`1`)
+    // in the control plane's node configs is the one line left there.
+    let user_data = &kinds["user data (keys aside)"];
+    assert_eq!(user_data.exact, user_data.files, "user data, keys aside");
+    assert!(kinds["nodeupconfig (keys aside)"].mean() >= 0.99);
+    assert_eq!(
+        aside_but_kops_controller.exact, aside_but_kops_controller.files,
+        "addons but kops-controller, kops' mock values aside"
+    );
+    for kind in [
+        "cluster-completed.spec",
+        "etcd-cluster-spec",
+        "manifests-etcdmanager",
+    ] {
+        assert!(
+            kinds[kind].mean() >= 0.99,
+            "{kind}: {:.3}",
+            kinds[kind].mean()
+        );
+    }
 }

@@ -2,7 +2,6 @@
 //! to the graph of GCE tasks (kops' `pkg/model/gcemodel`). Pure: no IO.
 
 mod api;
-pub mod cidrs;
 mod compute;
 mod firewall;
 mod iam;

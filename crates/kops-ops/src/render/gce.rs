@@ -41,10 +41,17 @@ pub(super) fn render(
                 "spec.project is not set; set it to the Google Cloud project the cluster lives in"
                     .into(),
         })?;
-    let mut resolved = kops_api::populate::with_api_access(cluster, Some(&prepared.groups));
-    // The ranges kops assigns when the network does not exist yet.
-    let ip_alias = kops_gce::model::uses_ip_alias(&resolved);
-    kops_gce::model::cidrs::assign(&mut resolved, ip_alias);
+    // The API access and the network ranges kops' populate step assigns
+    // when the network does not exist yet.
+    let resolved = kops_api::populate::with_gce_network_ranges(
+        &kops_api::populate::with_api_access(cluster, Some(&prepared.groups)),
+    )
+    .map_err(|e| {
+        OpsError::Invalid(kops_api::validation::ValidationError {
+            object: format!("cluster `{}`", cluster.name()),
+            errors: vec![e],
+        })
+    })?;
     let warnings = kops_api::validation::warnings(&resolved);
     let model = Model {
         cluster: &resolved,

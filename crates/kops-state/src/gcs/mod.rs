@@ -565,6 +565,55 @@ mod tests {
         }
     }
 
+    /// A refusal in the shape Cloud Storage's JSON API documents for its
+    /// errors (`error.code`, `error.message`, `error.errors[].reason`
+    /// `forbidden`). fake-gcs-server cannot answer 401/403: it has no
+    /// authentication or IAM (it ignores the `Authorization` header and
+    /// maps backend failures to 400/412/500), so the mapping is tested here
+    /// on the answer's text, not against a server.
+    #[test]
+    fn refusals_name_the_bucket_and_the_fix() {
+        let store =
+            GcsStore::with_endpoint("gs://team-state/kops", Endpoint::from_lookup(&lookup(&[])))
+                .unwrap();
+        let message = "kops@p.iam.gserviceaccount.com does not have storage.objects.get access to the Google Cloud Storage object. Permission 'storage.objects.get' denied on resource (or it may not exist).";
+        for status in [401, 403] {
+            let body = serde_json::json!({"error": {
+                "code": status,
+                "message": message,
+                "errors": [{"message": message, "domain": "global", "reason": "forbidden"}],
+            }});
+            let response = Response {
+                status,
+                headers: Default::default(),
+                body: body.to_string().into(),
+            };
+            let url = store.url_of("c.example.com/config");
+            let error = store.error("get", &url, &response);
+            assert!(matches!(error, StoreError::GcsDenied { .. }), "{error:?}");
+            let text = error.to_string();
+            assert!(
+                text.starts_with(&format!("access to `{url}` was denied: {message}")),
+                "{text}"
+            );
+            assert!(
+                text.contains("roles/storage.objectAdmin on gs://team-state"),
+                "{text}"
+            );
+        }
+        // An answer without Google's error body keeps its text.
+        let response = Response {
+            status: 403,
+            headers: Default::default(),
+            body: "Forbidden\n".into(),
+        };
+        let error = store.error("list", "gs://team-state/kops", &response);
+        assert!(
+            error.to_string().contains("was denied: Forbidden\nhint:"),
+            "{error}"
+        );
+    }
+
     #[test]
     fn boundaries_avoid_the_data() {
         let first = multipart_boundary(b"data");

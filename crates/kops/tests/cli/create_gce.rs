@@ -106,3 +106,131 @@ fn gce_flags_in_a_dry_run() {
     );
     assert!(!r.stdout.contains("utility-"), "{}", r.stdout);
 }
+
+/// `--vpc` (`--network-id`) on GCE names an existing network, as in kops:
+/// with its subnetwork (`--subnets`) the spec is kops' (checked against the
+/// real kops 1.37: `networkID` and the subnet's `id`, no range); alone it
+/// is refused, since kops reads the ranges the network's subnetworks use
+/// from Compute Engine to pick a free one, and nothing is written.
+#[test]
+fn existing_network_with_vpc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = file_url(&tmp.path().join("state"));
+    let create = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "create",
+            "cluster",
+            name,
+            "--cloud",
+            "gce",
+            "--project",
+            "p",
+            "--zones",
+            "us-central1-a",
+            "--state",
+            &state,
+        ];
+        args.extend_from_slice(extra);
+        kops(&args)
+    };
+    let r = create(
+        "n.example.com",
+        &[
+            "--vpc",
+            "shared-net",
+            "--subnets",
+            "shared-sub",
+            "--dry-run",
+            "-o",
+            "yaml",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_has(
+        &r.stdout,
+        &[
+            "networkID: shared-net",
+            "  - id: shared-sub\n    name: us-central1\n    region: us-central1\n    type: Public\n",
+        ],
+    );
+    assert!(!r.stdout.contains("cidr: 10."), "{}", r.stdout);
+
+    let r = create(
+        "n.example.com",
+        &[
+            "--network-id",
+            "host-project/shared-net",
+            "--subnets",
+            "shared-sub",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got = kops(&[
+        "get",
+        "cluster",
+        "n.example.com",
+        "-o",
+        "yaml",
+        "--state",
+        &state,
+    ]);
+    assert_has(
+        &got.stdout,
+        &["networkID: host-project/shared-net", "id: shared-sub"],
+    );
+
+    let r = create("m.example.com", &["--vpc", "shared-net"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_has(
+        &r.stderr,
+        &[
+            "the ranges the subnetworks of network `shared-net` use are not known",
+            "--subnets",
+        ],
+    );
+    let listed = kops(&["get", "clusters", "--state", &state]);
+    assert!(
+        !listed.stdout.contains("m.example.com"),
+        "{}",
+        listed.stdout
+    );
+}
+
+/// `update cluster` without `--target` on a GCE cluster says what kops-rs
+/// does with it (renders it to Terraform) and how, in one refusal.
+#[test]
+fn update_without_target_points_to_terraform() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = file_url(&tmp.path().join("state"));
+    let r = kops(&[
+        "create",
+        "cluster",
+        "u.example.com",
+        "--cloud",
+        "gce",
+        "--project",
+        "p",
+        "--zones",
+        "us-central1-a",
+        "--state",
+        &state,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = kops(&[
+        "update",
+        "cluster",
+        "u.example.com",
+        "--yes",
+        "--state",
+        &state,
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_has(
+        &r.stderr,
+        &[
+            "does not apply Google Cloud (GCE) clusters directly yet",
+            "hint: run `kops update cluster u.example.com --target terraform --out DIR`",
+        ],
+    );
+    assert!(!r.stderr.contains("AWS only"), "{}", r.stderr);
+}
