@@ -19,6 +19,7 @@ pub mod networking;
 pub mod new_cluster;
 pub mod populate;
 pub mod set;
+pub mod switch;
 pub mod validation;
 pub mod version;
 

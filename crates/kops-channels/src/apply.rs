@@ -8,6 +8,7 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, Secret};
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -255,6 +256,25 @@ pub async fn apply_channel(
                 .or_insert(Reason::PkiMissing);
         }
     }
+    // kops' kops-controller addon, current by its record but applied as
+    // kops' applier left it (without the exclusion): this applier runs on
+    // a node with the host service, so it applies it again, bridged.
+    if let Some(addon) = channel
+        .spec
+        .addons
+        .iter()
+        .find(|a| a.name == kops_api::switch::KOPS_CONTROLLER_ADDON)
+    {
+        if !planned.contains_key(addon.name.as_str()) {
+            let url = resolve(channel_url, &addon.manifest);
+            let manifest = reader.read(&url).await?.unwrap_or_default();
+            if kops_api::switch::runs_in_a_pod(&String::from_utf8_lossy(&manifest))
+                && applier.kops_daemonset_unbridged().await?
+            {
+                planned.insert(addon.name.as_str(), Reason::NotBridged);
+            }
+        }
+    }
     let mut report = Report::default();
     for (name, error) in version_errors {
         report.addons.push(AddonOutcome::Failed { name, error });
@@ -454,7 +474,7 @@ impl Applier {
                 }
             }
         };
-        if reason != Reason::NotInstalled {
+        if reason != Reason::NotInstalled && reason != Reason::NotBridged {
             if let Err(e) = self.mark_nodes(addon).await {
                 return AddonOutcome::Failed {
                     name,
@@ -489,6 +509,26 @@ impl Applier {
                 ),
             },
         }
+    }
+
+    /// Whether kops' kops-controller DaemonSet exists without the
+    /// exclusion of host-service nodes.
+    async fn kops_daemonset_unbridged(&self) -> Result<bool, ChannelsError> {
+        let api: Api<DaemonSet> = Api::namespaced(self.client.clone(), "kube-system");
+        let found = api
+            .get_opt("kops-controller")
+            .await
+            .map_err(kube_error("reading DaemonSet kube-system/kops-controller"))?;
+        let Some(ds) = found else {
+            return Ok(false);
+        };
+        let affinity = serde_json::to_string(
+            &ds.spec
+                .and_then(|s| s.template.spec)
+                .and_then(|s| s.affinity),
+        )
+        .unwrap_or_default();
+        Ok(!affinity.contains(kops_api::switch::HOST_CONTROLLER_LABEL))
     }
 
     /// The cert-manager `Issuer` resource, if the cluster serves it.
@@ -611,7 +651,20 @@ impl Applier {
                 url: url.clone(),
             })?;
         addon.verify(&manifest)?;
-        let objects = manifest_objects(&addon.name, &String::from_utf8_lossy(&manifest))?;
+        let text = String::from_utf8_lossy(&manifest);
+        // kops' kops-controller DaemonSet, applied from a node that runs
+        // kops-controller as a host service (kops-rs' nodeup runs this
+        // applier): kept off such nodes (see [`kops_api::switch`]). The record
+        // keeps the channel's hash, so kops' own applier sees it applied.
+        let text = if addon.name == kops_api::switch::KOPS_CONTROLLER_ADDON {
+            kops_api::switch::bridge_manifest(&text).map_err(|message| ChannelsError::Fetch {
+                url: url.clone(),
+                message,
+            })?
+        } else {
+            text
+        };
+        let objects = manifest_objects(&addon.name, &text)?;
         for object in &objects {
             self.apply(object).await?;
         }

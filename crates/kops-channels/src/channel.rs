@@ -150,6 +150,9 @@ pub enum Reason {
     /// The addon is current but its CA secret or cert-manager issuer
     /// (`needsPKI`) is missing.
     PkiMissing,
+    /// kops' kops-controller DaemonSet runs as kops' applier left it, not
+    /// kept off nodes that run the host service (see `kops_api::switch`).
+    NotBridged,
 }
 
 impl std::fmt::Display for Reason {
@@ -159,6 +162,7 @@ impl std::fmt::Display for Reason {
             Reason::IdChanged { from, to } => write!(f, "id {from:?} → {to:?}"),
             Reason::ManifestChanged => write!(f, "manifest changed"),
             Reason::PkiMissing => write!(f, "its CA and issuer are missing"),
+            Reason::NotBridged => write!(f, "kops' DaemonSet may land on host-service nodes"),
             Reason::OlderGeneration(g) => {
                 write!(f, "installed by an older applier (generation {g})")
             }

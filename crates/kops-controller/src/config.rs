@@ -33,6 +33,18 @@ pub struct Options {
         skip_serializing_if = "std::ops::Not::not"
     )]
     pub enable_cloud_ipam: bool,
+    /// Also accept kops' nodes' tokens, which sign no audience
+    /// (`X-Kops-Audience`), as kops' controller does: set by kops-rs'
+    /// nodeup while the cluster's kops-controller addon is kops' DaemonSet
+    /// (a control plane switching between kops and kops-rs, where a worker
+    /// booted by either tool's nodeup may ask this controller). A token
+    /// that names another audience is refused all the same.
+    #[serde(
+        rename = "acceptKopsNodeTokens",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub accept_kops_node_tokens: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -138,6 +150,7 @@ impl Options {
             },
             // Only IPv6-only clusters use it; their addon says so.
             enable_cloud_ipam: false,
+            accept_kops_node_tokens: false,
         }
     }
 

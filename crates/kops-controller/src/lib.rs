@@ -80,6 +80,7 @@ pub async fn build_with(
         region: aws.region.clone(),
         sts_url: protocol::sts_url(&aws.region),
         use_ip_based_node_names: aws.use_ip_based_node_names,
+        accept_kops_node_tokens: options.accept_kops_node_tokens,
         ec2: aws_sdk_ec2::Client::new(sdk),
     })
     .map_err(StartError::Tls)?;

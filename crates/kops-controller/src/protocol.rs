@@ -193,7 +193,8 @@ pub struct SignError {
 
 /// A version-1 token: the headers of a GetCallerIdentity request to
 /// `sts_url`, signed (SigV4, service `sts`) with `credentials`, covering
-/// the sha256 of `body` and the controller's `audience`.
+/// the sha256 of `body` and the controller's `audience` (an empty
+/// `audience`: kops' nodes' token, which signs no audience and no nonce).
 pub fn create_token_v1(
     sts_url: &str,
     region: &str,
@@ -226,9 +227,12 @@ pub fn create_token_v1(
             "application/x-www-form-urlencoded; charset=utf-8".into(),
         ),
         (REQUEST_SHA_HEADER.into(), sha),
-        (AUDIENCE_HEADER.into(), audience.to_string()),
-        (NONCE_HEADER.into(), nonce(time)),
     ];
+    // kops' nodes sign neither: an empty audience makes their token.
+    if !audience.is_empty() {
+        headers.push((AUDIENCE_HEADER.into(), audience.to_string()));
+        headers.push((NONCE_HEADER.into(), nonce(time)));
+    }
     let signable = SignableRequest::new(
         "POST",
         sts_url,

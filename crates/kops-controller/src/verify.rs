@@ -166,6 +166,7 @@ pub struct AwsVerifier {
     sts_url: String,
     region: String,
     use_ip_based_node_names: bool,
+    accept_kops_node_tokens: bool,
     ec2: aws_sdk_ec2::Client,
     http: StsHttp,
     /// Signatures being checked or accepted (see [`crate::replay`]).
@@ -184,6 +185,9 @@ pub struct VerifierParts {
     pub region: String,
     pub sts_url: String,
     pub use_ip_based_node_names: bool,
+    /// Tokens without an audience (kops' nodes) are accepted too
+    /// ([`crate::Options::accept_kops_node_tokens`]).
+    pub accept_kops_node_tokens: bool,
     pub ec2: aws_sdk_ec2::Client,
 }
 
@@ -229,6 +233,7 @@ impl AwsVerifier {
             nodes_roles: parts.nodes_roles,
             region: parts.region,
             use_ip_based_node_names: parts.use_ip_based_node_names,
+            accept_kops_node_tokens: parts.accept_kops_node_tokens,
             ec2: parts.ec2,
             http: sts_http(&parts.sts_url)?,
             sts_url: parts.sts_url,
@@ -267,8 +272,10 @@ impl AwsVerifier {
             return Err(Refusal::BodyMismatch);
         }
         let want = audience(&self.cluster);
-        match headers.get(AUDIENCE_HEADER) {
+        let audience = headers.get(AUDIENCE_HEADER);
+        match audience {
             Some(got) if got == want => {}
+            None if self.accept_kops_node_tokens => {}
             got => {
                 return Err(Refusal::WrongAudience {
                     got: escape(got.unwrap_or("(none)")),
@@ -279,7 +286,7 @@ impl AwsVerifier {
         let auth = headers
             .get("authorization")
             .ok_or_else(|| Refusal::Malformed("no signed Authorization header".into()))?;
-        let signed = SignedAuthorization::parse(auth)?;
+        let signed = SignedAuthorization::parse(auth, audience.is_some())?;
         let signed_at = headers
             .get("x-amz-date")
             .ok_or_else(|| Refusal::Malformed("no X-Amz-Date header".into()))?;
@@ -567,7 +574,7 @@ impl SignedAuthorization {
     /// hash and the audience, and one `Signature=` of 64 hex digits: a
     /// parameter given twice is refused (STS might read another one than
     /// this check did).
-    fn parse(auth: &str) -> Result<SignedAuthorization, Refusal> {
+    fn parse(auth: &str, with_audience: bool) -> Result<SignedAuthorization, Refusal> {
         let malformed = |m: &str| Refusal::Malformed(m.to_string());
         let rest = auth
             .strip_prefix("AWS4-HMAC-SHA256 ")
@@ -589,7 +596,12 @@ impl SignedAuthorization {
             }
         }
         let signed: Vec<&str> = signed.unwrap_or_default().split(';').collect();
-        for required in ["x-kops-request-sha", "x-kops-audience"] {
+        let required: &[&str] = if with_audience {
+            &["x-kops-request-sha", "x-kops-audience"]
+        } else {
+            &["x-kops-request-sha"]
+        };
+        for &required in required {
             if !signed.contains(&required) {
                 return Err(Refusal::Malformed(format!(
                     "the signature does not cover `{required}`"
@@ -733,12 +745,12 @@ mod tests {
     fn authorization_must_sign_body_hash_and_audience() {
         let sig = "0f".repeat(32);
         let ok = format!("AWS4-HMAC-SHA256 Credential=AKID/20261125/us-east-1/sts/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-kops-audience;x-kops-request-sha, Signature={sig}");
-        let parsed = SignedAuthorization::parse(&ok).unwrap();
+        let parsed = SignedAuthorization::parse(&ok, true).unwrap();
         assert_eq!(parsed.signature, [0x0f; 32]);
         assert!(parsed.check_scope("20261125", "us-east-1").is_ok());
         assert!(parsed.check_scope("20261126", "us-east-1").is_err());
         assert!(parsed.check_scope("20261125", "eu-west-1").is_err());
-        let malformed = |auth: &str| match SignedAuthorization::parse(auth) {
+        let malformed = |auth: &str| match SignedAuthorization::parse(auth, true) {
             Err(Refusal::Malformed(m)) => m,
             other => panic!("{auth}: {other:?}"),
         };

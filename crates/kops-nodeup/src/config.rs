@@ -440,6 +440,12 @@ pub struct NodeInputs {
     /// kops' images under `KOPS_BASE_URL` when that is set (`update`
     /// resolves them once, with their hashes).
     pub base_url_images: Vec<BaseUrlImage>,
+    /// The newest Kubernetes workers may run while an upgrade is half
+    /// rolled (kops' `ControlPlaneRunningVersion`: the oldest control-plane
+    /// kubelet, when older than the spec's). Groups that run no API server
+    /// get this version's kubelet and `KubernetesVersion`; `None`: the
+    /// spec's for all.
+    pub kubelet_version: Option<String>,
 }
 
 /// Builds and renders the node config of one group. `None` for bastions
@@ -586,7 +592,21 @@ pub fn nodeup_config_with_inputs(
     let completed = serde_json::to_value(&completed.spec).unwrap_or(Value::Null);
     let group_json = serde_json::to_value(&group.spec).unwrap_or(Value::Null);
     let ipv6 = spec.non_masquerade_cidr.as_deref() == Some("::/0");
-    let k8s = assets::kubernetes_version(cluster).map_err(asset_error)?;
+    // Workers held back to the control plane's running version (kops
+    // forces the group's version: its kubelet assets and KubernetesVersion).
+    let held_back;
+    let versioned = match inputs.kubelet_version.as_deref() {
+        Some(v) if !matches!(role, Role::ControlPlane | Role::ApiServer) => {
+            held_back = {
+                let mut c = cluster.clone();
+                c.spec.kubernetes_version = Some(v.to_string());
+                c
+            };
+            &held_back
+        }
+        _ => cluster,
+    };
+    let k8s = assets::kubernetes_version(versioned).map_err(asset_error)?;
     let version = k8s.to_string();
     let name = cluster.name().to_string();
     let completed_str = |key: &str, default: &str| {
@@ -625,7 +645,7 @@ pub fn nodeup_config_with_inputs(
         == Some(true);
     let mut assets_by_arch = BTreeMap::new();
     for arch in Arch::ALL {
-        let mut list = assets::node_assets(cluster, arch).map_err(asset_error)?;
+        let mut list = assets::node_assets(versioned, arch).map_err(asset_error)?;
         if skip_runtime {
             list.truncate(list.len().saturating_sub(2));
         }

@@ -46,6 +46,11 @@ pub struct UpdateOptions {
     pub lifecycle_overrides: std::collections::BTreeMap<String, kops_engine::Lifecycle>,
     /// `--allow-kops-downgrade`: update a cluster last updated by a newer kops.
     pub allow_kops_downgrade: bool,
+    /// The oldest control-plane kubelet's version, as the cluster reports
+    /// it (kops' `ControlPlaneRunningVersion`; `None` when it could not be
+    /// asked or `--ignore-kubelet-version-skew`): when the spec names
+    /// another, groups without an API server keep this one.
+    pub control_plane_running_version: Option<String>,
 }
 
 /// What it did.
@@ -240,8 +245,18 @@ pub async fn update_cluster(
     } else {
         keys_and_nodeup.await?
     };
+    let spec_version = cluster
+        .spec
+        .kubernetes_version
+        .as_deref()
+        .unwrap_or_default();
+    let kubelet_version = opts
+        .control_plane_running_version
+        .clone()
+        .filter(|running| !running.is_empty() && !spec_version.ends_with(running.as_str()));
     let node_inputs = kops_nodeup::config::NodeInputs {
         api_server_addresses,
+        kubelet_version,
         ..node_inputs
     };
     let model = Model {
@@ -296,7 +311,11 @@ pub async fn update_cluster(
         }
     }
     let file_writes = if writes_files {
-        state_files::plan(registry, &model).await?
+        // Control-plane nodes boot kops-rs' own nodeup (and with it its
+        // host kops-controller): kops' kops-controller DaemonSet, if kept,
+        // must stay off them.
+        let host_controller = nodeup.sources.state_store_prefix.is_some();
+        state_files::plan(registry, &model, host_controller).await?
     } else {
         Vec::new()
     };

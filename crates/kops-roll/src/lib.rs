@@ -17,6 +17,7 @@ mod error;
 pub mod groups;
 pub mod k8s;
 pub mod rolling_update;
+pub mod skew;
 pub mod validate;
 
 pub use error::RollError;

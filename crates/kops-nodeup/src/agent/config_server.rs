@@ -204,7 +204,7 @@ fn bootstrap_error(e: ClientError) -> NodeupError {
 }
 
 /// The channel addon holding kops-controller's configuration.
-const KOPS_CONTROLLER_ADDON: &str = "kops-controller.addons.k8s.io";
+const KOPS_CONTROLLER_ADDON: &str = kops_api::switch::KOPS_CONTROLLER_ADDON;
 
 /// kops-controller's options on a control-plane node: the `config.yaml` of
 /// the `kops-controller` ConfigMap in the cluster's kops-controller addon
@@ -267,7 +267,7 @@ async fn controller_options_from_addon(
             .and_then(|c| c.as_str())
             .filter(|_| is_config)
         {
-            let options = kops_controller::Options::parse(config).map_err(|reason| {
+            let mut options = kops_controller::Options::parse(config).map_err(|reason| {
                 NodeupError::Bootstrap {
                     reason: format!(
                         "{}: kops-controller's config.yaml: {reason}",
@@ -275,6 +275,11 @@ async fn controller_options_from_addon(
                     ),
                 }
             })?;
+            // kops' addon (its DaemonSet) is in the channel: the control
+            // plane is kops', or between kops and kops-rs, and workers
+            // booted by kops' nodeup (no audience in their tokens) may ask
+            // this controller.
+            options.accept_kops_node_tokens = kops_api::switch::runs_in_a_pod(&text);
             return Ok(Some(options));
         }
     }

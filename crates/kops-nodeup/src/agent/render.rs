@@ -239,12 +239,25 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
             kubelet.get("logLevel").and_then(Value::as_i64).unwrap_or(2)
         ),
     ];
-    if let Some(Value::Object(labels)) = kubelet.get("nodeLabels") {
-        let list: Vec<String> = labels
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-            .collect();
-        kubelet_flags.push(format!("--node-labels={}", list.join(",")));
+    let mut node_labels: Vec<String> = kubelet
+        .get("nodeLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| kubelet_may_set(k))
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    if ctx.loaded.role == Role::ControlPlane {
+        // This node runs kops-controller as a host service: kops'
+        // kops-controller DaemonSet stays off it (see kops_api::switch).
+        node_labels.push(format!(
+            "{}={}",
+            kops_api::switch::HOST_CONTROLLER_LABEL,
+            kops_api::switch::HOST_CONTROLLER_VALUE
+        ));
+    }
+    if !node_labels.is_empty() {
+        kubelet_flags.push(format!("--node-labels={}", node_labels.join(",")));
     }
     if let Some(ip) = ctx.node_ip {
         kubelet_flags.push(format!("--node-ip={ip}"));
@@ -988,6 +1001,36 @@ pub fn control_plane_files(
     Ok(out)
 }
 
+/// Whether kubelet may give its node `label` itself (`--node-labels`): any
+/// label outside the `kubernetes.io` and `k8s.io` namespaces, and in them
+/// only kubelet's own (`kubelet.kubernetes.io/`, `node.kubernetes.io/` and
+/// the well-known topology, OS and instance-type labels). kubelet refuses
+/// to start with any other; kops-controller's labeller sets those (role
+/// labels, `kops.k8s.io/*`), as kops does.
+pub fn kubelet_may_set(label: &str) -> bool {
+    const WELL_KNOWN: &[&str] = &[
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+    ];
+    let Some((namespace, _)) = label.split_once('/') else {
+        return true;
+    };
+    let within = |domain: &str| namespace == domain || namespace.ends_with(&format!(".{domain}"));
+    if !within("kubernetes.io") && !within("k8s.io") {
+        return true;
+    }
+    WELL_KNOWN.contains(&label) || within("kubelet.kubernetes.io") || within("node.kubernetes.io")
+}
+
 /// kops-controller's files on a control-plane node: its configuration
 /// (kops' JSON), its serving certificate for
 /// `kops-controller.internal.<cluster>` (and the node's address), the key of
@@ -1223,6 +1266,27 @@ pub fn start_services(changes: &[Change]) -> Result<ServiceAction, NodeupError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kubelet_sets_only_labels_it_may() {
+        for allowed in [
+            "node.kubernetes.io/exclude-from-external-load-balancers",
+            "kubernetes.io/arch",
+            "example.com/team",
+            "plain",
+            "kops-rs.io/kops-controller",
+        ] {
+            assert!(kubelet_may_set(allowed), "{allowed}");
+        }
+        for refused in [
+            "node-role.kubernetes.io/control-plane",
+            "kops.k8s.io/kops-controller-pki",
+            "kops.k8s.io/instancegroup",
+            "kubernetes.io/role",
+        ] {
+            assert!(!kubelet_may_set(refused), "{refused}");
+        }
+    }
 
     #[test]
     fn flag_names() {

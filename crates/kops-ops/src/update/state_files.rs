@@ -7,10 +7,11 @@
 //! bytes differ.
 //!
 //! On a cluster kops made, its kops-controller addon (a DaemonSet: kops
-//! runs kops-controller in a pod, kops-rs as a host service) is kept as it
-//! is and listed in the bootstrap channel with its own hash: that control
-//! plane runs it, and kops-rs' workers join through it with the same
-//! protocol.
+//! runs kops-controller in a pod, kops-rs as a host service) is kept for
+//! the control-plane nodes kops' nodeup set up, bridged
+//! ([`kops_api::switch::bridge_manifest`]: the DaemonSet stays off nodes
+//! kops-rs' nodeup set up, whose host service the binding also names), and
+//! listed in the bootstrap channel with its own hash.
 
 use std::collections::BTreeMap;
 
@@ -19,7 +20,7 @@ use kops_model::Model;
 use crate::{OpsError, Registry};
 
 /// The addon whose manifest differs by design between kops and kops-rs.
-const KOPS_CONTROLLER: &str = "kops-controller.addons.k8s.io";
+const KOPS_CONTROLLER: &str = kops_api::switch::KOPS_CONTROLLER_ADDON;
 
 /// One state-store file `update --yes` would write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +42,16 @@ impl StateFileWrite {
 }
 
 /// The files whose stored bytes differ from what the model renders.
-pub async fn plan(registry: &Registry, model: &Model<'_>) -> Result<Vec<StateFileWrite>, OpsError> {
+///
+/// `host_controller`: the control-plane nodes this update configures run
+/// kops-rs' nodeup, whose kops-controller is a host service: a kept kops
+/// addon is bridged ([`kops_api::switch::bridge_manifest`]). Otherwise it is
+/// kept exactly as stored (kops' nodeup keeps running kops' controller).
+pub async fn plan(
+    registry: &Registry,
+    model: &Model<'_>,
+    host_controller: bool,
+) -> Result<Vec<StateFileWrite>, OpsError> {
     let cluster = model.name();
     if model.config_base != registry.config_base(cluster) {
         return Ok(Vec::new());
@@ -56,8 +66,18 @@ pub async fn plan(registry: &Registry, model: &Model<'_>) -> Result<Vec<StateFil
     if let Some(key) = controller {
         if let Some(current) = store.read(&key).await.map_err(store_error)? {
             let text = String::from_utf8_lossy(&current);
-            if runs_kops_controller_in_a_pod(&text) {
+            if kops_api::switch::runs_in_a_pod(&text) && !host_controller {
                 kept.insert(KOPS_CONTROLLER.to_string(), text.into_owned());
+            } else if kops_api::switch::runs_in_a_pod(&text) {
+                let bridged = kops_api::switch::bridge_manifest(&text).map_err(|message| {
+                    OpsError::Model(kops_model::ModelError::Spec {
+                        path: key.clone(),
+                        message,
+                        hint: "update the cluster once with kops 1.37, whose manifest has that term, then run kops-rs again"
+                            .to_string(),
+                    })
+                })?;
+                kept.insert(KOPS_CONTROLLER.to_string(), bridged.into_owned());
             }
         }
     }
@@ -109,11 +129,6 @@ pub async fn write(
     Ok(())
 }
 
-/// kops' kops-controller addon runs it as a DaemonSet; kops-rs' has none.
-fn runs_kops_controller_in_a_pod(manifest: &str) -> bool {
-    manifest.lines().any(|l| l.trim_end() == "kind: DaemonSet")
-}
-
 /// A state file's bytes as kops itself stores them. The rendered files end
 /// with a newline, as kops' Terraform goldens do (its tests trim and add
 /// one); kops' direct apply writes each addon manifest (not the bootstrap
@@ -147,15 +162,5 @@ mod tests {
         // The bootstrap channel and everything else keep theirs.
         assert_eq!(as_kops_stores("addons/bootstrap-channel.yaml", yaml), yaml);
         assert_eq!(as_kops_stores("cluster-completed.spec", yaml), yaml);
-    }
-
-    #[test]
-    fn tells_kops_kops_controller_addon_from_kops_rs() {
-        assert!(runs_kops_controller_in_a_pod(
-            "apiVersion: v1\nkind: ConfigMap\n---\napiVersion: apps/v1\nkind: DaemonSet\n"
-        ));
-        assert!(!runs_kops_controller_in_a_pod(
-            "apiVersion: v1\nkind: ConfigMap\n---\nkind: ClusterRole\n"
-        ));
     }
 }

@@ -68,9 +68,9 @@ pub struct UpdateClusterArgs {
     #[arg(long)]
     pub prune: bool,
     /// Update every group's Kubernetes version even while the control plane
-    /// runs an older one. Accepted: kops-rs does not yet hold nodes'
-    /// kubelet back while the control plane is behind (`reconcile cluster`
-    /// orders the update instead).
+    /// runs an older one (otherwise workers keep the oldest control-plane
+    /// kubelet's version, read through the kubeconfig context named after
+    /// the cluster, until the control plane is rolled).
     #[arg(long)]
     pub ignore_kubelet_version_skew: bool,
 }
@@ -125,6 +125,11 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
         return render_cluster(&registry, &cluster, a, target, phase).await;
     }
     let started = std::time::Instant::now();
+    let control_plane_running_version = if a.ignore_kubelet_version_skew {
+        None
+    } else {
+        control_plane_running_version(&registry, &cluster, global.verbosity).await
+    };
     let outcome = kops_ops::update_cluster(
         &registry,
         kops_ops::UpdateRequest {
@@ -141,6 +146,7 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
                 phase,
                 lifecycle_overrides,
                 allow_kops_downgrade: a.allow_kops_downgrade,
+                control_plane_running_version,
             },
         },
     )
@@ -266,4 +272,37 @@ async fn export_after_apply(
     };
     write_kubeconfig(registry, cluster, choice, files).await?;
     Ok(first_run)
+}
+
+/// The oldest control-plane kubelet's version (kops' skew rule, see
+/// `kops_roll::skew`); `None` when the cluster cannot be asked, said with
+/// `-v`, as kops logs it.
+async fn control_plane_running_version(
+    registry: &kops_ops::Registry,
+    cluster: &str,
+    verbosity: u8,
+) -> Option<String> {
+    let spec = kops_ops::require_cluster(registry, cluster)
+        .await
+        .ok()?
+        .spec
+        .kubernetes_version?;
+    match kops_roll::skew::control_plane_running_version(None, cluster, &spec).await {
+        Ok(version) => {
+            if version != spec.trim_start_matches('v') {
+                status(&format!(
+                    "The control plane runs Kubernetes {version}: groups without an API server keep it until it runs {spec} (--ignore-kubelet-version-skew to update them now)"
+                ));
+            }
+            Some(version)
+        }
+        Err(reason) => {
+            if verbosity > 0 {
+                status(&format!(
+                    "cannot read the control plane's Kubernetes version ({reason}); assuming no upgrade is in progress"
+                ));
+            }
+            None
+        }
+    }
 }

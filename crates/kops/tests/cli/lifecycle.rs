@@ -24,7 +24,7 @@ async fn moto_config(endpoint: &str) -> aws_config::SdkConfig {
         .await
 }
 
-async fn tagged_left(endpoint: &str, cluster: &str) -> Vec<String> {
+pub(crate) async fn tagged_left(endpoint: &str, cluster: &str) -> Vec<String> {
     let config = moto_config(endpoint).await;
     let ec2 = aws_sdk_ec2::Client::new(&config);
     let filter = Filter::builder()

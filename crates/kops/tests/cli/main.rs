@@ -35,5 +35,6 @@ mod roundtrip;
 mod s3_endpoint;
 mod seed001;
 mod state_files;
+mod switch_from_kops;
 mod terraform_conformance;
 mod toolbox_dump;

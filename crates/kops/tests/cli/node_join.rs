@@ -609,3 +609,285 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     let _ = stop.send(());
     let _ = serving.await;
 }
+
+/// A control plane half switched from kops to kops-rs (issue 28): the
+/// state store holds kops' kops-controller addon (a DaemonSet), one
+/// control-plane node runs kops-rs' nodeup (host service, configured by
+/// nodeup from that addon: kops' workers' tokens accepted, its kubelet
+/// labelled so kops' pod stays off it), the other kops-controller with
+/// kops' own configuration (the addon's ConfigMap as kops' pod reads it).
+/// A kops-rs worker joins through either, and still when the first server
+/// it knows is down (the node being replaced); a token as kops' nodes sign
+/// it (no audience) is accepted by the kops-rs host service.
+#[test]
+fn workers_join_a_mixed_control_plane() {
+    let Some(moto) = kops_testkit::require_moto() else {
+        return;
+    };
+    let cluster = "mixed.example.com";
+    let tmp = tempfile::tempdir().unwrap();
+    moto.create_bucket("kops-mixed-state").unwrap();
+    let state = "s3://kops-mixed-state/clusters".to_string();
+    crate::common::create_and_apply(moto, cluster, &state);
+    for (k, v) in moto.env() {
+        std::env::set_var(k, v);
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(mixed_join(moto, tmp.path(), &state, cluster));
+}
+
+async fn serve(
+    options: kops_controller::Options,
+    sdk: &aws_config::SdkConfig,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let controller = Arc::new(kops_controller::build_with(options, sdk).await.unwrap());
+    let tls = controller.tls().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "https://127.0.0.1:{}/",
+        listener.local_addr().unwrap().port()
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(controller.serve(listener, tls, async {
+        let _ = stopped.await;
+    }));
+    (url, stop)
+}
+
+async fn mixed_join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, cluster: &str) {
+    let sdk = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(moto.endpoint())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+        .load()
+        .await;
+    let ec2 = aws_sdk_ec2::Client::new(&sdk);
+    let sts = aws_sdk_sts::Client::new(&sdk);
+    let store = kops_state::open(state).await.unwrap();
+    let workers = "nodes-us-east-1a";
+    let control_plane = "control-plane-us-east-1a";
+
+    // kops' addon in the store: its ConfigMap (the same configuration)
+    // and its DaemonSet, as on a cluster kops made.
+    let channel = store
+        .read(&format!("{cluster}/addons/bootstrap-channel.yaml"))
+        .await
+        .unwrap()
+        .unwrap();
+    let channel =
+        kops_channels::Channel::parse("channel", &String::from_utf8_lossy(&channel)).unwrap();
+    let addon = channel
+        .spec
+        .addons
+        .iter()
+        .find(|a| a.name == kops_api::switch::KOPS_CONTROLLER_ADDON)
+        .unwrap();
+    let key = format!(
+        "{cluster}/addons/{}",
+        addon.manifest.trim_start_matches("./")
+    );
+    let ours = String::from_utf8(store.read(&key).await.unwrap().unwrap()).unwrap();
+    let config_map = ours
+        .split("\n---\n")
+        .find(|d| d.contains("kind: ConfigMap"))
+        .unwrap();
+    let kops_addon = format!(
+        "{config_map}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: kops-controller\n  namespace: kube-system\n\
+         spec:\n  template:\n    spec:\n      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n\
+         \x20           nodeSelectorTerms:\n            - matchExpressions:\n              - key: node-role.kubernetes.io/control-plane\n\
+         \x20               operator: Exists\n              - key: kops.k8s.io/kops-controller-pki\n                operator: Exists\n"
+    );
+    store
+        .write(&key, kops_addon.as_bytes(), Default::default())
+        .await
+        .unwrap();
+
+    let files = kops_testkit::file_server::FileServer::start(BTreeMap::new());
+    let list = assets(&files);
+    let cp_hash = localize(
+        store.as_ref(),
+        &format!("{cluster}/igconfig/control-plane/{control_plane}/nodeupconfig.yaml"),
+        &list,
+    )
+    .await;
+    let worker_hash = localize(
+        store.as_ref(),
+        &format!("{cluster}/igconfig/node/{workers}/nodeupconfig.yaml"),
+        &list,
+    )
+    .await;
+
+    // The kops-rs control-plane node.
+    let cp_boot = boot_config_of(&ec2, &format!("{control_plane}.masters.{cluster}")).await;
+    let cp_root = tmp.join("kops-rs-control-plane");
+    let cp_conf = tmp.join("cp-kube_env.yaml");
+    std::fs::write(
+        &cp_conf,
+        BootConfig {
+            nodeup_config_hash: cp_hash,
+            ..cp_boot
+        }
+        .to_yaml(),
+    )
+    .unwrap();
+    let mut options = Options::new(&cp_conf, &cp_root);
+    options.node_name = Some("i-0kopsrscontrol".into());
+    options.node_ip = Some("127.0.0.1".into());
+    options.arch = Some(Arch::Amd64);
+    options.region = Some("us-east-1".into());
+    options.attempts = 2;
+    options.retry_delay = Duration::from_millis(10);
+    kops_nodeup::agent::run(&options)
+        .await
+        .unwrap_or_else(|e| panic!("control-plane nodeup: {e}"));
+    let under = |root: &Path, p: &str| root.join(p.trim_start_matches('/'));
+    let kubelet = std::fs::read_to_string(under(&cp_root, "/etc/sysconfig/kubelet")).unwrap();
+    let labels = kubelet
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("--node-labels="))
+        .unwrap_or_else(|| panic!("no --node-labels: {kubelet}"));
+    assert!(
+        labels
+            .split(',')
+            .any(|l| l == "kops-rs.io/kops-controller=host"),
+        "{labels}"
+    );
+    assert!(
+        !labels.contains("node-role.kubernetes.io/") && !labels.contains("kops.k8s.io/"),
+        "kubelet refuses labels it may not set itself: {labels}"
+    );
+    let conf_path = under(&cp_root, kops_controller::config::CONFIG_PATH);
+    let mut host =
+        kops_controller::Options::parse(&std::fs::read_to_string(&conf_path).unwrap()).unwrap();
+    assert!(
+        host.accept_kops_node_tokens,
+        "kops' addon: kops' workers accepted"
+    );
+    let localize_paths = |o: &mut kops_controller::Options| {
+        let s = &mut o.server;
+        for path in [
+            &mut s.server_key_path,
+            &mut s.server_certificate_path,
+            &mut s.ca_base_path,
+        ] {
+            *path = under(&cp_root, path).display().to_string();
+        }
+    };
+    localize_paths(&mut host);
+    // kops' pod on the other node: the ConfigMap's configuration as it is
+    // (kops' nodeup writes the same certificate and CA files there).
+    let config_yaml: serde_json::Value = serde_yaml_ng::from_str(config_map).unwrap();
+    let mut kops_pod =
+        kops_controller::Options::parse(config_yaml["data"]["config.yaml"].as_str().unwrap())
+            .unwrap();
+    assert!(!kops_pod.accept_kops_node_tokens);
+    localize_paths(&mut kops_pod);
+    let (host_url, _stop_host) = serve(host, &sdk).await;
+    let (pod_url, stop_pod) = serve(kops_pod, &sdk).await;
+
+    // Workers of the cluster, with their instance role's credentials only.
+    let worker_boot = boot_config_of(&ec2, &format!("{workers}.{cluster}")).await;
+    let server = worker_boot.config_server.clone().expect("ConfigServer");
+    let image = ec2
+        .describe_launch_template_versions()
+        .launch_template_name(format!("{workers}.{cluster}"))
+        .versions("$Latest")
+        .send()
+        .await
+        .unwrap()
+        .launch_template_versions()[0]
+        .launch_template_data()
+        .and_then(|d| d.image_id())
+        .unwrap()
+        .to_string();
+    let image = image.as_str();
+    let join = |servers: Vec<String>, n: usize| {
+        let (ec2, sts, worker_boot, server, worker_hash) =
+            (&ec2, &sts, &worker_boot, &server, &worker_hash);
+        async move {
+            let worker = instance(
+                ec2,
+                image,
+                &[
+                    ("KubernetesCluster", cluster),
+                    ("kops.k8s.io/instancegroup", workers),
+                ],
+            )
+            .await;
+            let creds = assume(sts, &format!("nodes.{cluster}"), &worker).await;
+            std::env::set_var("AWS_ACCESS_KEY_ID", creds.access_key_id());
+            std::env::set_var("AWS_SECRET_ACCESS_KEY", creds.secret_access_key());
+            std::env::set_var("AWS_SESSION_TOKEN", creds.session_token().unwrap());
+            let root = tmp.join(format!("worker-{n}"));
+            let conf = tmp.join(format!("worker-{n}-kube_env.yaml"));
+            let boot = BootConfig {
+                nodeup_config_hash: worker_hash.clone(),
+                config_server: Some(ConfigServer {
+                    servers,
+                    tls_server_name: format!("kops-controller.internal.{cluster}"),
+                    ..server.clone()
+                }),
+                api_server_ips: vec!["127.0.0.1".into()],
+                ..worker_boot.clone()
+            };
+            std::fs::write(&conf, boot.to_yaml()).unwrap();
+            let mut options = Options::new(&conf, &root);
+            options.node_name = Some(worker.clone());
+            options.arch = Some(Arch::Amd64);
+            options.region = Some("us-east-1".into());
+            options.attempts = 2;
+            options.retry_delay = Duration::from_millis(50);
+            options.bootstrap_timeout = Duration::from_secs(20);
+            let outcome = kops_nodeup::agent::run(&options)
+                .await
+                .unwrap_or_else(|e| panic!("worker {n} nodeup: {e}"));
+            assert!(outcome.changed() > 0);
+            assert!(root.join("var/lib/kubelet/pki/kubelet-client.crt").exists());
+            (worker, creds)
+        }
+    };
+    // Through kops' pod, then through the host service alone, then with
+    // the pod's node gone (the first server no longer answers).
+    join(vec![pod_url.clone()], 1).await;
+    let (worker, creds) = join(vec![host_url.clone()], 2).await;
+    let _ = stop_pod.send(());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    join(vec![pod_url.clone(), host_url.clone()], 3).await;
+
+    // kops' nodes sign no audience: the host service accepts their token.
+    let client = BootstrapClient::new(
+        cluster,
+        "us-east-1",
+        std::slice::from_ref(&host_url),
+        &server.ca_certificates,
+        &format!("kops-controller.internal.{cluster}"),
+    )
+    .unwrap();
+    let (_, public_key) = kops_pki::new_private_key().unwrap();
+    let request = BootstrapRequest {
+        api_version: BOOTSTRAP_API_VERSION.to_string(),
+        certs: BTreeMap::from([(
+            "kubelet".to_string(),
+            kops_controller::server::public_key_pem(&public_key),
+        )]),
+        ..Default::default()
+    };
+    let body = serde_json::to_vec(&request).unwrap();
+    let token = protocol::create_token_v1(
+        &protocol::sts_url("us-east-1"),
+        "us-east-1",
+        &creds,
+        SystemTime::now(),
+        &body,
+        "",
+    )
+    .unwrap();
+    let issued = client
+        .post(&host_url, &token, &body)
+        .await
+        .unwrap_or_else(|e| panic!("kops' worker token ({worker}): {e}"));
+    assert!(issued.certs.contains_key("kubelet"));
+}
