@@ -440,6 +440,41 @@ pub struct NodeInputs {
     /// kops' images under `KOPS_BASE_URL` when that is set (`update`
     /// resolves them once, with their hashes).
     pub base_url_images: Vec<BaseUrlImage>,
+    /// The newest kubelet workers may run (kops' `KubeletSupportedVersion`):
+    /// while an upgrade is under way, the oldest kubelet version of the
+    /// control plane's nodes. Groups that run no API server get their node
+    /// config (Kubernetes version, kubelet and kube-proxy binaries) for
+    /// this version instead of the spec's, so a worker never runs a newer
+    /// kubelet than the control plane. `None`: the spec's version.
+    pub kubelet_supported_version: Option<String>,
+}
+
+/// The cluster as a group's node config sees it: for a group that runs no
+/// API server, with the Kubernetes version held back to
+/// [`NodeInputs::kubelet_supported_version`] when that differs (kops
+/// compares by suffix, for CI builds named by URL).
+fn version_for_group<'a>(
+    cluster: &'a Cluster,
+    role: Role,
+    inputs: &NodeInputs,
+) -> std::borrow::Cow<'a, Cluster> {
+    let held = inputs
+        .kubelet_supported_version
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty());
+    let spec_version = cluster.spec.kubernetes_version.as_deref().unwrap_or("");
+    match held {
+        Some(v)
+            if matches!(role, Role::Node | Role::Bastion)
+                && !spec_version.ends_with(v.trim_start_matches('v')) =>
+        {
+            let mut held_back = cluster.clone();
+            held_back.spec.kubernetes_version = Some(v.to_string());
+            std::borrow::Cow::Owned(held_back)
+        }
+        _ => std::borrow::Cow::Borrowed(cluster),
+    }
 }
 
 /// Builds and renders the node config of one group. `None` for bastions
@@ -465,7 +500,8 @@ pub fn rendered_with_inputs(
     if role == Role::Bastion {
         return Ok(None);
     }
-    let config = nodeup_config_with_inputs(cluster, group, config_base, inputs)?;
+    let cluster = version_for_group(cluster, role, inputs);
+    let config = nodeup_config_with_inputs(&cluster, group, config_base, inputs)?;
     let yaml = render_yaml(&config);
     Ok(Some(RenderedNodeupConfig {
         role,

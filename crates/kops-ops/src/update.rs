@@ -45,6 +45,10 @@ pub struct UpdateOptions {
     pub lifecycle_overrides: std::collections::BTreeMap<String, kops_engine::Lifecycle>,
     /// `--allow-kops-downgrade`: update a cluster last updated by a newer kops.
     pub allow_kops_downgrade: bool,
+    /// The newest kubelet workers may run while the control plane is being
+    /// upgraded (kops' version-skew rule; `None` with
+    /// `--ignore-kubelet-version-skew` or when no upgrade is under way).
+    pub kubelet_supported_version: Option<String>,
 }
 
 /// What it did.
@@ -246,6 +250,7 @@ pub async fn update_cluster(
     };
     let node_inputs = kops_nodeup::config::NodeInputs {
         api_server_addresses,
+        kubelet_supported_version: opts.kubelet_supported_version.clone(),
         ..node_inputs
     };
     let model = Model {

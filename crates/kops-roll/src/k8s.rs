@@ -42,6 +42,8 @@ pub struct NodeInfo {
     pub unschedulable: bool,
     /// The node's taints as `key`, `value`, `effect`.
     pub taints: Vec<(String, Option<String>, String)>,
+    /// The kubelet's version as the node reports it (`v1.34.1`).
+    pub kubelet_version: Option<String>,
 }
 
 impl NodeInfo {
@@ -94,6 +96,12 @@ impl NodeInfo {
                         .collect()
                 })
                 .unwrap_or_default(),
+            kubelet_version: node
+                .status
+                .as_ref()
+                .and_then(|s| s.node_info.as_ref())
+                .map(|i| i.kubelet_version.clone())
+                .filter(|v| !v.is_empty()),
         }
     }
 
@@ -106,6 +114,41 @@ impl NodeInfo {
             ..Default::default()
         }
     }
+}
+
+/// The Kubernetes version workers may run while the control plane is
+/// being upgraded (kops' rule behind `update cluster
+/// --ignore-kubelet-version-skew`): the spec's version, or the oldest
+/// kubelet version among the control-plane nodes when that is older,
+/// without its `v`. A node whose version does not parse is left out.
+pub fn control_plane_running_version(nodes: &[NodeInfo], spec_version: &str) -> String {
+    let mut version = spec_version.to_string();
+    let Some(mut oldest) = parse_version(&version) else {
+        return version.trim_start_matches('v').to_string();
+    };
+    for node in nodes.iter().filter(|n| n.is_control_plane()) {
+        let Some(kubelet) = node.kubelet_version.as_deref() else {
+            continue;
+        };
+        if let Some(parsed) = parse_version(kubelet) {
+            if parsed <= oldest {
+                oldest = parsed;
+                version = kubelet.to_string();
+            }
+        }
+    }
+    version.trim_start_matches('v').to_string()
+}
+
+/// `v1.34.1` (or `1.34.1-rc.0+abc`) as (major, minor, patch).
+fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
+    let core = text
+        .trim()
+        .trim_start_matches('v')
+        .split(['-', '+'])
+        .next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
 }
 
 /// What a drain and a validation need to know about a pod.
@@ -253,6 +296,45 @@ impl KubeClient {
     fn nodes_api(&self) -> Api<Node> {
         Api::all(self.client.clone())
     }
+
+    /// Creates a namespaced object of kops' own kinds (`kops.k8s.io`), as
+    /// given: `toolbox enroll` registers a machine as a `Host` (plural
+    /// `hosts`) this way.
+    pub async fn create_kops_object(
+        &self,
+        object: &serde_json::Value,
+        plural: &str,
+    ) -> Result<(), RollError> {
+        let text = |path: &str| object.pointer(path).and_then(|v| v.as_str()).unwrap_or("");
+        let (kind, namespace, name) = (
+            text("/kind"),
+            text("/metadata/namespace"),
+            text("/metadata/name"),
+        );
+        let (group, version) = text("/apiVersion")
+            .split_once('/')
+            .unwrap_or(("kops.k8s.io", "v1alpha2"));
+        let resource = kube::api::ApiResource {
+            group: group.to_string(),
+            version: version.to_string(),
+            api_version: format!("{group}/{version}"),
+            kind: kind.to_string(),
+            plural: plural.to_string(),
+        };
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &resource);
+        let failed = |message: String| RollError::KubeApi {
+            operation: "create",
+            object: format!("{kind} {namespace}/{name}"),
+            message,
+        };
+        let dynamic: kube::api::DynamicObject =
+            serde_json::from_value(object.clone()).map_err(|e| failed(e.to_string()))?;
+        api.create(&kube::api::PostParams::default(), &dynamic)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(())
+    }
 }
 
 fn status_code(err: &kube::Error) -> Option<u16> {
@@ -350,6 +432,30 @@ impl Kubernetes for KubeClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workers_follow_the_oldest_control_plane_kubelet() {
+        let node = |name: &str, control_plane: bool, version: &str| {
+            let mut n = NodeInfo::ready_for_test(name, "aws:///us-east-1a/i-1");
+            if control_plane {
+                n.labels
+                    .insert("node-role.kubernetes.io/control-plane".into(), String::new());
+            }
+            n.kubelet_version = Some(version.into());
+            n
+        };
+        let nodes = vec![
+            node("cp-1", true, "v1.34.1"),
+            node("cp-2", true, "v1.33.4"),
+            // A worker's version does not count.
+            node("w-1", false, "v1.32.0"),
+        ];
+        assert_eq!(control_plane_running_version(&nodes, "v1.34.1"), "1.33.4");
+        // No control plane behind the spec: the spec's version.
+        assert_eq!(control_plane_running_version(&nodes[..1], "1.34.1"), "1.34.1");
+        // A control plane ahead of the spec (a downgrade) leaves the spec's.
+        assert_eq!(control_plane_running_version(&nodes[..1], "1.33.0"), "1.33.0");
+    }
 
     #[test]
     fn readiness_follows_kops() {

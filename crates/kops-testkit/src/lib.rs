@@ -13,6 +13,7 @@
 pub mod fake_gcs;
 pub mod file_server;
 pub mod kube_api;
+pub mod sshd;
 
 pub use fake_gcs::{require_fake_gcs, FakeGcs};
 

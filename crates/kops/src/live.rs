@@ -52,3 +52,29 @@ pub fn status_text(i: &CloudInstance) -> &'static str {
         InstanceStatus::Detached => "Detached",
     }
 }
+
+/// kops' kubelet version-skew rule, read before `update cluster`: the
+/// oldest kubelet version of the control plane's nodes, when older than
+/// the spec's (workers are then held at it). `None` when the cluster's
+/// Kubernetes API cannot be read through the local kubeconfig's context of
+/// the cluster's name: kops then assumes no upgrade is under way.
+pub async fn kubelet_supported_version(cluster: &str, spec_version: &str) -> Option<String> {
+    let files = kops_pki::KubeconfigFiles::resolve(
+        None,
+        std::env::var("KUBECONFIG").ok().as_deref(),
+        std::env::var_os("HOME").map(std::path::PathBuf::from).as_deref(),
+    )
+    .ok()?;
+    if !files.files.iter().any(|f| f.exists()) || !files.has_context(cluster) {
+        return None;
+    }
+    let nodes = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        kube_nodes(None, cluster),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    let running = kops_roll::k8s::control_plane_running_version(&nodes, spec_version);
+    (!spec_version.ends_with(&running)).then_some(running)
+}

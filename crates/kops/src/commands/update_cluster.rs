@@ -63,14 +63,17 @@ pub struct UpdateClusterArgs {
     /// (default: KOPS_LIFECYCLE_OVERRIDES, then the config file).
     #[arg(long, value_delimiter = ',', value_name = "OVERRIDES")]
     pub lifecycle_overrides: Vec<String>,
-    /// Delete old revisions of cloud resources needed during an upgrade
-    /// (kops-rs keeps none: accepted, nothing more to delete).
+    /// Delete old revisions of cloud resources that were needed during an
+    /// upgrade. kops defers some deletions to this flag (revoked security
+    /// group rules, replaced load balancers and target groups); kops-rs
+    /// defers none, it makes them in the update itself, so with --yes this
+    /// only says so.
     #[arg(long)]
     pub prune: bool,
-    /// Update every group's Kubernetes version even while the control plane
-    /// runs an older one. Accepted: kops-rs does not yet hold nodes'
-    /// kubelet back while the control plane is behind (`reconcile cluster`
-    /// orders the update instead).
+    /// Update workers' Kubernetes version even while the control plane's
+    /// nodes run an older kubelet (by default workers are held at the
+    /// control plane's oldest kubelet version, read through the
+    /// kubeconfig's context of the cluster's name).
     #[arg(long)]
     pub ignore_kubelet_version_skew: bool,
 }
@@ -124,6 +127,22 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
     if let Some(target) = render_target {
         return render_cluster(&registry, &cluster, a, target, phase).await;
     }
+    // kops' version-skew rule: workers never get a newer kubelet than the
+    // control plane's nodes run.
+    let kubelet_supported_version = if a.ignore_kubelet_version_skew {
+        None
+    } else {
+        let spec = kops_ops::require_cluster(&registry, &cluster).await?;
+        let spec_version = spec.spec.kubernetes_version.clone().unwrap_or_default();
+        let held = crate::live::kubelet_supported_version(&cluster, &spec_version).await;
+        if let Some(v) = &held {
+            status(&format!(
+                "The control plane still runs Kubernetes {v}: workers stay at {v} until it runs {} (--ignore-kubelet-version-skew updates them now)",
+                spec_version.trim_start_matches('v')
+            ));
+        }
+        held
+    };
     let started = std::time::Instant::now();
     let outcome = kops_ops::update_cluster(
         &registry,
@@ -141,6 +160,7 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
                 phase,
                 lifecycle_overrides,
                 allow_kops_downgrade: a.allow_kops_downgrade,
+                kubelet_supported_version,
             },
         },
     )
@@ -177,6 +197,9 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
         status(&format!(
             "Cluster changes have been applied to the cloud ({summary})."
         ));
+        if a.prune {
+            status("--prune: nothing deferred to delete (kops-rs makes the deletions kops defers to --prune in the update itself)");
+        }
         let mut first_run = false;
         if create_kube_config {
             first_run = export_after_apply(&registry, &cluster, &a, admin).await?;
@@ -263,6 +286,7 @@ async fn export_after_apply(
         user: a.who.user.clone(),
         internal: a.who.internal,
         api_server: a.kube.api_server.clone(),
+        auth_plugin: false,
     };
     write_kubeconfig(registry, cluster, choice, files).await?;
     Ok(first_run)
