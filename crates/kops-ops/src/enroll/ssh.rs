@@ -61,20 +61,26 @@ impl SshHost {
             sudo: user != "root",
             control_dir,
         };
+        // The master forks into the background once authenticated and keeps
+        // the connection; its stderr goes to a file (a pipe would stay open
+        // in the background process).
+        let log_path = target.control_dir.path().join("connect.log");
+        let log = std::fs::File::create(&log_path)
+            .map_err(|e| EnrollError::Local(format!("creating {}: {e}", log_path.display())))?;
         let status = target
-            .ssh()
-            .args(["-o", "ControlMaster=yes", "-o", "ControlPersist=yes", "-N", "-f"])
+            .ssh(&["-o", "ControlMaster=yes", "-o", "ControlPersist=yes", "-N", "-f"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
+            .stderr(log)
+            .status()
             .await
             .map_err(|e| EnrollError::Local(format!("running `ssh`: {e}")))?;
-        if !status.status.success() {
+        if !status.success() {
+            let stderr = std::fs::read(&log_path).unwrap_or_default();
             return Err(EnrollError::Connect {
                 host: host.to_string(),
                 user: user.to_string(),
-                reason: last_line(&status.stderr),
+                reason: last_line(&stderr),
             });
         }
         Ok(target)
@@ -84,9 +90,9 @@ impl SshHost {
         self.control_dir.path().join("control")
     }
 
-    /// `ssh` with the options every call shares; the destination is added
-    /// by the caller after its own options.
-    fn ssh(&self) -> Command {
+    /// `ssh` with the options every call shares, then `extra` options, then
+    /// the destination (a remote command goes after it).
+    fn ssh(&self, extra: &[&str]) -> Command {
         let mut c = Command::new("ssh");
         c.arg("-p")
             .arg(self.port.to_string())
@@ -106,8 +112,10 @@ impl SshHost {
                 "-o",
             ])
             .arg(format!("ControlPath={}", self.control_path().display()))
+            .args(extra)
+            .arg("--")
+            .arg(&self.host)
             .kill_on_drop(true);
-        c.arg(&self.host);
         c
     }
 
@@ -131,8 +139,7 @@ impl SshHost {
     ) -> Result<CommandOutput, EnrollError> {
         let remote = self.remote(command);
         let mut child = self
-            .ssh()
-            .arg("--")
+            .ssh(&[])
             .arg(&remote)
             .stdin(if input.is_some() {
                 Stdio::piped()
