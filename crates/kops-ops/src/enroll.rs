@@ -73,7 +73,8 @@ pub struct BootstrapData {
     pub control_plane: bool,
 }
 
-/// The `Host` object for a machine (kops' field names and order).
+/// The `Host` object for a machine (kops' field names and order: kops
+/// 1.37 prints the same YAML for `--build-host`).
 pub fn host_object(hostname: &str, request: &EnrollRequest, public_key: &str) -> Value {
     let mut spec = serde_json::Map::new();
     spec.insert("instanceGroup".into(), json!(request.instance_group));
@@ -87,7 +88,6 @@ pub fn host_object(hostname: &str, request: &EnrollRequest, public_key: &str) ->
         "apiVersion": "kops.k8s.io/v1alpha2",
         "kind": "Host",
         "metadata": {
-            "creationTimestamp": null,
             "name": hostname,
             "namespace": "kops-system",
         },

@@ -108,7 +108,8 @@ impl Sshd {
             format!(
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\nPidFile {pid}\n\
                  AuthorizedKeysFile {keys}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-                 UsePAM no\nPermitRootLogin prohibit-password\nStrictModes no\n",
+                 UsePAM no\nPermitRootLogin prohibit-password\nStrictModes no\n\
+                 Subsystem sftp internal-sftp\n",
                 host_key = d.join("host_key").display(),
                 pid = d.join("sshd.pid").display(),
                 keys = d.join("authorized_keys").display(),

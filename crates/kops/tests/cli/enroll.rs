@@ -38,6 +38,9 @@ spec:
   nonMasqueradeCIDR: 100.64.0.0/10
   subnets:
   - {{cidr: 10.0.0.0/16, name: main, type: Public, zone: main}}
+  topology:
+    dns:
+      type: None
 ---
 apiVersion: kops.k8s.io/v1alpha2
 kind: InstanceGroup
@@ -171,7 +174,7 @@ fn enroll_build_host_makes_the_machine_key_once_and_prints_the_host() {
         json!({
             "apiVersion": "kops.k8s.io/v1alpha2",
             "kind": "Host",
-            "metadata": {"creationTimestamp": null, "name": hostname(), "namespace": "kops-system"},
+            "metadata": {"name": hostname(), "namespace": "kops-system"},
             "spec": {"instanceGroup": "nodes-main", "podCIDRs": ["10.1.0.0/24"], "publicKey": key.trim()},
         })
     );
