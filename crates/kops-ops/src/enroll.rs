@@ -158,7 +158,10 @@ pub fn api_server_address(cluster: &Cluster) -> Result<String, OpsError> {
         .unwrap_or_default();
     if name.is_empty() {
         return Err(EnrollError::Input {
-            message: format!("cluster `{}`: spec.api.publicName must be set to enroll machines", cluster.name()),
+            message: format!(
+                "cluster `{}`: spec.api.publicName must be set to enroll machines",
+                cluster.name()
+            ),
             hint: "set it to the control plane's IP address (`kops edit cluster`)".into(),
         }
         .into());
@@ -191,9 +194,12 @@ pub async fn bootstrap_data(
     })?;
     let address = api_server_address(cluster)?;
     crate::pki::ensure_cluster_pki(registry, cluster).await?;
-    let nodeup =
-        crate::update::nodeup::resolve_from_environment(registry, cluster, std::slice::from_ref(group))
-            .await?;
+    let nodeup = crate::update::nodeup::resolve_from_environment(
+        registry,
+        cluster,
+        std::slice::from_ref(group),
+    )
+    .await?;
     nodeup.upload(registry).await?;
     let mut inputs = crate::pki::node_inputs(registry, cluster, groups).await?;
     inputs.nodeup = Some(nodeup.sources.clone());
@@ -224,7 +230,10 @@ pub async fn bootstrap_data(
                 .map_err(node_error)?;
         if let Some(rendered) = rendered {
             files.insert(
-                format!("{LOCAL_CONFIG_DIR}/{}", rendered.path.trim_start_matches('/')),
+                format!(
+                    "{LOCAL_CONFIG_DIR}/{}",
+                    rendered.path.trim_start_matches('/')
+                ),
                 rendered.yaml.into_bytes(),
             );
         }

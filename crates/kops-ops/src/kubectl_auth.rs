@@ -33,7 +33,11 @@ pub struct KubectlAuthRequest {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct ExecCredential {
-    #[serde(rename = "apiVersion", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "apiVersion",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     api_version: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     kind: String,
@@ -42,9 +46,17 @@ struct ExecCredential {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Status {
-    #[serde(rename = "clientCertificateData", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "clientCertificateData",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     client_certificate_data: String,
-    #[serde(rename = "clientKeyData", default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        rename = "clientKeyData",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
     client_key_data: String,
     #[serde(rename = "expirationTimestamp", default)]
     expiration_timestamp: String,
@@ -109,13 +121,9 @@ fn full_api_version(version: &str) -> Result<String, PkiOpsError> {
 fn cached(path: &Path, api_version: &str) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let credential: ExecCredential = serde_json::from_str(&text).ok()?;
-    let expires = humantime::parse_rfc3339_weak(
-        credential
-            .status
-            .expiration_timestamp
-            .trim_end_matches('Z'),
-    )
-    .ok()?;
+    let expires =
+        humantime::parse_rfc3339_weak(credential.status.expiration_timestamp.trim_end_matches('Z'))
+            .ok()?;
     let usable = credential.api_version == api_version
         && expires > SystemTime::now()
         && !credential.status.client_certificate_data.is_empty()

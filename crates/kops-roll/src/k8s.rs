@@ -148,7 +148,11 @@ fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
         .split(['-', '+'])
         .next()?;
     let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
-    Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
 }
 
 /// What a drain and a validation need to know about a pod.
@@ -438,8 +442,10 @@ mod tests {
         let node = |name: &str, control_plane: bool, version: &str| {
             let mut n = NodeInfo::ready_for_test(name, "aws:///us-east-1a/i-1");
             if control_plane {
-                n.labels
-                    .insert("node-role.kubernetes.io/control-plane".into(), String::new());
+                n.labels.insert(
+                    "node-role.kubernetes.io/control-plane".into(),
+                    String::new(),
+                );
             }
             n.kubelet_version = Some(version.into());
             n
@@ -452,9 +458,15 @@ mod tests {
         ];
         assert_eq!(control_plane_running_version(&nodes, "v1.34.1"), "1.33.4");
         // No control plane behind the spec: the spec's version.
-        assert_eq!(control_plane_running_version(&nodes[..1], "1.34.1"), "1.34.1");
+        assert_eq!(
+            control_plane_running_version(&nodes[..1], "1.34.1"),
+            "1.34.1"
+        );
         // A control plane ahead of the spec (a downgrade) leaves the spec's.
-        assert_eq!(control_plane_running_version(&nodes[..1], "1.33.0"), "1.33.0");
+        assert_eq!(
+            control_plane_running_version(&nodes[..1], "1.33.0"),
+            "1.33.0"
+        );
     }
 
     #[test]

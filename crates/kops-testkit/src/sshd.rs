@@ -98,7 +98,9 @@ impl Sshd {
             .map_err(|e| e.to_string())?;
         let d = dir.path();
         for key in ["host_key", "login_key"] {
-            run(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(d.join(key)))?;
+            run(Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(d.join(key)))?;
         }
         std::fs::copy(d.join("login_key.pub"), d.join("authorized_keys"))
             .map_err(|e| e.to_string())?;
@@ -167,7 +169,8 @@ impl Sshd {
         let socket = self.agent_socket();
         loop {
             if let Ok(Some(status)) = self.sshd.try_wait() {
-                let log = std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default();
+                let log =
+                    std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default();
                 return Err(format!("sshd exited ({status}): {}", log.trim()));
             }
             let listening = TcpStream::connect(("127.0.0.1", self.port)).is_ok();

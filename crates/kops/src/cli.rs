@@ -465,9 +465,7 @@ pub struct KubeApiFlags {
 /// kops' `kops get CLUSTER` (a cluster name where a `get` subcommand
 /// goes) as `kops get all CLUSTER`; `None` when the command line has no
 /// such word after `get`.
-pub fn get_cluster_shorthand(
-    argv: Vec<std::ffi::OsString>,
-) -> Option<Vec<std::ffi::OsString>> {
+pub fn get_cluster_shorthand(argv: Vec<std::ffi::OsString>) -> Option<Vec<std::ffi::OsString>> {
     let at = argv.iter().skip(1).position(|a| a == "get")? + 1;
     let next = argv.get(at + 1)?.to_str()?;
     if next.starts_with('-') {

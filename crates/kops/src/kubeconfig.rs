@@ -124,6 +124,17 @@ pub async fn write_kubeconfig(
     Ok(())
 }
 
+/// The kubeconfig files of this user: `explicit` (`--kubeconfig`), else
+/// KUBECONFIG's, else ~/.kube/config.
+pub fn local_kubeconfig_files(explicit: Option<&Path>) -> Result<kops_pki::KubeconfigFiles> {
+    Ok(kops_pki::KubeconfigFiles::resolve(
+        explicit,
+        std::env::var("KUBECONFIG").ok().as_deref(),
+        std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+    )
+    .map_err(OpsError::from)?)
+}
+
 /// The kubeconfig a command reads the Kubernetes API from: `--kubeconfig`
 /// (else KUBECONFIG's first file, else ~/.kube/config), with the cluster's
 /// server replaced by `--api-server` when given (a copy in a temporary
@@ -135,12 +146,7 @@ pub fn kubeconfig_for(
 ) -> Result<(Option<PathBuf>, Option<tempfile::TempDir>)> {
     if flags.use_kubeconfig {
         // kops then loads the context named after the cluster, and only it.
-        let files = kops_pki::KubeconfigFiles::resolve(
-            kubeconfig,
-            std::env::var("KUBECONFIG").ok().as_deref(),
-            std::env::var_os("HOME").map(PathBuf::from).as_deref(),
-        )
-        .map_err(OpsError::from)?;
+        let files = local_kubeconfig_files(kubeconfig)?;
         if !files.files.iter().any(|f| f.exists()) || !files.has_context(cluster) {
             bail!(
                 "loading kubecfg settings for \"{cluster}\": context \"{cluster}\" does not exist in {}\nhint: export it with `kops export kubeconfig {cluster} --admin`, or leave out --use-kubeconfig",
@@ -151,12 +157,7 @@ pub fn kubeconfig_for(
     let Some(server) = &flags.api_server else {
         return Ok((kubeconfig.map(Path::to_path_buf), None));
     };
-    let files = kops_pki::KubeconfigFiles::resolve(
-        kubeconfig,
-        std::env::var("KUBECONFIG").ok().as_deref(),
-        std::env::var_os("HOME").map(PathBuf::from).as_deref(),
-    )
-    .map_err(OpsError::from)?;
+    let files = local_kubeconfig_files(kubeconfig)?;
     let source = files.files.iter().find(|f| f.exists()).ok_or_else(|| {
         anyhow::anyhow!(
             "--api-server {server}: no kubeconfig found ({})\nhint: export one with `kops export kubeconfig {cluster} --admin`",

@@ -59,12 +59,7 @@ pub fn status_text(i: &CloudInstance) -> &'static str {
 /// Kubernetes API cannot be read through the local kubeconfig's context of
 /// the cluster's name: kops then assumes no upgrade is under way.
 pub async fn kubelet_supported_version(cluster: &str, spec_version: &str) -> Option<String> {
-    let files = kops_pki::KubeconfigFiles::resolve(
-        None,
-        std::env::var("KUBECONFIG").ok().as_deref(),
-        std::env::var_os("HOME").map(std::path::PathBuf::from).as_deref(),
-    )
-    .ok()?;
+    let files = crate::kubeconfig::local_kubeconfig_files(None).ok()?;
     if !files.files.iter().any(|f| f.exists()) || !files.has_context(cluster) {
         return None;
     }

@@ -68,7 +68,14 @@ impl SshHost {
         let log = std::fs::File::create(&log_path)
             .map_err(|e| EnrollError::Local(format!("creating {}: {e}", log_path.display())))?;
         let status = target
-            .ssh(&["-o", "ControlMaster=yes", "-o", "ControlPersist=yes", "-N", "-f"])
+            .ssh(&[
+                "-o",
+                "ControlMaster=yes",
+                "-o",
+                "ControlPersist=yes",
+                "-N",
+                "-f",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

@@ -64,10 +64,16 @@ fn metal_store(dir: &Path) -> String {
     let state = file_url(&dir.join("state"));
     let manifest = dir.join("metal.yaml");
     std::fs::write(&manifest, metal_cluster()).unwrap();
-    let r: Run = command(&["create", "-f", manifest.to_str().unwrap(), "--state", &state])
-        .output()
-        .unwrap()
-        .into();
+    let r: Run = command(&[
+        "create",
+        "-f",
+        manifest.to_str().unwrap(),
+        "--state",
+        &state,
+    ])
+    .output()
+    .unwrap()
+    .into();
     assert_eq!(r.code, 0, "create -f: {}", r.stderr);
     state
 }
@@ -94,7 +100,12 @@ fn fake_nodeup(dir: &Path) -> Vec<(String, String)> {
     ]
 }
 
-fn enroll(sshd: &kops_testkit::sshd::Sshd, state: &str, extra: &[&str], env: &[(String, String)]) -> Run {
+fn enroll(
+    sshd: &kops_testkit::sshd::Sshd,
+    state: &str,
+    extra: &[&str],
+    env: &[(String, String)],
+) -> Run {
     let port = sshd.port().to_string();
     let mut args = vec![
         "toolbox",
@@ -128,7 +139,12 @@ fn enroll_asks_for_the_metal_flag_and_its_inputs_first() {
     let refused = |r: Run, text: &str| {
         assert_eq!(r.code, 1, "{}", r.stderr);
         assert!(r.stderr.contains(text), "{}", r.stderr);
-        assert_eq!(r.stderr.lines().count(), 2, "one line and a hint: {}", r.stderr);
+        assert_eq!(
+            r.stderr.lines().count(),
+            2,
+            "one line and a hint: {}",
+            r.stderr
+        );
     };
     let run = |args: &[&str], metal: bool| -> Run {
         let mut c = command(args);
@@ -147,7 +163,17 @@ fn enroll_asks_for_the_metal_flag_and_its_inputs_first() {
         "instance-group is required",
     );
     refused(
-        run(&["toolbox", "enroll", "--cluster", CLUSTER, "--instance-group", "nodes"], true),
+        run(
+            &[
+                "toolbox",
+                "enroll",
+                "--cluster",
+                CLUSTER,
+                "--instance-group",
+                "nodes",
+            ],
+            true,
+        ),
         "host is required",
     );
 }
@@ -159,7 +185,13 @@ fn enroll_build_host_makes_the_machine_key_once_and_prints_the_host() {
     };
     let dir = tempfile::tempdir().unwrap();
     let state = metal_store(dir.path());
-    let args = ["--instance-group", "nodes-main", "--pod-cidr", "10.1.0.0/24", "--build-host"];
+    let args = [
+        "--instance-group",
+        "nodes-main",
+        "--pod-cidr",
+        "10.1.0.0/24",
+        "--build-host",
+    ];
     let first = enroll(&sshd, &state, &args, &[]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     let key = sshd
@@ -167,7 +199,9 @@ fn enroll_build_host_makes_the_machine_key_once_and_prints_the_host() {
         .expect("the machine's public key was made");
     let key = String::from_utf8(key).unwrap();
     assert!(key.starts_with("-----BEGIN PUBLIC KEY-----"), "{key}");
-    assert!(sshd.written("/etc/kubernetes/kops/pki/machine/private.pem").is_some());
+    assert!(sshd
+        .written("/etc/kubernetes/kops/pki/machine/private.pem")
+        .is_some());
     let host: serde_json::Value = serde_yaml_ng::from_str(&first.stdout).unwrap();
     assert_eq!(
         host,
@@ -185,7 +219,10 @@ fn enroll_build_host_makes_the_machine_key_once_and_prints_the_host() {
     // Nothing but the key was written, and nodeup never ran.
     assert_eq!(
         sshd.written_under("/etc"),
-        vec!["kubernetes/kops/pki/machine/private.pem", "kubernetes/kops/pki/machine/public.pem"]
+        vec![
+            "kubernetes/kops/pki/machine/private.pem",
+            "kubernetes/kops/pki/machine/public.pem"
+        ]
     );
     assert!(sshd.written("/opt/kops/nodeup-ran").is_none());
 }
@@ -198,28 +235,52 @@ fn enroll_control_plane_copies_its_config_and_runs_nodeup_over_ssh() {
     let dir = tempfile::tempdir().unwrap();
     let state = metal_store(dir.path());
     let env = fake_nodeup(dir.path());
-    let r = enroll(&sshd, &state, &["--instance-group", "control-plane-main"], &env);
+    let r = enroll(
+        &sshd,
+        &state,
+        &["--instance-group", "control-plane-main"],
+        &env,
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     // The script's progress is shown, as kops echoes it.
-    assert!(r.stderr.contains("== nodeup node config starting =="), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("== nodeup node config starting =="),
+        "{}",
+        r.stderr
+    );
     let ran = String::from_utf8(sshd.written("/opt/kops/nodeup-ran").expect("nodeup ran")).unwrap();
     assert!(ran.contains("--conf=/opt/kops/conf/kube_env.yaml"), "{ran}");
-    assert!(ran.contains("ConfigBase: file:///etc/kubernetes/kops/config"), "{ran}");
-    assert!(ran.contains("InstanceGroupName: control-plane-main"), "{ran}");
+    assert!(
+        ran.contains("ConfigBase: file:///etc/kubernetes/kops/config"),
+        "{ran}"
+    );
+    assert!(
+        ran.contains("InstanceGroupName: control-plane-main"),
+        "{ran}"
+    );
     assert!(ran.contains("InstanceGroupRole: ControlPlane"), "{ran}");
     // The machine reads its config from the copies, not the state store.
     let config = sshd
         .written("/etc/kubernetes/kops/config/igconfig/control-plane/control-plane-main/nodeupconfig.yaml")
         .expect("node config copied");
     let config = String::from_utf8(config).unwrap();
-    assert!(config.contains("file:///etc/kubernetes/kops/config"), "{config}");
-    assert!(!config.contains(&state), "no state-store path left: {config}");
+    assert!(
+        config.contains("file:///etc/kubernetes/kops/config"),
+        "{config}"
+    );
+    assert!(
+        !config.contains(&state),
+        "no state-store path left: {config}"
+    );
     let written = sshd.written_under("/etc");
     for expected in [
         "kubernetes/kops/config/pki/private/kubernetes-ca/keyset.yaml",
         "kubernetes/kops/config/pki/private/etcd-manager-ca-main/keyset.yaml",
     ] {
-        assert!(written.iter().any(|w| w == expected), "{expected} not in {written:#?}");
+        assert!(
+            written.iter().any(|w| w == expected),
+            "{expected} not in {written:#?}"
+        );
     }
     // The script's temporary directory is gone.
     let leftovers: Vec<_> = std::fs::read_dir("/tmp")
@@ -252,15 +313,27 @@ fn enroll_worker_registers_its_host_then_runs_nodeup() {
     let r = enroll(&sshd, &state, &["--instance-group", "nodes-main"], &env);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let host = api
-        .get("apis/kops.k8s.io/v1alpha2", "hosts", "kops-system", &hostname())
+        .get(
+            "apis/kops.k8s.io/v1alpha2",
+            "hosts",
+            "kops-system",
+            &hostname(),
+        )
         .expect("the Host object was created");
-    let key = String::from_utf8(sshd.written("/etc/kubernetes/kops/pki/machine/public.pem").unwrap()).unwrap();
+    let key = String::from_utf8(
+        sshd.written("/etc/kubernetes/kops/pki/machine/public.pem")
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(host["spec"]["publicKey"], key.trim());
     assert_eq!(host["spec"]["instanceGroup"], "nodes-main");
     let ran = String::from_utf8(sshd.written("/opt/kops/nodeup-ran").expect("nodeup ran")).unwrap();
     assert!(ran.contains("InstanceGroupName: nodes-main"), "{ran}");
     // A worker gets no copy of the control plane's config.
-    assert!(!sshd.written_under("/etc").iter().any(|w| w.starts_with("kubernetes/kops/config/")));
+    assert!(!sshd
+        .written_under("/etc")
+        .iter()
+        .any(|w| w.starts_with("kubernetes/kops/config/")));
 }
 
 #[test]
@@ -276,12 +349,29 @@ fn enroll_names_the_host_it_cannot_reach() {
         l.local_addr().unwrap().port()
     };
     let mut c = command(&[
-        "toolbox", "enroll", "--state", &state, "--cluster", CLUSTER, "--instance-group",
-        "nodes-main", "--host", "127.0.0.1", "--ssh-port", &port.to_string(), "--build-host",
+        "toolbox",
+        "enroll",
+        "--state",
+        &state,
+        "--cluster",
+        CLUSTER,
+        "--instance-group",
+        "nodes-main",
+        "--host",
+        "127.0.0.1",
+        "--ssh-port",
+        &port.to_string(),
+        "--build-host",
     ]);
-    c.env("KOPS_FEATURE_FLAGS", "Metal").env("SSH_AUTH_SOCK", sshd.agent_socket());
+    c.env("KOPS_FEATURE_FLAGS", "Metal")
+        .env("SSH_AUTH_SOCK", sshd.agent_socket());
     let r: Run = c.output().unwrap().into();
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("failed to SSH to `127.0.0.1` (with user `root`)"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("failed to SSH to `127.0.0.1` (with user `root`)"),
+        "{}",
+        r.stderr
+    );
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
 }

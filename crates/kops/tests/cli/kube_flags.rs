@@ -11,7 +11,11 @@ use serde_json::json;
 use crate::common::{self, command, file_url, kops, kops_on, Run, IMAGE};
 
 fn ok(r: Run, what: &str) -> Run {
-    assert_eq!(r.code, 0, "{what}:\nstdout:\n{}\nstderr:\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.code, 0,
+        "{what}:\nstdout:\n{}\nstderr:\n{}",
+        r.stdout, r.stderr
+    );
     r
 }
 
@@ -20,9 +24,27 @@ fn store_with_ca(dir: &Path, name: &str) -> String {
     let state = file_url(&dir.join("state"));
     let manifest = dir.join("c.yaml");
     std::fs::write(&manifest, common::one_zone_cluster(name)).unwrap();
-    ok(kops(&["create", "-f", manifest.to_str().unwrap(), "--state", &state]), "create -f");
     ok(
-        kops(&["create", "keypair", "kubernetes-ca", "--primary", "--name", name, "--state", &state]),
+        kops(&[
+            "create",
+            "-f",
+            manifest.to_str().unwrap(),
+            "--state",
+            &state,
+        ]),
+        "create -f",
+    );
+    ok(
+        kops(&[
+            "create",
+            "keypair",
+            "kubernetes-ca",
+            "--primary",
+            "--name",
+            name,
+            "--state",
+            &state,
+        ]),
         "create keypair",
     );
     state
@@ -36,7 +58,13 @@ fn export_kubeconfig_auth_plugin_writes_kops_exec_entry_and_the_plugin_answers()
     let kubeconfig = dir.path().join("kubeconfig");
     ok(
         kops(&[
-            "export", "kubeconfig", name, "--auth-plugin", "--state", &state, "--kubeconfig",
+            "export",
+            "kubeconfig",
+            name,
+            "--auth-plugin",
+            "--state",
+            &state,
+            "--kubeconfig",
             kubeconfig.to_str().unwrap(),
         ]),
         "export kubeconfig --auth-plugin",
@@ -61,18 +89,37 @@ fn export_kubeconfig_auth_plugin_writes_kops_exec_entry_and_the_plugin_answers()
     // The plugin, as kubectl runs it: an ExecCredential, then the cached one.
     let home = dir.path().join("home");
     let plugin = |extra: &[&str]| -> Run {
-        let mut args = vec!["helpers", "kubectl-auth", "--cluster", name, "--state", &state];
+        let mut args = vec![
+            "helpers",
+            "kubectl-auth",
+            "--cluster",
+            name,
+            "--state",
+            &state,
+        ];
         args.extend_from_slice(extra);
         command(&args).env("HOME", &home).output().unwrap().into()
     };
     let first = ok(plugin(&[]), "helpers kubectl-auth");
     let credential: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
-    assert_eq!(credential["apiVersion"], "client.authentication.k8s.io/v1beta1");
+    assert_eq!(
+        credential["apiVersion"],
+        "client.authentication.k8s.io/v1beta1"
+    );
     assert_eq!(credential["kind"], "ExecCredential");
     let status = &credential["status"];
-    assert!(status["clientCertificateData"].as_str().unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
-    assert!(status["clientKeyData"].as_str().unwrap().contains("PRIVATE KEY-----"));
-    assert!(status["expirationTimestamp"].as_str().unwrap().ends_with('Z'));
+    assert!(status["clientCertificateData"]
+        .as_str()
+        .unwrap()
+        .starts_with("-----BEGIN CERTIFICATE-----"));
+    assert!(status["clientKeyData"]
+        .as_str()
+        .unwrap()
+        .contains("PRIVATE KEY-----"));
+    assert!(status["expirationTimestamp"]
+        .as_str()
+        .unwrap()
+        .ends_with('Z'));
     let cache: Vec<_> = std::fs::read_dir(home.join(".kube/cache/kops-authentication"))
         .unwrap()
         .flatten()
@@ -81,11 +128,18 @@ fn export_kubeconfig_auth_plugin_writes_kops_exec_entry_and_the_plugin_answers()
     assert_eq!(cache.len(), 1, "{cache:?}");
     assert!(cache[0].starts_with("auth_example_com_"), "{cache:?}");
     let second = ok(plugin(&[]), "helpers kubectl-auth (cached)");
-    assert_eq!(first.stdout, second.stdout, "the cached credential is reused");
+    assert_eq!(
+        first.stdout, second.stdout,
+        "the cached credential is reused"
+    );
 
     let bad = plugin(&["--api-version", "v1"]);
     assert_eq!(bad.code, 1);
-    assert!(bad.stderr.contains("api-version `v1` is not supported"), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("api-version `v1` is not supported"),
+        "{}",
+        bad.stderr
+    );
 }
 
 #[test]
@@ -103,10 +157,15 @@ fn use_kubeconfig_needs_the_context_named_after_the_cluster() {
     ] {
         let mut full = args.clone();
         full.extend(["--state", state.as_str()]);
-        let r: Run = command(&full).env("KUBECONFIG", &kubeconfig).output().unwrap().into();
+        let r: Run = command(&full)
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .unwrap()
+            .into();
         assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
         assert!(
-            r.stderr.contains(&format!("context \"{name}\" does not exist")),
+            r.stderr
+                .contains(&format!("context \"{name}\" does not exist")),
             "{args:?}: {}",
             r.stderr
         );
@@ -114,7 +173,11 @@ fn use_kubeconfig_needs_the_context_named_after_the_cluster() {
 }
 
 /// A kubeconfig whose context of the cluster's name reaches `api`.
-fn kubeconfig_for_cluster(dir: &Path, api: &kops_testkit::kube_api::FakeApi, cluster: &str) -> std::path::PathBuf {
+fn kubeconfig_for_cluster(
+    dir: &Path,
+    api: &kops_testkit::kube_api::FakeApi,
+    cluster: &str,
+) -> std::path::PathBuf {
     let path = dir.join("kubeconfig-skew");
     std::fs::write(
         &path,
@@ -132,7 +195,12 @@ fn kubeconfig_for_cluster(dir: &Path, api: &kops_testkit::kube_api::FakeApi, clu
 /// The `KubernetesVersion` of the stored node config of role `role`.
 fn stored_version(state_dir: &Path, cluster: &str, role: &str) -> String {
     let base = state_dir.join(cluster).join("igconfig").join(role);
-    let group = std::fs::read_dir(&base).unwrap().flatten().next().unwrap().path();
+    let group = std::fs::read_dir(&base)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
     let text = std::fs::read_to_string(group.join("nodeupconfig.yaml")).unwrap();
     text.lines()
         .find_map(|l| l.strip_prefix("KubernetesVersion: "))
@@ -154,8 +222,19 @@ fn update_holds_workers_at_the_control_planes_kubelet_unless_told_not_to() {
         kops_on(
             moto,
             &[
-                "create", "cluster", name, "--zones", "us-east-1a", "--state", &state, "--image", IMAGE,
-                "--dns", "none", "--kubernetes-version", "1.34.1",
+                "create",
+                "cluster",
+                name,
+                "--zones",
+                "us-east-1a",
+                "--state",
+                &state,
+                "--image",
+                IMAGE,
+                "--dns",
+                "none",
+                "--kubernetes-version",
+                "1.34.1",
             ],
         ),
         "create cluster",
@@ -175,7 +254,15 @@ fn update_holds_workers_at_the_control_planes_kubelet_unless_told_not_to() {
     );
     let kubeconfig = kubeconfig_for_cluster(dir.path(), &api, name);
     let update = |extra: &[&str]| -> Run {
-        let mut args = vec!["update", "cluster", name, "--state", &state, "--yes", "--create-kube-config=false"];
+        let mut args = vec![
+            "update",
+            "cluster",
+            name,
+            "--state",
+            &state,
+            "--yes",
+            "--create-kube-config=false",
+        ];
         args.extend_from_slice(extra);
         let mut c = command(&args);
         for (k, v) in moto.env() {
@@ -185,14 +272,18 @@ fn update_holds_workers_at_the_control_planes_kubelet_unless_told_not_to() {
     };
     let held = ok(update(&[]), "update --yes");
     assert!(
-        held.stderr.contains("The control plane still runs Kubernetes 1.33.4: workers stay at 1.33.4"),
+        held.stderr
+            .contains("The control plane still runs Kubernetes 1.33.4: workers stay at 1.33.4"),
         "{}",
         held.stderr
     );
     assert_eq!(stored_version(&state_dir, name, "node"), "1.33.4");
     assert_eq!(stored_version(&state_dir, name, "control-plane"), "1.34.1");
 
-    let forced = ok(update(&["--ignore-kubelet-version-skew"]), "update --ignore-kubelet-version-skew");
+    let forced = ok(
+        update(&["--ignore-kubelet-version-skew"]),
+        "update --ignore-kubelet-version-skew",
+    );
     assert!(!forced.stderr.contains("still runs"), "{}", forced.stderr);
     assert_eq!(stored_version(&state_dir, name, "node"), "1.34.1");
 
@@ -209,7 +300,17 @@ fn update_holds_workers_at_the_control_planes_kubelet_unless_told_not_to() {
         }),
     );
     let caught_up = ok(update(&["--prune"]), "update --prune");
-    assert!(!caught_up.stderr.contains("still runs"), "{}", caught_up.stderr);
-    assert!(caught_up.stderr.contains("--prune: nothing deferred to delete"), "{}", caught_up.stderr);
+    assert!(
+        !caught_up.stderr.contains("still runs"),
+        "{}",
+        caught_up.stderr
+    );
+    assert!(
+        caught_up
+            .stderr
+            .contains("--prune: nothing deferred to delete"),
+        "{}",
+        caught_up.stderr
+    );
     assert_eq!(stored_version(&state_dir, name, "node"), "1.34.1");
 }
