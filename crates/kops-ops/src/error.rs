@@ -88,6 +88,9 @@ pub enum OpsError {
         #[source]
         source: std::io::Error,
     },
+
+    #[error(transparent)]
+    Enroll(#[from] crate::enroll::EnrollError),
 }
 
 fn cluster_name_required(known: &[String]) -> String {

@@ -9,9 +9,11 @@
 pub mod cloud;
 pub mod clusterapi;
 pub mod delete;
+pub mod enroll;
 mod error;
 pub mod gcloud;
 pub mod instance_selector;
+pub mod kubectl_auth;
 pub mod pki;
 pub mod render;
 pub mod update;

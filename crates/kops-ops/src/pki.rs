@@ -53,6 +53,9 @@ pub enum PkiOpsError {
     #[error("the admin credential lifetime must be more than zero\nhint: write e.g. `--admin=18h` or `--admin=1h30m`")]
     ZeroLifetime,
 
+    #[error("api-version `{version}` is not supported\nhint: use `--api-version v1beta1` (or `v1alpha1`)")]
+    ExecApiVersion { version: String },
+
     #[error("cannot look up the API load balancer of cluster `{cluster}`: {reason}\nhint: pass `--api-server https://...` or `--internal` to skip the look-up")]
     LoadBalancerLookup { cluster: String, reason: String },
 }
@@ -553,6 +556,10 @@ pub struct ExportKubeconfigRequest {
     pub files: KubeconfigFiles,
     /// The local user's name, for the admin certificate's `kubecfg-<name>`.
     pub local_user: Option<String>,
+    /// `--auth-plugin`: the state store (as given) the exec plugin entry
+    /// names (`kops helpers kubectl-auth --cluster=... --state=...`),
+    /// instead of any client certificate.
+    pub auth_plugin_state: Option<String>,
     /// Look the API load balancer's DNS name up in AWS when the spec has one
     /// (kops does); `false` keeps `api.<cluster>` (tests without AWS).
     pub lookup_load_balancer: bool,
@@ -691,6 +698,19 @@ pub async fn export_kubeconfig(
     let certificate_authority_pem = trust_ca.then(|| keyset.trusted_certificates_pem());
 
     let user = match (&request.admin, &request.user) {
+        _ if request.auth_plugin_state.is_some() => KubeconfigUser::Exec {
+            api_version: "client.authentication.k8s.io/v1beta1".into(),
+            command: "kops".into(),
+            args: vec![
+                "helpers".into(),
+                "kubectl-auth".into(),
+                format!("--cluster={name}"),
+                format!(
+                    "--state={}",
+                    request.auth_plugin_state.as_deref().unwrap_or_default()
+                ),
+            ],
+        },
         (Some(lifetime), _) => {
             let ca = keyset.certificate_authority()?;
             let mut issue = IssueRequest::client(

@@ -30,6 +30,14 @@ pub enum KubeconfigUser {
         certificate_pem: String,
         private_key_pem: String,
     },
+    /// An exec credential plugin written under the context's name
+    /// (`--auth-plugin`: `kops helpers kubectl-auth ...`); any client
+    /// certificate the user had is removed.
+    Exec {
+        api_version: String,
+        command: String,
+        args: Vec<String>,
+    },
 }
 
 impl std::fmt::Debug for KubeconfigUser {
@@ -38,6 +46,9 @@ impl std::fmt::Debug for KubeconfigUser {
             KubeconfigUser::None => f.write_str("None"),
             KubeconfigUser::Existing(u) => f.debug_tuple("Existing").field(u).finish(),
             KubeconfigUser::Certificate { .. } => f.write_str("Certificate([secret])"),
+            KubeconfigUser::Exec { command, args, .. } => {
+                f.debug_tuple("Exec").field(command).field(args).finish()
+            }
         }
     }
 }
@@ -106,7 +117,7 @@ impl KubeconfigFiles {
             .unwrap_or(self.files.len() - 1)
     }
 
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         self.files
             .iter()
             .map(|f| f.display().to_string())
@@ -165,6 +176,35 @@ impl KubeconfigFiles {
                     b64(certificate_pem).into(),
                 );
                 user.insert("client-key-data".into(), b64(private_key_pem).into());
+                touched[i] = true;
+                context_user = Some(entry.name.clone());
+            }
+            KubeconfigUser::Exec {
+                api_version,
+                command,
+                args,
+            } => {
+                let i = holder(&docs, "users", &entry.name).unwrap_or(default);
+                let user = named_body(&mut docs[i], "users", "user", &entry.name);
+                for key in [
+                    "client-certificate",
+                    "client-certificate-data",
+                    "client-key",
+                    "client-key-data",
+                ] {
+                    user.remove(key);
+                }
+                // The fields and order kubectl's own writer gives an exec entry.
+                let mut exec = Mapping::new();
+                exec.insert("apiVersion".into(), api_version.clone().into());
+                exec.insert(
+                    "args".into(),
+                    Value::Sequence(args.iter().cloned().map(Value::from).collect()),
+                );
+                exec.insert("command".into(), command.clone().into());
+                exec.insert("env".into(), Value::Null);
+                exec.insert("provideClusterInfo".into(), false.into());
+                user.insert("exec".into(), Value::Mapping(exec));
                 touched[i] = true;
                 context_user = Some(entry.name.clone());
             }

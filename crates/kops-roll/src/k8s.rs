@@ -42,6 +42,8 @@ pub struct NodeInfo {
     pub unschedulable: bool,
     /// The node's taints as `key`, `value`, `effect`.
     pub taints: Vec<(String, Option<String>, String)>,
+    /// The kubelet's version as the node reports it (`v1.34.1`).
+    pub kubelet_version: Option<String>,
 }
 
 impl NodeInfo {
@@ -94,6 +96,12 @@ impl NodeInfo {
                         .collect()
                 })
                 .unwrap_or_default(),
+            kubelet_version: node
+                .status
+                .as_ref()
+                .and_then(|s| s.node_info.as_ref())
+                .map(|i| i.kubelet_version.clone())
+                .filter(|v| !v.is_empty()),
         }
     }
 
@@ -252,6 +260,45 @@ impl KubeClient {
 
     fn nodes_api(&self) -> Api<Node> {
         Api::all(self.client.clone())
+    }
+
+    /// Creates a namespaced object of kops' own kinds (`kops.k8s.io`), as
+    /// given: `toolbox enroll` registers a machine as a `Host` (plural
+    /// `hosts`) this way.
+    pub async fn create_kops_object(
+        &self,
+        object: &serde_json::Value,
+        plural: &str,
+    ) -> Result<(), RollError> {
+        let text = |path: &str| object.pointer(path).and_then(|v| v.as_str()).unwrap_or("");
+        let (kind, namespace, name) = (
+            text("/kind"),
+            text("/metadata/namespace"),
+            text("/metadata/name"),
+        );
+        let (group, version) = text("/apiVersion")
+            .split_once('/')
+            .unwrap_or(("kops.k8s.io", "v1alpha2"));
+        let resource = kube::api::ApiResource {
+            group: group.to_string(),
+            version: version.to_string(),
+            api_version: format!("{group}/{version}"),
+            kind: kind.to_string(),
+            plural: plural.to_string(),
+        };
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &resource);
+        let failed = |message: String| RollError::KubeApi {
+            operation: "create",
+            object: format!("{kind} {namespace}/{name}"),
+            message,
+        };
+        let dynamic: kube::api::DynamicObject =
+            serde_json::from_value(object.clone()).map_err(|e| failed(e.to_string()))?;
+        api.create(&kube::api::PostParams::default(), &dynamic)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(())
     }
 }
 

@@ -158,6 +158,16 @@ impl FakeApi {
         );
     }
 
+    /// Serves the kinds of a CustomResourceDefinition from now on, as if
+    /// it had been applied (e.g. kops' `hosts.kops.k8s.io`).
+    pub fn serve_crd(&self, crd: &Value) {
+        self.state
+            .lock()
+            .unwrap()
+            .resources
+            .extend(crd_resources(crd));
+    }
+
     /// Writes a kubeconfig for this API (its current context, a token
     /// user) to `dir/kubeconfig` and returns its path.
     pub fn write_kubeconfig(&self, dir: &std::path::Path) -> std::path::PathBuf {

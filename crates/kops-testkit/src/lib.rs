@@ -15,6 +15,7 @@ pub mod file_server;
 pub mod gce_api;
 pub mod gce_metadata;
 pub mod kube_api;
+pub mod sshd;
 
 pub use fake_gcs::{require_fake_gcs, FakeGcs};
 pub use gce_api::{require_gce_api, GceApi};

@@ -151,6 +151,21 @@ pub enum Command {
     Version(version::VersionArgs),
     /// Print a shell completion script.
     Completion(completion::CompletionArgs),
+    /// Commands for use with other systems (hidden, as in kops).
+    #[command(hide = true)]
+    Helpers(HelpersArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HelpersArgs {
+    #[command(subcommand)]
+    pub what: HelpersCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HelpersCommand {
+    /// kubectl authentication plugin.
+    KubectlAuth(helpers_kubectl_auth::KubectlAuthArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -440,9 +455,25 @@ pub struct KubeApiFlags {
     #[arg(long, value_name = "URL")]
     pub api_server: Option<String>,
     /// Use the server endpoint from the local kubeconfig instead of inferring
-    /// from cluster name (kops-rs always reads the kubeconfig; accepted).
+    /// from cluster name: only its context named after the cluster (an
+    /// error when it has none). Without it kops-rs also reads the local
+    /// kubeconfig, falling back to its current context.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = bool_flag, value_name = "BOOL")]
     pub use_kubeconfig: bool,
+}
+
+/// kops' `kops get CLUSTER` (a cluster name where a `get` subcommand
+/// goes) as `kops get all CLUSTER`; `None` when the command line has no
+/// such word after `get`.
+pub fn get_cluster_shorthand(argv: Vec<std::ffi::OsString>) -> Option<Vec<std::ffi::OsString>> {
+    let at = argv.iter().skip(1).position(|a| a == "get")? + 1;
+    let next = argv.get(at + 1)?.to_str()?;
+    if next.starts_with('-') {
+        return None;
+    }
+    let mut out = argv;
+    out.insert(at + 1, "all".into());
+    Some(out)
 }
 
 // ------------------------------------------------------------------ value parsers

@@ -77,6 +77,8 @@ pub struct KubeconfigChoice {
     pub internal: bool,
     /// `--api-server`: this URL as is.
     pub api_server: Option<String>,
+    /// `--auth-plugin`: kops' exec credential plugin instead of a certificate.
+    pub auth_plugin: bool,
 }
 
 /// Merges `cluster`'s entry into `files` and prints what was set, as
@@ -97,6 +99,9 @@ pub async fn write_kubeconfig(
             api_server: choice.api_server,
             files,
             local_user: local_user_name(),
+            auth_plugin_state: choice
+                .auth_plugin
+                .then(|| registry.store().base_url().to_string()),
             lookup_load_balancer: true,
             sdk_config: None,
         },
@@ -119,6 +124,17 @@ pub async fn write_kubeconfig(
     Ok(())
 }
 
+/// The kubeconfig files of this user: `explicit` (`--kubeconfig`), else
+/// KUBECONFIG's, else ~/.kube/config.
+pub fn local_kubeconfig_files(explicit: Option<&Path>) -> Result<kops_pki::KubeconfigFiles> {
+    Ok(kops_pki::KubeconfigFiles::resolve(
+        explicit,
+        std::env::var("KUBECONFIG").ok().as_deref(),
+        std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+    )
+    .map_err(OpsError::from)?)
+}
+
 /// The kubeconfig a command reads the Kubernetes API from: `--kubeconfig`
 /// (else KUBECONFIG's first file, else ~/.kube/config), with the cluster's
 /// server replaced by `--api-server` when given (a copy in a temporary
@@ -128,15 +144,20 @@ pub fn kubeconfig_for(
     kubeconfig: Option<&Path>,
     cluster: &str,
 ) -> Result<(Option<PathBuf>, Option<tempfile::TempDir>)> {
+    if flags.use_kubeconfig {
+        // kops then loads the context named after the cluster, and only it.
+        let files = local_kubeconfig_files(kubeconfig)?;
+        if !files.files.iter().any(|f| f.exists()) || !files.has_context(cluster) {
+            bail!(
+                "loading kubecfg settings for \"{cluster}\": context \"{cluster}\" does not exist in {}\nhint: export it with `kops export kubeconfig {cluster} --admin`, or leave out --use-kubeconfig",
+                files.describe()
+            );
+        }
+    }
     let Some(server) = &flags.api_server else {
         return Ok((kubeconfig.map(Path::to_path_buf), None));
     };
-    let files = kops_pki::KubeconfigFiles::resolve(
-        kubeconfig,
-        std::env::var("KUBECONFIG").ok().as_deref(),
-        std::env::var_os("HOME").map(PathBuf::from).as_deref(),
-    )
-    .map_err(OpsError::from)?;
+    let files = local_kubeconfig_files(kubeconfig)?;
     let source = files.files.iter().find(|f| f.exists()).ok_or_else(|| {
         anyhow::anyhow!(
             "--api-server {server}: no kubeconfig found ({})\nhint: export one with `kops export kubeconfig {cluster} --admin`",
@@ -212,6 +233,7 @@ pub async fn admin_kubeconfig(
                 files: vec![path.clone()],
             },
             local_user: None,
+            auth_plugin_state: None,
             lookup_load_balancer: true,
             sdk_config: None,
         },

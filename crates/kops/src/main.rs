@@ -20,7 +20,17 @@ use clap::Parser;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 fn main() {
-    let mut cli = cli::Cli::parse();
+    let mut cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // kops' `kops get CLUSTER`: `get all CLUSTER`.
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidSubcommand => {
+            match cli::get_cluster_shorthand(std::env::args_os().collect()) {
+                Some(argv) => cli::Cli::try_parse_from(argv).unwrap_or_else(|_| e.exit()),
+                None => e.exit(),
+            }
+        }
+        Err(e) => e.exit(),
+    };
     init_tracing(cli.global.verbosity);
     apply_config_file(&mut cli.global);
     let runtime = match tokio::runtime::Builder::new_current_thread()

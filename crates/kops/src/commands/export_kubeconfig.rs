@@ -25,16 +25,14 @@ pub struct ExportKubeconfigArgs {
     /// Export every cluster in the state store.
     #[arg(long)]
     pub all: bool,
-    /// Use the kOps authentication plugin (`kops helpers kubectl-auth`),
-    /// which kops-rs does not have: refused with a hint.
+    /// Use the kOps authentication plugin: the context's user runs
+    /// `kops helpers kubectl-auth`, which issues a short-lived admin
+    /// certificate from the state store, instead of a static credential.
     #[arg(long)]
     pub auth_plugin: bool,
 }
 
 pub async fn run(global: &GlobalArgs, a: ExportKubeconfigArgs) -> Result<i32> {
-    if a.auth_plugin {
-        bail!("--auth-plugin: kops-rs has no authentication plugin (kops' `kops helpers kubectl-auth`)\nhint: use `--admin[=DURATION]` for a client certificate, or `--user USER` for an existing kubeconfig user");
-    }
     let admin = a.who.admin_lifetime()?;
     if admin.is_some() && a.who.user.is_some() {
         return Err(kops_ops::pki::PkiOpsError::AdminAndUser.into());
@@ -72,6 +70,7 @@ pub async fn run(global: &GlobalArgs, a: ExportKubeconfigArgs) -> Result<i32> {
             user: a.who.user.clone(),
             internal: a.who.internal,
             api_server: a.api_server.clone(),
+            auth_plugin: a.auth_plugin,
         };
         write_kubeconfig(&registry, &cluster, request, files.clone()).await?;
     }

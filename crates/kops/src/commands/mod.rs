@@ -31,6 +31,7 @@ pub mod get_instances;
 pub mod get_keypairs;
 pub mod get_secrets;
 pub mod get_sshpublickeys;
+pub mod helpers_kubectl_auth;
 pub mod promote_keypair;
 pub mod reconcile_cluster;
 pub mod replace;
@@ -96,7 +97,7 @@ pub async fn run(cli: Cli) -> Result<i32> {
                 ToolboxAddonsCommand::Apply(a) => toolbox_addons_apply::run(a).await,
                 ToolboxAddonsCommand::List(a) => toolbox_addons_list::run(a).await,
             },
-            ToolboxCommand::Enroll(a) => toolbox_enroll::run(a),
+            ToolboxCommand::Enroll(a) => toolbox_enroll::run(global, a).await,
             ToolboxCommand::InstanceSelector(a) => toolbox_instance_selector::run(global, *a).await,
             ToolboxCommand::Clusterapi(a) => match a.what {
                 ToolboxClusterapiCommand::Generate(g) => match g.what {
@@ -108,6 +109,9 @@ pub async fn run(cli: Cli) -> Result<i32> {
         },
         Command::Reconcile(a) => match a.what {
             ReconcileCommand::Cluster(a) => reconcile_cluster::run(global, *a).await,
+        },
+        Command::Helpers(a) => match a.what {
+            HelpersCommand::KubectlAuth(a) => helpers_kubectl_auth::run(global, a).await,
         },
     }
 }

@@ -1,12 +1,19 @@
-//! `kops toolbox enroll`: kops adds a machine it did not create to a
-//! cluster over SSH (uploads nodeup and its config, registers the host).
-//! kops-rs accepts kops' flags so scripts parse, and refuses in one line:
-//! enrolling over SSH is not implemented.
+//! `kops toolbox enroll`: adds a machine to a cluster over SSH (the
+//! system `ssh` client): its `Host` object from its key pair and host
+//! name (`--build-host` only prints it), registered in the cluster for a
+//! worker, then the group's bootstrap files and script run there. As kops,
+//! behind the `Metal` feature flag (`KOPS_FEATURE_FLAGS=Metal`).
+
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use clap::Args;
+use kops_ops::enroll::{self, EnrollRequest, SshHost};
 
-use crate::cli::KubeApiFlags;
+use crate::cli::{GlobalArgs, KubeApiFlags};
+use crate::context::state;
+use crate::kubeconfig::kubeconfig_for;
+use crate::output::{print, status};
 
 #[derive(Debug, Args)]
 pub struct ToolboxEnrollArgs {
@@ -35,9 +42,68 @@ pub struct ToolboxEnrollArgs {
     pub kube: KubeApiFlags,
 }
 
-pub fn run(a: ToolboxEnrollArgs) -> Result<i32> {
-    bail!(
-        "toolbox enroll{}: enrolling a machine over SSH is not implemented in kops-rs\nhint: create an instance group for the machine's role and let kops-rs launch it, or enroll it with kops",
-        a.host.map(|h| format!(" --host {h}")).unwrap_or_default()
-    )
+pub async fn run(global: &GlobalArgs, a: ToolboxEnrollArgs) -> Result<i32> {
+    if !feature_enabled("Metal") {
+        bail!("bare-metal support requires the Metal feature flag to be enabled\nhint: set KOPS_FEATURE_FLAGS=Metal");
+    }
+    let Some(cluster) = a.cluster.clone().filter(|c| !c.is_empty()) else {
+        bail!("cluster is required\nhint: pass --cluster NAME");
+    };
+    let Some(group) = a.instance_group.clone().filter(|g| !g.is_empty()) else {
+        bail!("instance-group is required\nhint: pass --instance-group NAME");
+    };
+    let Some(host) = a.host.clone().filter(|h| !h.is_empty()) else {
+        bail!("host is required\nhint: pass --host ADDRESS (the machine to add)");
+    };
+    let request = EnrollRequest {
+        cluster: cluster.clone(),
+        instance_group: group,
+        pod_cidrs: a.pod_cidr.clone(),
+    };
+    let registry = state(global).await?;
+    let (spec, groups, group) = enroll::load(&registry, &request).await?;
+    status(&format!(
+        "warning: accepting any SSH host key of {host} (as kops does)"
+    ));
+    let echo: enroll::Echo = Arc::new(|bytes: &[u8]| {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(bytes);
+    });
+    let target = SshHost::connect(&host, a.ssh_port, &a.ssh_user, echo).await?;
+    let host_object = enroll::build_host(&target, &request).await?;
+    if a.build_host {
+        print(&format!("{}\n", serde_yaml_ng::to_string(&host_object)?));
+        return Ok(0);
+    }
+    let data = enroll::bootstrap_data(&registry, &spec, &groups, &group).await?;
+    // The API server of a control-plane machine is not running yet: only
+    // a worker is registered.
+    if !data.control_plane {
+        let (kubeconfig, _guard) = kubeconfig_for(&a.kube, None, &cluster)?;
+        let client = kops_roll::KubeClient::connect(kubeconfig.as_deref(), &cluster).await?;
+        client.create_kops_object(&host_object, "hosts").await?;
+    }
+    enroll::enroll(&target, &data).await?;
+    status(&format!(
+        "enrolled {host} into instance group {} of cluster {cluster}",
+        request.instance_group
+    ));
+    Ok(0)
+}
+
+/// Whether kops' feature flag `name` is on in KOPS_FEATURE_FLAGS
+/// (comma-separated; `Name` or `+Name` turns it on, `-Name` off).
+fn feature_enabled(name: &str) -> bool {
+    let flags = std::env::var("KOPS_FEATURE_FLAGS").unwrap_or_default();
+    let mut on = false;
+    for flag in flags.split(',').map(str::trim) {
+        if let Some(f) = flag.strip_prefix('-') {
+            if f == name {
+                on = false;
+            }
+        } else if flag.strip_prefix('+').unwrap_or(flag) == name {
+            on = true;
+        }
+    }
+    on
 }

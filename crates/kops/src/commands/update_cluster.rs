@@ -63,8 +63,11 @@ pub struct UpdateClusterArgs {
     /// (default: KOPS_LIFECYCLE_OVERRIDES, then the config file).
     #[arg(long, value_delimiter = ',', value_name = "OVERRIDES")]
     pub lifecycle_overrides: Vec<String>,
-    /// Delete old revisions of cloud resources needed during an upgrade
-    /// (kops-rs keeps none: accepted, nothing more to delete).
+    /// Delete old revisions of cloud resources that were needed during an
+    /// upgrade. kops defers some deletions to this flag (revoked security
+    /// group rules, replaced load balancers and target groups); kops-rs
+    /// defers none, it makes them in the update itself, so with --yes this
+    /// only says so.
     #[arg(long)]
     pub prune: bool,
     /// Update every group's Kubernetes version even while the control plane
@@ -183,6 +186,9 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
         status(&format!(
             "Cluster changes have been applied to the cloud ({summary})."
         ));
+        if a.prune {
+            status("--prune: nothing deferred to delete (kops-rs makes the deletions kops defers to --prune in the update itself)");
+        }
         let mut first_run = false;
         if create_kube_config {
             first_run = export_after_apply(&registry, &cluster, &a, admin).await?;
@@ -269,6 +275,7 @@ async fn export_after_apply(
         user: a.who.user.clone(),
         internal: a.who.internal,
         api_server: a.kube.api_server.clone(),
+        auth_plugin: false,
     };
     write_kubeconfig(registry, cluster, choice, files).await?;
     Ok(first_run)

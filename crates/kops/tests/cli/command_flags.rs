@@ -801,3 +801,36 @@ fn toolbox_enroll_is_refused_in_one_line() {
     ]);
     refused(&r, "not implemented in kops-rs");
 }
+
+/// kops' `kops get CLUSTER` (the seed-001 Makefile's `cluster-get`): the
+/// cluster and its instance groups, as `get all CLUSTER`.
+#[test]
+fn get_with_a_cluster_name_is_get_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = file_url(&dir.path().join("state"));
+    store_one_zone_cluster(dir.path(), "getname.example.com", &state);
+    let short = ok(
+        kops(&["get", "getname.example.com", "--state", &state]),
+        "get NAME",
+    );
+    let all = ok(
+        kops(&["get", "all", "getname.example.com", "--state", &state]),
+        "get all NAME",
+    );
+    assert_eq!(short.stdout, all.stdout);
+    assert!(
+        short.stdout.contains("control-plane-us-east-1a"),
+        "{}",
+        short.stdout
+    );
+    // Global flags first, as the Makefile's variables may put them.
+    let first = ok(
+        kops(&["--state", &state, "get", "getname.example.com"]),
+        "--state get NAME",
+    );
+    assert_eq!(first.stdout, all.stdout);
+    // An unknown cluster: the usual not-found error.
+    let r = kops(&["get", "nosuch.example.com", "--state", &state]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("nosuch.example.com"), "{}", r.stderr);
+}
