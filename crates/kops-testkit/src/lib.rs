@@ -13,8 +13,10 @@
 pub mod fake_gcs;
 pub mod file_server;
 pub mod kube_api;
+pub mod vcsim;
 
 pub use fake_gcs::{require_fake_gcs, FakeGcs};
+pub use vcsim::{require_vcsim, Vcsim};
 
 use std::fs::File;
 use std::io::{self, Read, Write};
