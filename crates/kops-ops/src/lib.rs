@@ -15,6 +15,7 @@ pub mod instance_selector;
 pub mod pki;
 pub mod render;
 pub mod update;
+pub mod vsphere;
 
 use std::collections::BTreeSet;
 use std::time::SystemTime;

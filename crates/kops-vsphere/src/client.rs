@@ -185,7 +185,7 @@ impl Client {
                 .child("detail")
                 .and_then(|d| d.children.first())
                 .map(|d| {
-                    d.attr("type")
+                    d.xsi_type()
                         .map(str::to_string)
                         .unwrap_or_else(|| d.name.trim_end_matches("Fault").to_string())
                 })

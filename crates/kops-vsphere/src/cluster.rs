@@ -259,7 +259,8 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
     })
 }
 
-/// Brings the cluster's VMs to the groups' counts: makes the folder,
+/// Brings the cluster's VMs to the groups' counts (`resolved` is what
+/// [`resolve`] found for the placement and groups): makes the folder,
 /// clones missing VMs, destroys surplus ones (newest names last kept).
 /// VMs of groups no longer in the spec are left alone (as kops leaves a
 /// deleted group's instances to `delete instancegroup`). With `apply`
@@ -268,10 +269,10 @@ pub async fn update(
     vc: &Vcenter,
     cluster: &str,
     placement: &Placement,
+    resolved: Resolved,
     groups: &[GroupSpec],
     apply: bool,
 ) -> Result<Changes, VsphereError> {
-    let resolved = resolve(vc, placement, groups).await?;
     let mut changes = Changes::default();
     let existing = match &resolved.folder {
         Some(folder) => list(vc, folder, cluster).await?,
@@ -496,11 +497,11 @@ async fn nic_change(
         .get("config.hardware.device")
         .into_iter()
         .flat_map(|d| d.children.iter())
-        .find(|d| d.child("macAddress").is_some() || d.attr("type").is_some_and(is_nic_type));
+        .find(|d| d.child("macAddress").is_some() || d.xsi_type().is_some_and(is_nic_type));
     let Some(nic) = nic else {
         return Ok(String::new());
     };
-    let kind = nic.attr("type").unwrap_or("VirtualVmxnet3");
+    let kind = nic.xsi_type().unwrap_or("VirtualVmxnet3");
     let key = nic.text_at(&["key"]).unwrap_or("4000");
     let controller = nic
         .text_at(&["controllerKey"])
@@ -510,8 +511,18 @@ async fn nic_change(
         .text_at(&["unitNumber"])
         .map(|c| format!("<unitNumber>{c}</unitNumber>"))
         .unwrap_or_default();
+    // The label and summary come along: vcsim 0.24 fails an edit without
+    // them (vCenter does not mind either way).
+    let info = format!(
+        "<deviceInfo><label>{}</label><summary>{}</summary></deviceInfo>",
+        crate::xml::escape(
+            nic.text_at(&["deviceInfo", "label"])
+                .unwrap_or("Network adapter 1")
+        ),
+        crate::xml::escape(network_name),
+    );
     Ok(format!(
-        "<deviceChange><operation>edit</operation><device xsi:type=\"{kind}\"><key>{key}</key>\
+        "<deviceChange><operation>edit</operation><device xsi:type=\"{kind}\"><key>{key}</key>{info}\
          <backing xsi:type=\"VirtualEthernetCardNetworkBackingInfo\"><deviceName>{}</deviceName>{}</backing>\
          {controller}{unit}<addressType>generated</addressType></device></deviceChange>",
         crate::xml::escape(network_name),

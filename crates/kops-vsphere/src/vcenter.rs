@@ -281,7 +281,7 @@ impl Vcenter {
                     let error = info.get("info.error");
                     let fault = error
                         .and_then(|e| e.child("fault"))
-                        .and_then(|f| f.attr("type"))
+                        .and_then(|f| f.xsi_type())
                         .unwrap_or("")
                         .to_string();
                     let message = error

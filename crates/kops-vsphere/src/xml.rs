@@ -3,7 +3,7 @@
 //! requests this crate writes.
 
 /// One element: its local name (the namespace prefix dropped), attributes
-/// by local name, child elements and its text.
+/// (by `prefix:local` name when prefixed), child elements and its text.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Element {
     pub name: String,
@@ -33,7 +33,15 @@ impl Element {
         self.at(path).map(|e| e.text.as_str())
     }
 
-    /// An attribute by local name (`type` for `xsi:type`).
+    /// The schema type an element declares (`xsi:type`).
+    pub fn xsi_type(&self) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|(n, _)| n.ends_with(":type"))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// An attribute by name (`type`; `xsi:type` for a prefixed one).
     pub fn attr(&self, name: &str) -> Option<&str> {
         self.attrs
             .iter()
@@ -64,10 +72,19 @@ pub fn parse(text: &str) -> Result<Element, String> {
                 name: local.as_str().to_string(),
                 ..Default::default()
             }),
-            Token::Attribute { local, value, .. } => {
+            Token::Attribute {
+                prefix,
+                local,
+                value,
+                ..
+            } => {
                 if let Some(top) = stack.last_mut() {
-                    top.attrs
-                        .push((local.as_str().to_string(), unescape(value.as_str())));
+                    let name = if prefix.is_empty() {
+                        local.as_str().to_string()
+                    } else {
+                        format!("{}:{}", prefix.as_str(), local.as_str())
+                    };
+                    top.attrs.push((name, unescape(value.as_str())));
                 }
             }
             Token::ElementEnd { end, .. } => match end {
@@ -164,7 +181,7 @@ mod tests {
 
     #[test]
     fn parses_a_soap_answer() {
-        let doc = r#"<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="x"><soapenv:Body><R xmlns="urn:vim25"><returnval type="Folder">group-v3</returnval><v xsi:type="xsd:string">a &amp; b&#10;</v><e/></R></soapenv:Body></soapenv:Envelope>"#;
+        let doc = r#"<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="x"><soapenv:Body><R xmlns="urn:vim25"><returnval type="Folder">group-v3</returnval><v xsi:type="xsd:string">a &amp; b&#10;</v><m xsi:type="ManagedObjectReference" type="ResourcePool">resgroup-1</m><e/></R></soapenv:Body></soapenv:Envelope>"#;
         let root = parse(doc).unwrap();
         assert_eq!(root.name, "Envelope");
         let r = root.at(&["Body", "R"]).unwrap();
@@ -172,6 +189,11 @@ mod tests {
         assert_eq!(r.child("returnval").unwrap().attr("type"), Some("Folder"));
         assert_eq!(r.text_at(&["v"]), Some("a & b\n"));
         assert!(r.child("e").is_some());
+        let m = r.child("m").unwrap();
+        assert_eq!(
+            (m.attr("type"), m.xsi_type()),
+            (Some("ResourcePool"), Some("ManagedObjectReference"))
+        );
         assert_eq!(escape("<a&'\">"), "&lt;a&amp;&apos;&quot;&gt;");
     }
 }
