@@ -13,9 +13,9 @@ use std::time::Duration;
 use crate::{in_ci, spawn_watchdog, workspace_root};
 
 /// The user name the simulator accepts.
-pub const USER: &str = "kops";
+pub const USER: &str = "vcsim-admin-4d1e";
 /// Its password.
-pub const PASSWORD: &str = "kops-test";
+pub const PASSWORD: &str = "vcsim-secret-93b7f2";
 /// What the model holds, for specs and flags.
 pub const DATACENTER: &str = "DC0";
 pub const CLUSTER: &str = "DC0_C0";

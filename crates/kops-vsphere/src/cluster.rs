@@ -220,6 +220,16 @@ pub async fn resolve(
 
 /// The cluster's VMs in `folder` (those carrying its marker).
 pub async fn list(vc: &Vcenter, folder: &MoRef, cluster: &str) -> Result<Vec<Vm>, VsphereError> {
+    Ok(listing(vc, folder, cluster).await?.0)
+}
+
+/// The cluster's VMs in `folder`, and the names of all VMs there (a new
+/// VM's name must be free in its folder).
+async fn listing(
+    vc: &Vcenter,
+    folder: &MoRef,
+    cluster: &str,
+) -> Result<(Vec<Vm>, Vec<String>), VsphereError> {
     let found = vc
         .children(
             folder,
@@ -233,12 +243,16 @@ pub async fn list(vc: &Vcenter, folder: &MoRef, cluster: &str) -> Result<Vec<Vm>
             ],
         )
         .await?;
+    let names = found
+        .iter()
+        .filter_map(|(_, p)| p.get("name").map(|n| n.text.trim().to_string()))
+        .collect();
     let mut vms: Vec<Vm> = found
         .into_iter()
         .filter_map(|(reference, p)| vm_of(reference, &p, cluster))
         .collect();
     vms.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(vms)
+    Ok((vms, names))
 }
 
 fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
@@ -274,9 +288,9 @@ pub async fn update(
     apply: bool,
 ) -> Result<Changes, VsphereError> {
     let mut changes = Changes::default();
-    let existing = match &resolved.folder {
-        Some(folder) => list(vc, folder, cluster).await?,
-        None => Vec::new(),
+    let (existing, mut taken) = match &resolved.folder {
+        Some(folder) => listing(vc, folder, cluster).await?,
+        None => Default::default(),
     };
     let mut to_create: Vec<(&GroupSpec, String)> = Vec::new();
     let mut to_destroy: Vec<&Vm> = Vec::new();
@@ -291,10 +305,8 @@ pub async fn update(
             }
         }
         to_destroy.extend(mine.iter().skip(group.count));
-        let names: Vec<&str> = existing.iter().map(|v| v.name.as_str()).collect();
-        let mut taken: Vec<String> = names.iter().map(|s| s.to_string()).collect();
         for _ in mine.len()..group.count {
-            let name = free_name(&group.name, &taken);
+            let name = free_name(cluster, &group.name, &taken);
             taken.push(name.clone());
             to_create.push((group, name));
         }
@@ -330,8 +342,7 @@ pub async fn roll(
     let Some(folder) = resolved.folder.clone() else {
         return Ok(Vec::new());
     };
-    let existing = list(vc, &folder, cluster).await?;
-    let mut taken: Vec<String> = existing.iter().map(|v| v.name.clone()).collect();
+    let (existing, mut taken) = listing(vc, &folder, cluster).await?;
     let mut replaced = Vec::new();
     for group in groups {
         let hash = group.hash(placement);
@@ -340,7 +351,7 @@ pub async fn roll(
             .filter(|v| v.group == group.name && v.spec_hash != hash)
         {
             destroy_vm(vc, vm).await?;
-            let name = free_name(&group.name, &taken);
+            let name = free_name(cluster, &group.name, &taken);
             taken.push(name.clone());
             clone(vc, cluster, placement, &resolved, &folder, group, &name).await?;
             replaced.push((vm.name.clone(), name));
@@ -402,10 +413,11 @@ async fn destroy_vm(vc: &Vcenter, vm: &Vm) -> Result<(), VsphereError> {
     vc.destroy(&vm.reference).await
 }
 
-/// `<group>-<n>` with the smallest `n` not taken.
-fn free_name(group: &str, taken: &[String]) -> String {
+/// `<group>-<n>.<cluster>` with the smallest `n` not taken (the VM's name
+/// and its host name).
+fn free_name(cluster: &str, group: &str, taken: &[String]) -> String {
     (1..)
-        .map(|n| format!("{group}-{n}"))
+        .map(|n| format!("{group}-{n}.{cluster}"))
         .find(|name| !taken.contains(name))
         .unwrap_or_default()
 }

@@ -36,3 +36,4 @@ mod seed001;
 mod state_files;
 mod terraform_conformance;
 mod toolbox_dump;
+mod vsphere;
