@@ -16,6 +16,7 @@
 
 pub mod client;
 pub mod cluster;
+pub mod proof;
 pub mod vcenter;
 pub mod xml;
 
