@@ -73,7 +73,10 @@ fn spec_error(field: &str, message: &str, hint: &str) -> OpsError {
 
 /// Whether the cluster runs on vSphere.
 pub fn is_vsphere(cluster: &Cluster) -> bool {
-    cluster.spec.cloud_provider.as_deref() == Some(kops_vsphere::CLOUD)
+    matches!(
+        crate::cloud::Cloud::of(cluster),
+        Ok(crate::cloud::Cloud::Vsphere)
+    )
 }
 
 /// Logs in to the cluster's vCenter with the environment's credentials.
@@ -185,6 +188,18 @@ async fn with_user_data(
     let mut inputs = crate::pki::node_inputs(registry, &loaded.cluster, &loaded.groups).await?;
     inputs.nodeup = Some(nodeup.sources.clone());
     inputs.base_url_images = nodeup.images.clone();
+    // The control plane's virtual IP is the API's address: a name of the
+    // API server's certificate (kops' ApiserverAdditionalIPs).
+    if let Some(vip) = loaded
+        .cluster
+        .spec
+        .cloud_config
+        .as_ref()
+        .and_then(|c| c.vsphere_control_plane_vip.clone())
+        .filter(|v| !v.trim().is_empty())
+    {
+        inputs.api_server_addresses = vec![vip];
+    }
     let mut specs = loaded.specs.clone();
     for spec in &mut specs {
         let group = loaded
