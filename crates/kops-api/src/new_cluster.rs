@@ -2407,6 +2407,80 @@ mod tests {
         new_cluster(o).expect_err("flags should be rejected")
     }
 
+    fn vsphere_opts() -> NewClusterOptions {
+        NewClusterOptions {
+            cloud: Some("vsphere".into()),
+            state_store: Some("file:///tmp/store".into()),
+            image: Some("ubuntu-template".into()),
+            vsphere: VsphereOptions {
+                server: Some("vc.example.com".into()),
+                datacenter: Some("DC 1".into()),
+                resource_pool: Some("Cluster1".into()),
+                datastore: Some("ds1".into()),
+                core_dns_server: Some("http://10.0.0.2:2379".into()),
+                ..Default::default()
+            },
+            ..opts(&[])
+        }
+    }
+
+    #[test]
+    fn vsphere_cluster_from_kops_1_17_flags() {
+        let built = new_cluster(&vsphere_opts()).unwrap();
+        let spec = &built.cluster.spec;
+        assert_eq!(spec.cloud_provider.as_deref(), Some("vsphere"));
+        let config = spec.cloud_config.clone().unwrap();
+        assert_eq!(config.vsphere_server.as_deref(), Some("vc.example.com"));
+        assert_eq!(config.vsphere_datacenter.as_deref(), Some("DC 1"));
+        assert_eq!(
+            config.vsphere_core_dns_server.as_deref(),
+            Some("http://10.0.0.2:2379")
+        );
+        assert_eq!(config.vsphere_username, None);
+        // No zone given: one named after the datacenter; no load balancer.
+        assert_eq!(subnet_cidrs(&built.cluster), [("dc-1".to_string(), None)]);
+        assert!(spec.api.as_ref().unwrap().load_balancer.is_none());
+        for group in &built.instance_groups {
+            assert_eq!(group.spec.image.as_deref(), Some("ubuntu-template"));
+            assert_eq!(
+                group.spec.machine_type.as_deref(),
+                Some(VSPHERE_DEFAULT_MACHINE_TYPE)
+            );
+            assert!(group.spec.mixed_instances_policy.is_none());
+        }
+    }
+
+    #[test]
+    fn vsphere_flags_are_checked() {
+        let mut o = vsphere_opts();
+        o.vsphere.datastore = None;
+        o.image = None;
+        o.node_size = vec!["t3.medium".into()];
+        let errors = errors_of(&o);
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&"--vsphere-datastore"), "{errors:?}");
+        assert!(paths.contains(&"--node-size"), "{errors:?}");
+        let mut o = vsphere_opts();
+        o.image = None;
+        let errors = errors_of(&o);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.path == "--image" && e.message.contains("template VM")),
+            "{errors:?}"
+        );
+        let mut o = opts(&["us-east-1a"]);
+        o.vsphere.server = Some("vc".into());
+        let errors = errors_of(&o);
+        assert!(
+            errors.iter().any(|e| e.path == "--vsphere-server"),
+            "{errors:?}"
+        );
+        assert_eq!(vsphere_machine_type("4cpu-16gb"), Some((4, 16 * 1024)));
+        assert_eq!(vsphere_machine_type("0cpu-1gb"), None);
+        assert_eq!(vsphere_machine_type("t3.medium"), None);
+    }
+
     fn subnet_cidrs(c: &Cluster) -> Vec<(String, Option<String>)> {
         c.spec
             .subnets

@@ -286,12 +286,7 @@ async fn update_with(
 ) -> Result<VsphereUpdate, OpsError> {
     let placement = &loaded.settings.placement;
     let resolved = cluster::resolve(vc, placement, &loaded.specs).await?;
-    let config_base = loaded
-        .cluster
-        .spec
-        .config_base
-        .clone()
-        .unwrap_or_else(|| registry.config_base(loaded.cluster.name()));
+    let config_base = config_base(registry, &loaded.cluster);
     let (specs, mut state_writes) = with_user_data(registry, loaded, &config_base, apply).await?;
     let completed = crate::update::completed_spec(&loaded.cluster, &config_base);
     let key = format!("{}/cluster-completed.spec", loaded.cluster.name());
@@ -315,6 +310,22 @@ async fn update_with(
     })
 }
 
+/// Where the cluster's state lives.
+fn config_base(registry: &Registry, cluster: &Cluster) -> String {
+    cluster
+        .spec
+        .config_base
+        .clone()
+        .unwrap_or_else(|| registry.config_base(cluster.name()))
+}
+
+/// The groups' specs as an update would make them now (nothing written),
+/// to tell which VMs are up to date.
+async fn current_specs(registry: &Registry, loaded: &Loaded) -> Result<Vec<GroupSpec>, OpsError> {
+    let base = config_base(registry, &loaded.cluster);
+    Ok(with_user_data(registry, loaded, &base, false).await?.0)
+}
+
 /// The cluster's VMs, with whether each is up to date with its group.
 pub async fn instances(
     registry: &Registry,
@@ -323,13 +334,7 @@ pub async fn instances(
     let loaded = load(registry, name).await?;
     let vc = connect(&loaded.settings).await?;
     let result = async {
-        let config_base = loaded
-            .cluster
-            .spec
-            .config_base
-            .clone()
-            .unwrap_or_else(|| registry.config_base(name));
-        let (specs, _) = with_user_data(registry, &loaded, &config_base, false).await?;
+        let specs = current_specs(registry, &loaded).await?;
         let placement = &loaded.settings.placement;
         let path = format!("{}/vm/{}", placement.datacenter, placement.folder);
         let Some(folder) = vc.find_path(&path).await? else {
@@ -362,13 +367,7 @@ pub async fn roll(
     let loaded = load(registry, name).await?;
     let vc = connect(&loaded.settings).await?;
     let result = async {
-        let config_base = loaded
-            .cluster
-            .spec
-            .config_base
-            .clone()
-            .unwrap_or_else(|| registry.config_base(name));
-        let (specs, _) = with_user_data(registry, &loaded, &config_base, false).await?;
+        let specs = current_specs(registry, &loaded).await?;
         Ok::<_, OpsError>(cluster::roll(&vc, name, &loaded.settings.placement, &specs).await?)
     }
     .await;
@@ -396,4 +395,43 @@ pub async fn delete(
     .await;
     vc.logout().await;
     Ok((result?, vc.client.calls()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(yaml: &str) -> Cluster {
+        let text = format!(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: c.k8s.local\nspec:\n  cloudProvider: vsphere\n  cloudConfig:\n{yaml}"
+        );
+        serde_yaml_ng::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn settings_from_a_kops_1_17_spec() {
+        let c = cluster(
+            "    vSphereServer: vc.example.com\n    vSphereDatacenter: DC0\n    vSphereResourcePool: C0\n    vSphereDatastore: ds\n    vSphereCoreDNSServer: http://10.0.0.2:2379\n",
+        );
+        assert!(is_vsphere(&c));
+        let s = settings(&c).unwrap();
+        assert_eq!(s.server, "vc.example.com");
+        assert_eq!(s.placement.folder, "c.k8s.local");
+        assert_eq!(s.placement.network, None);
+    }
+
+    #[test]
+    fn credentials_in_a_spec_and_missing_fields_are_refused() {
+        let c = cluster(
+            "    vSphereServer: vc\n    vSphereDatacenter: DC0\n    vSphereResourcePool: C0\n    vSphereDatastore: ds\n    vSphereUsername: admin\n    vSpherePassword: secret\n",
+        );
+        let e = settings(&c).unwrap_err().to_string();
+        assert!(
+            e.contains("VSPHERE_USERNAME") && !e.contains("secret"),
+            "{e}"
+        );
+        let c = cluster("    vSphereServer: vc\n");
+        let e = settings(&c).unwrap_err().to_string();
+        assert!(e.contains("vSphereDatacenter"), "{e}");
+    }
 }

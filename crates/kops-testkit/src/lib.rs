@@ -385,12 +385,17 @@ impl Moto {
 
 impl Drop for Moto {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(watchdog) = &mut self.watchdog {
-            let _ = watchdog.kill();
-            let _ = watchdog.wait();
-        }
+        stop_server(&mut self.child, &mut self.watchdog);
+    }
+}
+
+/// Kills a test server and its watchdog and reaps both.
+fn stop_server(child: &mut Child, watchdog: &mut Option<Child>) {
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Some(watchdog) = watchdog {
+        let _ = watchdog.kill();
+        let _ = watchdog.wait();
     }
 }
 

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::{in_ci, spawn_watchdog, workspace_root};
+use crate::{in_ci, spawn_watchdog, stop_server, workspace_root};
 
 /// The user name the simulator accepts.
 pub const USER: &str = "vcsim-admin-4d1e";
@@ -145,12 +145,7 @@ impl Vcsim {
 
 impl Drop for Vcsim {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(watchdog) = &mut self.watchdog {
-            let _ = watchdog.kill();
-            let _ = watchdog.wait();
-        }
+        stop_server(&mut self.child, &mut self.watchdog);
     }
 }
 

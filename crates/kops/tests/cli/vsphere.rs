@@ -33,6 +33,14 @@ fn ok(sim: &Vcsim, args: &[&str]) -> Run {
     r
 }
 
+/// `kops update cluster CLUSTER --yes`, which must succeed.
+fn update_yes(sim: &Vcsim, cluster: &str, state: &str) -> Run {
+    ok(
+        sim,
+        &["update", "cluster", cluster, "--yes", "--state", state],
+    )
+}
+
 /// The SOAP call summary a vSphere command prints.
 fn calls(r: &Run) -> String {
     r.stderr
@@ -236,17 +244,7 @@ fn lifecycle_on_the_simulator() {
     // Two clusters in one folder: one control plane and three.
     ok(&sim, &create_args(&sim, "one.k8s.local", &state, "1"));
     ok(&sim, &create_args(&sim, "three.k8s.local", &state, "3"));
-    let r = ok(
-        &sim,
-        &[
-            "update",
-            "cluster",
-            "one.k8s.local",
-            "--yes",
-            "--state",
-            &state,
-        ],
-    );
+    let r = update_yes(&sim, "one.k8s.local", &state);
     steps.push((
         "update --yes (1 control plane, 2 node groups)".into(),
         calls(&r),
@@ -255,17 +253,7 @@ fn lifecycle_on_the_simulator() {
         vms_of(&sim, "one.k8s.local"),
         ["control-plane-a-1", "nodes-a-1", "nodes-b-1"]
     );
-    let r = ok(
-        &sim,
-        &[
-            "update",
-            "cluster",
-            "three.k8s.local",
-            "--yes",
-            "--state",
-            &state,
-        ],
-    );
+    let r = update_yes(&sim, "three.k8s.local", &state);
     steps.push((
         "update --yes (3 control planes, 2 node groups)".into(),
         calls(&r),
@@ -289,17 +277,7 @@ fn lifecycle_on_the_simulator() {
 
     // A second update: no change, no write (vCenter or state store).
     let files = snapshot(&store);
-    let r = ok(
-        &sim,
-        &[
-            "update",
-            "cluster",
-            "one.k8s.local",
-            "--yes",
-            "--state",
-            &state,
-        ],
-    );
+    let r = update_yes(&sim, "one.k8s.local", &state);
     assert!(
         r.stderr.contains("No changes need to be applied"),
         "{}",
@@ -326,17 +304,7 @@ fn lifecycle_on_the_simulator() {
         "nodes-a",
         &sized(3),
     );
-    let r = ok(
-        &sim,
-        &[
-            "update",
-            "cluster",
-            "one.k8s.local",
-            "--yes",
-            "--state",
-            &state,
-        ],
-    );
+    let r = update_yes(&sim, "one.k8s.local", &state);
     steps.push(("scale nodes-a 1 → 3".into(), calls(&r)));
     assert_eq!(
         vms_of(&sim, "one.k8s.local"),
@@ -356,17 +324,7 @@ fn lifecycle_on_the_simulator() {
         "nodes-a",
         &sized(1),
     );
-    let r = ok(
-        &sim,
-        &[
-            "update",
-            "cluster",
-            "one.k8s.local",
-            "--yes",
-            "--state",
-            &state,
-        ],
-    );
+    let r = update_yes(&sim, "one.k8s.local", &state);
     steps.push(("scale nodes-a 3 → 1".into(), calls(&r)));
     assert_eq!(
         vms_of(&sim, "one.k8s.local"),
@@ -387,17 +345,7 @@ fn lifecycle_on_the_simulator() {
             )
         },
     );
-    let r = ok(
-        &sim,
-        &[
-            "update",
-            "cluster",
-            "one.k8s.local",
-            "--yes",
-            "--state",
-            &state,
-        ],
-    );
+    let r = update_yes(&sim, "one.k8s.local", &state);
     assert!(
         r.stdout.contains("older spec") && r.stdout.contains("nodes-b-1.one.k8s.local"),
         "{}",
@@ -442,17 +390,7 @@ fn lifecycle_on_the_simulator() {
     );
     steps.push(("get instances".into(), calls(&r)));
     assert!(!r.stdout.contains("NeedsUpdate"), "{}", r.stdout);
-    let r = ok(
-        &sim,
-        &[
-            "update",
-            "cluster",
-            "one.k8s.local",
-            "--yes",
-            "--state",
-            &state,
-        ],
-    );
+    let r = update_yes(&sim, "one.k8s.local", &state);
     assert!(
         r.stderr.contains("No changes need to be applied"),
         "{}",
@@ -653,6 +591,30 @@ fn bad_input_leaves_nothing() {
         r.stderr
     );
     assert_eq!(inventory(&sim), before);
+
+    // No Terraform for vSphere: refused before anything is written.
+    let out = tmp.path().join("tf");
+    let r = kops_vc(
+        &sim,
+        &[
+            "update",
+            "cluster",
+            "creds.k8s.local",
+            "--target",
+            "terraform",
+            "--out",
+            out.to_str().unwrap(),
+            "--state",
+            &state,
+        ],
+    );
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("--target") && r.stderr.contains("direct"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
 
     let closed = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
