@@ -171,6 +171,45 @@ pub struct CloudConfiguration {
     /// when it is not set).
     #[serde(rename = "gceServiceAccount", skip_serializing_if = "Option::is_none")]
     pub gce_service_account: Option<String>,
+    /// vSphere: the vCenter (host name or URL; kops 1.17's `--vsphere-server`).
+    #[serde(rename = "vSphereServer", skip_serializing_if = "Option::is_none")]
+    pub vsphere_server: Option<String>,
+    /// vSphere: the datacenter the VMs run in.
+    #[serde(rename = "vSphereDatacenter", skip_serializing_if = "Option::is_none")]
+    pub vsphere_datacenter: Option<String>,
+    /// vSphere: the cluster, host or resource pool the VMs run in.
+    #[serde(
+        rename = "vSphereResourcePool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub vsphere_resource_pool: Option<String>,
+    /// vSphere: the datastore of the VMs' disks.
+    #[serde(rename = "vSphereDatastore", skip_serializing_if = "Option::is_none")]
+    pub vsphere_datastore: Option<String>,
+    /// vSphere (kops 1.17): the CoreDNS server kops used for names; read and kept, unused by kops-rs.
+    #[serde(
+        rename = "vSphereCoreDNSServer",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub vsphere_core_dns_server: Option<String>,
+    /// vSphere (kops-rs): the VM folder of the cluster (default: the cluster name).
+    #[serde(rename = "vSphereFolder", skip_serializing_if = "Option::is_none")]
+    pub vsphere_folder: Option<String>,
+    /// vSphere (kops-rs): the network (port group) of the VMs' first NIC (default: the template's).
+    #[serde(rename = "vSphereNetwork", skip_serializing_if = "Option::is_none")]
+    pub vsphere_network: Option<String>,
+    /// vSphere (kops-rs): the virtual IP kube-vip holds for the API on the control-plane VMs.
+    #[serde(
+        rename = "vSphereControlPlaneVIP",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub vsphere_control_plane_vip: Option<String>,
+    /// vSphere (kops 1.17): credentials in the spec. Read so an old spec loads; kops-rs refuses to use them (see VSPHERE_USERNAME).
+    #[serde(rename = "vSphereUsername", skip_serializing_if = "Option::is_none")]
+    pub vsphere_username: Option<String>,
+    /// vSphere (kops 1.17): see `vSphereUsername`.
+    #[serde(rename = "vSpherePassword", skip_serializing_if = "Option::is_none")]
+    pub vsphere_password: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }

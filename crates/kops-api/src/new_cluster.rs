@@ -135,10 +135,57 @@ pub struct NewClusterOptions {
     /// (kops' `cloudConfig.gceServiceAccount`; by default kops makes one per
     /// role).
     pub gce_service_account: Option<String>,
+    /// vSphere: kops 1.17's `--vsphere-*` flags and kops-rs' additions.
+    pub vsphere: VsphereOptions,
     /// What AWS says about the existing VPC and subnets named by `--vpc`,
     /// `--subnets` and `--utility-subnets`. kops looks these up itself
     /// (DescribeVpcs / DescribeSubnets); here the caller does.
     pub existing_network: Option<ExistingNetwork>,
+}
+
+/// `create cluster --cloud vsphere`'s flags (kops 1.17's, plus the folder,
+/// network and control-plane virtual IP a working cluster needs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VsphereOptions {
+    pub server: Option<String>,
+    pub datacenter: Option<String>,
+    pub resource_pool: Option<String>,
+    pub datastore: Option<String>,
+    pub core_dns_server: Option<String>,
+    pub folder: Option<String>,
+    pub network: Option<String>,
+    pub control_plane_vip: Option<String>,
+}
+
+impl VsphereOptions {
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("--vsphere-server", &self.server),
+            ("--vsphere-datacenter", &self.datacenter),
+            ("--vsphere-resource-pool", &self.resource_pool),
+            ("--vsphere-datastore", &self.datastore),
+            ("--vsphere-coredns-server", &self.core_dns_server),
+            ("--vsphere-folder", &self.folder),
+            ("--vsphere-network", &self.network),
+            ("--vsphere-control-plane-vip", &self.control_plane_vip),
+        ]
+        .into_iter()
+        .filter(|(_, v)| v.is_some())
+        .map(|(flag, _)| flag)
+        .collect()
+    }
+}
+
+/// vSphere's default machine type: `<cpus>cpu-<memory>gb` (kops-rs' way of
+/// sizing a group's VMs; the disk is the group's root volume size).
+pub const VSPHERE_DEFAULT_MACHINE_TYPE: &str = "2cpu-4gb";
+
+/// A vSphere machine size `<cpus>cpu-<memory>gb` as (CPUs, memory in MiB).
+pub fn vsphere_machine_type(size: &str) -> Option<(u32, u64)> {
+    let (cpus, memory) = size.trim().split_once("cpu-")?;
+    let cpus: u32 = cpus.parse().ok().filter(|c| *c > 0)?;
+    let gb: u64 = memory.strip_suffix("gb")?.parse().ok().filter(|m| *m > 0)?;
+    Some((cpus, gb.checked_mul(1024)?))
 }
 
 /// An existing VPC and its subnets, as AWS describes them.
@@ -852,6 +899,7 @@ enum Topology {
 enum Cloud {
     Aws,
     Gce,
+    Vsphere,
 }
 
 impl Cloud {
@@ -859,6 +907,7 @@ impl Cloud {
         match name {
             "aws" => Some(Cloud::Aws),
             "gce" => Some(Cloud::Gce),
+            "vsphere" => Some(Cloud::Vsphere),
             _ => None,
         }
     }
@@ -867,6 +916,7 @@ impl Cloud {
         match self {
             Cloud::Aws => "aws",
             Cloud::Gce => "gce",
+            Cloud::Vsphere => "vsphere",
         }
     }
 
@@ -875,6 +925,9 @@ impl Cloud {
         match self {
             Cloud::Aws => aws_zone_region(zone),
             Cloud::Gce => gce::zone_region(zone),
+            // vSphere zones are names of the user's choosing, in one
+            // datacenter.
+            Cloud::Vsphere => Some("vsphere".into()),
         }
     }
 
@@ -883,6 +936,7 @@ impl Cloud {
         match self {
             Cloud::Aws => "AWS zones are a region and a letter, e.g. `us-east-1a`",
             Cloud::Gce => "Compute Engine zones are a region and a letter, e.g. `us-central1-a`",
+            Cloud::Vsphere => "vSphere zones are names of your choosing, e.g. `dc0`",
         }
     }
 }
@@ -1012,14 +1066,14 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
         ("", None) => Cloud::Aws,
         (other, None) => {
             let message = if KNOWN_CLOUDS.contains(&other) {
-                "kops-rs creates clusters on AWS and GCE only"
+                "kops-rs creates clusters on AWS, GCE and vSphere only"
             } else {
                 "is not a cloud provider kops knows"
             };
             errors.push(
                 FieldError::new("--cloud", message)
                     .value(other)
-                    .hint("use `--cloud aws` or `--cloud gce`"),
+                    .hint("use `--cloud aws`, `--cloud gce` or `--cloud vsphere`"),
             );
             Cloud::Aws
         }
@@ -1083,6 +1137,67 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
                 }
             }
         }
+        Cloud::Vsphere => {
+            let v = &o.vsphere;
+            for (flag, value, hint) in [
+                (
+                    "--vsphere-server",
+                    &v.server,
+                    "name the vCenter, e.g. `--vsphere-server vcenter.example.com`",
+                ),
+                (
+                    "--vsphere-datacenter",
+                    &v.datacenter,
+                    "name the datacenter the VMs run in",
+                ),
+                (
+                    "--vsphere-resource-pool",
+                    &v.resource_pool,
+                    "name the cluster, host or resource pool the VMs run in",
+                ),
+                (
+                    "--vsphere-datastore",
+                    &v.datastore,
+                    "name the datastore of the VMs' disks",
+                ),
+            ] {
+                if non_empty(value).is_none() {
+                    errors.push(FieldError::new(flag, "is required for vSphere").hint(hint));
+                }
+            }
+            for (flag, hint) in aws_only_flags(o) {
+                errors.push(
+                    FieldError::new(flag, "applies to AWS clusters only")
+                        .value("--cloud vsphere")
+                        .hint(hint),
+                );
+            }
+            for (flag, value) in gce_flags {
+                if value.is_some() {
+                    errors.push(
+                        FieldError::new(flag, "applies to Google Cloud (GCE) clusters only")
+                            .value("--cloud vsphere")
+                            .hint("drop it"),
+                    );
+                }
+            }
+            for (flag, sizes) in [
+                ("--control-plane-size", &o.control_plane_size),
+                ("--node-size", &o.node_size),
+            ] {
+                for t in clean_list(sizes) {
+                    if vsphere_machine_type(&t).is_none() {
+                        errors.push(
+                            FieldError::new(flag, "is not a vSphere machine size")
+                                .value(&t)
+                                .hint(
+                                    "size vSphere VMs as `<cpus>cpu-<memory>gb`, e.g. `2cpu-4gb`",
+                                ),
+                        );
+                    }
+                }
+            }
+        }
         Cloud::Aws => {
             for (flag, value) in gce_flags {
                 if value.is_some() {
@@ -1095,9 +1210,29 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             }
         }
     }
+    if cloud != Cloud::Vsphere {
+        for flag in o.vsphere.given() {
+            errors.push(
+                FieldError::new(flag, "applies to vSphere clusters only")
+                    .value(format!("--cloud {}", cloud.as_str()))
+                    .hint("drop it, or create the cluster with `--cloud vsphere`"),
+            );
+        }
+    }
 
-    // Zones.
-    let zones = clean_list(&o.zones);
+    // Zones (a vSphere cluster without any gets one named after its
+    // datacenter).
+    let mut zones = clean_list(&o.zones);
+    if zones.is_empty() && cloud == Cloud::Vsphere {
+        if let Some(dc) = non_empty(&o.vsphere.datacenter) {
+            let zone: String = dc
+                .to_ascii_lowercase()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect();
+            zones.push(zone);
+        }
+    }
     let control_plane_zones = clean_list(&o.control_plane_zones);
     let mut region = String::new();
     if zones.is_empty() {
@@ -1137,6 +1272,7 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
                     match cloud {
                         Cloud::Aws => "is not an AWS availability zone",
                         Cloud::Gce => "is not a Compute Engine zone",
+                        Cloud::Vsphere => "is not a zone name",
                     },
                 )
                 .value(z)
@@ -1709,6 +1845,21 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     });
     spec.kubernetes_api_access = Some(admin_access);
     spec.cloud_provider = Some(f.cloud.as_str().into());
+    if f.cloud == Cloud::Vsphere {
+        let v = &o.vsphere;
+        let get = |value: &Option<String>| non_empty(value).map(str::to_string);
+        spec.cloud_config = Some(CloudConfiguration {
+            vsphere_server: get(&v.server),
+            vsphere_datacenter: get(&v.datacenter),
+            vsphere_resource_pool: get(&v.resource_pool),
+            vsphere_datastore: get(&v.datastore),
+            vsphere_core_dns_server: get(&v.core_dns_server),
+            vsphere_folder: get(&v.folder),
+            vsphere_network: get(&v.network),
+            vsphere_control_plane_vip: get(&v.control_plane_vip),
+            ..Default::default()
+        });
+    }
     if gce {
         spec.project = f.project.clone();
         spec.cloud_config = Some(CloudConfiguration {
@@ -1923,7 +2074,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
         if gce {
             ig.spec.zones = Some(vec![zone.clone()]);
         }
-        apply_sizes(&mut ig, &control_plane_sizes, !gce);
+        apply_sizes(&mut ig, &control_plane_sizes, f.cloud == Cloud::Aws);
         ig.spec.image = non_empty(&o.control_plane_image).map(str::to_string);
         control_planes.push(ig);
     }
@@ -1936,7 +2087,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     if f.networking == "cilium-etcd" {
         etcd_names.push("cilium".into());
     }
-    let encrypt = o.encrypt_etcd_storage.unwrap_or(!gce);
+    let encrypt = o.encrypt_etcd_storage.unwrap_or(f.cloud == Cloud::Aws);
     let group_names: Vec<String> = control_planes
         .iter()
         .map(|g| g.name().to_string())
@@ -1999,7 +2150,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             if gce {
                 ig.spec.zones = Some(vec![zone.clone()]);
             }
-            apply_sizes(&mut ig, &node_sizes, !gce);
+            apply_sizes(&mut ig, &node_sizes, f.cloud == Cloud::Aws);
             ig.spec.image = non_empty(&o.node_image).map(str::to_string);
             nodes.push(ig);
         }
@@ -2030,10 +2181,13 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     // How the API is reached.
     let mut api = ApiSpec::default();
     let ssl_certificate = non_empty(&o.api_ssl_certificate).map(str::to_string);
-    let wants_lb = f.api_lb_type.is_some()
-        || ssl_certificate.is_some()
-        || f.topology == Topology::Private
-        || f.dns == "None";
+    // vSphere has no cloud load balancer: the API is the control plane's
+    // virtual IP (kube-vip) or, without one, its VMs' addresses.
+    let wants_lb = f.cloud != Cloud::Vsphere
+        && (f.api_lb_type.is_some()
+            || ssl_certificate.is_some()
+            || f.topology == Topology::Private
+            || f.dns == "None");
     if wants_lb {
         api.load_balancer = Some(LoadBalancerAccessSpec {
             kind: Some(f.api_lb_type.unwrap_or("Public").into()),
@@ -2069,12 +2223,20 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
                         default_image(f.cloud.as_str(), &f.parsed_version, arch)
                             .map(str::to_string)
                             .ok_or_else(|| {
-                                vec![FieldError::new(
-                                    "--image",
-                                    "kops has no default image for this Kubernetes version",
-                                )
-                                .value(&f.kubernetes_version)
-                                .hint("pass an image with --image")]
+                                if f.cloud == Cloud::Vsphere {
+                                    vec![FieldError::new(
+                                        "--image",
+                                        "is required for vSphere: the template VM the groups' VMs are cloned from",
+                                    )
+                                    .hint("name a template VM of the datacenter with --image (an Ubuntu cloud image with cloud-init's VMware data source)")]
+                                } else {
+                                    vec![FieldError::new(
+                                        "--image",
+                                        "kops has no default image for this Kubernetes version",
+                                    )
+                                    .value(&f.kubernetes_version)
+                                    .hint("pass an image with --image")]
+                                }
                             })?,
                     )
                 }
@@ -2089,6 +2251,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
                     ig.spec.image.as_deref(),
                 )),
                 Cloud::Gce => gce::default_machine_type(role),
+                Cloud::Vsphere => Some(VSPHERE_DEFAULT_MACHINE_TYPE),
             }
             .map(str::to_string);
         }
@@ -2242,6 +2405,80 @@ mod tests {
 
     fn errors_of(o: &NewClusterOptions) -> Vec<FieldError> {
         new_cluster(o).expect_err("flags should be rejected")
+    }
+
+    fn vsphere_opts() -> NewClusterOptions {
+        NewClusterOptions {
+            cloud: Some("vsphere".into()),
+            state_store: Some("file:///tmp/store".into()),
+            image: Some("ubuntu-template".into()),
+            vsphere: VsphereOptions {
+                server: Some("vc.example.com".into()),
+                datacenter: Some("DC 1".into()),
+                resource_pool: Some("Cluster1".into()),
+                datastore: Some("ds1".into()),
+                core_dns_server: Some("http://10.0.0.2:2379".into()),
+                ..Default::default()
+            },
+            ..opts(&[])
+        }
+    }
+
+    #[test]
+    fn vsphere_cluster_from_kops_1_17_flags() {
+        let built = new_cluster(&vsphere_opts()).unwrap();
+        let spec = &built.cluster.spec;
+        assert_eq!(spec.cloud_provider.as_deref(), Some("vsphere"));
+        let config = spec.cloud_config.clone().unwrap();
+        assert_eq!(config.vsphere_server.as_deref(), Some("vc.example.com"));
+        assert_eq!(config.vsphere_datacenter.as_deref(), Some("DC 1"));
+        assert_eq!(
+            config.vsphere_core_dns_server.as_deref(),
+            Some("http://10.0.0.2:2379")
+        );
+        assert_eq!(config.vsphere_username, None);
+        // No zone given: one named after the datacenter; no load balancer.
+        assert_eq!(subnet_cidrs(&built.cluster), [("dc-1".to_string(), None)]);
+        assert!(spec.api.as_ref().unwrap().load_balancer.is_none());
+        for group in &built.instance_groups {
+            assert_eq!(group.spec.image.as_deref(), Some("ubuntu-template"));
+            assert_eq!(
+                group.spec.machine_type.as_deref(),
+                Some(VSPHERE_DEFAULT_MACHINE_TYPE)
+            );
+            assert!(group.spec.mixed_instances_policy.is_none());
+        }
+    }
+
+    #[test]
+    fn vsphere_flags_are_checked() {
+        let mut o = vsphere_opts();
+        o.vsphere.datastore = None;
+        o.image = None;
+        o.node_size = vec!["t3.medium".into()];
+        let errors = errors_of(&o);
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&"--vsphere-datastore"), "{errors:?}");
+        assert!(paths.contains(&"--node-size"), "{errors:?}");
+        let mut o = vsphere_opts();
+        o.image = None;
+        let errors = errors_of(&o);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.path == "--image" && e.message.contains("template VM")),
+            "{errors:?}"
+        );
+        let mut o = opts(&["us-east-1a"]);
+        o.vsphere.server = Some("vc".into());
+        let errors = errors_of(&o);
+        assert!(
+            errors.iter().any(|e| e.path == "--vsphere-server"),
+            "{errors:?}"
+        );
+        assert_eq!(vsphere_machine_type("4cpu-16gb"), Some((4, 16 * 1024)));
+        assert_eq!(vsphere_machine_type("0cpu-1gb"), None);
+        assert_eq!(vsphere_machine_type("t3.medium"), None);
     }
 
     fn subnet_cidrs(c: &Cluster) -> Vec<(String, Option<String>)> {

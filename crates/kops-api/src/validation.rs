@@ -103,6 +103,8 @@ pub const KNOWN_CLOUDS: &[&str] = &[
     "do",
     "linode",
     "metal",
+    // kops dropped vSphere in 1.18; kops-rs builds it again.
+    "vsphere",
 ];
 
 /// Spec fields (JSON pointers under `spec`) that only one cloud reads;

@@ -28,6 +28,7 @@ pub mod proxy;
 pub mod replay;
 pub mod server;
 pub mod verify;
+pub mod vsphere;
 
 use std::sync::Arc;
 

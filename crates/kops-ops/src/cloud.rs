@@ -12,6 +12,7 @@ use crate::OpsError;
 pub enum Cloud {
     Aws,
     Gce,
+    Vsphere,
 }
 
 impl Cloud {
@@ -21,10 +22,11 @@ impl Cloud {
         match cluster.spec.cloud_provider.as_deref().unwrap_or("") {
             "aws" => Ok(Cloud::Aws),
             kops_gce::CLOUD => Ok(Cloud::Gce),
+            kops_vsphere::CLOUD => Ok(Cloud::Vsphere),
             other => Err(OpsError::NotOnAws {
                 cluster: cluster.name().to_string(),
                 reason: format!(
-                    "its cloudProvider is `{other}`; kops-rs renders clusters on AWS and GCE only"
+                    "its cloudProvider is `{other}`; kops-rs renders clusters on AWS, GCE and vSphere only"
                 ),
             }),
         }
@@ -36,6 +38,8 @@ impl Cloud {
         match self {
             Cloud::Aws => crate::update::cluster_region(cluster),
             Cloud::Gce => gce_region(cluster),
+            // vSphere has no regions: its datacenter stands in.
+            Cloud::Vsphere => Ok(crate::vsphere::settings(cluster)?.placement.datacenter),
         }
     }
 }

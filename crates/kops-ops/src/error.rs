@@ -64,6 +64,9 @@ pub enum OpsError {
     #[error(transparent)]
     Aws(#[from] kops_aws::AwsError),
 
+    #[error(transparent)]
+    Vsphere(#[from] kops_vsphere::VsphereError),
+
     #[error("cluster `{cluster}` cannot be applied: {reason}")]
     NotOnAws { cluster: String, reason: String },
 

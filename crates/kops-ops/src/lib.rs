@@ -17,6 +17,7 @@ pub mod kubectl_auth;
 pub mod pki;
 pub mod render;
 pub mod update;
+pub mod vsphere;
 
 use std::collections::BTreeSet;
 use std::time::SystemTime;

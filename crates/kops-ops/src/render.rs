@@ -132,6 +132,15 @@ pub(crate) struct CloudRender {
     pub warnings: Vec<String>,
 }
 
+/// vSphere clusters have no file target (see the README).
+fn no_vsphere_render() -> OpsError {
+    crate::flag_error(
+        "--target",
+        "vSphere clusters are applied directly; kops-rs renders no Terraform for them",
+        "use `--target direct` (the default)",
+    )
+}
+
 /// Renders the cluster and writes the files.
 pub async fn render_cluster(
     registry: &Registry,
@@ -139,6 +148,9 @@ pub async fn render_cluster(
 ) -> Result<RenderOutcome, RenderClusterError> {
     let cluster = require_cluster(registry, &request.cluster).await?;
     let cloud = Cloud::of(&cluster)?;
+    if cloud == Cloud::Vsphere {
+        return Err(no_vsphere_render().into());
+    }
     if matches!(request.phase, Some(Phase::Security | Phase::Cluster)) {
         return Err(crate::flag_error(
             "--phase",
@@ -183,6 +195,7 @@ pub async fn render_cluster(
     let rendered = match cloud {
         Cloud::Aws => render_aws(registry, &prepared, request.target, network_only).await?,
         Cloud::Gce => gce::render(&prepared, request.target)?,
+        Cloud::Vsphere => return Err(no_vsphere_render().into()),
     };
     let CloudRender {
         outcome,

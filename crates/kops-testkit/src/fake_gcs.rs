@@ -9,7 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::{free_port, http_request, http_request_with, in_ci, spawn_watchdog, workspace_root};
+use crate::{
+    free_port, http_request, http_request_with, in_ci, spawn_watchdog, stop_server, workspace_root,
+};
 
 /// How long the server may take to answer after being started.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -212,12 +214,7 @@ impl FakeGcs {
 
 impl Drop for FakeGcs {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(watchdog) = &mut self.watchdog {
-            let _ = watchdog.kill();
-            let _ = watchdog.wait();
-        }
+        stop_server(&mut self.child, &mut self.watchdog);
     }
 }
 

@@ -16,9 +16,11 @@ pub mod gce_api;
 pub mod gce_metadata;
 pub mod kube_api;
 pub mod sshd;
+pub mod vcsim;
 
 pub use fake_gcs::{require_fake_gcs, FakeGcs};
 pub use gce_api::{require_gce_api, GceApi};
+pub use vcsim::{require_vcsim, Vcsim};
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -387,12 +389,17 @@ impl Moto {
 
 impl Drop for Moto {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(watchdog) = &mut self.watchdog {
-            let _ = watchdog.kill();
-            let _ = watchdog.wait();
-        }
+        stop_server(&mut self.child, &mut self.watchdog);
+    }
+}
+
+/// Kills a test server and its watchdog and reaps both.
+fn stop_server(child: &mut Child, watchdog: &mut Option<Child>) {
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Some(watchdog) = watchdog {
+        let _ = watchdog.kill();
+        let _ = watchdog.wait();
     }
 }
 

@@ -147,7 +147,7 @@ pub struct CreateClusterArgs {
     /// etcd clusters to create (default main,events).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub etcd_clusters: Vec<String>,
-    /// Cloud provider: aws or gce (guessed from the state store or zones).
+    /// Cloud provider: aws, gce or vsphere (guessed from the state store or zones).
     #[arg(long, value_name = "CLOUD")]
     pub cloud: Option<String>,
     /// GCE: the Google Cloud project (default: gcloud's default project).
@@ -156,6 +156,8 @@ pub struct CreateClusterArgs {
     /// GCE: the service account instances run as (default: one per role).
     #[arg(long, value_name = "EMAIL")]
     pub gce_service_account: Option<String>,
+    #[command(flatten)]
+    pub vsphere: VsphereFlags,
     /// Tags for all cloud resources: `Key=Value,Key2=Value2`.
     #[arg(long, value_name = "LABELS")]
     pub cloud_labels: Option<String>,
@@ -304,6 +306,7 @@ pub async fn run(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32> {
         cloud: a.cloud,
         project: a.project,
         gce_service_account: a.gce_service_account,
+        vsphere: a.vsphere.into(),
         zones: a.zones,
         control_plane_zones: a.control_plane_zones,
         control_plane_count: a.control_plane_count,
@@ -440,4 +443,50 @@ pub async fn run(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32> {
         "\nSuggestions:\n * list clusters with: kops get cluster\n * edit this cluster with: kops edit cluster {name}\n * edit your node instance group: kops edit ig --name={name} {node_group}\n * review the spec with: kops get all {name} -o yaml"
     ));
     Ok(0)
+}
+
+/// `--cloud vsphere`'s flags: kops 1.17's, plus what a working cluster
+/// needs (folder, network, the control plane's virtual IP). Credentials are
+/// no flags: they come from VSPHERE_USERNAME/VSPHERE_PASSWORD only.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct VsphereFlags {
+    /// vSphere: the vCenter (host name or URL).
+    #[arg(long, value_name = "SERVER")]
+    pub vsphere_server: Option<String>,
+    /// vSphere: the datacenter the VMs run in.
+    #[arg(long, value_name = "DATACENTER")]
+    pub vsphere_datacenter: Option<String>,
+    /// vSphere: the cluster, host or resource pool the VMs run in.
+    #[arg(long, value_name = "POOL")]
+    pub vsphere_resource_pool: Option<String>,
+    /// vSphere: the datastore of the VMs' disks.
+    #[arg(long, value_name = "DATASTORE")]
+    pub vsphere_datastore: Option<String>,
+    /// vSphere (kops 1.17): the CoreDNS server; kept in the spec, unused.
+    #[arg(long, value_name = "URL")]
+    pub vsphere_coredns_server: Option<String>,
+    /// vSphere: the cluster's VM folder (default: the cluster name).
+    #[arg(long, value_name = "FOLDER")]
+    pub vsphere_folder: Option<String>,
+    /// vSphere: the network of the VMs (default: the template's).
+    #[arg(long, value_name = "NETWORK")]
+    pub vsphere_network: Option<String>,
+    /// vSphere: the virtual IP kube-vip holds for the API server.
+    #[arg(long, value_name = "IP")]
+    pub vsphere_control_plane_vip: Option<String>,
+}
+
+impl From<VsphereFlags> for kops_api::new_cluster::VsphereOptions {
+    fn from(f: VsphereFlags) -> Self {
+        Self {
+            server: f.vsphere_server,
+            datacenter: f.vsphere_datacenter,
+            resource_pool: f.vsphere_resource_pool,
+            datastore: f.vsphere_datastore,
+            core_dns_server: f.vsphere_coredns_server,
+            folder: f.vsphere_folder,
+            network: f.vsphere_network,
+            control_plane_vip: f.vsphere_control_plane_vip,
+        }
+    }
 }

@@ -109,6 +109,12 @@ pub async fn run(global: &GlobalArgs, args: DeleteClusterArgs) -> Result<i32> {
         ));
         return Ok(0);
     }
+    if !external {
+        let spec = kops_ops::require_cluster(&registry, &cluster).await?;
+        if kops_ops::vsphere::is_vsphere(&spec) {
+            return delete_vsphere(&registry, &cluster, yes).await;
+        }
+    }
     let progress = |r: &kops_aws::delete::Resource, blocked: Option<&str>| match blocked {
         None => status(&format!("  deleted  {} {} ({})", r.kind, r.id, r.name)),
         Some(why) => status(&format!("  waiting  {} {}: {why}", r.kind, r.id)),
@@ -159,6 +165,38 @@ pub async fn run(global: &GlobalArgs, args: DeleteClusterArgs) -> Result<i32> {
         report.kept.len(),
         if external { "state store untouched (--external)" } else { "state removed" },
         outcome.calls
+    ));
+    Ok(0)
+}
+
+/// `delete cluster` on vSphere: the cluster's VMs in its folder (powered
+/// off, then destroyed), the folder when nothing else is in it, then the
+/// cluster's state.
+async fn delete_vsphere(registry: &kops_ops::Registry, cluster: &str, yes: bool) -> Result<i32> {
+    let (vms, calls) = kops_ops::vsphere::delete(registry, cluster, yes).await?;
+    if !yes {
+        let mut t = Table::new(&["TYPE", "NAME"]);
+        for vm in &vms {
+            t.row(vec!["VirtualMachine".into(), vm.clone()]);
+        }
+        for k in registry.store().list(&format!("{cluster}/")).await? {
+            t.row(vec![
+                "state-store object".into(),
+                registry.store().url_of(&k),
+            ]);
+        }
+        print(&t.render());
+        status(&format!(
+            "Must specify --yes to delete ({})",
+            crate::output::vsphere_calls(&calls)
+        ));
+        return Ok(0);
+    }
+    let n = kops_ops::unregister_cluster(registry, cluster).await?;
+    status(&format!(
+        "Deleted cluster {cluster}: {} VMs destroyed, state removed ({n} objects; {}).",
+        vms.len(),
+        crate::output::vsphere_calls(&calls)
     ));
     Ok(0)
 }

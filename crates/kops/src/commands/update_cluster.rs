@@ -127,6 +127,9 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
     if let Some(target) = render_target {
         return render_cluster(&registry, &cluster, a, target, phase).await;
     }
+    if kops_ops::vsphere::is_vsphere(&kops_ops::require_cluster(&registry, &cluster).await?) {
+        return update_vsphere(&registry, &cluster, &a).await;
+    }
     let started = std::time::Instant::now();
     let control_plane_running_version = if a.ignore_kubelet_version_skew {
         None
@@ -311,5 +314,68 @@ async fn control_plane_running_version(
             }
             None
         }
+    }
+}
+
+/// `update cluster` on vSphere: the VMs each group lacks are cloned, the
+/// surplus destroyed; VMs made from an older spec are left to
+/// `rolling-update`. The plan (or what was done) and the SOAP calls made.
+async fn update_vsphere(
+    registry: &kops_ops::Registry,
+    cluster: &str,
+    a: &UpdateClusterArgs,
+) -> Result<i32> {
+    let started = std::time::Instant::now();
+    let outcome = kops_ops::vsphere::update(registry, cluster, a.yes).await?;
+    let changes = &outcome.changes;
+    let mut text = String::new();
+    let verb = |done: &'static str, planned: &'static str| if a.yes { done } else { planned };
+    if changes.folder_created {
+        text.push_str(&format!(
+            "{} the cluster's VM folder\n",
+            verb("Created", "Will create")
+        ));
+    }
+    for (names, done, planned) in [
+        (&changes.created, "Cloned VMs", "Will clone VMs"),
+        (&changes.destroyed, "Destroyed VMs", "Will destroy VMs"),
+        (
+            &outcome.state_writes,
+            "Wrote state-store files",
+            "Will write state-store files",
+        ),
+    ] {
+        if !names.is_empty() {
+            text.push_str(&format!("{}:\n", verb(done, planned)));
+            for name in names {
+                text.push_str(&format!("  {name}\n"));
+            }
+        }
+    }
+    if !changes.stale.is_empty() {
+        text.push_str(
+            "VMs made from an older spec (`kops rolling-update cluster` replaces them):\n",
+        );
+        for name in &changes.stale {
+            text.push_str(&format!("  {name}\n"));
+        }
+    }
+    print(&text);
+    let summary = format!(
+        "{}, {:.1}s",
+        crate::output::vsphere_calls(&outcome.calls),
+        started.elapsed().as_secs_f64()
+    );
+    if outcome.is_empty() {
+        status(&format!("No changes need to be applied ({summary})."));
+        Ok(0)
+    } else if a.yes {
+        status(&format!(
+            "Cluster changes have been applied to vSphere ({summary})."
+        ));
+        Ok(0)
+    } else {
+        status(&format!("Must specify --yes to apply changes ({summary})."));
+        Ok(if a.exit_code { 2 } else { 0 })
     }
 }

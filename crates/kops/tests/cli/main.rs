@@ -40,3 +40,4 @@ mod state_files;
 mod switch_from_kops;
 mod terraform_conformance;
 mod toolbox_dump;
+mod vsphere;

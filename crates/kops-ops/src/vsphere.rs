@@ -1,0 +1,437 @@
+//! vSphere's use cases: `update cluster` (the cluster's VMs brought to the
+//! groups' sizes, the state-store files written only when they differ),
+//! `get instances`, `rolling-update cluster --cloudonly` and
+//! `delete cluster`, over kops-vsphere. Credentials come from the
+//! environment only ([`kops_vsphere::Credentials`]).
+
+use std::collections::BTreeMap;
+
+use kops_api::{Cluster, InstanceGroup, Role};
+use kops_vsphere::cluster::{self, Changes, GroupSpec, Placement, Vm};
+use kops_vsphere::vcenter::Vcenter;
+use kops_vsphere::Credentials;
+
+use crate::{require_cluster, OpsError, Registry};
+
+/// A vSphere cluster's settings from its spec.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub server: String,
+    pub placement: Placement,
+}
+
+/// The vSphere settings of `cluster`; an error naming the missing field,
+/// or refusing credentials written in the spec (kops 1.17 kept them there).
+pub fn settings(cluster: &Cluster) -> Result<Settings, OpsError> {
+    let config = cluster.spec.cloud_config.clone().unwrap_or_default();
+    if config.vsphere_username.is_some() || config.vsphere_password.is_some() {
+        return Err(spec_error(
+            "spec.cloudConfig.vSphereUsername/vSpherePassword",
+            "holds vCenter credentials, which kops-rs never reads from or writes to a spec",
+            "remove them with `kops edit cluster` and export VSPHERE_USERNAME and VSPHERE_PASSWORD instead",
+        ));
+    }
+    let need = |value: Option<String>, field: &str, flag: &str| {
+        value.filter(|v| !v.trim().is_empty()).ok_or_else(|| {
+            spec_error(
+                &format!("spec.cloudConfig.{field}"),
+                "is required for vSphere",
+                &format!("set it with `kops edit cluster` (`create cluster` takes {flag})"),
+            )
+        })
+    };
+    Ok(Settings {
+        server: need(config.vsphere_server, "vSphereServer", "--vsphere-server")?,
+        placement: Placement {
+            datacenter: need(
+                config.vsphere_datacenter,
+                "vSphereDatacenter",
+                "--vsphere-datacenter",
+            )?,
+            resource_pool: need(
+                config.vsphere_resource_pool,
+                "vSphereResourcePool",
+                "--vsphere-resource-pool",
+            )?,
+            datastore: need(
+                config.vsphere_datastore,
+                "vSphereDatastore",
+                "--vsphere-datastore",
+            )?,
+            folder: config
+                .vsphere_folder
+                .filter(|f| !f.trim().is_empty())
+                .unwrap_or_else(|| cluster.name().to_string()),
+            network: config.vsphere_network.filter(|n| !n.trim().is_empty()),
+        },
+    })
+}
+
+fn spec_error(field: &str, message: &str, hint: &str) -> OpsError {
+    OpsError::Flags(vec![kops_api::FieldError::new(field, message).hint(hint)])
+}
+
+/// Whether the cluster runs on vSphere.
+pub fn is_vsphere(cluster: &Cluster) -> bool {
+    matches!(
+        crate::cloud::Cloud::of(cluster),
+        Ok(crate::cloud::Cloud::Vsphere)
+    )
+}
+
+/// Logs in to the cluster's vCenter with the environment's credentials.
+pub async fn connect(settings: &Settings) -> Result<Vcenter, OpsError> {
+    let credentials = Credentials::from_env()?;
+    Ok(Vcenter::login(&settings.server, &credentials).await?)
+}
+
+/// A group's VM size from its machine type (`<cpus>cpu-<memory>gb`).
+fn group_size(group: &InstanceGroup) -> Result<(u32, u64), OpsError> {
+    let machine = group
+        .spec
+        .machine_type
+        .as_deref()
+        .unwrap_or(kops_api::new_cluster::VSPHERE_DEFAULT_MACHINE_TYPE);
+    kops_api::new_cluster::vsphere_machine_type(machine).ok_or_else(|| {
+        spec_error(
+            &format!("instance group `{}` spec.machineType", group.name()),
+            &format!("`{machine}` is not a vSphere machine size"),
+            "size vSphere VMs as `<cpus>cpu-<memory>gb`, e.g. `2cpu-4gb`",
+        )
+    })
+}
+
+/// The groups as GroupSpecs without user data (enough to look up their
+/// templates).
+fn group_specs(groups: &[InstanceGroup]) -> Result<Vec<GroupSpec>, OpsError> {
+    groups
+        .iter()
+        .filter(|g| g.role() != Some(Role::Bastion))
+        .map(|g| {
+            let (cpus, memory_mb) = group_size(g)?;
+            let template = g
+                .spec
+                .image
+                .clone()
+                .filter(|i| !i.is_empty())
+                .ok_or_else(|| {
+                    spec_error(
+                        &format!("instance group `{}` spec.image", g.name()),
+                        "names no template VM",
+                        "set it to a template VM of the datacenter (`kops edit ig`)",
+                    )
+                })?;
+            Ok(GroupSpec {
+                name: g.name().to_string(),
+                template,
+                count: usize::try_from(g.spec.min_size.unwrap_or(0).max(0)).unwrap_or(0),
+                cpus,
+                memory_mb,
+                user_data: String::new(),
+            })
+        })
+        .collect()
+}
+
+/// What a vSphere update did or would do.
+#[derive(Debug, Default)]
+pub struct VsphereUpdate {
+    pub changes: Changes,
+    /// State-store keys written (or, dry, to write).
+    pub state_writes: Vec<String>,
+    /// SOAP calls by method.
+    pub calls: BTreeMap<String, u64>,
+}
+
+impl VsphereUpdate {
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty() && self.state_writes.is_empty()
+    }
+}
+
+struct Loaded {
+    cluster: Cluster,
+    groups: Vec<InstanceGroup>,
+    settings: Settings,
+    specs: Vec<GroupSpec>,
+}
+
+async fn load(registry: &Registry, name: &str) -> Result<Loaded, OpsError> {
+    let cluster = require_cluster(registry, name).await?;
+    let groups = registry.list_instance_groups(name).await?;
+    kops_api::validation::validate_all(&cluster, &groups)?;
+    let settings = settings(&cluster)?;
+    let specs = group_specs(&groups)?;
+    Ok(Loaded {
+        cluster,
+        groups,
+        settings,
+        specs,
+    })
+}
+
+/// The groups' specs with their user data (after the keys exist).
+async fn with_user_data(
+    registry: &Registry,
+    loaded: &Loaded,
+    config_base: &str,
+    apply: bool,
+) -> Result<(Vec<GroupSpec>, Vec<String>), OpsError> {
+    let nodeup =
+        crate::update::nodeup::resolve_from_environment(registry, &loaded.cluster, &loaded.groups)
+            .await?;
+    let mut written = Vec::new();
+    if apply {
+        crate::pki::ensure_cluster_pki(registry, &loaded.cluster).await?;
+        written.extend(nodeup.upload(registry).await?);
+    }
+    let mut inputs = crate::pki::node_inputs(registry, &loaded.cluster, &loaded.groups).await?;
+    inputs.nodeup = Some(nodeup.sources.clone());
+    inputs.base_url_images = nodeup.images.clone();
+    // The control plane's virtual IP is the API's address: a name of the
+    // API server's certificate (kops' ApiserverAdditionalIPs).
+    if let Some(vip) = loaded
+        .cluster
+        .spec
+        .cloud_config
+        .as_ref()
+        .and_then(|c| c.vsphere_control_plane_vip.clone())
+        .filter(|v| !v.trim().is_empty())
+    {
+        inputs.api_server_addresses = vec![vip];
+    }
+    let mut specs = loaded.specs.clone();
+    for spec in &mut specs {
+        let group = loaded
+            .groups
+            .iter()
+            .find(|g| g.name() == spec.name)
+            .expect("specs come from the groups");
+        spec.user_data =
+            kops_nodeup::bootstrap::user_data_with(&loaded.cluster, group, config_base, &inputs)
+                .map_err(|e| {
+                    spec_error(
+                        &format!("instance group `{}`", spec.name),
+                        &e.to_string(),
+                        "fix the group's spec",
+                    )
+                })?;
+        if let Some(rendered) =
+            kops_nodeup::config::rendered_with_inputs(&loaded.cluster, group, config_base, &inputs)
+                .map_err(|e| {
+                    spec_error(
+                        &format!("instance group `{}`", spec.name),
+                        &e.to_string(),
+                        "fix the group's spec",
+                    )
+                })?
+        {
+            let key = kops_state::registry::nodeup_config_key(
+                loaded.cluster.name(),
+                rendered.role,
+                group.name(),
+            );
+            if write_if_changed(registry, &key, rendered.yaml.as_bytes(), apply).await? {
+                written.push(key);
+            }
+        }
+    }
+    Ok((specs, written))
+}
+
+/// Writes `key` when its bytes differ (or only says so, dry); whether it
+/// differed.
+async fn write_if_changed(
+    registry: &Registry,
+    key: &str,
+    bytes: &[u8],
+    apply: bool,
+) -> Result<bool, OpsError> {
+    let store_error = |e: kops_state::StoreError| OpsError::Registry(e.into());
+    let current = registry.store().read(key).await.map_err(store_error)?;
+    if current.as_deref() == Some(bytes) {
+        return Ok(false);
+    }
+    if apply {
+        registry
+            .store()
+            .write(key, bytes, kops_state::WriteOptions::default())
+            .await
+            .map_err(store_error)?;
+    }
+    Ok(true)
+}
+
+/// `update cluster` on vSphere. Every vCenter object the spec names is
+/// looked up before anything is written or made.
+pub async fn update(
+    registry: &Registry,
+    name: &str,
+    apply: bool,
+) -> Result<VsphereUpdate, OpsError> {
+    let loaded = load(registry, name).await?;
+    let vc = connect(&loaded.settings).await?;
+    let result = update_with(registry, &loaded, &vc, apply).await;
+    vc.logout().await;
+    let mut outcome = result?;
+    outcome.calls = vc.client.calls();
+    Ok(outcome)
+}
+
+async fn update_with(
+    registry: &Registry,
+    loaded: &Loaded,
+    vc: &Vcenter,
+    apply: bool,
+) -> Result<VsphereUpdate, OpsError> {
+    let placement = &loaded.settings.placement;
+    let resolved = cluster::resolve(vc, placement, &loaded.specs).await?;
+    let config_base = config_base(registry, &loaded.cluster);
+    let (specs, mut state_writes) = with_user_data(registry, loaded, &config_base, apply).await?;
+    let completed = crate::update::completed_spec(&loaded.cluster, &config_base);
+    let key = format!("{}/cluster-completed.spec", loaded.cluster.name());
+    let yaml = kops_api::to_yaml(&completed);
+    if write_if_changed(registry, &key, yaml.as_bytes(), apply).await? {
+        state_writes.push(key);
+    }
+    let changes = cluster::update(
+        vc,
+        loaded.cluster.name(),
+        placement,
+        resolved,
+        &specs,
+        apply,
+    )
+    .await?;
+    Ok(VsphereUpdate {
+        changes,
+        state_writes,
+        calls: BTreeMap::new(),
+    })
+}
+
+/// Where the cluster's state lives.
+fn config_base(registry: &Registry, cluster: &Cluster) -> String {
+    cluster
+        .spec
+        .config_base
+        .clone()
+        .unwrap_or_else(|| registry.config_base(cluster.name()))
+}
+
+/// The groups' specs as an update would make them now (nothing written),
+/// to tell which VMs are up to date.
+async fn current_specs(registry: &Registry, loaded: &Loaded) -> Result<Vec<GroupSpec>, OpsError> {
+    let base = config_base(registry, &loaded.cluster);
+    Ok(with_user_data(registry, loaded, &base, false).await?.0)
+}
+
+/// The cluster's VMs, with whether each is up to date with its group.
+pub async fn instances(
+    registry: &Registry,
+    name: &str,
+) -> Result<(Vec<(Vm, bool)>, BTreeMap<String, u64>), OpsError> {
+    let loaded = load(registry, name).await?;
+    let vc = connect(&loaded.settings).await?;
+    let result = async {
+        let specs = current_specs(registry, &loaded).await?;
+        let placement = &loaded.settings.placement;
+        let path = format!("{}/vm/{}", placement.datacenter, placement.folder);
+        let Some(folder) = vc.find_path(&path).await? else {
+            return Ok(Vec::new());
+        };
+        let vms = cluster::list(&vc, &folder, name).await?;
+        Ok::<_, OpsError>(
+            vms.into_iter()
+                .map(|vm| {
+                    let current = specs
+                        .iter()
+                        .find(|s| s.name == vm.group)
+                        .is_some_and(|s| s.hash(placement) == vm.spec_hash);
+                    (vm, current)
+                })
+                .collect(),
+        )
+    }
+    .await;
+    vc.logout().await;
+    Ok((result?, vc.client.calls()))
+}
+
+/// `rolling-update cluster --cloudonly --yes`: each VM whose group's spec
+/// changed is destroyed and cloned again, one at a time; (old, new) names.
+pub async fn roll(
+    registry: &Registry,
+    name: &str,
+) -> Result<(Vec<(String, String)>, BTreeMap<String, u64>), OpsError> {
+    let loaded = load(registry, name).await?;
+    let vc = connect(&loaded.settings).await?;
+    let result = async {
+        let specs = current_specs(registry, &loaded).await?;
+        Ok::<_, OpsError>(cluster::roll(&vc, name, &loaded.settings.placement, &specs).await?)
+    }
+    .await;
+    vc.logout().await;
+    Ok((result?, vc.client.calls()))
+}
+
+/// `delete cluster` on vSphere: the cluster's VMs (powered off first) and
+/// then its folder when empty; the names (to be) deleted.
+pub async fn delete(
+    registry: &Registry,
+    name: &str,
+    apply: bool,
+) -> Result<(Vec<String>, BTreeMap<String, u64>), OpsError> {
+    let cluster = require_cluster(registry, name).await?;
+    let settings = settings(&cluster)?;
+    let vc = connect(&settings).await?;
+    let result = cluster::delete(
+        &vc,
+        name,
+        &settings.placement.datacenter,
+        &settings.placement.folder,
+        apply,
+    )
+    .await;
+    vc.logout().await;
+    Ok((result?, vc.client.calls()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(yaml: &str) -> Cluster {
+        let text = format!(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: c.k8s.local\nspec:\n  cloudProvider: vsphere\n  cloudConfig:\n{yaml}"
+        );
+        serde_yaml_ng::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn settings_from_a_kops_1_17_spec() {
+        let c = cluster(
+            "    vSphereServer: vc.example.com\n    vSphereDatacenter: DC0\n    vSphereResourcePool: C0\n    vSphereDatastore: ds\n    vSphereCoreDNSServer: http://10.0.0.2:2379\n",
+        );
+        assert!(is_vsphere(&c));
+        let s = settings(&c).unwrap();
+        assert_eq!(s.server, "vc.example.com");
+        assert_eq!(s.placement.folder, "c.k8s.local");
+        assert_eq!(s.placement.network, None);
+    }
+
+    #[test]
+    fn credentials_in_a_spec_and_missing_fields_are_refused() {
+        let c = cluster(
+            "    vSphereServer: vc\n    vSphereDatacenter: DC0\n    vSphereResourcePool: C0\n    vSphereDatastore: ds\n    vSphereUsername: admin\n    vSpherePassword: secret\n",
+        );
+        let e = settings(&c).unwrap_err().to_string();
+        assert!(
+            e.contains("VSPHERE_USERNAME") && !e.contains("secret"),
+            "{e}"
+        );
+        let c = cluster("    vSphereServer: vc\n");
+        let e = settings(&c).unwrap_err().to_string();
+        assert!(e.contains("vSphereDatacenter"), "{e}");
+    }
+}

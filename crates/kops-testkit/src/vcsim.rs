@@ -1,0 +1,170 @@
+//! govmomi's vCenter simulator (vcsim) on a free loopback port: the VPX
+//! model plus a template VM `kops-template` with a snapshot (see
+//! `vcsim/main.go`), built once by `scripts/setup-vcsim` into
+//! `<workspace>/.vcsim/vcsim-kops`. One per test process, started on first
+//! use like moto; a test wanting its own inventory starts its own.
+
+use std::io::{self, BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::{in_ci, spawn_watchdog, stop_server, workspace_root};
+
+/// The user name the simulator accepts.
+pub const USER: &str = "vcsim-admin-4d1e";
+/// Its password.
+pub const PASSWORD: &str = "vcsim-secret-93b7f2";
+/// What the model holds, for specs and flags.
+pub const DATACENTER: &str = "DC0";
+pub const CLUSTER: &str = "DC0_C0";
+pub const DATASTORE: &str = "LocalDS_0";
+pub const NETWORK: &str = "VM Network";
+pub const TEMPLATE: &str = "kops-template";
+
+/// How long the simulator may take to print its URL.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the simulator binary is: `$VCSIM_KOPS` if set, else
+/// `<workspace>/.vcsim/vcsim-kops` if built.
+pub fn vcsim_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("VCSIM_KOPS").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let built = workspace_root().join(".vcsim/vcsim-kops");
+    built.is_file().then_some(built)
+}
+
+/// The process-wide simulator, or `None` (after printing why) when it is
+/// not built and the test should be skipped.
+///
+/// # Panics
+///
+/// When it is not built and [`in_ci`], or when it does not start.
+pub fn require_vcsim() -> Option<&'static Vcsim> {
+    vcsim_available().then(Vcsim::shared)
+}
+
+/// Whether the simulator is built; prints why not (and panics under CI).
+pub fn vcsim_available() -> bool {
+    if vcsim_path().is_some() {
+        return true;
+    }
+    let message = "vcsim-kops not built (run scripts/setup-vcsim, or set VCSIM_KOPS)";
+    if in_ci() {
+        panic!("{message}; CI is set, so vSphere tests must not be skipped");
+    }
+    eprintln!("skipping: {message}");
+    false
+}
+
+/// A running simulator, killed on drop (or by a watchdog when the process
+/// exits, for the shared one).
+#[derive(Debug)]
+pub struct Vcsim {
+    url: String,
+    child: Child,
+    watchdog: Option<Child>,
+}
+
+impl Vcsim {
+    /// One simulator per process, started on first call.
+    ///
+    /// # Panics
+    ///
+    /// When it cannot be started.
+    pub fn shared() -> &'static Vcsim {
+        static SERVER: OnceLock<Vcsim> = OnceLock::new();
+        SERVER
+            .get_or_init(|| Vcsim::start().unwrap_or_else(|e| panic!("failed to start vcsim: {e}")))
+    }
+
+    /// Starts a new simulator (its own inventory) and waits for its URL.
+    pub fn start() -> io::Result<Vcsim> {
+        let binary = vcsim_path().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "vcsim-kops not built (run scripts/setup-vcsim)",
+            )
+        })?;
+        let mut child = Command::new(&binary)
+            .args(["-user", USER, "-password", PASSWORD])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("failed to run `{}`: {e}", binary.display()),
+                )
+            })?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let first = lines.next();
+            let _ = sender.send(first);
+            // Keep reading so the simulator never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let url = match receiver.recv_timeout(STARTUP_TIMEOUT) {
+            Ok(Some(Ok(line))) if line.starts_with("URL ") => line[4..].trim().to_string(),
+            other => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(io::Error::other(format!(
+                    "`{}` printed no URL: {other:?}",
+                    binary.display()
+                )));
+            }
+        };
+        let watchdog = spawn_watchdog(child.id());
+        Ok(Vcsim {
+            url,
+            child,
+            watchdog,
+        })
+    }
+
+    /// The SOAP endpoint, `http://127.0.0.1:PORT/sdk`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Environment for child processes (the `kops` binary): the credentials
+    /// the simulator accepts.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("VSPHERE_USERNAME".to_string(), USER.to_string()),
+            ("VSPHERE_PASSWORD".to_string(), PASSWORD.to_string()),
+        ]
+    }
+}
+
+impl Drop for Vcsim {
+    fn drop(&mut self) {
+        stop_server(&mut self.child, &mut self.watchdog);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_and_answers() {
+        if !vcsim_available() {
+            return;
+        }
+        let server = Vcsim::start().unwrap();
+        let port: u16 = server
+            .url()
+            .trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches("/sdk")
+            .parse()
+            .unwrap();
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    }
+}

@@ -1,0 +1,102 @@
+// Command vcsim-kops serves govmomi's vCenter simulator for kops-rs' tests:
+// the VPX model (datacenter DC0, cluster DC0_C0 with three hosts, datastore
+// LocalDS_0, networks "VM Network" and DC0_DVPG0) plus a template VM,
+// "kops-template", with one snapshot (so clones can be linked clones).
+//
+// It listens on 127.0.0.1 (plain HTTP; the port from -port, or a free one),
+// accepts only the user and password given by -user/-password, prints
+// "URL <url>" on stdout once ready and serves until killed.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
+
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+func main() {
+	port := flag.Int("port", 0, "port on 127.0.0.1 (0: a free one)")
+	user := flag.String("user", "kops", "the only user name accepted")
+	password := flag.String("password", "kops-test", "its password")
+	flag.Parse()
+
+	model := simulator.VPX()
+	if err := model.Create(); err != nil {
+		log.Fatalf("creating the model: %v", err)
+	}
+	model.Service.Listen = &url.URL{
+		Host: fmt.Sprintf("127.0.0.1:%d", *port),
+		User: url.UserPassword(*user, *password),
+	}
+	server := model.Service.NewServer()
+
+	if err := addTemplate(server.URL); err != nil {
+		log.Fatalf("adding the template: %v", err)
+	}
+
+	public := *server.URL
+	public.User = nil
+	fmt.Printf("URL %s\n", public.String())
+	os.Stdout.Sync()
+	select {}
+}
+
+// addTemplate clones DC0_H0_VM0 into kops-template, snapshots it and marks
+// it as a template.
+func addTemplate(u *url.URL) error {
+	ctx := context.Background()
+	client, err := govmomi.NewClient(ctx, u, true)
+	if err != nil {
+		return err
+	}
+	defer client.Logout(ctx)
+	finder := find.NewFinder(client.Client, true)
+	dc, err := finder.Datacenter(ctx, "DC0")
+	if err != nil {
+		return err
+	}
+	finder.SetDatacenter(dc)
+	source, err := finder.VirtualMachine(ctx, "DC0_H0_VM0")
+	if err != nil {
+		return err
+	}
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	pool, err := finder.ResourcePool(ctx, "/DC0/host/DC0_C0/Resources")
+	if err != nil {
+		return err
+	}
+	poolRef := pool.Reference()
+	spec := types.VirtualMachineCloneSpec{
+		Location: types.VirtualMachineRelocateSpec{Pool: &poolRef},
+		PowerOn:  false,
+	}
+	task, err := source.Clone(ctx, folders.VmFolder, "kops-template", spec)
+	if err != nil {
+		return err
+	}
+	info, err := task.WaitForResult(ctx, nil)
+	if err != nil {
+		return err
+	}
+	template := object.NewVirtualMachine(client.Client, info.Result.(types.ManagedObjectReference))
+	snapshot, err := template.CreateSnapshot(ctx, "base", "for linked clones", false, false)
+	if err != nil {
+		return err
+	}
+	if _, err := snapshot.WaitForResult(ctx, nil); err != nil {
+		return err
+	}
+	return template.MarkAsTemplate(ctx)
+}

@@ -1,0 +1,245 @@
+//! The SOAP client: one session with a vCenter (or the simulator), the
+//! calls it made counted by method. Only the calls kops-rs uses are
+//! written out (see [`crate::vcenter`]); each is a hand-written request
+//! body in vim25's element order and a read of the answer's elements.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::Request;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+
+use crate::xml::{self, Element};
+use crate::VsphereError;
+
+/// How long one SOAP call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A managed object reference (`type` and value, e.g. `Folder` `group-v3`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MoRef {
+    pub kind: String,
+    pub value: String,
+}
+
+impl MoRef {
+    pub fn new(kind: &str, value: &str) -> MoRef {
+        MoRef {
+            kind: kind.to_string(),
+            value: value.to_string(),
+        }
+    }
+
+    /// The reference as the element `tag` of a request.
+    pub fn xml(&self, tag: &str) -> String {
+        format!(
+            "<{tag} type=\"{}\">{}</{tag}>",
+            xml::escape(&self.kind),
+            xml::escape(&self.value)
+        )
+    }
+
+    /// The reference an element of an answer holds.
+    pub fn from_element(e: &Element) -> Option<MoRef> {
+        Some(MoRef::new(e.attr("type")?, e.text.trim()))
+    }
+}
+
+/// What a SOAP call can fail with besides transport errors.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    /// The fault's type (`InvalidLogin`, `NotAuthenticated`, ...).
+    pub kind: String,
+    pub message: String,
+}
+
+/// A session with one vCenter.
+pub struct Client {
+    http: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// `https://host/sdk`.
+    url: String,
+    /// What the user named (for messages).
+    pub server: String,
+    cookie: Mutex<Option<String>>,
+    calls: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Client {
+    /// A client for `server` (a host name, `host:port` or a URL; https
+    /// unless the URL says http). Nothing is sent yet.
+    pub fn new(server: &str) -> Result<Client, VsphereError> {
+        let url = sdk_url(server);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|e| VsphereError::Unreachable {
+                server: server.to_string(),
+                reason: format!("cannot load the system's root certificates: {e}"),
+            })?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(Client {
+            http: HyperClient::builder(TokioExecutor::new()).build(connector),
+            url,
+            server: server.to_string(),
+            cookie: Mutex::new(None),
+            calls: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The calls made so far, by method name.
+    pub fn calls(&self) -> BTreeMap<String, u64> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Calls `method` with the body's inner XML; the answer's
+    /// `<methodResponse>` element, or the fault.
+    pub async fn call(&self, method: &str, inner: &str) -> Result<Element, VsphereError> {
+        match self.call_or_fault(method, inner).await? {
+            Ok(answer) => Ok(answer),
+            Err(fault) => Err(VsphereError::Fault {
+                method: method.to_string(),
+                kind: fault.kind,
+                message: fault.message,
+            }),
+        }
+    }
+
+    /// [`Client::call`], a fault given back to the caller to judge.
+    pub async fn call_or_fault(
+        &self,
+        method: &str,
+        inner: &str,
+    ) -> Result<Result<Element, Fault>, VsphereError> {
+        if let Ok(mut calls) = self.calls.lock() {
+            *calls.entry(method.to_string()).or_default() += 1;
+        }
+        let body = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+             <soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\" \
+             xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\" \
+             xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">\
+             <soapenv:Body><{method} xmlns=\"urn:vim25\">{inner}</{method}></soapenv:Body>\
+             </soapenv:Envelope>"
+        );
+        let mut request = Request::post(&self.url)
+            .header("content-type", "text/xml; charset=utf-8")
+            .header("soapaction", "urn:vim25/7.0");
+        let cookie = self.cookie.lock().ok().and_then(|c| c.clone());
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| self.unreachable(format!("bad request: {e}")))?;
+        let exchange = async {
+            let response = self.http.request(request).await.map_err(|e| {
+                use std::error::Error;
+                match e.source() {
+                    Some(cause) => format!("{e}: {cause}"),
+                    None => e.to_string(),
+                }
+            })?;
+            let (parts, body) = response.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(|e| format!("reading the answer failed: {e}"))?
+                .to_bytes();
+            Ok::<_, String>((parts, body))
+        };
+        let (parts, body) = tokio::time::timeout(CALL_TIMEOUT, exchange)
+            .await
+            .map_err(|_| self.unreachable(format!("no answer within {CALL_TIMEOUT:?}")))?
+            .map_err(|reason| self.unreachable(reason))?;
+        if let Some(session) = parts
+            .headers
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| v.starts_with("vmware_soap_session="))
+        {
+            let pair = session.split(';').next().unwrap_or(session).to_string();
+            if let Ok(mut cookie) = self.cookie.lock() {
+                *cookie = Some(pair);
+            }
+        }
+        let text = String::from_utf8_lossy(&body);
+        let envelope = xml::parse(&text).map_err(|e| {
+            self.unreachable(format!(
+                "HTTP {} with no SOAP answer ({e}); is it a vCenter?",
+                parts.status.as_u16()
+            ))
+        })?;
+        let soap_body = envelope
+            .child("Body")
+            .ok_or_else(|| self.unreachable("a SOAP answer without a body".into()))?;
+        if let Some(fault) = soap_body.child("Fault") {
+            let kind = fault
+                .child("detail")
+                .and_then(|d| d.children.first())
+                .map(|d| {
+                    d.xsi_type()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| d.name.trim_end_matches("Fault").to_string())
+                })
+                .unwrap_or_default();
+            let message = fault
+                .text_at(&["faultstring"])
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            return Ok(Err(Fault { kind, message }));
+        }
+        let answer = soap_body
+            .children
+            .first()
+            .cloned()
+            .ok_or_else(|| self.unreachable("an empty SOAP body".into()))?;
+        Ok(Ok(answer))
+    }
+
+    fn unreachable(&self, reason: String) -> VsphereError {
+        VsphereError::Unreachable {
+            server: self.server.clone(),
+            reason,
+        }
+    }
+}
+
+/// `https://<server>/sdk` from what the user gave (a host, `host:port`, or
+/// a URL with or without the `/sdk` path).
+pub fn sdk_url(server: &str) -> String {
+    let server = server.trim().trim_end_matches('/');
+    let with_scheme = if server.starts_with("http://") || server.starts_with("https://") {
+        server.to_string()
+    } else {
+        format!("https://{server}")
+    };
+    if with_scheme.ends_with("/sdk") {
+        with_scheme
+    } else {
+        format!("{with_scheme}/sdk")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sdk_urls() {
+        assert_eq!(sdk_url("vc.example.com"), "https://vc.example.com/sdk");
+        assert_eq!(
+            sdk_url("http://127.0.0.1:8989/sdk"),
+            "http://127.0.0.1:8989/sdk"
+        );
+        assert_eq!(sdk_url("https://10.0.0.1/"), "https://10.0.0.1/sdk");
+    }
+}

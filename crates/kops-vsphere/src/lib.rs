@@ -1,0 +1,120 @@
+//! VMware vSphere for kops-rs.
+//!
+//! A cluster on vSphere is a VM folder in a datacenter and, per instance
+//! group, `minSize` VMs cloned from the group's template (its `image`),
+//! linked clones when the template has a snapshot. Each VM carries its
+//! boot data in `guestinfo.userdata`/`guestinfo.metadata` (base64, read by
+//! cloud-init's VMware data source) and markers in its extraConfig naming
+//! the cluster, the group and a hash of what it was made from. Nothing is
+//! remembered elsewhere: every run lists the folder, so a second update
+//! with nothing changed makes no change.
+//!
+//! The client is this crate's own: a SOAP envelope per call for the dozen
+//! vCenter methods used ([`vcenter`]), over the hyper/rustls stack the
+//! workspace already builds, read with `xmlparser` (already in the lock
+//! file). See the README for why not `vim_rs`.
+
+pub mod client;
+pub mod cluster;
+pub mod proof;
+pub mod vcenter;
+pub mod xml;
+
+/// `spec.cloudProvider` of a vSphere cluster.
+pub const CLOUD: &str = "vsphere";
+
+/// The extraConfig key naming a VM's cluster.
+pub const CLUSTER_KEY: &str = "kops.cluster";
+/// The extraConfig key naming a VM's instance group.
+pub const GROUP_KEY: &str = "kops.instancegroup";
+/// The extraConfig key holding the hash of what the VM was made from.
+pub const SPEC_HASH_KEY: &str = "kops.spec-hash";
+/// The guestinfo key holding the VM's one-time bootstrap token (read by
+/// nodeup inside the VM, checked and then removed by kops-controller).
+pub const TOKEN_KEY: &str = "guestinfo.kops.bootstrap-token";
+
+/// vCenter user name and password: from `VSPHERE_USERNAME` and
+/// `VSPHERE_PASSWORD`, or a file named by `VSPHERE_CREDENTIALS_FILE` (two
+/// lines: user, password). Never written anywhere by kops-rs.
+#[derive(Clone)]
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    /// From the environment (see [`Credentials`]).
+    pub fn from_env() -> Result<Credentials, VsphereError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// From a variable look-up (tests pass their own).
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Credentials, VsphereError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        if let Some(path) = get("VSPHERE_CREDENTIALS_FILE") {
+            let text = std::fs::read_to_string(path.trim()).map_err(|e| {
+                VsphereError::Credentials(format!(
+                    "cannot read VSPHERE_CREDENTIALS_FILE `{}`: {e}",
+                    path.trim()
+                ))
+            })?;
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            return match (lines.next(), lines.next()) {
+                (Some(user), Some(password)) => Ok(Credentials {
+                    username: user.to_string(),
+                    password: password.to_string(),
+                }),
+                _ => Err(VsphereError::Credentials(format!(
+                    "VSPHERE_CREDENTIALS_FILE `{}` must hold two lines: the user name, then the password",
+                    path.trim()
+                ))),
+            };
+        }
+        match (get("VSPHERE_USERNAME"), get("VSPHERE_PASSWORD")) {
+            (Some(username), Some(password)) => Ok(Credentials { username, password }),
+            _ => Err(VsphereError::Credentials(
+                "no vCenter credentials: set VSPHERE_USERNAME and VSPHERE_PASSWORD (or VSPHERE_CREDENTIALS_FILE)".into(),
+            )),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VsphereError {
+    #[error("vCenter `{server}` is unreachable: {reason}\nhint: check spec.cloudConfig.vSphereServer (--vsphere-server) and that this machine can reach it")]
+    Unreachable { server: String, reason: String },
+    #[error("vCenter `{server}` refused the login of `{user}`\nhint: check VSPHERE_USERNAME and VSPHERE_PASSWORD")]
+    Login { server: String, user: String },
+    #[error("{0}\nhint: export the vCenter user and password in the environment; kops-rs never stores them")]
+    Credentials(String),
+    #[error("{what} `{name}` does not exist in vCenter\nhint: {fix}")]
+    Missing {
+        what: &'static str,
+        name: String,
+        fix: String,
+    },
+    #[error("vCenter refused {method}: {kind} {message}")]
+    Fault {
+        method: String,
+        kind: String,
+        message: String,
+    },
+    #[error("unexpected vCenter answer: {0}")]
+    Protocol(String),
+}
+
+impl VsphereError {
+    pub(crate) fn protocol(message: &str) -> VsphereError {
+        VsphereError::Protocol(message.to_string())
+    }
+}

@@ -1,0 +1,335 @@
+//! The vCenter calls kops-rs makes, typed: log in, find objects by
+//! inventory path or BIOS UUID, read properties (one object, or a folder's
+//! children), make a folder, clone/power/reconfigure/destroy VMs, and wait
+//! for their tasks.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::client::{Client, MoRef};
+use crate::xml::{escape, Element};
+use crate::{Credentials, VsphereError};
+
+/// The service objects every call starts from.
+#[derive(Debug, Clone)]
+struct ServiceContent {
+    property_collector: MoRef,
+    search_index: MoRef,
+    session_manager: MoRef,
+}
+
+/// Properties of one object, by property path.
+pub type Properties = BTreeMap<String, Element>;
+
+/// A logged-in session with a vCenter.
+pub struct Vcenter {
+    pub client: Client,
+    content: ServiceContent,
+}
+
+impl Vcenter {
+    /// Connects to `server` and logs in; wrong credentials and an
+    /// unreachable server are errors naming the fix.
+    pub async fn login(server: &str, credentials: &Credentials) -> Result<Vcenter, VsphereError> {
+        let client = Client::new(server)?;
+        let answer = client
+            .call(
+                "RetrieveServiceContent",
+                &MoRef::new("ServiceInstance", "ServiceInstance").xml("_this"),
+            )
+            .await?;
+        let returnval = answer
+            .child("returnval")
+            .ok_or_else(|| VsphereError::Unreachable {
+                server: server.to_string(),
+                reason: "its service content is empty; is it a vCenter?".into(),
+            })?;
+        let reference = |name: &str| {
+            returnval
+                .child(name)
+                .and_then(MoRef::from_element)
+                .ok_or_else(|| VsphereError::Unreachable {
+                    server: server.to_string(),
+                    reason: format!("its service content has no {name}"),
+                })
+        };
+        let content = ServiceContent {
+            property_collector: reference("propertyCollector")?,
+            search_index: reference("searchIndex")?,
+            session_manager: reference("sessionManager")?,
+        };
+        let login = format!(
+            "{}<userName>{}</userName><password>{}</password>",
+            content.session_manager.xml("_this"),
+            escape(&credentials.username),
+            escape(&credentials.password)
+        );
+        match client.call_or_fault("Login", &login).await? {
+            Ok(_) => {}
+            Err(fault) if fault.kind.contains("InvalidLogin") => {
+                return Err(VsphereError::Login {
+                    server: server.to_string(),
+                    user: credentials.username.clone(),
+                })
+            }
+            Err(fault) => {
+                return Err(VsphereError::Fault {
+                    method: "Login".into(),
+                    kind: fault.kind,
+                    message: fault.message,
+                })
+            }
+        }
+        Ok(Vcenter { client, content })
+    }
+
+    /// Ends the session (best effort).
+    pub async fn logout(&self) {
+        let _ = self
+            .client
+            .call("Logout", &self.content.session_manager.xml("_this"))
+            .await;
+    }
+
+    /// The object at an inventory path (`DC0/vm/folder`), if any.
+    pub async fn find_path(&self, path: &str) -> Result<Option<MoRef>, VsphereError> {
+        let body = format!(
+            "{}<inventoryPath>{}</inventoryPath>",
+            self.content.search_index.xml("_this"),
+            escape(path)
+        );
+        let answer = self.client.call("FindByInventoryPath", &body).await?;
+        Ok(answer.child("returnval").and_then(MoRef::from_element))
+    }
+
+    /// The VM whose BIOS UUID is `uuid` in `datacenter`, if any.
+    pub async fn find_vm_by_uuid(
+        &self,
+        datacenter: &MoRef,
+        uuid: &str,
+    ) -> Result<Option<MoRef>, VsphereError> {
+        let body = format!(
+            "{}{}<uuid>{}</uuid><vmSearch>true</vmSearch><instanceUuid>false</instanceUuid>",
+            self.content.search_index.xml("_this"),
+            datacenter.xml("datacenter"),
+            escape(uuid)
+        );
+        let answer = self.client.call("FindByUuid", &body).await?;
+        Ok(answer.child("returnval").and_then(MoRef::from_element))
+    }
+
+    /// Properties of one object (missing ones are left out).
+    pub async fn properties(
+        &self,
+        object: &MoRef,
+        paths: &[&str],
+    ) -> Result<Properties, VsphereError> {
+        let object_set = format!(
+            "<objectSet>{}<skip>false</skip></objectSet>",
+            object.xml("obj")
+        );
+        let found = self.retrieve(&object.kind, paths, &object_set).await?;
+        Ok(found.into_iter().next().map(|(_, p)| p).unwrap_or_default())
+    }
+
+    /// Properties of a folder's children of one type (e.g. its VMs).
+    pub async fn children(
+        &self,
+        folder: &MoRef,
+        kind: &str,
+        paths: &[&str],
+    ) -> Result<Vec<(MoRef, Properties)>, VsphereError> {
+        let object_set = format!(
+            "<objectSet>{}<skip>true</skip><selectSet xsi:type=\"TraversalSpec\">\
+             <name>children</name><type>Folder</type><path>childEntity</path>\
+             <skip>false</skip></selectSet></objectSet>",
+            folder.xml("obj")
+        );
+        self.retrieve(kind, paths, &object_set).await
+    }
+
+    async fn retrieve(
+        &self,
+        kind: &str,
+        paths: &[&str],
+        object_set: &str,
+    ) -> Result<Vec<(MoRef, Properties)>, VsphereError> {
+        let path_set: String = paths
+            .iter()
+            .map(|p| format!("<pathSet>{}</pathSet>", escape(p)))
+            .collect();
+        let mut body = format!(
+            "{}<specSet><propSet><type>{}</type><all>false</all>{path_set}</propSet>{object_set}</specSet><options></options>",
+            self.content.property_collector.xml("_this"),
+            escape(kind),
+        );
+        let mut method = "RetrievePropertiesEx";
+        let mut out = Vec::new();
+        loop {
+            let answer = self.client.call(method, &body).await?;
+            let Some(result) = answer.child("returnval") else {
+                return Ok(out);
+            };
+            for object in result.all("objects") {
+                let Some(reference) = object.child("obj").and_then(MoRef::from_element) else {
+                    continue;
+                };
+                let mut properties = Properties::new();
+                for property in object.all("propSet") {
+                    if let (Some(name), Some(value)) =
+                        (property.text_at(&["name"]), property.child("val"))
+                    {
+                        properties.insert(name.to_string(), value.clone());
+                    }
+                }
+                out.push((reference, properties));
+            }
+            match result.text_at(&["token"]) {
+                Some(token) if !token.is_empty() => {
+                    method = "ContinueRetrievePropertiesEx";
+                    body = format!(
+                        "{}<token>{}</token>",
+                        self.content.property_collector.xml("_this"),
+                        escape(token)
+                    );
+                }
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// Makes folder `name` in `parent`.
+    pub async fn create_folder(&self, parent: &MoRef, name: &str) -> Result<MoRef, VsphereError> {
+        let body = format!("{}<name>{}</name>", parent.xml("_this"), escape(name));
+        let answer = self.client.call("CreateFolder", &body).await?;
+        answer
+            .child("returnval")
+            .and_then(MoRef::from_element)
+            .ok_or_else(|| VsphereError::protocol("CreateFolder returned no folder"))
+    }
+
+    /// Clones `source` into `folder` as `name` (`spec` is the inner XML of
+    /// a VirtualMachineCloneSpec) and waits for it; the new VM.
+    pub async fn clone_vm(
+        &self,
+        source: &MoRef,
+        folder: &MoRef,
+        name: &str,
+        spec: &str,
+    ) -> Result<MoRef, VsphereError> {
+        let body = format!(
+            "{}{}<name>{}</name><spec>{spec}</spec>",
+            source.xml("_this"),
+            folder.xml("folder"),
+            escape(name)
+        );
+        let result = self.run_task("CloneVM_Task", &body).await?;
+        result
+            .as_ref()
+            .and_then(MoRef::from_element)
+            .ok_or_else(|| VsphereError::protocol("CloneVM_Task returned no VM"))
+    }
+
+    pub async fn power_on(&self, vm: &MoRef) -> Result<(), VsphereError> {
+        self.run_task("PowerOnVM_Task", &vm.xml("_this"))
+            .await
+            .map(drop)
+    }
+
+    pub async fn power_off(&self, vm: &MoRef) -> Result<(), VsphereError> {
+        self.run_task("PowerOffVM_Task", &vm.xml("_this"))
+            .await
+            .map(drop)
+    }
+
+    /// Destroys a VM or folder (and what a folder holds).
+    pub async fn destroy(&self, object: &MoRef) -> Result<(), VsphereError> {
+        self.run_task("Destroy_Task", &object.xml("_this"))
+            .await
+            .map(drop)
+    }
+
+    /// Sets extraConfig keys of a VM (an empty value removes the key).
+    pub async fn set_extra_config(
+        &self,
+        vm: &MoRef,
+        values: &[(&str, &str)],
+    ) -> Result<(), VsphereError> {
+        let body = format!(
+            "{}<spec>{}</spec>",
+            vm.xml("_this"),
+            extra_config_xml(values)
+        );
+        self.run_task("ReconfigVM_Task", &body).await.map(drop)
+    }
+
+    /// Starts a task and waits for it; its result, if any.
+    async fn run_task(&self, method: &str, body: &str) -> Result<Option<Element>, VsphereError> {
+        let answer = self.client.call(method, body).await?;
+        let task = answer
+            .child("returnval")
+            .and_then(MoRef::from_element)
+            .ok_or_else(|| VsphereError::protocol(&format!("{method} returned no task")))?;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let info = self
+                .properties(&task, &["info.state", "info.result", "info.error"])
+                .await?;
+            match info.get("info.state").map(|s| s.text.trim()) {
+                Some("success") => return Ok(info.get("info.result").cloned()),
+                Some("error") => {
+                    let error = info.get("info.error");
+                    let fault = error
+                        .and_then(|e| e.child("fault"))
+                        .and_then(|f| f.xsi_type())
+                        .unwrap_or("")
+                        .to_string();
+                    let message = error
+                        .and_then(|e| e.text_at(&["localizedMessage"]))
+                        .unwrap_or("")
+                        .to_string();
+                    return Err(VsphereError::Fault {
+                        method: method.to_string(),
+                        kind: fault,
+                        message,
+                    });
+                }
+                _ => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+}
+
+/// `<extraConfig>` elements of a VirtualMachineConfigSpec.
+pub fn extra_config_xml(values: &[(&str, &str)]) -> String {
+    values
+        .iter()
+        .map(|(key, value)| {
+            format!(
+                "<extraConfig xsi:type=\"OptionValue\"><key>{}</key><value xsi:type=\"xsd:string\">{}</value></extraConfig>",
+                escape(key),
+                escape(value)
+            )
+        })
+        .collect()
+}
+
+/// A VM's extraConfig (`config.extraConfig`) as key → value; a key set
+/// more than once keeps its last value, and empty values are dropped (an
+/// empty value is how a key is removed).
+pub fn extra_config(value: Option<&Element>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for option in value.into_iter().flat_map(|v| v.all("OptionValue")) {
+        let key = option.text_at(&["key"]).unwrap_or("").to_string();
+        let value = option.text_at(&["value"]).unwrap_or("").to_string();
+        if value.is_empty() {
+            out.remove(&key);
+        } else {
+            out.insert(key, value);
+        }
+    }
+    out
+}

@@ -1,0 +1,646 @@
+//! vSphere through the binary against govmomi's vCenter simulator (vcsim,
+//! see kops-testkit): create, update, a no-op update that writes nothing,
+//! scale up and down, a user-data change rolled with `rolling-update
+//! --cloudonly`, delete leaving everything else as it was; bad input
+//! leaving the simulator untouched; no credential anywhere kops-rs writes.
+//! Each step's SOAP calls are printed (the README's numbers).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use kops_testkit::vcsim::{self, Vcsim};
+use kops_vsphere::client::MoRef;
+use kops_vsphere::vcenter::Vcenter;
+
+use crate::common::{command, file_url, tree, Run};
+
+/// Runs `kops ARGS` with the simulator's credentials.
+fn kops_vc(sim: &Vcsim, args: &[&str]) -> Run {
+    let mut c = command(args);
+    for (k, v) in sim.env() {
+        c.env(k, v);
+    }
+    c.output().expect("run kops").into()
+}
+
+fn ok(sim: &Vcsim, args: &[&str]) -> Run {
+    let r = kops_vc(sim, args);
+    assert_eq!(
+        r.code, 0,
+        "kops {args:?}\nstdout: {}\nstderr: {}",
+        r.stdout, r.stderr
+    );
+    r
+}
+
+/// `kops update cluster CLUSTER --yes`, which must succeed.
+fn update_yes(sim: &Vcsim, cluster: &str, state: &str) -> Run {
+    ok(
+        sim,
+        &["update", "cluster", cluster, "--yes", "--state", state],
+    )
+}
+
+/// The SOAP call summary a vSphere command prints.
+fn calls(r: &Run) -> String {
+    r.stderr
+        .lines()
+        .find_map(|l| {
+            let at = l.find(" vSphere SOAP calls")?;
+            let start = l[..at].rfind(['(', ' ']).map_or(0, |i| i + 1);
+            Some(l[start..].trim_end_matches(['.', ')']).to_string())
+        })
+        .unwrap_or_else(|| panic!("no call summary in:\n{}", r.stderr))
+}
+
+fn create_args<'a>(
+    sim: &'a Vcsim,
+    name: &'a str,
+    state: &'a str,
+    control_planes: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "create",
+        "cluster",
+        name,
+        "--cloud",
+        "vsphere",
+        "--vsphere-server",
+        sim.url(),
+        "--vsphere-datacenter",
+        vcsim::DATACENTER,
+        "--vsphere-resource-pool",
+        vcsim::CLUSTER,
+        "--vsphere-datastore",
+        vcsim::DATASTORE,
+        "--vsphere-network",
+        vcsim::NETWORK,
+        "--vsphere-folder",
+        "kops-clusters",
+        "--image",
+        vcsim::TEMPLATE,
+        "--zones",
+        "a,b",
+        "--node-count",
+        "2",
+        "--control-plane-count",
+        control_planes,
+        "--state",
+        state,
+    ]
+}
+
+/// What the simulator's datacenter holds: every VM and folder under its VM
+/// folder (one level of folders down), by path.
+fn inventory(sim: &Vcsim) -> Vec<String> {
+    runtime().block_on(async {
+        let vc = login(sim).await;
+        let root = vc.find_path("DC0/vm").await.unwrap().unwrap();
+        let mut out = Vec::new();
+        for (folder, name) in named(&vc, &root, "Folder").await {
+            out.push(format!("{name}/"));
+            for (_, vm) in named(&vc, &folder, "VirtualMachine").await {
+                out.push(format!("{name}/{vm}"));
+            }
+        }
+        for (_, vm) in named(&vc, &root, "VirtualMachine").await {
+            out.push(vm);
+        }
+        vc.logout().await;
+        out.sort();
+        out
+    })
+}
+
+/// The extraConfig of every VM of the shared folder, by VM name.
+fn guestinfo(sim: &Vcsim) -> BTreeMap<String, BTreeMap<String, String>> {
+    runtime().block_on(async {
+        let vc = login(sim).await;
+        let mut out = BTreeMap::new();
+        if let Some(folder) = vc.find_path("DC0/vm/kops-clusters").await.unwrap() {
+            for (_, p) in vc
+                .children(&folder, "VirtualMachine", &["name", "config.extraConfig"])
+                .await
+                .unwrap()
+            {
+                let name = p["name"].text.clone();
+                out.insert(
+                    name,
+                    kops_vsphere::vcenter::extra_config(p.get("config.extraConfig")),
+                );
+            }
+        }
+        vc.logout().await;
+        out
+    })
+}
+
+async fn named(vc: &Vcenter, folder: &MoRef, kind: &str) -> Vec<(MoRef, String)> {
+    vc.children(folder, kind, &["name"])
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(r, p)| (r, p["name"].text.clone()))
+        .collect()
+}
+
+async fn login(sim: &Vcsim) -> Vcenter {
+    let credentials = kops_vsphere::Credentials {
+        username: vcsim::USER.into(),
+        password: vcsim::PASSWORD.into(),
+    };
+    Vcenter::login(sim.url(), &credentials).await.unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Every file of the state store with its bytes.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    tree(dir)
+        .into_iter()
+        .map(|f| {
+            let bytes = std::fs::read(dir.join(&f)).unwrap();
+            (f, bytes)
+        })
+        .collect()
+}
+
+/// Changes `group`'s spec with `change` (through `get -o yaml` and `replace`).
+fn edit_group(
+    sim: &Vcsim,
+    dir: &Path,
+    state: &str,
+    cluster: &str,
+    group: &str,
+    change: &dyn Fn(&str) -> String,
+) {
+    let got = ok(
+        sim,
+        &[
+            "get",
+            "instancegroups",
+            group,
+            "--name",
+            cluster,
+            "-o",
+            "yaml",
+            "--state",
+            state,
+        ],
+    );
+    let file = dir.join(format!("{group}.yaml"));
+    std::fs::write(&file, change(&got.stdout)).unwrap();
+    ok(
+        sim,
+        &["replace", "-f", file.to_str().unwrap(), "--state", state],
+    );
+}
+
+fn sized(size: u32) -> impl Fn(&str) -> String {
+    move |yaml: &str| {
+        yaml.lines()
+            .map(|l| {
+                if l.starts_with("  minSize:") {
+                    format!("  minSize: {size}")
+                } else if l.starts_with("  maxSize:") {
+                    format!("  maxSize: {size}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+fn vms_of(sim: &Vcsim, cluster: &str) -> Vec<String> {
+    guestinfo(sim)
+        .into_iter()
+        .filter(|(_, extra)| extra.get("kops.cluster").map(String::as_str) == Some(cluster))
+        .map(|(name, _)| {
+            let suffix = format!(".{cluster}");
+            name.strip_suffix(&suffix).unwrap_or(&name).to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn lifecycle_on_the_simulator() {
+    if !vcsim::vcsim_available() {
+        return;
+    }
+    let sim = Vcsim::start().unwrap();
+    let before = inventory(&sim);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("state");
+    let state = file_url(&store);
+    let mut steps: Vec<(String, String)> = Vec::new();
+
+    // Two clusters in one folder: one control plane and three.
+    ok(&sim, &create_args(&sim, "one.k8s.local", &state, "1"));
+    ok(&sim, &create_args(&sim, "three.k8s.local", &state, "3"));
+    let r = update_yes(&sim, "one.k8s.local", &state);
+    steps.push((
+        "update --yes (1 control plane, 2 node groups)".into(),
+        calls(&r),
+    ));
+    assert_eq!(
+        vms_of(&sim, "one.k8s.local"),
+        ["control-plane-a-1", "nodes-a-1", "nodes-b-1"]
+    );
+    let r = update_yes(&sim, "three.k8s.local", &state);
+    steps.push((
+        "update --yes (3 control planes, 2 node groups)".into(),
+        calls(&r),
+    ));
+    assert_eq!(
+        vms_of(&sim, "three.k8s.local"),
+        [
+            "control-plane-a-1-1",
+            "control-plane-a-2-1",
+            "control-plane-b-1-1",
+            "nodes-a-1",
+            "nodes-b-1"
+        ]
+    );
+    // Each VM carries its boot data for cloud-init and a one-time token.
+    let info = guestinfo(&sim);
+    let vm = &info["nodes-a-1.one.k8s.local"];
+    assert_eq!(vm["guestinfo.userdata.encoding"], "base64");
+    assert_eq!(vm["kops.instancegroup"], "nodes-a");
+    assert_eq!(vm["guestinfo.kops.bootstrap-token"].len(), 64);
+
+    // A second update: no change, no write (vCenter or state store).
+    let files = snapshot(&store);
+    let r = update_yes(&sim, "one.k8s.local", &state);
+    assert!(
+        r.stderr.contains("No changes need to be applied"),
+        "{}",
+        r.stderr
+    );
+    assert!(calls(&r).contains(", 0 changing"), "{}", r.stderr);
+    assert!(
+        snapshot(&store) == files,
+        "the no-op update wrote to the state store"
+    );
+    steps.push(("update --yes again (no change)".into(), calls(&r)));
+    let r = ok(
+        &sim,
+        &["update", "cluster", "one.k8s.local", "--state", &state],
+    );
+    steps.push(("update (dry run, no change)".into(), calls(&r)));
+
+    // Scale up, then down.
+    edit_group(
+        &sim,
+        tmp.path(),
+        &state,
+        "one.k8s.local",
+        "nodes-a",
+        &sized(3),
+    );
+    let r = update_yes(&sim, "one.k8s.local", &state);
+    steps.push(("scale nodes-a 1 → 3".into(), calls(&r)));
+    assert_eq!(
+        vms_of(&sim, "one.k8s.local"),
+        [
+            "control-plane-a-1",
+            "nodes-a-1",
+            "nodes-a-2",
+            "nodes-a-3",
+            "nodes-b-1"
+        ]
+    );
+    edit_group(
+        &sim,
+        tmp.path(),
+        &state,
+        "one.k8s.local",
+        "nodes-a",
+        &sized(1),
+    );
+    let r = update_yes(&sim, "one.k8s.local", &state);
+    steps.push(("scale nodes-a 3 → 1".into(), calls(&r)));
+    assert_eq!(
+        vms_of(&sim, "one.k8s.local"),
+        ["control-plane-a-1", "nodes-a-1", "nodes-b-1"]
+    );
+
+    // A user-data change: update names the VM, rolling-update replaces it.
+    edit_group(
+        &sim,
+        tmp.path(),
+        &state,
+        "one.k8s.local",
+        "nodes-b",
+        &|yaml: &str| {
+            yaml.replace(
+                "  nodeLabels:\n",
+                "  nodeLabels:\n    example.com/rolled: \"yes\"\n",
+            )
+        },
+    );
+    let r = update_yes(&sim, "one.k8s.local", &state);
+    assert!(
+        r.stdout.contains("older spec") && r.stdout.contains("nodes-b-1.one.k8s.local"),
+        "{}",
+        r.stdout
+    );
+    let r = ok(
+        &sim,
+        &["get", "instances", "one.k8s.local", "--state", &state],
+    );
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.contains("nodes-b-1.one") && l.contains("NeedsUpdate")),
+        "{}",
+        r.stdout
+    );
+    let r = ok(
+        &sim,
+        &[
+            "rolling-update",
+            "cluster",
+            "one.k8s.local",
+            "--cloudonly",
+            "--yes",
+            "--state",
+            &state,
+        ],
+    );
+    steps.push((
+        "rolling-update --cloudonly (1 VM replaced)".into(),
+        calls(&r),
+    ));
+    assert!(
+        r.stderr
+            .contains("Replaced VM nodes-b-1.one.k8s.local with nodes-b-2.one.k8s.local"),
+        "{}",
+        r.stderr
+    );
+    let r = ok(
+        &sim,
+        &["get", "instances", "one.k8s.local", "--state", &state],
+    );
+    steps.push(("get instances".into(), calls(&r)));
+    assert!(!r.stdout.contains("NeedsUpdate"), "{}", r.stdout);
+    let r = update_yes(&sim, "one.k8s.local", &state);
+    assert!(
+        r.stderr.contains("No changes need to be applied"),
+        "{}",
+        r.stderr
+    );
+
+    // No credential in the state store, the specs, the node configs or the
+    // VMs' user data.
+    let secrets = [vcsim::USER, vcsim::PASSWORD];
+    for (file, bytes) in snapshot(&store) {
+        let text = String::from_utf8_lossy(&bytes);
+        for secret in secrets {
+            assert!(
+                !text.contains(secret),
+                "`{secret}` in the state store's {file}"
+            );
+        }
+    }
+    let specs = ok(
+        &sim,
+        &[
+            "get",
+            "all",
+            "one.k8s.local",
+            "-o",
+            "yaml",
+            "--state",
+            &state,
+        ],
+    );
+    let decode = |b64: &str| {
+        use base64::Engine;
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    for (name, extra) in guestinfo(&sim) {
+        let user_data = decode(&extra["guestinfo.userdata"]);
+        let metadata = decode(&extra["guestinfo.metadata"]);
+        assert!(user_data.contains("nodeup"), "{name}: {user_data}");
+        for secret in secrets {
+            assert!(
+                !user_data.contains(secret) && !metadata.contains(secret),
+                "`{secret}` in {name}'s guestinfo"
+            );
+            assert!(!specs.stdout.contains(secret), "`{secret}` in the specs");
+        }
+    }
+
+    // Delete one cluster: the other's VMs and the folder stay.
+    let r = ok(
+        &sim,
+        &["delete", "cluster", "one.k8s.local", "--state", &state],
+    );
+    assert!(r.stdout.contains("nodes-b-2.one.k8s.local"), "{}", r.stdout);
+    steps.push(("delete (dry run)".into(), calls(&r)));
+    let r = ok(
+        &sim,
+        &[
+            "delete",
+            "cluster",
+            "one.k8s.local",
+            "--yes",
+            "--state",
+            &state,
+        ],
+    );
+    steps.push(("delete --yes (3 VMs)".into(), calls(&r)));
+    assert!(vms_of(&sim, "one.k8s.local").is_empty());
+    assert_eq!(vms_of(&sim, "three.k8s.local").len(), 5);
+    let r = ok(
+        &sim,
+        &[
+            "delete",
+            "cluster",
+            "three.k8s.local",
+            "--yes",
+            "--state",
+            &state,
+        ],
+    );
+    steps.push(("delete --yes (5 VMs and the folder)".into(), calls(&r)));
+    assert_eq!(inventory(&sim), before, "delete left the simulator changed");
+    assert!(tree(&store).is_empty(), "{:?}", tree(&store));
+
+    for (step, calls) in steps {
+        println!("{step}: {calls}");
+    }
+}
+
+/// Bad input: one line naming what is wrong and the fix, a non-zero exit,
+/// and nothing made in the simulator.
+#[test]
+fn bad_input_leaves_nothing() {
+    if !vcsim::vcsim_available() {
+        return;
+    }
+    let sim = Vcsim::start().unwrap();
+    let before = inventory(&sim);
+    let cases: [(&str, &str, &str, &str); 5] = [
+        (
+            "--vsphere-datacenter",
+            "DC9",
+            "datacenter `DC9` does not exist",
+            "vSphereDatacenter",
+        ),
+        (
+            "--vsphere-datastore",
+            "NoSuchDS",
+            "datastore `NoSuchDS` does not exist",
+            "vSphereDatastore",
+        ),
+        (
+            "--vsphere-network",
+            "No Net",
+            "network `No Net` does not exist",
+            "vSphereNetwork",
+        ),
+        (
+            "--image",
+            "no-template",
+            "template `no-template` does not exist",
+            "spec.image",
+        ),
+        (
+            "--vsphere-resource-pool",
+            "NoPool",
+            "resource pool `NoPool` does not exist",
+            "vSphereResourcePool",
+        ),
+    ];
+    for (i, (flag, value, message, fix)) in cases.iter().enumerate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = file_url(tmp.path());
+        let name = format!("bad{i}.k8s.local");
+        let mut args = create_args(&sim, &name, &state, "1");
+        let at = args.iter().position(|a| a == flag).unwrap();
+        args[at + 1] = value;
+        ok(&sim, &args);
+        let r = kops_vc(
+            &sim,
+            &["update", "cluster", &name, "--yes", "--state", &state],
+        );
+        assert_ne!(r.code, 0, "{flag}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(message) && r.stderr.contains(fix),
+            "{flag}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.lines().count() <= 2, "{flag}: {}", r.stderr);
+        assert!(!r.stderr.contains("{ "), "a Debug structure: {}", r.stderr);
+        assert_eq!(
+            inventory(&sim),
+            before,
+            "{flag} left something in the simulator"
+        );
+    }
+
+    // Wrong credentials, an unreachable vCenter, no credentials.
+    let tmp = tempfile::tempdir().unwrap();
+    let state = file_url(tmp.path());
+    ok(&sim, &create_args(&sim, "creds.k8s.local", &state, "1"));
+    let update = [
+        "update",
+        "cluster",
+        "creds.k8s.local",
+        "--yes",
+        "--state",
+        &state,
+    ];
+    let r: Run = command(&update)
+        .env("VSPHERE_USERNAME", vcsim::USER)
+        .env("VSPHERE_PASSWORD", "wrong")
+        .output()
+        .unwrap()
+        .into();
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("refused the login") && r.stderr.contains("VSPHERE_PASSWORD"),
+        "{}",
+        r.stderr
+    );
+    let r: Run = command(&update)
+        .env_remove("VSPHERE_USERNAME")
+        .env_remove("VSPHERE_PASSWORD")
+        .env_remove("VSPHERE_CREDENTIALS_FILE")
+        .output()
+        .unwrap()
+        .into();
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr
+            .contains("set VSPHERE_USERNAME and VSPHERE_PASSWORD"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(inventory(&sim), before);
+
+    // No Terraform for vSphere: refused before anything is written.
+    let out = tmp.path().join("tf");
+    let r = kops_vc(
+        &sim,
+        &[
+            "update",
+            "cluster",
+            "creds.k8s.local",
+            "--target",
+            "terraform",
+            "--out",
+            out.to_str().unwrap(),
+            "--state",
+            &state,
+        ],
+    );
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("--target") && r.stderr.contains("direct"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.exists());
+
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{closed}/sdk");
+    let mut args = create_args(&sim, "gone.k8s.local", &state, "1");
+    let at = args.iter().position(|a| *a == "--vsphere-server").unwrap();
+    args[at + 1] = &url;
+    ok(&sim, &args);
+    let r = kops_vc(
+        &sim,
+        &[
+            "update",
+            "cluster",
+            "gone.k8s.local",
+            "--yes",
+            "--state",
+            &state,
+        ],
+    );
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("is unreachable") && r.stderr.contains("--vsphere-server"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.lines().count() <= 2, "{}", r.stderr);
+}
