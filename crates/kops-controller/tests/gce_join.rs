@@ -43,6 +43,10 @@ impl std::io::Write for Logs {
 }
 
 impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
     fn lines_with(&self, needle: &str) -> Vec<String> {
         String::from_utf8_lossy(&self.0.lock().unwrap())
             .lines()
@@ -216,7 +220,7 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
             let response = client
                 .bootstrap_gce(&request, &me, &signer)
                 .await
-                .unwrap_or_else(|e| panic!("{e}"));
+                .unwrap_or_else(|e| panic!("{e}\n{}\n{:?}\n{:?}", logs.text(), api.calls(), api.paths()));
             let config = response.node_config.expect("node config");
             assert!(config.nodeup_config.contains("node-role.kubernetes.io/node"));
             let cert = &response.certs["kubelet"];
@@ -335,7 +339,17 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
             let labeler = controller
                 .gce_labeler(kube::Api::all(kube))
                 .expect("a GCE cluster");
+            api.take_calls();
             assert_eq!(labeler.run_once().await.unwrap(), 1);
+            let calls: Vec<String> = api.take_calls().into_iter().map(|c| c.method).collect();
+            assert_eq!(
+                calls,
+                [
+                    "compute.instances.get",
+                    "compute.instanceGroupManagers.listManagedInstances",
+                    "compute.instanceTemplates.get",
+                ]
+            );
             let labels = &kube_api.get("api/v1", "nodes", "", made).unwrap()["metadata"]["labels"];
             assert_eq!(labels["kops.k8s.io/instancegroup"], WORKERS, "{labels}");
             assert_eq!(labels["node-role.kubernetes.io/node"], "", "{labels}");
