@@ -275,7 +275,10 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
                 "instance `stranger-1` is not part of cluster `gce-join.example.com` (its `cluster-name` metadata: none)",
             );
 
-            // 4. A replay: the same token twice.
+            // 4. A replay: the same token twice. (kops' token has no nonce:
+            // the same body signed in the same second is the same token, so
+            // wait for the next second after the join's.)
+            tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
             let once = token(&me, &signer);
             client.post(&url, &once, &body).await.unwrap();
             expect_refusal(

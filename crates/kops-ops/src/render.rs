@@ -31,7 +31,7 @@ use crate::update::completed_spec;
 use crate::update::options::Phase;
 use crate::{require_cluster, OpsError, Registry};
 
-mod gce;
+pub(crate) mod gce;
 
 /// The file formats `update cluster` can write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,6 +17,39 @@ fn files_region(config_base: &str) -> String {
         .unwrap_or_else(|_| "us-east-1".into())
 }
 
+/// The cluster's Google Cloud project (`spec.project`), required on GCE.
+pub(crate) fn project(cluster: &kops_api::Cluster) -> Result<String, OpsError> {
+    cluster
+        .spec
+        .project
+        .clone()
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason:
+                "spec.project is not set; set it to the Google Cloud project the cluster lives in"
+                    .into(),
+        })
+}
+
+/// The spec the GCE model reads: the API access and the network ranges
+/// kops' populate step assigns when the network does not exist yet.
+pub(crate) fn resolved(
+    cluster: &kops_api::Cluster,
+    groups: &[kops_api::InstanceGroup],
+) -> Result<kops_api::Cluster, OpsError> {
+    kops_api::populate::with_gce_network_ranges(&kops_api::populate::with_api_access(
+        cluster,
+        Some(groups),
+    ))
+    .map_err(|e| {
+        OpsError::Invalid(kops_api::validation::ValidationError {
+            object: format!("cluster `{}`", cluster.name()),
+            errors: vec![e],
+        })
+    })
+}
+
 pub(super) fn render(
     prepared: &Prepared,
     target: RenderTarget,
@@ -30,28 +63,8 @@ pub(super) fn render(
         }
         .into());
     }
-    let project = cluster
-        .spec
-        .project
-        .clone()
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| OpsError::NotOnAws {
-            cluster: cluster.name().to_string(),
-            reason:
-                "spec.project is not set; set it to the Google Cloud project the cluster lives in"
-                    .into(),
-        })?;
-    // The API access and the network ranges kops' populate step assigns
-    // when the network does not exist yet.
-    let resolved = kops_api::populate::with_gce_network_ranges(
-        &kops_api::populate::with_api_access(cluster, Some(&prepared.groups)),
-    )
-    .map_err(|e| {
-        OpsError::Invalid(kops_api::validation::ValidationError {
-            object: format!("cluster `{}`", cluster.name()),
-            errors: vec![e],
-        })
-    })?;
+    let project = project(cluster)?;
+    let resolved = resolved(cluster, &prepared.groups)?;
     let warnings = kops_api::validation::warnings(&resolved);
     let model = Model {
         cluster: &resolved,

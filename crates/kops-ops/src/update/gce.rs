@@ -20,15 +20,7 @@ pub(super) async fn update(
 ) -> Result<UpdateOutcome, OpsError> {
     let cloud_kind = crate::cloud::Cloud::Gce;
     let region = cloud_kind.region(&cluster)?;
-    let project = cluster
-        .spec
-        .project
-        .clone()
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| OpsError::NotOnAws {
-            cluster: cluster.name().to_string(),
-            reason: "spec.project is not set; set it to the Google Cloud project the cluster lives in".into(),
-        })?;
+    let project = crate::render::gce::project(&cluster)?;
     let nodeup = super::nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
     let config_base = cluster
@@ -43,9 +35,7 @@ pub(super) async fn update(
     let mut node_inputs = crate::pki::node_inputs(registry, &cluster, &groups).await?;
     node_inputs.nodeup = Some(nodeup.sources.clone());
     node_inputs.base_url_images = nodeup.images.clone();
-    let mut resolved = kops_api::populate::with_api_access(&cluster, Some(&groups));
-    let ip_alias = kops_gce::model::uses_ip_alias(&resolved);
-    kops_gce::model::cidrs::assign(&mut resolved, ip_alias);
+    let resolved = crate::render::gce::resolved(&cluster, &groups)?;
     let warnings = kops_api::validation::warnings(&resolved);
     let model = Model {
         cluster: &resolved,
@@ -62,10 +52,11 @@ pub(super) async fn update(
     })?;
     // The files nodes read (node configs, the completed spec...), in the
     // store before any instance can boot.
-    let files = crate::render::neutral_files(&model, &resolved).map_err(|e| OpsError::NotOnAws {
-        cluster: cluster.name().to_string(),
-        reason: e.to_string(),
-    })?;
+    let files =
+        crate::render::neutral_files(&model, &resolved).map_err(|e| OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason: e.to_string(),
+        })?;
     let mut state_files = Vec::new();
     for file in files.iter().filter(|f| f.base.is_none()) {
         let key = format!("{}/{}", request.cluster, file.path);
@@ -77,7 +68,15 @@ pub(super) async fn update(
         if current.as_deref() == Some(&file.contents[..]) {
             continue;
         }
-        state_files.push(format!("{}: {}", if current.is_some() { "update" } else { "create" }, file.path));
+        state_files.push(format!(
+            "{}: {}",
+            if current.is_some() {
+                "update"
+            } else {
+                "create"
+            },
+            file.path
+        ));
         if request.apply {
             registry
                 .store()
@@ -86,10 +85,11 @@ pub(super) async fn update(
                 .map_err(|e| OpsError::Registry(e.into()))?;
         }
     }
-    let cloud = kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
-        cluster: cluster.name().to_string(),
-        reason,
-    })?;
+    let cloud =
+        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason,
+        })?;
     let cloud = Arc::new(cloud);
     let ctx = Arc::new(kops_gce::GceContext {
         project: project.clone(),
@@ -100,7 +100,11 @@ pub(super) async fn update(
     if let Some(p) = request.progress {
         executor = executor.with_progress(BoxedProgress(p));
     }
-    let mode = if request.apply { Mode::Apply } else { Mode::DryRun };
+    let mode = if request.apply {
+        Mode::Apply
+    } else {
+        Mode::DryRun
+    };
     let report = executor.run(&graph, ctx, mode).await?;
     if request.apply {
         registry

@@ -272,8 +272,9 @@ fn update_holds_workers_at_the_control_planes_kubelet_unless_told_not_to() {
     };
     let held = ok(update(&[]), "update --yes");
     assert!(
-        held.stderr
-            .contains("The control plane runs Kubernetes 1.33.4: groups without an API server keep it"),
+        held.stderr.contains(
+            "The control plane runs Kubernetes 1.33.4: groups without an API server keep it"
+        ),
         "{}",
         held.stderr
     );
@@ -284,7 +285,11 @@ fn update_holds_workers_at_the_control_planes_kubelet_unless_told_not_to() {
         update(&["--ignore-kubelet-version-skew"]),
         "update --ignore-kubelet-version-skew",
     );
-    assert!(!forced.stderr.contains("The control plane runs"), "{}", forced.stderr);
+    assert!(
+        !forced.stderr.contains("The control plane runs"),
+        "{}",
+        forced.stderr
+    );
     assert_eq!(stored_version(&state_dir, name, "node"), "1.34.1");
 
     // The control plane caught up: nothing is held back.
