@@ -116,6 +116,9 @@ fn daemonset_of(manifest: &str) -> Option<Value> {
         .find(|v| v["kind"] == "DaemonSet")
 }
 
+/// A running instance: id, group, launch template id and version.
+type Instance = (String, String, String, String);
+
 struct Switch {
     moto: kops_testkit::Moto,
     go: PathBuf,
@@ -283,12 +286,7 @@ impl Switch {
 
     /// The running instances as (id, group, template id, version), and
     /// each template's latest version, by template id and name.
-    fn cloud(
-        &self,
-    ) -> (
-        Vec<(String, String, String, String)>,
-        BTreeMap<String, (String, String)>,
-    ) {
+    fn cloud(&self) -> (Vec<Instance>, BTreeMap<String, (String, String)>) {
         self.rt.block_on(async {
             let ec2 = self.ec2().await;
             let out = ec2
