@@ -142,7 +142,11 @@ impl GceCloud {
         )
     }
 
-    pub fn with_endpoints(project: &str, region: &str, endpoints: Endpoints) -> Result<GceCloud, String> {
+    pub fn with_endpoints(
+        project: &str,
+        region: &str,
+        endpoints: Endpoints,
+    ) -> Result<GceCloud, String> {
         Ok(GceCloud {
             project: project.to_string(),
             region: region.to_string(),
@@ -250,7 +254,12 @@ impl GceCloud {
     }
 
     /// One JSON call with retries of transient failures.
-    pub async fn call(&self, method: Method, url: &str, body: Option<&Value>) -> Result<Value, ApiError> {
+    pub async fn call(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ApiError> {
         let error = |status: u16, reason: &str, message: String| ApiError {
             method: method.to_string(),
             url: url.to_string(),
@@ -283,7 +292,8 @@ impl GceCloud {
                     }
                 }
                 Ok(response) => {
-                    let parsed: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
+                    let parsed: Value =
+                        serde_json::from_slice(&response.body).unwrap_or(Value::Null);
                     let detail = &parsed["error"];
                     let reason = detail["errors"][0]["reason"]
                         .as_str()
@@ -297,7 +307,10 @@ impl GceCloud {
                 }
             };
             match result {
-                Err(e) if attempt < ATTEMPTS && (e.status == 0 || e.status == 429 || e.status >= 500) => {
+                Err(e)
+                    if attempt < ATTEMPTS
+                        && (e.status == 0 || e.status == 429 || e.status >= 500) =>
+                {
                     tracing::debug!("{e} (attempt {attempt}), retrying in {pause:?}");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(MAX_BACKOFF);
@@ -339,7 +352,12 @@ impl GceCloud {
     }
 
     /// A Compute mutation: sends it and waits for its operation.
-    pub async fn mutate(&self, method: Method, url: &str, body: Option<&Value>) -> Result<Value, ApiError> {
+    pub async fn mutate(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ApiError> {
         let op = self.call(method, url, body).await?;
         self.wait(op).await
     }
@@ -353,7 +371,9 @@ impl GceCloud {
                 break;
             };
             let link = self.local_link(&link);
-            op = self.call(Method::POST, &format!("{link}/wait"), None).await?;
+            op = self
+                .call(Method::POST, &format!("{link}/wait"), None)
+                .await?;
             if op["status"] != "DONE" {
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(2));

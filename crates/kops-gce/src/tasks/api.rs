@@ -54,18 +54,58 @@ impl Spec {
 
 /// The field names a plan shows (a change names its top-level field).
 const FIELDS: &[&str] = &[
-    "autoCreateSubnetworks", "network", "ipCidrRange", "stackType", "ipv6AccessType",
-    "secondaryIpRanges", "nats", "allowed", "sourceRanges", "sourceTags", "targetTags",
-    "disabled", "sizeGb", "type", "labels", "provisionedIops", "provisionedThroughput",
-    "baseInstanceName", "instanceTemplate", "targetSize", "targetPools", "updatePolicy",
-    "listManagedInstancesResults", "addressType", "purpose", "subnetwork", "IPAddress",
-    "IPProtocol", "loadBalancingScheme", "portRange", "ports", "target", "backendService",
-    "port", "requestPath", "tcpHealthCheck", "httpHealthCheck", "httpsHealthCheck",
-    "sslHealthCheck", "protocol", "healthChecks", "backends", "properties", "region",
+    "autoCreateSubnetworks",
+    "network",
+    "ipCidrRange",
+    "stackType",
+    "ipv6AccessType",
+    "secondaryIpRanges",
+    "nats",
+    "allowed",
+    "sourceRanges",
+    "sourceTags",
+    "targetTags",
+    "disabled",
+    "sizeGb",
+    "type",
+    "labels",
+    "provisionedIops",
+    "provisionedThroughput",
+    "baseInstanceName",
+    "instanceTemplate",
+    "targetSize",
+    "targetPools",
+    "updatePolicy",
+    "listManagedInstancesResults",
+    "addressType",
+    "purpose",
+    "subnetwork",
+    "IPAddress",
+    "IPProtocol",
+    "loadBalancingScheme",
+    "portRange",
+    "ports",
+    "target",
+    "backendService",
+    "port",
+    "requestPath",
+    "tcpHealthCheck",
+    "httpHealthCheck",
+    "httpsHealthCheck",
+    "sslHealthCheck",
+    "protocol",
+    "healthChecks",
+    "backends",
+    "properties",
+    "region",
 ];
 
 fn field_name(key: &str) -> &'static str {
-    FIELDS.iter().find(|f| **f == key).copied().unwrap_or("spec")
+    FIELDS
+        .iter()
+        .find(|f| **f == key)
+        .copied()
+        .unwrap_or("spec")
 }
 
 /// `projects/...` of a reference or self link.
@@ -183,7 +223,11 @@ pub(crate) async fn apply(
     match actual {
         None => {
             let inserted = cloud
-                .mutate(Method::POST, &cloud.compute_url(spec.collection()), Some(&spec.body))
+                .mutate(
+                    Method::POST,
+                    &cloud.compute_url(spec.collection()),
+                    Some(&spec.body),
+                )
                 .await;
             match inserted {
                 Ok(_) => {}
@@ -359,7 +403,11 @@ impl Disk {
         if let Some(throughput) = self.throughput {
             body["provisionedThroughput"] = throughput.to_string().into();
         }
-        Spec::new(format!("zones/{}/disks/{}", self.zone, self.name), body, Update::Labels)
+        Spec::new(
+            format!("zones/{}/disks/{}", self.zone, self.name),
+            body,
+            Update::Labels,
+        )
     }
 }
 
@@ -369,7 +417,9 @@ impl InstanceTemplate {
     pub(crate) fn properties(&self, cloud: &GceCloud, deps: &Outputs) -> Result<Value, TaskError> {
         let email = match &self.service_account {
             TemplateServiceAccount::Email(email) => Some(email.clone()),
-            TemplateServiceAccount::Task(key) => deps.try_get(&OutputRef::<String>::new(key.clone()))?.cloned(),
+            TemplateServiceAccount::Task(key) => deps
+                .try_get(&OutputRef::<String>::new(key.clone()))?
+                .cloned(),
         };
         let mut interface = json!({
             "network": network_path(&self.network, &cloud.project, None),
@@ -377,7 +427,8 @@ impl InstanceTemplate {
             "stackType": self.stack_type,
         });
         if self.has_external_ip {
-            interface["accessConfigs"] = json!([{"name": "external-nat", "type": "ONE_TO_ONE_NAT"}]);
+            interface["accessConfigs"] =
+                json!([{"name": "external-nat", "type": "ONE_TO_ONE_NAT"}]);
         }
         if !self.alias_ip_ranges.is_empty() {
             let ranges: Vec<Value> = self
@@ -443,7 +494,12 @@ impl InstanceGroupManager {
         let pools: Vec<String> = self
             .target_pools
             .iter()
-            .map(|p| format!("projects/{}/regions/{}/targetPools/{}", cloud.project, cloud.region, p.name))
+            .map(|p| {
+                format!(
+                    "projects/{}/regions/{}/targetPools/{}",
+                    cloud.project, cloud.region, p.name
+                )
+            })
             .collect();
         Ok(Spec::new(
             format!("zones/{}/instanceGroupManagers/{}", self.zone, self.name),
@@ -471,15 +527,25 @@ impl Address {
             body["purpose"] = p.as_str().into();
         }
         if let Some(s) = &self.subnetwork {
-            body["subnetwork"] = format!("projects/{}/regions/{}/subnetworks/{}", cloud.project, cloud.region, s.name).into();
+            body["subnetwork"] = format!(
+                "projects/{}/regions/{}/subnetworks/{}",
+                cloud.project, cloud.region, s.name
+            )
+            .into();
         }
-        Spec::new(format!("regions/{}/addresses/{}", cloud.region, self.name), body, Update::Immutable)
+        Spec::new(
+            format!("regions/{}/addresses/{}", cloud.region, self.name),
+            body,
+            Update::Immutable,
+        )
     }
 }
 
 impl ForwardingRule {
     pub(crate) fn spec(&self, cloud: &GceCloud, deps: &Outputs) -> Result<Spec, TaskError> {
-        let address = deps.try_get(&OutputRef::<String>::new(self.address.clone()))?.cloned();
+        let address = deps
+            .try_get(&OutputRef::<String>::new(self.address.clone()))?
+            .cloned();
         let (p, r) = (&cloud.project, &cloud.region);
         let mut body = json!({
             "name": self.name,
@@ -490,17 +556,29 @@ impl ForwardingRule {
         });
         match &self.target {
             ForwardingTarget::TargetPool { pool, port_range } => {
-                body["target"] = format!("projects/{p}/regions/{r}/targetPools/{}", pool.name).into();
+                body["target"] =
+                    format!("projects/{p}/regions/{r}/targetPools/{}", pool.name).into();
                 body["portRange"] = port_range.as_str().into();
             }
-            ForwardingTarget::BackendService { service, ports, network, subnetwork } => {
-                body["backendService"] = format!("projects/{p}/regions/{r}/backendServices/{}", service.name).into();
+            ForwardingTarget::BackendService {
+                service,
+                ports,
+                network,
+                subnetwork,
+            } => {
+                body["backendService"] =
+                    format!("projects/{p}/regions/{r}/backendServices/{}", service.name).into();
                 body["ports"] = json!(ports);
                 body["network"] = network_path(network, p, None).into();
-                body["subnetwork"] = format!("projects/{p}/regions/{r}/subnetworks/{}", subnetwork.name).into();
+                body["subnetwork"] =
+                    format!("projects/{p}/regions/{r}/subnetworks/{}", subnetwork.name).into();
             }
         }
-        Ok(Spec::new(format!("regions/{r}/forwardingRules/{}", self.name), body, Update::Labels))
+        Ok(Spec::new(
+            format!("regions/{r}/forwardingRules/{}", self.name),
+            body,
+            Update::Labels,
+        ))
     }
 }
 
@@ -522,10 +600,18 @@ impl HealthCheck {
             "HTTPS" => "httpsHealthCheck",
             _ => "tcpHealthCheck",
         };
-        let kind = if block == "tcpHealthCheck" { "TCP" } else { self.protocol.as_str() };
+        let kind = if block == "tcpHealthCheck" {
+            "TCP"
+        } else {
+            self.protocol.as_str()
+        };
         let mut body = json!({"name": self.name, "type": kind});
         body[block] = json!({"port": self.port});
-        Spec::new(format!("regions/{}/healthChecks/{}", cloud.region, self.name), body, Update::Patch)
+        Spec::new(
+            format!("regions/{}/healthChecks/{}", cloud.region, self.name),
+            body,
+            Update::Patch,
+        )
     }
 }
 
@@ -533,7 +619,9 @@ impl BackendService {
     pub(crate) fn spec(&self, cloud: &GceCloud, deps: &Outputs) -> Result<Spec, TaskError> {
         let mut backends = Vec::new();
         for group in &self.instance_group_managers {
-            let link = deps.try_get(&OutputRef::<String>::new(group.clone()))?.cloned();
+            let link = deps
+                .try_get(&OutputRef::<String>::new(group.clone()))?
+                .cloned();
             backends.push(json!({
                 "balancingMode": "CONNECTION",
                 "group": link.unwrap_or_else(|| format!("<{group}>")),
@@ -542,7 +630,12 @@ impl BackendService {
         let checks: Vec<String> = self
             .health_checks
             .iter()
-            .map(|c| format!("projects/{}/regions/{}/healthChecks/{}", cloud.project, cloud.region, c.name))
+            .map(|c| {
+                format!(
+                    "projects/{}/regions/{}/healthChecks/{}",
+                    cloud.project, cloud.region, c.name
+                )
+            })
             .collect();
         Ok(Spec::new(
             format!("regions/{}/backendServices/{}", cloud.region, self.name),

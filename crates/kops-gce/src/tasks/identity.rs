@@ -46,14 +46,21 @@ impl Task<GceContext> for InstanceTemplate {
         let templates = cloud.instance_templates().await.map_err(fail)?;
         let mut candidates: Vec<&Value> = templates
             .iter()
-            .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with(&self.name_prefix)))
+            .filter(|t| {
+                t["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(&self.name_prefix))
+            })
             .collect();
         candidates.sort_by_key(|t| t["creationTimestamp"].as_str().unwrap_or("").to_string());
         let wanted = json!({"properties": want});
-        let matching = candidates
-            .iter()
-            .rev()
-            .find(|t| api::diff(Some(&Found { resource: (**t).clone(), want: wanted.clone() })).is_empty());
+        let matching = candidates.iter().rev().find(|t| {
+            api::diff(Some(&Found {
+                resource: (**t).clone(),
+                want: wanted.clone(),
+            }))
+            .is_empty()
+        });
         Ok(matching.or(candidates.last()).map(|t| Found {
             resource: (*t).clone(),
             want: wanted,
@@ -79,7 +86,11 @@ impl Task<GceContext> for InstanceTemplate {
         let name = template_name(&self.name_prefix);
         let body = json!({"name": name, "properties": self.properties(cloud, deps)?});
         cloud
-            .mutate(Method::POST, &cloud.compute_url("global/instanceTemplates"), Some(&body))
+            .mutate(
+                Method::POST,
+                &cloud.compute_url("global/instanceTemplates"),
+                Some(&body),
+            )
             .await
             .map_err(fail)?;
         cloud.forget_instance_templates();
@@ -143,7 +154,10 @@ impl Task<GceContext> for ServiceAccount {
             "displayName": self.display_name.clone().unwrap_or_default(),
             "description": self.description.clone().unwrap_or_default(),
         });
-        let base = format!("{}v1/projects/{}/serviceAccounts", cloud.endpoints.iam, self.project);
+        let base = format!(
+            "{}v1/projects/{}/serviceAccounts",
+            cloud.endpoints.iam, self.project
+        );
         if actual.is_none() {
             let body = json!({"accountId": self.account_id, "serviceAccount": details});
             match cloud.call(Method::POST, &base, Some(&body)).await {
@@ -154,7 +168,11 @@ impl Task<GceContext> for ServiceAccount {
         } else if !changes.is_empty() {
             let body = json!({"serviceAccount": details, "updateMask": "displayName,description"});
             cloud
-                .call(Method::PATCH, &format!("{base}/{}", self.email), Some(&body))
+                .call(
+                    Method::PATCH,
+                    &format!("{base}/{}", self.email),
+                    Some(&body),
+                )
                 .await
                 .map_err(fail)?;
         }
@@ -164,12 +182,16 @@ impl Task<GceContext> for ServiceAccount {
 
 /// Whether `policy` binds `member` to `role`.
 fn binds(policy: &Value, role: &str, member: &str) -> bool {
-    policy["bindings"].as_array().into_iter().flatten().any(|b| {
-        b["role"] == role
-            && b["members"]
-                .as_array()
-                .is_some_and(|m| m.iter().any(|x| x == member))
-    })
+    policy["bindings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|b| {
+            b["role"] == role
+                && b["members"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().any(|x| x == member))
+        })
 }
 
 /// `policy` with `member` added to `role`.
@@ -210,7 +232,10 @@ fn binding_diff(actual: Option<&Found>, role: &str) -> Changes {
             changes.push(FieldChange {
                 field: "members",
                 from: None,
-                to: format!("{role}: {}", found.want["member"].as_str().unwrap_or("<pending>")),
+                to: format!(
+                    "{role}: {}",
+                    found.want["member"].as_str().unwrap_or("<pending>")
+                ),
             });
         }
     }
@@ -233,7 +258,9 @@ impl Task<GceContext> for ProjectIamBinding {
         let cloud = ctx.cloud()?;
         let policy = project_policy(cloud, &self.project).await?;
         let member = member(deps, &self.member)?;
-        let bound = member.as_deref().is_some_and(|m| binds(&policy, &self.role, m));
+        let bound = member
+            .as_deref()
+            .is_some_and(|m| binds(&policy, &self.role, m));
         Ok(Some(Found {
             resource: policy,
             want: json!({"bound": bound, "member": member}),
@@ -286,7 +313,10 @@ async fn project_policy(cloud: &GceCloud, project: &str) -> Result<Value, TaskEr
         "{}v1/projects/{project}:getIamPolicy",
         cloud.endpoints.resource_manager
     );
-    cloud.call(Method::POST, &url, Some(&json!({}))).await.map_err(fail)
+    cloud
+        .call(Method::POST, &url, Some(&json!({})))
+        .await
+        .map_err(fail)
 }
 
 /// The Cloud Storage JSON API's bucket IAM policy URL
@@ -315,7 +345,9 @@ impl Task<GceContext> for StorageBucketIam {
             .await
             .map_err(fail)?;
         let member = member(deps, &self.member)?;
-        let bound = member.as_deref().is_some_and(|m| binds(&policy, &self.role, m));
+        let bound = member
+            .as_deref()
+            .is_some_and(|m| binds(&policy, &self.role, m));
         Ok(Some(Found {
             resource: policy,
             want: json!({"bound": bound, "member": member}),

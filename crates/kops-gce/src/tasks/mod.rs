@@ -13,8 +13,8 @@
 
 mod api;
 mod compute;
-mod identity;
 mod iam;
+mod identity;
 mod load_balancer;
 mod network;
 
@@ -46,7 +46,9 @@ impl GceContext {
     /// The API client; a fatal error when the context has none.
     pub fn cloud(&self) -> Result<&GceCloud, TaskError> {
         self.cloud.as_deref().ok_or_else(|| {
-            TaskError::fatal("no Google Cloud API client in this run (a render cannot find or apply)")
+            TaskError::fatal(
+                "no Google Cloud API client in this run (a render cannot find or apply)",
+            )
         })
     }
 }
@@ -110,7 +112,9 @@ macro_rules! gce_task {
 /// The self link as `projects/...`.
 fn self_link(resource: &Value) -> String {
     let link = resource["selfLink"].as_str().unwrap_or("");
-    link.find("projects/").map_or(link, |i| &link[i..]).to_string()
+    link.find("projects/")
+        .map_or(link, |i| &link[i..])
+        .to_string()
 }
 
 fn ip_address(resource: &Value) -> String {
@@ -119,7 +123,9 @@ fn ip_address(resource: &Value) -> String {
 
 fn instance_group(resource: &Value) -> String {
     let link = resource["instanceGroup"].as_str().unwrap_or("");
-    link.find("projects/").map_or(link, |i| &link[i..]).to_string()
+    link.find("projects/")
+        .map_or(link, |i| &link[i..])
+        .to_string()
 }
 
 gce_task! {

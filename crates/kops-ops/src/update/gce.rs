@@ -27,7 +27,9 @@ pub(super) async fn update(
         .filter(|p| !p.is_empty())
         .ok_or_else(|| OpsError::NotOnAws {
             cluster: cluster.name().to_string(),
-            reason: "spec.project is not set; set it to the Google Cloud project the cluster lives in".into(),
+            reason:
+                "spec.project is not set; set it to the Google Cloud project the cluster lives in"
+                    .into(),
         })?;
     let nodeup = super::nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
@@ -62,10 +64,11 @@ pub(super) async fn update(
     })?;
     // The files nodes read (node configs, the completed spec...), in the
     // store before any instance can boot.
-    let files = crate::render::neutral_files(&model, &resolved).map_err(|e| OpsError::NotOnAws {
-        cluster: cluster.name().to_string(),
-        reason: e.to_string(),
-    })?;
+    let files =
+        crate::render::neutral_files(&model, &resolved).map_err(|e| OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason: e.to_string(),
+        })?;
     let mut state_files = Vec::new();
     for file in files.iter().filter(|f| f.base.is_none()) {
         let key = format!("{}/{}", request.cluster, file.path);
@@ -77,7 +80,15 @@ pub(super) async fn update(
         if current.as_deref() == Some(&file.contents[..]) {
             continue;
         }
-        state_files.push(format!("{}: {}", if current.is_some() { "update" } else { "create" }, file.path));
+        state_files.push(format!(
+            "{}: {}",
+            if current.is_some() {
+                "update"
+            } else {
+                "create"
+            },
+            file.path
+        ));
         if request.apply {
             registry
                 .store()
@@ -86,10 +97,11 @@ pub(super) async fn update(
                 .map_err(|e| OpsError::Registry(e.into()))?;
         }
     }
-    let cloud = kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
-        cluster: cluster.name().to_string(),
-        reason,
-    })?;
+    let cloud =
+        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason,
+        })?;
     let cloud = Arc::new(cloud);
     let ctx = Arc::new(kops_gce::GceContext {
         project: project.clone(),
@@ -100,7 +112,11 @@ pub(super) async fn update(
     if let Some(p) = request.progress {
         executor = executor.with_progress(BoxedProgress(p));
     }
-    let mode = if request.apply { Mode::Apply } else { Mode::DryRun };
+    let mode = if request.apply {
+        Mode::Apply
+    } else {
+        Mode::DryRun
+    };
     let report = executor.run(&graph, ctx, mode).await?;
     if request.apply {
         registry

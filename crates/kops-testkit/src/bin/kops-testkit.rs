@@ -13,7 +13,9 @@ fn main() -> ExitCode {
     let api = match kops_testkit::GceApi::start() {
         Ok(api) => api,
         Err(e) => {
-            eprintln!("kops-testkit: cannot start the GCE API server: {e} (run scripts/setup-venv)");
+            eprintln!(
+                "kops-testkit: cannot start the GCE API server: {e} (run scripts/setup-venv)"
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -40,6 +42,8 @@ fn main() -> ExitCode {
 }
 
 fn bad(flag: &str) -> ExitCode {
-    eprintln!("kops-testkit: {flag} needs a value (--page-size: a count, --fault-rate: 0.0 to 1.0)");
+    eprintln!(
+        "kops-testkit: {flag} needs a value (--page-size: a count, --fault-rate: 0.0 to 1.0)"
+    );
     ExitCode::from(2)
 }

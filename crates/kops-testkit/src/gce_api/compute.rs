@@ -29,7 +29,13 @@ const STORED: [&str; 16] = [
 ];
 
 /// Fields whose strings are not references.
-const NOT_REFERENCES: [&str; 5] = ["metadata", "labels", "description", "selfLink", "instanceGroup"];
+const NOT_REFERENCES: [&str; 5] = [
+    "metadata",
+    "labels",
+    "description",
+    "selfLink",
+    "instanceGroup",
+];
 
 pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
     let collection = call.id.split('.').nth(1).unwrap_or("");
@@ -49,7 +55,10 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
         "patch" | "update" => modify(state, call),
         "setLabels" => set_labels(state, call),
         "setMetadata" | "setTags" => set_fingerprinted(state, call),
-        "resize" | "setInstanceTemplate" | "setTargetPools" | "deleteInstances"
+        "resize"
+        | "setInstanceTemplate"
+        | "setTargetPools"
+        | "deleteInstances"
         | "recreateInstances" => group_change(state, call),
         "listManagedInstances" => list_managed_instances(state, call),
         _ => Err(ApiError::not_implemented(call.id)),
@@ -65,7 +74,10 @@ fn relative(path: &str) -> String {
 fn reference_path(project: &str, text: &str) -> Option<String> {
     let tail = if let Some(i) = text.find("projects/") {
         text[i..].to_string()
-    } else if ["global/", "regions/", "zones/"].iter().any(|p| text.starts_with(p)) {
+    } else if ["global/", "regions/", "zones/"]
+        .iter()
+        .any(|p| text.starts_with(p))
+    {
         format!("projects/{project}/{text}")
     } else {
         return None;
@@ -122,14 +134,20 @@ pub(crate) fn with_defaults(state: &mut State, path: &str, mut resource: Value) 
     object
         .entry("id")
         .or_insert_with(|| Value::String((id * 7_919 + 4_000_000_000).to_string()));
-    object.entry("creationTimestamp").or_insert_with(|| timestamp().into());
+    object
+        .entry("creationTimestamp")
+        .or_insert_with(|| timestamp().into());
     object.insert("selfLink".into(), state.link(path).into());
     if let Some(name) = path.rsplit('/').next() {
         object.entry("name").or_insert_with(|| name.into());
     }
     let parts: Vec<&str> = path.split('/').collect();
     if parts.len() > 6 && (parts[4] == "zones" || parts[4] == "regions") {
-        let key = if parts[4] == "zones" { "zone" } else { "region" };
+        let key = if parts[4] == "zones" {
+            "zone"
+        } else {
+            "region"
+        };
         let link = state.link(&parts[..6].join("/"));
         object.entry(key).or_insert_with(|| link.into());
     }
@@ -156,12 +174,7 @@ fn refresh_fingerprints(object: &mut Map<String, Value>) {
 }
 
 /// Starts an operation on `target` that applies `effect` when done.
-fn operation(
-    state: &mut State,
-    call: &Incoming<'_>,
-    target: &str,
-    effect: super::Effect,
-) -> Value {
+fn operation(state: &mut State, call: &Incoming<'_>, target: &str, effect: super::Effect) -> Value {
     let project = call.var("project");
     let scope = scope(call);
     let id = state.next_id();
@@ -181,8 +194,14 @@ fn operation(
         "selfLink": state.link(&path),
     });
     if scope != "global" {
-        let key = if scope.starts_with("zones/") { "zone" } else { "region" };
-        json[key] = state.link(&format!("compute/v1/projects/{project}/{scope}")).into();
+        let key = if scope.starts_with("zones/") {
+            "zone"
+        } else {
+            "region"
+        };
+        json[key] = state
+            .link(&format!("compute/v1/projects/{project}/{scope}"))
+            .into();
     }
     state.operations.push(Operation {
         path,
@@ -208,10 +227,11 @@ fn get_operation(state: &mut State, path: &str, wait: bool) -> Result<Value, Api
 /// Whether an unfinished operation of `verb` targets `path`.
 fn pending(state: &State, path: &str, verb: &str) -> bool {
     let link = state.link(path);
-    state
-        .operations
-        .iter()
-        .any(|op| op.json["status"] != "DONE" && op.json["targetLink"] == link.as_str() && op.json["operationType"] == verb)
+    state.operations.iter().any(|op| {
+        op.json["status"] != "DONE"
+            && op.json["targetLink"] == link.as_str()
+            && op.json["operationType"] == verb
+    })
 }
 
 fn existing(state: &State, path: &str) -> Result<Value, ApiError> {
@@ -260,7 +280,10 @@ fn insert(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
     match collection.as_str() {
         "subnetworks" => {
             resource["fingerprint"] = "".into();
-            if let Some(gateway) = resource["ipCidrRange"].as_str().and_then(|c| nth_address(c, 1)) {
+            if let Some(gateway) = resource["ipCidrRange"]
+                .as_str()
+                .and_then(|c| nth_address(c, 1))
+            {
                 resource["gatewayAddress"] = gateway.into();
             }
         }
@@ -330,7 +353,8 @@ fn nth_address(cidr: &str, n: u32) -> Option<String> {
 /// An address for a new external or internal address / forwarding rule.
 fn new_address(state: &mut State, project: &str, resource: &Value) -> String {
     let n = (state.next_id() % 250) as u32 + 2;
-    let internal = resource["addressType"] == "INTERNAL" || resource["loadBalancingScheme"] == "INTERNAL";
+    let internal =
+        resource["addressType"] == "INTERNAL" || resource["loadBalancingScheme"] == "INTERNAL";
     if internal {
         let cidr = resource["subnetwork"]
             .as_str()
@@ -353,7 +377,11 @@ fn delete(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
         return Err(ApiError::not_found(&relative(&path)));
     }
     let is_group = path.contains("/instanceGroupManagers/");
-    let members = if is_group { group_members(state, &path) } else { Vec::new() };
+    let members = if is_group {
+        group_members(state, &path)
+    } else {
+        Vec::new()
+    };
     for (other_path, other) in &state.resources {
         if *other_path == path || members.contains(other_path) {
             continue;
@@ -397,9 +425,9 @@ fn delete(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
 /// The fingerprint a change must carry, when the resource has one.
 fn check_fingerprint(current: &Value, given: &Value, what: &str) -> Result<(), ApiError> {
     match (current.as_str(), given.as_str()) {
-        (Some(current), Some(given)) if current != given => Err(ApiError::condition_not_met(format!(
-            "Supplied fingerprint does not match current {what} fingerprint."
-        ))),
+        (Some(current), Some(given)) if current != given => Err(ApiError::condition_not_met(
+            format!("Supplied fingerprint does not match current {what} fingerprint."),
+        )),
         _ => Ok(()),
     }
 }
@@ -423,7 +451,11 @@ fn modify(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
     let project = call.var("project").to_string();
     let path = call.path.to_string();
     let current = existing(state, &path)?;
-    check_fingerprint(&current["fingerprint"], &call.body["fingerprint"], "resource")?;
+    check_fingerprint(
+        &current["fingerprint"],
+        &call.body["fingerprint"],
+        "resource",
+    )?;
     check_references(state, &project, &call.body)?;
     let mut updated = if call.verb() == "patch" {
         let mut merged = current.clone();
@@ -431,7 +463,15 @@ fn modify(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
         merged
     } else {
         let mut replaced = call.body.clone();
-        for keep in ["id", "selfLink", "creationTimestamp", "kind", "zone", "region", "name"] {
+        for keep in [
+            "id",
+            "selfLink",
+            "creationTimestamp",
+            "kind",
+            "zone",
+            "region",
+            "name",
+        ] {
             if let Some(value) = current.get(keep) {
                 replaced[keep] = value.clone();
             }
@@ -499,7 +539,11 @@ fn set_labels(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError>
 fn set_fingerprinted(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
     let path = resource_of(call);
     let current = existing(state, &path)?;
-    let field = if call.verb() == "setMetadata" { "metadata" } else { "tags" };
+    let field = if call.verb() == "setMetadata" {
+        "metadata"
+    } else {
+        "tags"
+    };
     if call.body["fingerprint"] != current[field]["fingerprint"] {
         return Err(ApiError::condition_not_met(format!(
             "Supplied fingerprint does not match current {field} fingerprint."
@@ -559,7 +603,11 @@ fn add_instance(state: &mut State, project: &str, zone: &str, group: &str, manag
     let template_path = manager["instanceTemplate"]
         .as_str()
         .and_then(|t| reference_path(project, t));
-    let Some(template) = template_path.as_ref().and_then(|p| state.resources.get(p)).cloned() else {
+    let Some(template) = template_path
+        .as_ref()
+        .and_then(|p| state.resources.get(p))
+        .cloned()
+    else {
         return;
     };
     let properties = &template["properties"];
@@ -570,10 +618,16 @@ fn add_instance(state: &mut State, project: &str, zone: &str, group: &str, manag
     let base = manager["baseInstanceName"].as_str().unwrap_or("instance");
     let name = format!("{base}-{suffix}");
     let path = format!("compute/v1/projects/{project}/zones/{zone}/instances/{name}");
-    let mut items = properties["metadata"]["items"].as_array().cloned().unwrap_or_default();
+    let mut items = properties["metadata"]["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     items.push(json!({"key": "instance-template", "value": relative(template_path.as_deref().unwrap_or(""))}));
     items.push(json!({"key": "created-by", "value": relative(group)}));
-    let mut interfaces = properties["networkInterfaces"].as_array().cloned().unwrap_or_default();
+    let mut interfaces = properties["networkInterfaces"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for (i, interface) in interfaces.iter_mut().enumerate() {
         interface["name"] = format!("nic{i}").into();
         let n = state.next_id() % 250 + 2;
@@ -615,7 +669,14 @@ fn group_change(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiErro
             let size: u64 = call
                 .param("size")
                 .and_then(|s| s.parse().ok())
-                .ok_or_else(|| ApiError::new(400, "required", "INVALID_ARGUMENT", "Required field 'size' not specified".into()))?;
+                .ok_or_else(|| {
+                    ApiError::new(
+                        400,
+                        "required",
+                        "INVALID_ARGUMENT",
+                        "Required field 'size' not specified".into(),
+                    )
+                })?;
             manager["targetSize"] = size.into();
         }
         "setInstanceTemplate" => {
@@ -623,7 +684,11 @@ fn group_change(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiErro
             manager["instanceTemplate"] = call.body["instanceTemplate"].clone();
         }
         "setTargetPools" => {
-            check_fingerprint(&manager["fingerprint"], &call.body["fingerprint"], "resource")?;
+            check_fingerprint(
+                &manager["fingerprint"],
+                &call.body["fingerprint"],
+                "resource",
+            )?;
             check_references(state, &project, &call.body)?;
             manager["targetPools"] = call.body["targetPools"].clone();
         }
@@ -731,7 +796,9 @@ fn aggregated_list(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiE
     let (found, next) = page(state, call, &found)?;
     let mut items = Map::new();
     for (scope, resource) in found {
-        let entry = items.entry(scope).or_insert_with(|| json!({collection: []}));
+        let entry = items
+            .entry(scope)
+            .or_insert_with(|| json!({collection: []}));
         entry[collection].as_array_mut().unwrap().push(resource);
     }
     let mut answer = json!({"kind": format!("compute#{collection}AggregatedList"), "items": items});

@@ -16,7 +16,11 @@ pub const SERVICES: [(&str, &str, &str); 4] = [
     ("compute", "/compute/v1/", "compute.v1.json"),
     ("dns", "/", "dns.v1.json"),
     ("iam", "/iam/", "iam.v1.json"),
-    ("cloudresourcemanager", "/cloudresourcemanager/", "cloudresourcemanager.v1.json"),
+    (
+        "cloudresourcemanager",
+        "/cloudresourcemanager/",
+        "cloudresourcemanager.v1.json",
+    ),
 ];
 
 /// Query parameters every Google API accepts.
@@ -93,8 +97,8 @@ impl Discovery {
         let mut schemas = BTreeMap::new();
         for (service, mount, file) in SERVICES {
             let path = dir.join(file);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let doc: Value =
                 serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
             let service_path = doc["servicePath"].as_str().unwrap_or("");
@@ -158,7 +162,11 @@ impl Discovery {
             method: &method.id,
         };
         // Compute names the body `resource` in its messages.
-        let root = if method.service == "compute" { "resource" } else { "" };
+        let root = if method.service == "compute" {
+            "resource"
+        } else {
+            ""
+        };
         checker.check(&Value::Object(ref_schema(request)), body, root)
     }
 }

@@ -193,7 +193,10 @@ impl GceApi {
     /// Starts a server on a free loopback port.
     pub fn start() -> io::Result<GceApi> {
         let dir = documents_dir().ok_or_else(|| {
-            io::Error::new(io::ErrorKind::NotFound, "Google's discovery documents not found")
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "Google's discovery documents not found",
+            )
         })?;
         let discovery = Discovery::load(&dir).map_err(io::Error::other)?;
         GceApi::start_on("127.0.0.1:0", discovery)
@@ -240,8 +243,14 @@ impl GceApi {
     pub fn env(&self) -> Vec<(String, String)> {
         let url = &self.url;
         [
-            ("CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE", format!("{url}/compute/v1/")),
-            ("CLOUDSDK_API_ENDPOINT_OVERRIDES_DNS", format!("{url}/dns/v1/")),
+            (
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE",
+                format!("{url}/compute/v1/"),
+            ),
+            (
+                "CLOUDSDK_API_ENDPOINT_OVERRIDES_DNS",
+                format!("{url}/dns/v1/"),
+            ),
             ("CLOUDSDK_API_ENDPOINT_OVERRIDES_IAM", format!("{url}/iam/")),
             (
                 "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER",
@@ -301,7 +310,10 @@ impl GceApi {
     /// Removes a resource (as if someone deleted it); whether it existed.
     pub fn remove(&self, path: &str) -> bool {
         let mut state = self.state.lock().unwrap();
-        state.resources.remove(path.trim_start_matches('/')).is_some()
+        state
+            .resources
+            .remove(path.trim_start_matches('/'))
+            .is_some()
     }
 
     /// The calls answered so far.
@@ -317,11 +329,30 @@ impl GceApi {
     /// Sends one request to the server (path from the root, with any
     /// query) and returns the status and the parsed body (`Null` when
     /// empty or the connection was dropped: status 0).
-    pub fn request(&self, method: &str, path: &str, body: Option<&Value>) -> io::Result<(u16, Value)> {
-        let port = self.url.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> io::Result<(u16, Value)> {
+        let port = self
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
         let text = body.map(Value::to_string).unwrap_or_default();
-        match crate::http_request_with(port, method, path, "Content-Type: application/json\r\n", &text) {
-            Ok((status, bytes)) => Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))),
+        match crate::http_request_with(
+            port,
+            method,
+            path,
+            "Content-Type: application/json\r\n",
+            &text,
+        ) {
+            Ok((status, bytes)) => Ok((
+                status,
+                serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            )),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => Ok((0, Value::Null)),
             Err(e) => Err(e),
         }
@@ -433,7 +464,10 @@ fn handle(state: &Mutex<State>, discovery: &Discovery, request: &Request) -> Opt
         http_method: request.method.clone(),
         path: request.path.clone(),
         query: request.raw_query.clone(),
-        method: matched.as_ref().map(|m| m.method.id.clone()).unwrap_or_default(),
+        method: matched
+            .as_ref()
+            .map(|m| m.method.id.clone())
+            .unwrap_or_default(),
         status: 0,
     };
     if state.fault_rate > 0.0 && state.random() < state.fault_rate {
@@ -464,7 +498,10 @@ fn handle(state: &Mutex<State>, discovery: &Discovery, request: &Request) -> Opt
             404,
             "notFound",
             "NOT_FOUND",
-            format!("The requested URL {} was not found on this server.", request.path),
+            format!(
+                "The requested URL {} was not found on this server.",
+                request.path
+            ),
         )),
         Some(matched) => dispatch(&mut state, discovery, matched, request),
     };
@@ -487,9 +524,8 @@ fn dispatch(
     let body: Value = if request.body.iter().all(u8::is_ascii_whitespace) {
         Value::Object(Default::default())
     } else {
-        serde_json::from_slice(&request.body).map_err(|e| {
-            ApiError::invalid(format!("Invalid JSON payload received. {e}"))
-        })?
+        serde_json::from_slice(&request.body)
+            .map_err(|e| ApiError::invalid(format!("Invalid JSON payload received. {e}")))?
     };
     if matched.method.request.is_some() {
         discovery.check_body(matched.method, &body)?;
@@ -549,7 +585,11 @@ pub(crate) fn page<T: Clone>(
             .strip_prefix("page-")
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|&n| n <= items.len())
-            .ok_or_else(|| ApiError::invalid(format!("Invalid value for field 'pageToken': '{token}'. Invalid page token.")))?,
+            .ok_or_else(|| {
+                ApiError::invalid(format!(
+                    "Invalid value for field 'pageToken': '{token}'. Invalid page token."
+                ))
+            })?,
     };
     let asked = call
         .param("maxResults")
@@ -598,18 +638,16 @@ pub(crate) fn percent_decode(text: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(&text[i + 1..i + 3], 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 3;
-                    }
-                    Err(_) => {
-                        out.push(b'%');
-                        i += 1;
-                    }
+            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&text[i + 1..i + 3], 16) {
+                Ok(b) => {
+                    out.push(b);
+                    i += 3;
                 }
-            }
+                Err(_) => {
+                    out.push(b'%');
+                    i += 1;
+                }
+            },
             b'+' => {
                 out.push(b' ');
                 i += 1;

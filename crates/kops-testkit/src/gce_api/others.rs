@@ -15,7 +15,13 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
                 .into_iter()
                 .filter(|z| call.param("dnsName").is_none_or(|n| z["dnsName"] == n))
                 .collect();
-            paged(state, call, &zones, "managedZones", "dns#managedZonesListResponse")
+            paged(
+                state,
+                call,
+                &zones,
+                "managedZones",
+                "dns#managedZonesListResponse",
+            )
         }
         "dns.managedZones.get" | "dns.resourceRecordSets.get" | "dns.changes.get" => {
             get(state, call.path, "dns")
@@ -32,10 +38,15 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
                     400,
                     "containerNotEmpty",
                     "FAILED_PRECONDITION",
-                    format!("The resource named '{}' cannot be deleted because it is not empty", call.var("managedZone")),
+                    format!(
+                        "The resource named '{}' cannot be deleted because it is not empty",
+                        call.var("managedZone")
+                    ),
                 ));
             }
-            state.resources.retain(|k, _| k != call.path && !k.starts_with(&format!("{}/", call.path)));
+            state
+                .resources
+                .retain(|k, _| k != call.path && !k.starts_with(&format!("{}/", call.path)));
             Ok(json!({}))
         }
         "dns.resourceRecordSets.list" => {
@@ -47,7 +58,13 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
                 .filter(|r| name.is_none_or(|n| r["name"] == n))
                 .filter(|r| kind.is_none_or(|t| r["type"] == t))
                 .collect();
-            paged(state, call, &records, "rrsets", "dns#resourceRecordSetsListResponse")
+            paged(
+                state,
+                call,
+                &records,
+                "rrsets",
+                "dns#resourceRecordSetsListResponse",
+            )
         }
         "dns.changes.create" => change(state, call),
         "iam.projects.serviceAccounts.create" => create_service_account(state, call),
@@ -67,7 +84,9 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
             let mask = call.body["updateMask"].as_str().unwrap_or("");
             for field in mask.split(',').map(str::trim).filter(|f| !f.is_empty()) {
                 if !["displayName", "description"].contains(&field) {
-                    return Err(ApiError::invalid(format!("Invalid update mask path: '{field}'")));
+                    return Err(ApiError::invalid(format!(
+                        "Invalid update mask path: '{field}'"
+                    )));
                 }
                 account[field] = call.body["serviceAccount"][field].clone();
             }
@@ -124,7 +143,12 @@ fn get(state: &State, path: &str, service: &str) -> Result<Value, ApiError> {
 fn children(state: &State, prefix: &str) -> Vec<Value> {
     children_deep(state, prefix)
         .into_iter()
-        .zip(state.resources.range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix)))
+        .zip(
+            state
+                .resources
+                .range(prefix.to_string()..)
+                .take_while(|(k, _)| k.starts_with(prefix)),
+        )
         .filter(|(_, (k, _))| !k[prefix.len()..].contains('/'))
         .map(|(v, _)| v)
         .collect()
@@ -140,7 +164,13 @@ fn children_deep(state: &State, prefix: &str) -> Vec<Value> {
         .collect()
 }
 
-fn paged(state: &State, call: &Incoming<'_>, items: &[Value], field: &str, kind: &str) -> Result<Value, ApiError> {
+fn paged(
+    state: &State,
+    call: &Incoming<'_>,
+    items: &[Value],
+    field: &str,
+    kind: &str,
+) -> Result<Value, ApiError> {
     let (items, next) = page(state, call, items)?;
     let mut answer = json!({"kind": kind, field: items});
     if let Some(next) = next {
@@ -159,7 +189,9 @@ fn create_zone(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError
     }
     let path = format!("{}/{name}", call.path);
     if state.resources.contains_key(&path) {
-        return Err(ApiError::already_exists(&format!("entity.managedZone {name}")));
+        return Err(ApiError::already_exists(&format!(
+            "entity.managedZone {name}"
+        )));
     }
     let zone = seed_zone(state, &path, call.body.clone());
     Ok(zone)
@@ -174,14 +206,20 @@ pub(crate) fn seed_zone(state: &mut State, path: &str, mut zone: Value) -> Value
     zone["id"] = (id * 104_729).to_string().into();
     zone["creationTime"] = timestamp().into();
     zone["visibility"] = zone["visibility"].as_str().unwrap_or("public").into();
-    let servers: Vec<String> = (1..=4).map(|n| format!("ns-cloud-a{n}.googledomains.com.")).collect();
+    let servers: Vec<String> = (1..=4)
+        .map(|n| format!("ns-cloud-a{n}.googledomains.com."))
+        .collect();
     zone["nameServers"] = json!(servers);
     state.resources.insert(path.to_string(), zone.clone());
     let ns = json!({"kind": "dns#resourceRecordSet", "name": dns_name, "type": "NS", "ttl": 21600, "rrdatas": servers});
     let soa = json!({"kind": "dns#resourceRecordSet", "name": dns_name, "type": "SOA", "ttl": 21600,
         "rrdatas": ["ns-cloud-a1.googledomains.com. cloud-dns-hostmaster.google.com. 1 21600 3600 259200 300"]});
-    state.resources.insert(format!("{path}/rrsets/{dns_name}/NS"), ns);
-    state.resources.insert(format!("{path}/rrsets/{dns_name}/SOA"), soa);
+    state
+        .resources
+        .insert(format!("{path}/rrsets/{dns_name}/NS"), ns);
+    state
+        .resources
+        .insert(format!("{path}/rrsets/{dns_name}/SOA"), soa);
     zone
 }
 
@@ -264,12 +302,19 @@ fn change(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
 }
 
 fn same_record(a: &Value, b: &Value) -> bool {
-    let ttl = |v: &Value| v["ttl"].as_i64().or(v["ttl"].as_str().and_then(|s| s.parse().ok()));
+    let ttl = |v: &Value| {
+        v["ttl"]
+            .as_i64()
+            .or(v["ttl"].as_str().and_then(|s| s.parse().ok()))
+    };
     ttl(a) == ttl(b) && a["rrdatas"] == b["rrdatas"]
 }
 
 fn project_number(project: &str) -> String {
-    let sum: u64 = project.bytes().map(u64::from).fold(7, |h, b| h.wrapping_mul(31).wrapping_add(b));
+    let sum: u64 = project
+        .bytes()
+        .map(u64::from)
+        .fold(7, |h, b| h.wrapping_mul(31).wrapping_add(b));
     (100_000_000_000 + sum % 900_000_000_000).to_string()
 }
 
@@ -279,7 +324,9 @@ fn create_service_account(state: &mut State, call: &Incoming<'_>) -> Result<Valu
     let bytes = account_id.as_bytes();
     let valid = (6..=30).contains(&bytes.len())
         && bytes[0].is_ascii_lowercase()
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
         && bytes[bytes.len() - 1] != b'-';
     if !valid {
         return Err(ApiError::invalid(format!(
@@ -293,7 +340,9 @@ fn create_service_account(state: &mut State, call: &Incoming<'_>) -> Result<Valu
             409,
             "alreadyExists",
             "ALREADY_EXISTS",
-            format!("Service account {account_id} already exists within project projects/{project}."),
+            format!(
+                "Service account {account_id} already exists within project projects/{project}."
+            ),
         ));
     }
     let id = state.next_id();
@@ -328,7 +377,12 @@ fn find_service_account(state: &State, call: &Incoming<'_>) -> Result<(String, V
         })
         .map(|(k, a)| (k.clone(), a.clone()))
         .ok_or_else(|| {
-            ApiError::new(404, "notFound", "NOT_FOUND", format!("Unknown service account: projects/{project}/serviceAccounts/{wanted}"))
+            ApiError::new(
+                404,
+                "notFound",
+                "NOT_FOUND",
+                format!("Unknown service account: projects/{project}/serviceAccounts/{wanted}"),
+            )
         })
 }
 
@@ -363,7 +417,9 @@ impl Filter {
     pub(crate) fn parse(text: &str) -> Result<Filter, ApiError> {
         let text = text.trim();
         if text.is_empty() {
-            return Ok(Filter { clauses: Vec::new() });
+            return Ok(Filter {
+                clauses: Vec::new(),
+            });
         }
         let parts: Vec<String> = if text.starts_with('(') {
             text.split(')')
@@ -380,7 +436,9 @@ impl Filter {
                 .iter()
                 .find_map(|op| part.split_once(op).map(|(f, v)| (f, op.trim(), v)));
             let Some((field, op, value)) = found else {
-                return Err(ApiError::invalid(format!("Invalid list filter expression '{text}'.")));
+                return Err(ApiError::invalid(format!(
+                    "Invalid list filter expression '{text}'."
+                )));
             };
             let value = value.trim().trim_matches('"').to_string();
             clauses.push((field.trim().to_string(), op.to_string(), value));

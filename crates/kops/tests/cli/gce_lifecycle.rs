@@ -33,7 +33,10 @@ fn seed(api: &GceApi, manifest: &str, name: &str) {
         .unwrap_or("testproject");
     let zone = name.split_once('.').map_or(name, |(_, z)| z);
     api.seed(
-        &format!("dns/v1/projects/{project}/managedZones/{}", zone.replace('.', "-")),
+        &format!(
+            "dns/v1/projects/{project}/managedZones/{}",
+            zone.replace('.', "-")
+        ),
         serde_json::json!({"name": zone.replace('.', "-"), "dnsName": format!("{zone}.")}),
     );
 }
@@ -48,13 +51,19 @@ fn by_method(calls: &[kops_testkit::gce_api::Call]) -> BTreeMap<String, usize> {
 }
 
 fn lifecycle(case_name: &str, fault_rate: f64) {
-    let Some(shared) = kops_testkit::shared_dir() else { return };
-    let case = shared.join("conformance/kops/update_cluster").join(case_name);
+    let Some(shared) = kops_testkit::shared_dir() else {
+        return;
+    };
+    let case = shared
+        .join("conformance/kops/update_cluster")
+        .join(case_name);
     if !case.join("in-v1alpha2.yaml").is_file() {
         eprintln!("skipping: {} not found", case.display());
         return;
     }
-    let Some(api) = kops_testkit::require_gce_api() else { return };
+    let Some(api) = kops_testkit::require_gce_api() else {
+        return;
+    };
     api.set_page_size(Some(2));
     let work = tempfile::tempdir().unwrap();
     let state = file_url(&work.path().join("state"));
@@ -63,24 +72,47 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
     let name = cluster_name(&manifest);
     seed(&api, &manifest, &name);
     let before = api.paths();
-    let r = kops_on(&api, &["create", "-f", input.to_str().unwrap(), "--state", &state]);
+    let r = kops_on(
+        &api,
+        &["create", "-f", input.to_str().unwrap(), "--state", &state],
+    );
     assert_eq!(r.code, 0, "create: {}", r.stderr);
     let key = case.join("id_rsa.pub");
     if key.is_file() {
-        let r = kops_on(&api, &["create", "sshpublickey", &name, "-i", key.to_str().unwrap(), "--state", &state]);
+        let r = kops_on(
+            &api,
+            &[
+                "create",
+                "sshpublickey",
+                &name,
+                "-i",
+                key.to_str().unwrap(),
+                "--state",
+                &state,
+            ],
+        );
         assert_eq!(r.code, 0, "sshpublickey: {}", r.stderr);
     }
     let r = kops_on(&api, &["update", "cluster", &name, "--state", &state]);
     assert_eq!(r.code, 0, "dry run: {}", r.stderr);
     let dry = api.take_calls();
-    assert!(!dry.iter().any(|c| c.is_write()), "a dry run wrote: {dry:?}");
+    assert!(
+        !dry.iter().any(|c| c.is_write()),
+        "a dry run wrote: {dry:?}"
+    );
 
     api.set_fault_rate(fault_rate);
-    let r = kops_on(&api, &["update", "cluster", &name, "--state", &state, "--yes"]);
+    let r = kops_on(
+        &api,
+        &["update", "cluster", &name, "--state", &state, "--yes"],
+    );
     assert_eq!(r.code, 0, "apply: {}\n{}", r.stderr, r.stdout);
     let apply = api.take_calls();
     api.set_fault_rate(0.0);
-    let r = kops_on(&api, &["update", "cluster", &name, "--state", &state, "--yes"]);
+    let r = kops_on(
+        &api,
+        &["update", "cluster", &name, "--state", &state, "--yes"],
+    );
     assert_eq!(r.code, 0, "re-apply: {}", r.stderr);
     let noop = api.take_calls();
     let writes: Vec<_> = noop.iter().filter(|c| c.is_write()).collect();
@@ -96,7 +128,11 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
         .filter(|(m, _)| m.ends_with(".list") || m.ends_with(".aggregatedList"))
         .collect();
     assert!(lists.values().all(|n| *n <= 1), "lists per kind: {lists:?}");
-    let created: Vec<String> = api.paths().into_iter().filter(|p| !before.contains(p)).collect();
+    let created: Vec<String> = api
+        .paths()
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
     println!(
         "{case_name}: apply {} calls ({} writes, fault rate {fault_rate}), no-op {} calls, {} resources; no-op lists {lists:?}",
         apply.len(),
@@ -104,7 +140,12 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
         noop.len(),
         created.len()
     );
-    assert!(created.iter().any(|p| p.contains("/instanceGroupManagers/")), "{created:?}");
+    assert!(
+        created
+            .iter()
+            .any(|p| p.contains("/instanceGroupManagers/")),
+        "{created:?}"
+    );
 }
 
 #[test]
