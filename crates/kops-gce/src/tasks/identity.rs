@@ -112,22 +112,23 @@ impl Task<GceContext> for ServiceAccount {
 
     async fn find(&self, ctx: &GceContext, _deps: &Outputs) -> Result<Option<Found>, TaskError> {
         let cloud = ctx.cloud()?;
+        if self.shared {
+            // Given in the spec (`default` included): used as it is, as
+            // kops does, without a look-up.
+            return Ok(Some(Found {
+                resource: json!({}),
+                want: json!({}),
+            }));
+        }
         let url = format!(
             "{}v1/projects/{}/serviceAccounts/{}",
             cloud.endpoints.iam, self.project, self.email
         );
         let found = cloud.get(&url).await.map_err(fail)?;
-        if found.is_none() && self.shared {
-            return Err(TaskError::fatal(format!(
-                "service account {} does not exist; it is given in the cluster spec, so kops-rs does not create it\nhint: create it, or leave it out of the spec",
-                self.email
-            )));
-        }
-        let mut want = json!({});
-        if !self.shared {
-            want["displayName"] = self.display_name.clone().unwrap_or_default().into();
-            want["description"] = self.description.clone().unwrap_or_default().into();
-        }
+        let want = json!({
+            "displayName": self.display_name.clone().unwrap_or_default(),
+            "description": self.description.clone().unwrap_or_default(),
+        });
         Ok(found.map(|resource| Found { resource, want }))
     }
 

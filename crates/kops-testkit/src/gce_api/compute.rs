@@ -9,7 +9,7 @@ use super::{fingerprint, page, timestamp, Incoming, Operation, State};
 
 /// The collections the server stores (references to others, such as
 /// images or machine types, are not checked).
-const STORED: [&str; 16] = [
+const STORED: [&str; 15] = [
     "networks",
     "subnetworks",
     "firewalls",
@@ -24,7 +24,6 @@ const STORED: [&str; 16] = [
     "instanceGroupManagers",
     "disks",
     "instances",
-    "instanceGroups",
     "routes",
 ];
 

@@ -13,6 +13,7 @@ use super::error::ApiError;
 /// The four services, where the server mounts each document's paths and
 /// the document's file name.
 pub const SERVICES: [(&str, &str, &str); 4] = [
+    // Compute's servicePath (`compute/v1/`) is already in its document.
     ("compute", "/", "compute.v1.json"),
     ("dns", "/", "dns.v1.json"),
     ("iam", "/iam/", "iam.v1.json"),

@@ -373,6 +373,8 @@ struct Request {
     query: Vec<(String, String)>,
     raw_query: String,
     body: Vec<u8>,
+    /// `Connection: close`: answer, then close.
+    close: bool,
 }
 
 fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
@@ -384,6 +386,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     let method = parts.next()?.to_string();
     let target = parts.next()?.to_string();
     let mut length = 0;
+    let mut close = false;
     loop {
         let mut header = String::new();
         reader.read_line(&mut header).ok()?;
@@ -394,6 +397,8 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         if let Some((name, value)) = header.split_once(':') {
             if name.eq_ignore_ascii_case("content-length") {
                 length = value.trim().parse().ok()?;
+            } else if name.eq_ignore_ascii_case("connection") {
+                close = value.trim().eq_ignore_ascii_case("close");
             }
         }
     }
@@ -414,6 +419,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         query,
         raw_query: raw_query.to_string(),
         body,
+        close,
     })
 }
 
@@ -435,7 +441,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>, discovery: &Discovery) {
             reason_phrase(status),
             text.len()
         );
-        if out.write_all(reply.as_bytes()).is_err() {
+        if out.write_all(reply.as_bytes()).is_err() || request.close {
             return;
         }
     }
