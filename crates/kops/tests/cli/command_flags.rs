@@ -596,13 +596,6 @@ fn accepted_flags_of_clouds_and_plugins_kops_rs_does_not_serve_answer_in_one_lin
         r.stderr.lines().next().unwrap(),
         "Error: --os-ext-net: OpenStack is not supported by kops-rs, which creates clusters on AWS"
     );
-    let r = kops(&["export", "kubeconfig", "x.example.com", "--auth-plugin"]);
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.starts_with("Error: --auth-plugin:"),
-        "{}",
-        r.stderr
-    );
 }
 
 #[test]
@@ -785,21 +778,6 @@ fn instance_selector_picks_types_from_ec2_and_stores_the_group() {
         ],
     );
     refused(&r, "criteria specified was too narrow");
-}
-
-#[test]
-fn toolbox_enroll_is_refused_in_one_line() {
-    let r = kops(&[
-        "toolbox",
-        "enroll",
-        "--cluster",
-        "x",
-        "--instance-group",
-        "nodes",
-        "--host",
-        "10.0.0.9",
-    ]);
-    refused(&r, "not implemented in kops-rs");
 }
 
 /// kops' `kops get CLUSTER` (the seed-001 Makefile's `cluster-get`): the
