@@ -680,7 +680,12 @@ pub async fn export_kubeconfig(
             None => format!("https://api.{name}"),
         };
         let wants_lb = lb_class.is_some() && (ssl.is_none() || request.admin.is_some());
-        if wants_lb && network_lb && request.lookup_load_balancer {
+        // The load balancer's AWS name; on other clouds the API name stays.
+        let on_aws = matches!(
+            crate::cloud::Cloud::of(&cluster),
+            Ok(crate::cloud::Cloud::Aws)
+        );
+        if wants_lb && network_lb && request.lookup_load_balancer && on_aws {
             match api_load_balancer_dns_name(&cluster, request.sdk_config.clone()).await? {
                 Some(dns) => server = format!("https://{}", wrap_ipv6(&dns)),
                 None => warnings.push(format!(

@@ -41,7 +41,13 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
     let is_operations = collection.ends_with("Operations");
     match call.verb() {
         "get" if is_operations => get_operation(state, call.path, false),
-        "wait" if is_operations => get_operation(state, call.path, true),
+        // `POST .../operations/NAME/wait`: the operation is the path
+        // without its verb.
+        "wait" if is_operations => get_operation(
+            state,
+            call.path.strip_suffix("/wait").unwrap_or(call.path),
+            true,
+        ),
         "get" => state
             .resources
             .get(call.path)
@@ -83,7 +89,9 @@ fn reference_path(project: &str, text: &str) -> Option<String> {
         return None;
     };
     let parts: Vec<&str> = tail.split('/').collect();
-    if parts.len() < 4 || parts.len() % 2 != 0 || !STORED.contains(&parts[parts.len() - 2]) {
+    // `projects/P/global/KIND/NAME` or `projects/P/{regions,zones}/S/KIND/NAME`.
+    let scoped = matches!(parts.get(2), Some(&"regions" | &"zones"));
+    if parts.len() != if scoped { 6 } else { 5 } || !STORED.contains(&parts[parts.len() - 2]) {
         return None;
     }
     Some(format!("compute/v1/{tail}"))
