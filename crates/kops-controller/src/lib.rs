@@ -109,7 +109,11 @@ pub async fn build_gce(options: Options) -> Result<Controller, StartError> {
     }
     let metadata = Arc::new(gce::metadata::Metadata::from_env().map_err(StartError::Tls)?);
     let compute = gce::compute::Compute::from_env(metadata).map_err(StartError::Tls)?;
-    let verifier = Verifier::Gce(gce::GceVerifier::new(&options.cluster_name, gce, compute));
+    let verifier = Verifier::Gce(Box::new(gce::GceVerifier::new(
+        &options.cluster_name,
+        gce,
+        compute,
+    )));
     let keys = SigningKeys::load(&options.server.ca_base_path, &options.server.signing_cas)?;
     Controller::new(options, verifier, keys).await
 }

@@ -114,14 +114,14 @@ impl Refusal {
 
 /// The verifier of the controller's cloud.
 pub enum Verifier {
-    Aws(AwsVerifier),
-    Gce(crate::gce::GceVerifier),
+    Aws(Box<AwsVerifier>),
+    Gce(Box<crate::gce::GceVerifier>),
 }
 
 impl Verifier {
     /// The AWS verifier (see [`AwsVerifier::new`]).
     pub fn new(parts: VerifierParts) -> Result<Verifier, String> {
-        AwsVerifier::new(parts).map(Verifier::Aws)
+        AwsVerifier::new(parts).map(|v| Verifier::Aws(Box::new(v)))
     }
 
     /// Checks `authorization` for a request with `body`.

@@ -315,10 +315,8 @@ fn insert(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
         "disks" => {
             resource["status"] = "READY".into();
         }
-        "networks" => {
-            if resource["routingConfig"].is_null() {
-                resource["routingConfig"] = json!({"routingMode": "REGIONAL"});
-            }
+        "networks" if resource["routingConfig"].is_null() => {
+            resource["routingConfig"] = json!({"routingMode": "REGIONAL"});
         }
         "instanceGroupManagers" => {
             resource["fingerprint"] = "".into();
