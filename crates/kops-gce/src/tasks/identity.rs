@@ -225,6 +225,16 @@ fn member(deps: &Outputs, key: &TaskKey) -> Result<Option<String>, TaskError> {
         .map(|email| format!("serviceAccount:{email}")))
 }
 
+/// What a binding task finds: the policy, and whether it binds `member`
+/// (once known) to `role`.
+fn binding_found(policy: Value, role: &str, member: Option<String>) -> Found {
+    let bound = member.as_deref().is_some_and(|m| binds(&policy, role, m));
+    Found {
+        resource: policy,
+        want: json!({"bound": bound, "member": member}),
+    }
+}
+
 /// The binding as a change (`Found.want` carries whether it is there).
 fn binding_diff(actual: Option<&Found>, role: &str) -> Changes {
     let mut changes = Changes::new();
@@ -258,14 +268,11 @@ impl Task<GceContext> for ProjectIamBinding {
     async fn find(&self, ctx: &GceContext, deps: &Outputs) -> Result<Option<Found>, TaskError> {
         let cloud = ctx.cloud()?;
         let policy = project_policy(cloud, &self.project).await?;
-        let member = member(deps, &self.member)?;
-        let bound = member
-            .as_deref()
-            .is_some_and(|m| binds(&policy, &self.role, m));
-        Ok(Some(Found {
-            resource: policy,
-            want: json!({"bound": bound, "member": member}),
-        }))
+        Ok(Some(binding_found(
+            policy,
+            &self.role,
+            member(deps, &self.member)?,
+        )))
     }
 
     fn diff(&self, actual: Option<&Found>, _deps: &Outputs) -> Result<Changes, TaskError> {
@@ -345,14 +352,11 @@ impl Task<GceContext> for StorageBucketIam {
             .call(Method::GET, &bucket_policy_url(&self.bucket), None)
             .await
             .map_err(fail)?;
-        let member = member(deps, &self.member)?;
-        let bound = member
-            .as_deref()
-            .is_some_and(|m| binds(&policy, &self.role, m));
-        Ok(Some(Found {
-            resource: policy,
-            want: json!({"bound": bound, "member": member}),
-        }))
+        Ok(Some(binding_found(
+            policy,
+            &self.role,
+            member(deps, &self.member)?,
+        )))
     }
 
     fn diff(&self, actual: Option<&Found>, _deps: &Outputs) -> Result<Changes, TaskError> {
