@@ -525,19 +525,31 @@ fn set_labels(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError>
         ));
     }
     let labels = call.body["labels"].clone();
+    Ok(set_field(state, call, path, "labels", labels))
+}
+
+/// An operation that, when done, replaces `field` of the resource at
+/// `path` with `value` and gives it new fingerprints.
+fn set_field(
+    state: &mut State,
+    call: &Incoming<'_>,
+    path: String,
+    field: &'static str,
+    value: Value,
+) -> Value {
     let target = path.clone();
-    Ok(operation(
+    operation(
         state,
         call,
         &path,
         Box::new(move |state: &mut State| {
             if let Some(Value::Object(resource)) = state.resources.get_mut(&target) {
-                resource.insert("labels".into(), labels);
+                resource.insert(field.into(), value);
                 refresh_fingerprints(resource);
             }
             Ok(())
         }),
-    ))
+    )
 }
 
 /// `instances.setMetadata` and `instances.setTags`: the field's own
@@ -557,19 +569,7 @@ fn set_fingerprinted(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
     }
     let mut value = call.body.clone();
     value.as_object_mut().map(|m| m.remove("fingerprint"));
-    let target = path.clone();
-    Ok(operation(
-        state,
-        call,
-        &path,
-        Box::new(move |state: &mut State| {
-            if let Some(Value::Object(resource)) = state.resources.get_mut(&target) {
-                resource.insert(field.into(), value);
-                refresh_fingerprints(resource);
-            }
-            Ok(())
-        }),
-    ))
+    Ok(set_field(state, call, path, field, value))
 }
 
 /// Instances a managed group made (their `created-by` metadata).
