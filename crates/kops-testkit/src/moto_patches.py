@@ -92,6 +92,23 @@ subnet_responses.Subnets.modify_subnet_attribute = _modify_subnet_dns64
 if not hasattr(subnets.Subnet, "enable_dns64"):
     subnets.Subnet.enable_dns64 = False
 
+# 6. AssociateDhcpOptions moves a VPC to another option set but leaves the
+#    set it used marked as in use, so DeleteDhcpOptions on the old set
+#    fails with DependencyViolation for ever; AWS lets a set no VPC uses go.
+from moto.ec2.models import dhcp_options as dhcp_models  # noqa: E402
+
+_associate_dhcp = dhcp_models.DHCPOptionsSetBackend.associate_dhcp_options
+
+
+def _associate_dhcp_releasing_old(self, dhcp_options, vpc):
+    previous = getattr(vpc, "dhcp_options", None)
+    if previous is not None and previous is not dhcp_options and previous.vpc is vpc:
+        previous.vpc = None
+    return _associate_dhcp(self, dhcp_options, vpc)
+
+
+dhcp_models.DHCPOptionsSetBackend.associate_dhcp_options = _associate_dhcp_releasing_old
+
 # The shared tree's patched moto (more fixes, e.g. DescribeLaunchTemplates
 # paged with NextToken where plain moto stops at 15) runs as moto's entry
 # point when kops-testkit found it; the fixes above stay applied under it.

@@ -88,13 +88,31 @@ impl Task<AwsContext> for DhcpOptions {
         ctx: &AwsContext,
         _: &Outputs,
     ) -> Result<Option<DhcpOptionsActual>, TaskError> {
-        let cached = ctx
+        let named: Vec<_> = ctx
             .dhcp_options()
             .await?
             .iter()
-            .find(|o| name_tag(o.tags()) == Some(self.name.as_str()));
-        if let Some(options) = cached {
+            .filter(|o| name_tag(o.tags()) == Some(self.name.as_str()))
+            .collect();
+        if let [options] = named.as_slice() {
             return Ok(Some(actual_of(options)));
+        }
+        if !named.is_empty() {
+            // A killed apply can leave a second option set with the
+            // cluster's name (its tags landed after the next run looked).
+            // The one the cluster's VPC uses is the cluster's; the other
+            // is left for `delete cluster`, which removes both by tag.
+            let in_use: Vec<&str> = ctx
+                .vpcs()
+                .await?
+                .iter()
+                .filter_map(|v| v.dhcp_options_id())
+                .collect();
+            let chosen = named
+                .iter()
+                .find(|o| o.dhcp_options_id().is_some_and(|id| in_use.contains(&id)))
+                .unwrap_or(&named[0]);
+            return Ok(Some(actual_of(chosen)));
         }
         let Some(id) = ctx.created_id(&self.key()) else {
             return Ok(None);

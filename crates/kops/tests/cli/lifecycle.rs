@@ -400,7 +400,71 @@ fn an_interrupted_apply_is_finished_by_the_next_update() {
             })
             .count();
         assert_eq!(live, 2, "one NAT gateway per private zone");
+
+        // The kill can also land between CreateDhcpOptions and its tags
+        // reaching the next run: two option sets carry the cluster's name.
+        // Make that state on purpose (the newer one in use) and check the
+        // next plan keeps the one the VPC uses.
+        let vpc = vpcs.vpcs()[0].vpc_id().unwrap().to_string();
+        let existing = ec2
+            .describe_dhcp_options()
+            .filters(filter.clone())
+            .send()
+            .await
+            .unwrap();
+        let original = &existing.dhcp_options()[0];
+        let extra = ec2
+            .create_dhcp_options()
+            .set_dhcp_configurations(Some(
+                original
+                    .dhcp_configurations()
+                    .iter()
+                    .map(|c| {
+                        aws_sdk_ec2::types::NewDhcpConfiguration::builder()
+                            .set_key(c.key().map(str::to_string))
+                            .set_values(Some(
+                                c.values()
+                                    .iter()
+                                    .filter_map(|v| v.value().map(str::to_string))
+                                    .collect(),
+                            ))
+                            .build()
+                    })
+                    .collect(),
+            ))
+            .send()
+            .await
+            .unwrap();
+        let extra_id = extra.dhcp_options().unwrap().dhcp_options_id().unwrap();
+        ec2.create_tags()
+            .resources(extra_id)
+            .set_tags(Some(original.tags().to_vec()))
+            .send()
+            .await
+            .unwrap();
+        ec2.associate_dhcp_options()
+            .dhcp_options_id(extra_id)
+            .vpc_id(&vpc)
+            .send()
+            .await
+            .unwrap();
     });
+    let r = kops_on(
+        moto,
+        &[
+            "update",
+            "cluster",
+            cluster,
+            "--exit-code",
+            "--state",
+            &state,
+        ],
+    );
+    assert_eq!(
+        r.code, 0,
+        "a leftover option set with the cluster's name is not chosen over the one in use:\n{}",
+        r.stdout
+    );
     let r = kops_on(
         moto,
         &[
