@@ -1460,6 +1460,15 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
         }
     };
 
+    if cloud == Cloud::Vsphere && dns == "None" && non_empty(&o.vsphere.control_plane_vip).is_none() {
+        errors.push(
+            FieldError::new(
+                "--vsphere-control-plane-vip",
+                "is required for a vSphere cluster without DNS (`--dns none`)",
+            )
+            .hint("give a free address of the VMs' network: kube-vip holds it on a control-plane VM and nodes reach the API there"),
+        );
+    }
     if dns != "None" && is_gossip_name(&name) {
         errors.push(
             FieldError::new("--dns", GOSSIP_REMOVED)

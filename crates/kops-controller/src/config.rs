@@ -72,7 +72,25 @@ pub struct ProviderOptions {
     pub aws: Option<AwsOptions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gce: Option<GceOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vsphere: Option<VsphereOptions>,
 }
+
+/// kops-rs' vSphere verifier options (kops has none): the vCenter and
+/// datacenter a node's VM must be in, and where the controller's vCenter
+/// credentials are (never in these options: a file mounted on the control
+/// plane, else the `vsphere-cloud-secret` Secret of `kube-system`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VsphereOptions {
+    pub server: String,
+    pub datacenter: String,
+    /// Two lines, user then password (as `VSPHERE_CREDENTIALS_FILE`).
+    #[serde(rename = "credentialsFile", default)]
+    pub credentials_file: String,
+}
+
+/// Where kops-controller looks for its vCenter credentials on vSphere.
+pub const VSPHERE_CREDENTIALS_FILE: &str = "/etc/kubernetes/kops-controller/vsphere/credentials";
 
 /// kops' GCE verifier options (`TPMVerifierOptions`): the project and
 /// region a node's instance must be in, the `cluster-name` metadata it
@@ -141,6 +159,7 @@ impl Options {
                         use_ip_based_node_names: false,
                     }),
                     gce: None,
+                    vsphere: None,
                 },
                 server_key_path: format!("{PKI_DIR}/kops-controller.key"),
                 server_certificate_path: format!("{PKI_DIR}/kops-controller.crt"),
@@ -181,6 +200,31 @@ impl Options {
         self.server.provider.gce.as_ref()
     }
 
+    pub fn vsphere(&self) -> Option<&VsphereOptions> {
+        self.server.provider.vsphere.as_ref()
+    }
+
+    /// The options kops-rs writes for a cluster on vSphere.
+    pub fn for_vsphere(
+        cluster: &str,
+        config_base: &str,
+        secret_store: &str,
+        server: &str,
+        datacenter: &str,
+    ) -> Options {
+        let mut options = Options::for_aws(cluster, config_base, secret_store, "", Vec::new());
+        options.cloud = kops_vsphere::CLOUD.into();
+        options.server.provider = ProviderOptions {
+            vsphere: Some(VsphereOptions {
+                server: server.to_string(),
+                datacenter: datacenter.to_string(),
+                credentials_file: VSPHERE_CREDENTIALS_FILE.to_string(),
+            }),
+            ..ProviderOptions::default()
+        };
+        options
+    }
+
     /// The options kops writes for a cluster on Google Cloud (kops allows
     /// five minutes of clock skew).
     pub fn for_gce(
@@ -200,6 +244,7 @@ impl Options {
                 cluster_name: cluster.to_string(),
                 max_time_skew: 300,
             }),
+            vsphere: None,
         };
         options
     }

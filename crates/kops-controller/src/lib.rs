@@ -39,10 +39,16 @@ pub use verify::{AwsVerifier, NodeIdentity, Refusal, Verifier, VerifierParts};
 /// Builds the controller from its options: on AWS the AWS clients (region
 /// from the options) and this controller's own account (STS
 /// GetCallerIdentity), on Google Cloud the Compute client (see
-/// [`build_gce`]); the signing keys from `caBasePath`.
+/// [`build_gce`]), on vSphere the one-time token verifier (it logs in to
+/// vCenter at the first request); the signing keys from `caBasePath`.
 pub async fn build(options: Options) -> Result<Controller, StartError> {
     if options.gce().is_some() {
         return build_gce(options).await;
+    }
+    if let Some(vsphere) = options.vsphere() {
+        let verifier = vsphere::VsphereVerifier::from_options(&options.cluster_name, vsphere);
+        let keys = SigningKeys::load(&options.server.ca_base_path, &options.server.signing_cas)?;
+        return Controller::new(options, Verifier::Vsphere(Box::new(verifier)), keys).await;
     }
     let region = options.aws().map(|a| a.region.clone()).unwrap_or_default();
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
@@ -137,6 +143,9 @@ pub async fn run(
     tracing::info!("kops-controller listening on {addr}");
     if let Some(path) = kubeconfig {
         let client = kube_client(path).await?;
+        if let Verifier::Vsphere(v) = controller.verifier() {
+            v.read_secrets_from(kube::Api::namespaced(client.clone(), "kube-system"));
+        }
         controller.refuse_registered_nodes(kube::Api::all(client.clone()));
         if let Some(ipam) = controller.ipam(kube::Api::all(client.clone())) {
             let ipam = Arc::new(ipam);

@@ -205,7 +205,7 @@ impl Controller {
     ) -> Option<crate::gce::labels::GceLabeler> {
         match &self.verifier {
             Verifier::Gce(gce) => Some(gce.labeler(nodes)),
-            Verifier::Aws(_) => None,
+            Verifier::Aws(_) | Verifier::Vsphere(_) => None,
         }
     }
 

@@ -96,6 +96,8 @@ pub enum Refusal {
     BadSignature { instance: String },
     #[error("Compute API for instance `{instance}`: {reason}")]
     Compute { instance: String, reason: String },
+    #[error("{0}")]
+    Vsphere(crate::vsphere::VsphereRefusal),
 }
 
 impl Refusal {
@@ -108,7 +110,7 @@ impl Refusal {
                 | Refusal::StsUnreachable { .. }
                 | Refusal::Ec2 { .. }
                 | Refusal::Compute { .. }
-        )
+        ) || matches!(self, Refusal::Vsphere(v) if v.is_transient())
     }
 }
 
@@ -116,6 +118,7 @@ impl Refusal {
 pub enum Verifier {
     Aws(Box<AwsVerifier>),
     Gce(Box<crate::gce::GceVerifier>),
+    Vsphere(Box<crate::vsphere::VsphereVerifier>),
 }
 
 impl Verifier {
@@ -129,6 +132,10 @@ impl Verifier {
         match self {
             Verifier::Aws(v) => v.verify(authorization, body).await,
             Verifier::Gce(v) => v.verify(authorization, body).await,
+            Verifier::Vsphere(v) => v
+                .verify(authorization, body)
+                .await
+                .map_err(Refusal::Vsphere),
         }
     }
 
@@ -137,6 +144,8 @@ impl Verifier {
         match self {
             Verifier::Aws(v) => v.replay_entries(),
             Verifier::Gce(v) => v.replay_entries(),
+            // One-time tokens live in vCenter, not in a cache.
+            Verifier::Vsphere(_) => 0,
         }
     }
 
@@ -144,7 +153,7 @@ impl Verifier {
     pub fn ec2(&self) -> Option<&aws_sdk_ec2::Client> {
         match self {
             Verifier::Aws(v) => Some(v.ec2()),
-            Verifier::Gce(_) => None,
+            Verifier::Gce(_) | Verifier::Vsphere(_) => None,
         }
     }
 
@@ -152,7 +161,7 @@ impl Verifier {
     pub fn binding(&self) -> Option<crate::nodes::Binding> {
         match self {
             Verifier::Aws(v) => Some(v.binding()),
-            Verifier::Gce(_) => None,
+            Verifier::Gce(_) | Verifier::Vsphere(_) => None,
         }
     }
 }

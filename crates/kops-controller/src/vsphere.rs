@@ -6,11 +6,21 @@
 //! Checks run one at a time (a mutex), so two copies of one request cannot
 //! both pass before the token is gone.
 
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::Secret;
 use kops_vsphere::client::MoRef;
 use kops_vsphere::vcenter::{extra_config, Vcenter};
-use kops_vsphere::{proof, CLUSTER_KEY, GROUP_KEY, TOKEN_KEY};
+use kops_vsphere::{proof, Credentials, CLUSTER_KEY, GROUP_KEY, TOKEN_KEY};
 
+use crate::config::VsphereOptions;
 use crate::verify::NodeIdentity;
+
+/// The Secret of `kube-system` holding the vCenter credentials in the
+/// vSphere cloud provider's format (`<server>.username`,
+/// `<server>.password`): the controller reads it when no credentials file
+/// is mounted; the cloud controller manager reads the same Secret.
+pub const CREDENTIALS_SECRET: &str = "vsphere-cloud-secret";
 
 /// Why a vSphere node was refused (logged; the node learns nothing more).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -29,32 +39,141 @@ pub enum VsphereRefusal {
     Vcenter(String),
 }
 
-/// The verifier of one cluster's controller on vSphere.
-pub struct VsphereVerifier {
-    cluster: String,
+impl VsphereRefusal {
+    /// vCenter could not answer (or the controller has no credentials
+    /// yet): the node may retry.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, VsphereRefusal::Vcenter(_))
+    }
+}
+
+/// Where the controller's vCenter credentials come from.
+pub enum CredentialSource {
+    /// Given (tests).
+    Given(Credentials),
+    /// A file mounted on the control plane (two lines: user, password),
+    /// else the [`CREDENTIALS_SECRET`] Secret once the controller has a
+    /// Kubernetes client ([`VsphereVerifier::read_secrets_from`]).
+    Mounted(PathBuf),
+}
+
+/// A logged-in vCenter session and the cluster's datacenter in it.
+struct Session {
     vcenter: Vcenter,
     datacenter: MoRef,
-    lock: tokio::sync::Mutex<()>,
+}
+
+/// The verifier of one cluster's controller on vSphere. It logs in to
+/// vCenter at the first request (so the controller starts before its
+/// credentials are in place: nodes are told to retry meanwhile) and again
+/// after vCenter failed (an expired session).
+pub struct VsphereVerifier {
+    cluster: String,
+    server: String,
+    datacenter: String,
+    credentials: CredentialSource,
+    secrets: std::sync::OnceLock<kube::Api<Secret>>,
+    /// Held through a whole check: one check at a time.
+    session: tokio::sync::Mutex<Option<Session>>,
 }
 
 impl VsphereVerifier {
-    /// `vcenter` is a logged-in session (credentials from the Secret the
-    /// controller is given, never from a node); `datacenter` the cluster's.
-    pub async fn new(
+    /// The verifier of `cluster` for the VMs of `datacenter` in the
+    /// vCenter `server`.
+    pub fn new(
         cluster: &str,
-        vcenter: Vcenter,
+        server: &str,
         datacenter: &str,
-    ) -> Result<VsphereVerifier, String> {
-        let datacenter = vcenter
-            .find_path(datacenter)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("datacenter `{datacenter}` does not exist"))?;
-        Ok(VsphereVerifier {
+        credentials: CredentialSource,
+    ) -> VsphereVerifier {
+        VsphereVerifier {
             cluster: cluster.to_string(),
+            server: server.to_string(),
+            datacenter: datacenter.to_string(),
+            credentials,
+            secrets: std::sync::OnceLock::new(),
+            session: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The verifier a controller's options describe.
+    pub fn from_options(cluster: &str, options: &VsphereOptions) -> VsphereVerifier {
+        let file = if options.credentials_file.is_empty() {
+            crate::config::VSPHERE_CREDENTIALS_FILE
+        } else {
+            &options.credentials_file
+        };
+        Self::new(
+            cluster,
+            &options.server,
+            &options.datacenter,
+            CredentialSource::Mounted(PathBuf::from(file)),
+        )
+    }
+
+    /// Without a credentials file, read them from the
+    /// [`CREDENTIALS_SECRET`] Secret through `secrets` (of `kube-system`).
+    pub fn read_secrets_from(&self, secrets: kube::Api<Secret>) {
+        let _ = self.secrets.set(secrets);
+    }
+
+    async fn credentials(&self) -> Result<Credentials, String> {
+        let path = match &self.credentials {
+            CredentialSource::Given(c) => return Ok(c.clone()),
+            CredentialSource::Mounted(path) => path,
+        };
+        if path.exists() {
+            let name = path.display().to_string();
+            return Credentials::from_lookup(|key| {
+                (key == "VSPHERE_CREDENTIALS_FILE").then(|| name.clone())
+            })
+            .map_err(|e| e.to_string());
+        }
+        let Some(secrets) = self.secrets.get() else {
+            return Err(format!(
+                "no vCenter credentials: mount them at {} (two lines: user, password) or create the Secret kube-system/{CREDENTIALS_SECRET}",
+                path.display()
+            ));
+        };
+        let secret = secrets
+            .get_opt(CREDENTIALS_SECRET)
+            .await
+            .map_err(|e| format!("cannot read Secret kube-system/{CREDENTIALS_SECRET}: {e}"))?
+            .ok_or_else(|| {
+                format!(
+                    "no vCenter credentials: neither {} nor the Secret kube-system/{CREDENTIALS_SECRET} exists",
+                    path.display()
+                )
+            })?;
+        let data = secret.data.unwrap_or_default();
+        let field = |suffix: &str| {
+            let key = format!("{}.{suffix}", self.server);
+            data.get(&key)
+                .map(|v| String::from_utf8_lossy(&v.0).trim().to_string())
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| {
+                    format!("Secret kube-system/{CREDENTIALS_SECRET} has no `{key}`")
+                })
+        };
+        Ok(Credentials {
+            username: field("username")?,
+            password: field("password")?,
+        })
+    }
+
+    async fn login(&self) -> Result<Session, String> {
+        let credentials = self.credentials().await?;
+        let vcenter = Vcenter::login(&self.server, &credentials)
+            .await
+            .map_err(|e| first_line(&e.to_string()))?;
+        let datacenter = vcenter
+            .find_path(&self.datacenter)
+            .await
+            .map_err(|e| first_line(&e.to_string()))?
+            .ok_or_else(|| format!("datacenter `{}` does not exist", self.datacenter))?;
+        Ok(Session {
             vcenter,
             datacenter,
-            lock: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -65,16 +184,36 @@ impl VsphereVerifier {
         body: &[u8],
     ) -> Result<NodeIdentity, VsphereRefusal> {
         let (uuid, mac) = proof::parse(authorization).ok_or(VsphereRefusal::Malformed)?;
-        let vcenter_error = |e: kops_vsphere::VsphereError| VsphereRefusal::Vcenter(e.to_string());
-        let _one_at_a_time = self.lock.lock().await;
-        let vm = self
-            .vcenter
-            .find_vm_by_uuid(&self.datacenter, uuid)
+        let mut session = self.session.lock().await;
+        if session.is_none() {
+            *session = Some(self.login().await.map_err(VsphereRefusal::Vcenter)?);
+        }
+        let current = session.as_ref().expect("logged in above");
+        let result = self.check(current, uuid, mac, body).await;
+        if matches!(result, Err(VsphereRefusal::Vcenter(_))) {
+            // Log in again next time (the session may have expired).
+            *session = None;
+        }
+        result
+    }
+
+    async fn check(
+        &self,
+        session: &Session,
+        uuid: &str,
+        mac: &str,
+        body: &[u8],
+    ) -> Result<NodeIdentity, VsphereRefusal> {
+        let vcenter_error = |e: kops_vsphere::VsphereError| {
+            VsphereRefusal::Vcenter(first_line(&e.to_string()))
+        };
+        let vcenter = &session.vcenter;
+        let vm = vcenter
+            .find_vm_by_uuid(&session.datacenter, uuid)
             .await
             .map_err(vcenter_error)?
             .ok_or_else(|| VsphereRefusal::NoVm(uuid.to_string()))?;
-        let properties = self
-            .vcenter
+        let properties = vcenter
             .properties(&vm, &["name", "config.extraConfig"])
             .await
             .map_err(vcenter_error)?;
@@ -91,13 +230,14 @@ impl VsphereVerifier {
         }
         let token = extra
             .get(TOKEN_KEY)
+            .filter(|t| !t.is_empty())
             .ok_or_else(|| VsphereRefusal::Used(name.clone()))?;
         if !proof::matches(token, body, mac) {
             // A wrong proof leaves the token: guessing cannot stop the VM
             // from joining.
             return Err(VsphereRefusal::Forged(name));
         }
-        self.vcenter
+        vcenter
             .set_extra_config(&vm, &[(TOKEN_KEY, "")])
             .await
             .map_err(vcenter_error)?;
@@ -110,19 +250,27 @@ impl VsphereVerifier {
     }
 }
 
+/// The first line of an error (vCenter errors carry a hint line for the
+/// operator of `kops`; the controller logs one line per refusal).
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use kops_testkit::vcsim::{self, Vcsim};
     use kops_vsphere::cluster::{self, GroupSpec, Placement};
-    use kops_vsphere::Credentials;
 
-    async fn login(sim: &Vcsim) -> Vcenter {
-        let credentials = Credentials {
+    fn credentials() -> Credentials {
+        Credentials {
             username: vcsim::USER.into(),
             password: vcsim::PASSWORD.into(),
-        };
-        Vcenter::login(sim.url(), &credentials).await.unwrap()
+        }
+    }
+
+    async fn login(sim: &Vcsim) -> Vcenter {
+        Vcenter::login(sim.url(), &credentials()).await.unwrap()
     }
 
     /// Clones one worker VM of `cluster` into the folder `joins`.
@@ -176,9 +324,12 @@ mod tests {
         let vc = login(&sim).await;
         worker(&vc, "a.k8s.local").await;
         worker(&vc, "b.k8s.local").await;
-        let verifier = VsphereVerifier::new("a.k8s.local", login(&sim).await, vcsim::DATACENTER)
-            .await
-            .unwrap();
+        let verifier = VsphereVerifier::new(
+            "a.k8s.local",
+            sim.url(),
+            vcsim::DATACENTER,
+            CredentialSource::Given(credentials()),
+        );
         let body = br#"{"apiVersion":"bootstrap.kops.k8s.io/v1alpha1","kind":"BootstrapRequest"}"#;
 
         // A VM of another cluster, with its own valid token: refused, and

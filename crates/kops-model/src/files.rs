@@ -438,6 +438,7 @@ fn enabled(flag: Option<bool>) -> bool {
 pub fn addons(model: &Model<'_>) -> Vec<Addon> {
     let spec = &model.cluster.spec;
     let gce = spec.cloud_provider.as_deref() == Some("gce");
+    let vsphere = spec.cloud_provider.as_deref() == Some("vsphere");
     let mut out = vec![
         Addon::new("kops-controller.addons.k8s.io", "k8s-1.16"),
         Addon::new("coredns.addons.k8s.io", "k8s-1.12"),
@@ -486,7 +487,7 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
         .as_ref()
         .and_then(|n| n.enabled)
         .unwrap_or(!karpenter);
-    if nth && !gce {
+    if nth && !gce && !vsphere {
         out.push(Addon::new("node-termination-handler.aws", "k8s-1.11"));
     }
     if enabled(spec.node_problem_detector.as_ref().and_then(|c| c.enabled)) {
@@ -563,8 +564,12 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
     } else {
         manage_storage
     };
-    if manage_storage && !gce {
+    if manage_storage && !gce && !vsphere {
         out.push(Addon::new("storage-aws.addons.k8s.io", "v1.15.0"));
+    }
+    if vsphere {
+        out.push(Addon::new("vsphere-cloud-controller.addons.k8s.io", "k8s-1.25"));
+        out.push(Addon::new("vsphere-csi-driver.addons.k8s.io", "k8s-1.25"));
     }
     if gce {
         if manage_storage {
@@ -611,7 +616,7 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
     {
         out.push(Addon::new("authentication.aws", "k8s-1.12"));
     }
-    if !gce {
+    if !gce && !vsphere {
         out.push(Addon::new("aws-cloud-controller.addons.k8s.io", "k8s-1.18"));
     }
     let ebs_csi_managed = spec
@@ -620,7 +625,7 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
         .and_then(|c| c.aws_ebs_csi_driver.as_ref())
         .and_then(|d| d.get("managed"))
         .and_then(Value::as_bool);
-    if !gce && ebs_csi_managed != Some(false) {
+    if !gce && !vsphere && ebs_csi_managed != Some(false) {
         out.push(Addon::new("aws-ebs-csi-driver.addons.k8s.io", "k8s-1.17"));
     }
     if enabled(spec.snapshot_controller.as_ref().and_then(|c| c.enabled)) {

@@ -146,6 +146,15 @@ pub fn config_server_for(
 /// Names and public addresses are left out.
 pub fn control_plane_ips(cluster: &Cluster, addresses: &[String]) -> Vec<String> {
     let spec = &cluster.spec;
+    // On vSphere the address is the control plane's virtual IP, which the
+    // user chose (no load balancer's addresses to select from).
+    if spec.cloud_provider.as_deref() == Some("vsphere") {
+        return addresses
+            .iter()
+            .filter(|a| a.parse::<std::net::IpAddr>().is_ok())
+            .cloned()
+            .collect();
+    }
     let ipv6_only = spec
         .non_masquerade_cidr
         .as_deref()

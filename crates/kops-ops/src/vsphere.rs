@@ -31,6 +31,24 @@ pub fn settings(cluster: &Cluster) -> Result<Settings, OpsError> {
             "remove them with `kops edit cluster` and export VSPHERE_USERNAME and VSPHERE_PASSWORD instead",
         ));
     }
+    let no_dns = cluster
+        .spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.dns.as_ref())
+        .and_then(|d| d.kind.as_deref())
+        .is_none_or(|kind| kind == "None");
+    let vip = config
+        .vsphere_control_plane_vip
+        .as_deref()
+        .is_some_and(|v| !v.trim().is_empty());
+    if no_dns && !vip {
+        return Err(spec_error(
+            "spec.cloudConfig.vSphereControlPlaneVIP",
+            "is required for a vSphere cluster without DNS (spec.networking.topology.dns: None): nodes would have no API address",
+            "set a free address of the VMs' network with `kops edit cluster` (`create cluster` takes --vsphere-control-plane-vip); kube-vip holds it on a control-plane VM",
+        ));
+    }
     let need = |value: Option<String>, field: &str, flag: &str| {
         value.filter(|v| !v.trim().is_empty()).ok_or_else(|| {
             spec_error(
@@ -170,13 +188,14 @@ async fn load(registry: &Registry, name: &str) -> Result<Loaded, OpsError> {
     })
 }
 
-/// The groups' specs with their user data (after the keys exist).
+/// The groups' specs with their user data (after the keys exist), the
+/// state-store keys written, and the node inputs.
 async fn with_user_data(
     registry: &Registry,
     loaded: &Loaded,
     config_base: &str,
     apply: bool,
-) -> Result<(Vec<GroupSpec>, Vec<String>), OpsError> {
+) -> Result<(Vec<GroupSpec>, Vec<String>, kops_nodeup::config::NodeInputs), OpsError> {
     let nodeup =
         crate::update::nodeup::resolve_from_environment(registry, &loaded.cluster, &loaded.groups)
             .await?;
@@ -236,7 +255,44 @@ async fn with_user_data(
             }
         }
     }
-    Ok((specs, written))
+    Ok((specs, written, inputs))
+}
+
+/// The addons the control plane applies (`addons/`: the bootstrap channel
+/// and its manifests, vSphere's cloud controller manager and CSI driver
+/// among them), written when they differ; the keys written.
+async fn write_addons(
+    registry: &Registry,
+    loaded: &Loaded,
+    config_base: &str,
+    inputs: &kops_nodeup::config::NodeInputs,
+    apply: bool,
+) -> Result<Vec<String>, OpsError> {
+    let model = kops_model::Model {
+        cluster: &loaded.cluster,
+        groups: &loaded.groups,
+        ssh_public_key: None,
+        node_inputs: Some(inputs),
+        account_id: None,
+        config_base,
+    };
+    let files = crate::render::neutral_files(&model, &loaded.cluster).map_err(|e| {
+        OpsError::NotOnAws {
+            cluster: loaded.cluster.name().to_string(),
+            reason: e.to_string(),
+        }
+    })?;
+    let mut written = Vec::new();
+    for file in files
+        .iter()
+        .filter(|f| f.base.is_none() && f.path.starts_with("addons/"))
+    {
+        let key = format!("{}/{}", loaded.cluster.name(), file.path);
+        if write_if_changed(registry, &key, &file.contents, apply).await? {
+            written.push(key);
+        }
+    }
+    Ok(written)
 }
 
 /// Writes `key` when its bytes differ (or only says so, dry); whether it
@@ -287,7 +343,9 @@ async fn update_with(
     let placement = &loaded.settings.placement;
     let resolved = cluster::resolve(vc, placement, &loaded.specs).await?;
     let config_base = config_base(registry, &loaded.cluster);
-    let (specs, mut state_writes) = with_user_data(registry, loaded, &config_base, apply).await?;
+    let (specs, mut state_writes, inputs) =
+        with_user_data(registry, loaded, &config_base, apply).await?;
+    state_writes.extend(write_addons(registry, loaded, &config_base, &inputs, apply).await?);
     let completed = crate::update::completed_spec(&loaded.cluster, &config_base);
     let key = format!("{}/cluster-completed.spec", loaded.cluster.name());
     let yaml = kops_api::to_yaml(&completed);
@@ -414,6 +472,15 @@ mod tests {
             "    vSphereServer: vc.example.com\n    vSphereDatacenter: DC0\n    vSphereResourcePool: C0\n    vSphereDatastore: ds\n    vSphereCoreDNSServer: http://10.0.0.2:2379\n",
         );
         assert!(is_vsphere(&c));
+        // Without DNS, the control plane's virtual IP is the API address.
+        let e = settings(&c).unwrap_err().to_string();
+        assert!(
+            e.contains("spec.cloudConfig.vSphereControlPlaneVIP") && e.contains("--vsphere-control-plane-vip"),
+            "{e}"
+        );
+        let c = cluster(
+            "    vSphereServer: vc.example.com\n    vSphereDatacenter: DC0\n    vSphereResourcePool: C0\n    vSphereDatastore: ds\n    vSphereControlPlaneVIP: 10.0.0.100\n",
+        );
         let s = settings(&c).unwrap();
         assert_eq!(s.server, "vc.example.com");
         assert_eq!(s.placement.folder, "c.k8s.local");
@@ -430,7 +497,7 @@ mod tests {
             e.contains("VSPHERE_USERNAME") && !e.contains("secret"),
             "{e}"
         );
-        let c = cluster("    vSphereServer: vc\n");
+        let c = cluster("    vSphereServer: vc\n    vSphereControlPlaneVIP: 10.0.0.100\n");
         let e = settings(&c).unwrap_err().to_string();
         assert!(e.contains("vSphereDatacenter"), "{e}");
     }

@@ -44,6 +44,7 @@ mod pods;
 mod service_account_role;
 mod snapshot_controller;
 pub mod template;
+mod vsphere;
 
 use crate::Model;
 use serde_json::{json, Value};
@@ -90,6 +91,8 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "authentication.aws" => authentication_aws::objects(model)?,
         "eks-pod-identity-webhook.addons.k8s.io" => pod_identity_webhook::objects(model)?,
         "karpenter.sh" => karpenter::objects(model)?,
+        "vsphere-cloud-controller.addons.k8s.io" => vsphere::cloud_controller(model)?,
+        "vsphere-csi-driver.addons.k8s.io" => vsphere::csi_driver()?,
         _ => None,
     };
     let Some(objects) = objects else {

@@ -79,6 +79,9 @@ pub enum Identity {
         instance: kops_controller::gce::token::InstanceRef,
         signer: std::sync::Arc<dyn kops_controller::gce::token::Signer>,
     },
+    /// The VM's BIOS UUID and an HMAC keyed with its one-time token
+    /// ([`kops_vsphere::proof`]): one request only.
+    Vsphere { bios_uuid: String, token: String },
 }
 
 /// Asks kops-controller for the node config (checked against the hash the
@@ -95,26 +98,16 @@ pub async fn bootstrap(target: &Target<'_>) -> Result<Bootstrapped, NodeupError>
     )
     .map_err(bootstrap_error)?;
 
+    if matches!(target.identity, Identity::Vsphere { .. }) {
+        return bootstrap_once(&client, target).await;
+    }
     let config_request = BootstrapRequest {
         api_version: BOOTSTRAP_API_VERSION.to_string(),
         include_node_config: true,
         ..Default::default()
     };
     let response = ask(&client, target, &config_request).await?;
-    let node_config = response.node_config.ok_or_else(|| NodeupError::Bootstrap {
-        reason: "kops-controller sent no node config".into(),
-    })?;
-    let url = format!(
-        "{} (node config of {})",
-        target
-            .server
-            .servers
-            .first()
-            .map(String::as_str)
-            .unwrap_or("kops-controller"),
-        target.boot.instance_group_name
-    );
-    let config = super::checked_config(target.boot, &url, node_config.nodeup_config.as_bytes())?;
+    let (config, node_config) = checked_node_config(target, response.node_config)?;
 
     let mut issued = BTreeMap::new();
     let mut keys = BTreeMap::new();
@@ -131,12 +124,7 @@ pub async fn bootstrap(target: &Target<'_>) -> Result<Bootstrapped, NodeupError>
                 continue;
             }
         }
-        let (private_key, public_der) = kops_pki::new_private_key()?;
-        cert_request.certs.insert(
-            name.to_string(),
-            kops_controller::server::public_key_pem(&public_der),
-        );
-        keys.insert(name, (cert_path, private_key));
+        ask_for(&mut cert_request, &mut keys, name, cert_path)?;
     }
     if !keys.is_empty() {
         if let Some(id) = config.keypair_ids.get(kops_pki::KUBERNETES_CA) {
@@ -145,16 +133,102 @@ pub async fn bootstrap(target: &Target<'_>) -> Result<Bootstrapped, NodeupError>
                 .insert(kops_pki::KUBERNETES_CA.to_string(), id.clone());
         }
         let response = ask(&client, target, &cert_request).await?;
-        for (name, (cert_path, private_key)) in keys {
-            let cert = response
-                .certs
-                .get(name)
-                .ok_or_else(|| NodeupError::NotIssued {
-                    path: cert_path.to_string(),
-                })?;
-            issued.insert(cert_path.to_string(), (cert.clone(), private_key));
-        }
+        take_issued(&response, keys, &mut issued)?;
     }
+    Ok(Bootstrapped {
+        config,
+        issued,
+        node_secrets: node_config.node_secrets,
+    })
+}
+
+/// A new key for certificate `name`: its public half goes in `request`,
+/// its private half in `keys` (with where the certificate goes).
+fn ask_for(
+    request: &mut BootstrapRequest,
+    keys: &mut BTreeMap<&'static str, (&'static str, String)>,
+    name: &'static str,
+    cert_path: &'static str,
+) -> Result<(), NodeupError> {
+    let (private_key, public_der) = kops_pki::new_private_key()?;
+    request.certs.insert(
+        name.to_string(),
+        kops_controller::server::public_key_pem(&public_der),
+    );
+    keys.insert(name, (cert_path, private_key));
+    Ok(())
+}
+
+/// The certificates of `response` for the keys asked with, by path.
+fn take_issued(
+    response: &kops_controller::protocol::BootstrapResponse,
+    keys: BTreeMap<&'static str, (&'static str, String)>,
+    issued: &mut BTreeMap<String, (String, String)>,
+) -> Result<(), NodeupError> {
+    for (name, (cert_path, private_key)) in keys {
+        let cert = response
+            .certs
+            .get(name)
+            .ok_or_else(|| NodeupError::NotIssued {
+                path: cert_path.to_string(),
+            })?;
+        issued.insert(cert_path.to_string(), (cert.clone(), private_key));
+    }
+    Ok(())
+}
+
+/// The node config kops-controller sent, checked against the hash the
+/// boot config pins.
+fn checked_node_config(
+    target: &Target<'_>,
+    node_config: Option<kops_controller::protocol::NodeConfig>,
+) -> Result<(NodeupConfig, kops_controller::protocol::NodeConfig), NodeupError> {
+    let node_config = node_config.ok_or_else(|| NodeupError::Bootstrap {
+        reason: "kops-controller sent no node config".into(),
+    })?;
+    let url = format!(
+        "{} (node config of {})",
+        target
+            .server
+            .servers
+            .first()
+            .map(String::as_str)
+            .unwrap_or("kops-controller"),
+        target.boot.instance_group_name
+    );
+    let config = super::checked_config(target.boot, &url, node_config.nodeup_config.as_bytes())?;
+    Ok((config, node_config))
+}
+
+/// On vSphere a VM's token proves one request: the node config and every
+/// certificate a worker may need are asked for at once (kube-proxy's is
+/// dropped when the config runs no kube-proxy).
+async fn bootstrap_once(
+    client: &BootstrapClient,
+    target: &Target<'_>,
+) -> Result<Bootstrapped, NodeupError> {
+    let mut request = BootstrapRequest {
+        api_version: BOOTSTRAP_API_VERSION.to_string(),
+        include_node_config: true,
+        ..Default::default()
+    };
+    let everything = NodeupConfig {
+        kube_proxy: Some(Default::default()),
+        ..Default::default()
+    };
+    let mut keys = BTreeMap::new();
+    for (name, cert_path, _, _) in wanted_certificates(target.node_name, &everything) {
+        ask_for(&mut request, &mut keys, name, cert_path)?;
+    }
+    let response = ask(client, target, &request).await?;
+    let (config, node_config) = checked_node_config(target, response.node_config.clone())?;
+    let needed: Vec<&str> = wanted_certificates(target.node_name, &config)
+        .into_iter()
+        .map(|(name, ..)| name)
+        .collect();
+    keys.retain(|name, _| needed.contains(name));
+    let mut issued = BTreeMap::new();
+    take_issued(&response, keys, &mut issued)?;
     Ok(Bootstrapped {
         config,
         issued,
@@ -181,6 +255,13 @@ async fn ask(
             Identity::Gce { instance, signer } => {
                 client
                     .bootstrap_gce(request, instance, signer.as_ref())
+                    .await
+            }
+            Identity::Vsphere { bios_uuid, token } => {
+                client
+                    .bootstrap_with(request, &|body| {
+                        Ok(kops_vsphere::proof::authorization(bios_uuid, token, body))
+                    })
                     .await
             }
         };
@@ -220,6 +301,9 @@ pub async fn controller_options(
     if let Some(options) = controller_options_from_addon(base).await? {
         return Ok(options);
     }
+    if loaded.boot.cloud_provider == kops_vsphere::CLOUD {
+        return vsphere_controller_options(base, cluster).await;
+    }
     tracing::warn!(
         "no kops-controller configuration in {base}/addons; using the defaults for {cluster}"
     );
@@ -229,6 +313,36 @@ pub async fn controller_options(
         &format!("{base}/secrets"),
         region.unwrap_or_default(),
         vec![format!("nodes.{cluster}")],
+    ))
+}
+
+/// kops-controller's options on vSphere: the vCenter and datacenter of the
+/// cluster's completed spec (credentials are never there: the controller
+/// reads them from a file mounted on the node or from a Secret).
+async fn vsphere_controller_options(
+    base: &str,
+    cluster: &str,
+) -> Result<kops_controller::Options, NodeupError> {
+    let store = kops_state::open(base).await?;
+    let key = "cluster-completed.spec";
+    let bytes = store
+        .read(key)
+        .await?
+        .ok_or_else(|| NodeupError::MissingConfig {
+            url: store.url_of(key),
+        })?;
+    let spec: kops_api::Cluster = serde_yaml_ng::from_slice(&bytes).map_err(|e| {
+        NodeupError::Bootstrap {
+            reason: format!("{}: {e}", store.url_of(key)),
+        }
+    })?;
+    let cloud = spec.spec.cloud_config.unwrap_or_default();
+    Ok(kops_controller::Options::for_vsphere(
+        cluster,
+        base,
+        &format!("{base}/secrets"),
+        &cloud.vsphere_server.unwrap_or_default(),
+        &cloud.vsphere_datacenter.unwrap_or_default(),
     ))
 }
 

@@ -16,6 +16,7 @@ mod files;
 pub mod gce;
 mod pki;
 mod render;
+pub mod vsphere;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,9 @@ pub struct Options {
     /// On Google Cloud: a PEM RSA key standing in for the vTPM's
     /// attestation key (kops-rs does not drive the vTPM yet).
     pub gce_signing_key: Option<PathBuf>,
+    /// On vSphere: how the guest reads its VM's guestinfo and BIOS UUID;
+    /// `None` is VMware Tools ([`vsphere::Tools`]).
+    pub vsphere_guest: Option<std::sync::Arc<dyn vsphere::Guest>>,
 }
 
 impl Options {
@@ -75,6 +79,7 @@ impl Options {
             retry_delay: Duration::from_secs(2),
             bootstrap_timeout: Duration::from_secs(30 * 60),
             gce_signing_key: None,
+            vsphere_guest: None,
         }
     }
 }
@@ -182,6 +187,8 @@ pub enum NodeupError {
     NoRegion,
     #[error("Google Cloud: {reason}")]
     Gce { reason: String },
+    #[error("vSphere: {reason}")]
+    Vsphere { reason: String },
     #[error("cannot determine this node's name: {reason}\nhint: pass --node-name")]
     NodeName { reason: String },
     #[error("`{command}` failed: {reason}")]
@@ -224,15 +231,26 @@ pub struct Loaded {
 }
 
 /// Reads the boot config: the file the user data wrote or, when there is
-/// none and a Compute Engine metadata server answers, the user data in the
-/// instance's metadata.
-async fn read_boot_config(conf: &Path) -> Result<(BootConfig, Role), NodeupError> {
+/// none, the user data in the VM's guestinfo on vSphere (`guest`, or
+/// VMware Tools when installed), else in the instance's metadata on
+/// Compute Engine.
+async fn read_boot_config(
+    conf: &Path,
+    guest: Option<&dyn vsphere::Guest>,
+) -> Result<(BootConfig, Role), NodeupError> {
     let failed = |reason: String| NodeupError::BootConfig {
         path: conf.display().to_string(),
         reason,
     };
+    let tools = vsphere::Tools;
+    let guest = guest.or_else(|| vsphere::Tools::present().then_some(&tools as _));
     let text = match std::fs::read_to_string(conf) {
         Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && guest.is_some() => {
+            let guest = guest.expect("checked");
+            vsphere::boot_config_from_guestinfo(guest)
+                .map_err(|reason| failed(format!("{e}, and from guestinfo: {reason}")))?
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let metadata = gce::metadata().map_err(failed)?;
             gce::boot_config_from_metadata(&metadata)
@@ -254,7 +272,7 @@ async fn read_boot_config(conf: &Path) -> Result<(BootConfig, Role), NodeupError
 /// Reads the boot config, then the node config from the state store, and
 /// checks the node config's hash.
 pub async fn load(conf: &Path) -> Result<Loaded, NodeupError> {
-    let (boot, role) = read_boot_config(conf).await?;
+    let (boot, role) = read_boot_config(conf, None).await?;
     load_from_store(conf, boot, role).await
 }
 
@@ -305,13 +323,23 @@ async fn load_node(
     boot: BootConfig,
     role: Role,
     gce_instance: Option<&gce::Instance>,
+    vsphere_vm: Option<&vsphere::Vm>,
 ) -> Result<Loaded, NodeupError> {
     let Some(server) = boot.config_server.clone() else {
         return load_from_store(&options.conf, boot, role).await;
     };
     let region = options.region.clone().ok_or(NodeupError::NoRegion)?;
-    let identity = match gce_instance {
-        Some(instance) => {
+    let identity = match (gce_instance, vsphere_vm) {
+        (_, Some(vm)) => config_server::Identity::Vsphere {
+            bios_uuid: vm.bios_uuid.clone(),
+            token: vm.token.clone().ok_or_else(|| NodeupError::Vsphere {
+                reason: format!(
+                    "this VM holds no {} (kops-controller used it for an earlier join; a VM joins once: replace it with `kops rolling-update cluster`)",
+                    kops_vsphere::TOKEN_KEY
+                ),
+            })?,
+        },
+        (Some(instance), None) => {
             let key =
                 match &options.gce_signing_key {
                     Some(path) => {
@@ -333,7 +361,7 @@ async fn load_node(
                 signer,
             }
         }
-        None => config_server::Identity::Aws,
+        (None, None) => config_server::Identity::Aws,
     };
     let got = config_server::bootstrap(&config_server::Target {
         boot: &boot,
@@ -356,9 +384,21 @@ async fn load_node(
     })
 }
 
-/// Runs nodeup: load, plan, then (unless a dry run) apply.
-pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
-    let (boot, role) = read_boot_config(&options.conf).await?;
+/// A node that knows who it is and has its config (and, for a worker,
+/// what kops-controller issued).
+#[derive(Debug, Clone)]
+pub struct Joined {
+    /// The options with what the cloud told (node name, address, region).
+    pub options: Options,
+    pub node_name: String,
+    pub loaded: Loaded,
+}
+
+/// The first half of [`run`]: the boot config, who this node is (from the
+/// metadata server on Google Cloud, VMware Tools on vSphere), then the
+/// node config from the state store or kops-controller.
+pub async fn join(options: &Options) -> Result<Joined, NodeupError> {
+    let (boot, role) = read_boot_config(&options.conf, options.vsphere_guest.as_deref()).await?;
     // On Google Cloud, the metadata server says who this node is.
     let mut resolved = options.clone();
     let gce_instance = if boot.cloud_provider == "gce" {
@@ -377,22 +417,49 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
     } else {
         None
     };
-    let options = &resolved;
-    let node_name = match &options.node_name {
+    // On vSphere, VMware Tools says which VM this is.
+    let vsphere_vm = if boot.cloud_provider == kops_vsphere::CLOUD {
+        let vm = vsphere_vm(options)?;
+        if let Some(name) = &vm.name {
+            resolved.node_name.get_or_insert_with(|| name.clone());
+        }
+        // No region on vSphere (the AWS client of a worker is not used).
+        resolved.region.get_or_insert_with(String::new);
+        Some(vm)
+    } else {
+        None
+    };
+    let node_name = match &resolved.node_name {
         Some(n) => n.clone(),
         None => host_name()?,
     };
-    let loaded = match load_node(
-        options,
+    let loaded = load_node(
+        &resolved,
         &node_name,
-        boot.clone(),
+        boot,
         role,
         gce_instance.as_ref(),
+        vsphere_vm.as_ref(),
     )
-    .await
-    {
+    .await?;
+    Ok(Joined {
+        options: resolved,
+        node_name,
+        loaded,
+    })
+}
+
+/// Runs nodeup: load, plan, then (unless a dry run) apply.
+pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
+    let Joined {
+        options,
+        node_name,
+        loaded,
+    } = match join(options).await {
         Err(NodeupError::AlreadyRegistered) => {
-            tracing::info!("node `{node_name}` is already registered and Ready; nothing to do");
+            let (boot, role) =
+                read_boot_config(&options.conf, options.vsphere_guest.as_deref()).await?;
+            tracing::info!("this node is already registered and Ready; nothing to do");
             return Ok(Outcome {
                 cluster: boot.cluster_name,
                 instance_group: boot.instance_group_name,
@@ -402,8 +469,9 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
                 services: ServiceAction::AlreadyRegistered,
             });
         }
-        loaded => loaded?,
+        joined => joined?,
     };
+    let options = &options;
     let arch = options.arch.or_else(Arch::host).unwrap_or(Arch::Amd64);
     let fetcher = Fetcher::new(options.attempts, options.retry_delay);
 
@@ -486,6 +554,13 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         downloaded,
         services,
     })
+}
+
+/// This VM as its guest sees it (`options.vsphere_guest`, else VMware Tools).
+fn vsphere_vm(options: &Options) -> Result<vsphere::Vm, NodeupError> {
+    let tools = vsphere::Tools;
+    let guest: &dyn vsphere::Guest = options.vsphere_guest.as_deref().unwrap_or(&tools);
+    vsphere::vm(guest).map_err(|reason| NodeupError::Vsphere { reason })
 }
 
 fn host_name() -> Result<String, NodeupError> {

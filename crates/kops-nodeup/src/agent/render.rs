@@ -998,6 +998,15 @@ pub fn control_plane_files(
              Restart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
         ),
     ));
+    // On vSphere, kube-vip holds the control plane's virtual IP (with the
+    // addon applier's kubeconfig: a cluster admin, as kubeadm's admin.conf).
+    if ctx.loaded.boot.cloud_provider == kops_vsphere::CLOUD {
+        out.extend(super::vsphere::kube_vip(
+            &ctx.loaded.config,
+            CHANNELS_KUBECONFIG,
+            &[CHANNELS_CERT, CHANNELS_KEY, "/srv/kubernetes/ca.crt"],
+        )?);
+    }
     Ok(out)
 }
 

@@ -77,6 +77,8 @@ fn create_args<'a>(
         vcsim::NETWORK,
         "--vsphere-folder",
         "kops-clusters",
+        "--vsphere-control-plane-vip",
+        "10.0.0.100",
         "--image",
         vcsim::TEMPLATE,
         "--zones",
@@ -274,6 +276,21 @@ fn lifecycle_on_the_simulator() {
     assert_eq!(vm["guestinfo.userdata.encoding"], "base64");
     assert_eq!(vm["kops.instancegroup"], "nodes-a");
     assert_eq!(vm["guestinfo.kops.bootstrap-token"].len(), 64);
+    // A worker reaches the API and kops-controller at the control plane's
+    // virtual IP (kube-vip holds it).
+    use base64::Engine;
+    let user_data = base64::engine::general_purpose::STANDARD
+        .decode(&vm["guestinfo.userdata"])
+        .unwrap();
+    let boot = kops_nodeup::bootstrap::boot_config_text(&String::from_utf8_lossy(&user_data))
+        .map(str::to_string)
+        .expect("boot config in the user data");
+    let boot = kops_nodeup::bootstrap::BootConfig::parse(&boot).unwrap();
+    assert_eq!(boot.api_server_ips, ["10.0.0.100"]);
+    assert_eq!(
+        boot.config_server.unwrap().servers,
+        ["https://10.0.0.100:3988/"]
+    );
 
     // A second update: no change, no write (vCenter or state store).
     let files = snapshot(&store);
@@ -397,8 +414,22 @@ fn lifecycle_on_the_simulator() {
         r.stderr
     );
 
-    // No credential in the state store, the specs, the node configs or the
-    // VMs' user data.
+    // The bootstrap channel holds vSphere's cloud controller manager and
+    // CSI driver (their configs point at Secrets), and none of AWS'.
+    let channel = std::fs::read_to_string(
+        store.join("one.k8s.local/addons/bootstrap-channel.yaml"),
+    )
+    .unwrap();
+    for addon in [
+        "vsphere-cloud-controller.addons.k8s.io",
+        "vsphere-csi-driver.addons.k8s.io",
+    ] {
+        assert!(channel.contains(addon), "{addon} not in\n{channel}");
+    }
+    assert!(!channel.contains("aws-cloud-controller"), "{channel}");
+
+    // No credential in the state store (addons included), the specs, the
+    // node configs or the VMs' user data.
     let secrets = [vcsim::USER, vcsim::PASSWORD];
     for (file, bytes) in snapshot(&store) {
         let text = String::from_utf8_lossy(&bytes);
@@ -551,6 +582,25 @@ fn bad_input_leaves_nothing() {
             "{flag} left something in the simulator"
         );
     }
+
+    // No DNS and no control-plane virtual IP: nodes would have no API
+    // address; `create` says which flag to give and writes nothing.
+    let tmp = tempfile::tempdir().unwrap();
+    let state = file_url(tmp.path());
+    let mut args = create_args(&sim, "novip.k8s.local", &state, "1");
+    let at = args
+        .iter()
+        .position(|a| *a == "--vsphere-control-plane-vip")
+        .unwrap();
+    args.drain(at..at + 2);
+    let r = kops_vc(&sim, &args);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("--vsphere-control-plane-vip") && r.stderr.contains("kube-vip"),
+        "{}",
+        r.stderr
+    );
+    assert!(snapshot(tmp.path()).is_empty(), "create wrote something");
 
     // Wrong credentials, an unreachable vCenter, no credentials.
     let tmp = tempfile::tempdir().unwrap();

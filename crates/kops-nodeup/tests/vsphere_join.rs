@@ -1,0 +1,319 @@
+//! A vSphere worker joins through kops-controller, on govmomi's vCenter
+//! simulator: `update`'s code clones the worker VMs (cloud-init user data,
+//! metadata and a one-time token in guestinfo), nodeup reads its boot
+//! config from the VM's guestinfo (no boot config file), sends its BIOS
+//! UUID and the token's MAC to kops-controller, whose vSphere verifier
+//! logs in to vCenter with credentials from a mounted file. The worker
+//! gets its certificates and node config.
+//!
+//! Refused, each with one log line and nothing issued: the same worker
+//! again (its token was used: a replay), a VM of this cluster with a
+//! forged token (its real token stays), a VM of another cluster with its
+//! own valid token.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kops_controller::protocol;
+use kops_nodeup::agent::{self, vsphere::Guest, NodeupError};
+use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
+use kops_pki::{CertificateAuthority, IssueRequest};
+use kops_testkit::vcsim::{self, Vcsim};
+use kops_vsphere::cluster::{self, GroupSpec, Placement};
+use kops_vsphere::vcenter::{extra_config, Vcenter};
+use kops_vsphere::{Credentials, TOKEN_KEY};
+
+const CLUSTER: &str = "a.k8s.local";
+const OTHER: &str = "b.k8s.local";
+const FOLDER: &str = "joins";
+
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        self.text().lines().filter(|l| l.contains(needle)).count()
+    }
+}
+
+/// What a VM's guest reads through VMware Tools: its guestinfo and BIOS
+/// UUID, as vCenter holds them.
+#[derive(Debug, Clone)]
+struct VmView {
+    uuid: String,
+    guestinfo: BTreeMap<String, String>,
+}
+
+impl Guest for VmView {
+    fn get(&self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.guestinfo.get(key).cloned())
+    }
+    fn bios_uuid(&self) -> Result<String, String> {
+        Ok(self.uuid.clone())
+    }
+}
+
+async fn view(vc: &Vcenter, vm: &str) -> VmView {
+    let folder = vc
+        .find_path(&format!("{}/vm/{FOLDER}", vcsim::DATACENTER))
+        .await
+        .unwrap()
+        .unwrap();
+    let found = vc
+        .children(
+            &folder,
+            "VirtualMachine",
+            &["name", "config.uuid", "config.extraConfig"],
+        )
+        .await
+        .unwrap();
+    let (_, p) = found
+        .into_iter()
+        .find(|(_, p)| p["name"].text == vm)
+        .unwrap_or_else(|| panic!("no VM {vm}"));
+    VmView {
+        uuid: p["config.uuid"].text.clone(),
+        guestinfo: extra_config(p.get("config.extraConfig"))
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("guestinfo."))
+            .collect(),
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn credentials() -> Credentials {
+    Credentials {
+        username: vcsim::USER.into(),
+        password: vcsim::PASSWORD.into(),
+    }
+}
+
+/// `count` worker VMs of `cluster` whose user data carries `boot`.
+async fn workers(vc: &Vcenter, cluster: &str, count: usize, boot: &BootConfig) {
+    let placement = Placement {
+        datacenter: vcsim::DATACENTER.into(),
+        folder: FOLDER.into(),
+        resource_pool: vcsim::CLUSTER.into(),
+        datastore: vcsim::DATASTORE.into(),
+        network: None,
+    };
+    let script = format!(
+        "#!/bin/bash\ncat > conf/kube_env.yaml << '__EOF_KUBE_ENV'\n{}\n__EOF_KUBE_ENV\n\ndownload-release\n",
+        boot.to_yaml()
+    );
+    let groups = [GroupSpec {
+        name: "nodes".into(),
+        template: vcsim::TEMPLATE.into(),
+        count,
+        cpus: 2,
+        memory_mb: 4096,
+        user_data: script,
+    }];
+    let resolved = cluster::resolve(vc, &placement, &groups).await.unwrap();
+    cluster::update(vc, cluster, &placement, resolved, &groups, true)
+        .await
+        .unwrap();
+}
+
+#[test]
+fn a_vsphere_worker_joins_and_others_are_refused() {
+    if !vcsim::vcsim_available() {
+        return;
+    }
+    let logs = Logs::default();
+    let writer = logs.clone();
+    tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_env_filter("kops_controller=info")
+        .init();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(joins(logs));
+}
+
+async fn joins(logs: Logs) {
+    let sim = Vcsim::start().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+
+    // The control plane: kops-controller with its PKI, the group's node
+    // config in the state store and the vCenter credentials in a file.
+    let pki = tmp.path().join("pki");
+    let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
+    let serving = ca
+        .issue(&IssueRequest::server(
+            "kops-controller",
+            &[protocol::audience(CLUSTER)],
+        ))
+        .unwrap();
+    write(&pki.join("kubernetes-ca.crt"), ca.certificate_pem());
+    write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
+    write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
+    write(&pki.join("kops-controller.key"), &serving.private_key_pem);
+    let state = tmp.path().join("state").join(CLUSTER);
+    let node_config = format!(
+        "ClusterName: {CLUSTER}\nKubeProxy:\n  enabled: true\nKubeletConfig:\n  nodeLabels:\n    node-role.kubernetes.io/node: \"\"\n"
+    );
+    write(
+        &state.join("igconfig/node/nodes/nodeupconfig.yaml"),
+        &node_config,
+    );
+    let credentials_file = tmp.path().join("vsphere-credentials");
+    write(
+        &credentials_file,
+        &format!("{}\n{}\n", vcsim::USER, vcsim::PASSWORD),
+    );
+    let mut options = kops_controller::Options::for_vsphere(
+        CLUSTER,
+        &format!("file://{}", state.display()),
+        "",
+        sim.url(),
+        vcsim::DATACENTER,
+    );
+    let pki_path = |file: &str| pki.join(file).display().to_string();
+    options.server.server_key_path = pki_path("kops-controller.key");
+    options.server.server_certificate_path = pki_path("kops-controller.crt");
+    options.server.ca_base_path = pki.display().to_string();
+    options.server.provider.vsphere.as_mut().unwrap().credentials_file =
+        credentials_file.display().to_string();
+    let controller = Arc::new(
+        kops_controller::build(options)
+            .await
+            .unwrap_or_else(|e| panic!("kops-controller: {e}")),
+    );
+    let tls = controller.tls().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}/", listener.local_addr().unwrap());
+    tokio::spawn(controller.clone().serve(listener, tls, std::future::pending()));
+
+    // The workers: this cluster's two, another cluster's one.
+    let boot = |cluster: &str| BootConfig {
+        cloud_provider: kops_vsphere::CLOUD.into(),
+        cluster_name: cluster.into(),
+        config_server: Some(ConfigServer {
+            ca_certificates: ca.certificate_pem().to_string(),
+            servers: vec![url.clone()],
+            tls_server_name: protocol::audience(CLUSTER),
+        }),
+        instance_group_name: "nodes".into(),
+        instance_group_role: "Node".into(),
+        nodeup_config_hash: kops_nodeup::config::config_hash(node_config.as_bytes()),
+        ..Default::default()
+    };
+    let vc = Vcenter::login(sim.url(), &credentials()).await.unwrap();
+    workers(&vc, CLUSTER, 2, &boot(CLUSTER)).await;
+    workers(&vc, OTHER, 1, &boot(OTHER)).await;
+
+    // nodeup on a VM: no boot config file, everything from guestinfo.
+    let node = |guest: VmView| {
+        let mut options = agent::Options::new(tmp.path().join("no-such-kube_env.yaml"), tmp.path().join("root"));
+        options.vsphere_guest = Some(Arc::new(guest));
+        options.bootstrap_timeout = Duration::from_secs(5);
+        options.retry_delay = Duration::from_millis(100);
+        options
+    };
+    let refused = |result: Result<agent::Joined, NodeupError>| match result {
+        Err(NodeupError::Bootstrap { reason }) => reason,
+        Err(e) => panic!("expected a refusal, got {e}\n{}", logs.text()),
+        Ok(_) => panic!("was accepted\n{}", logs.text()),
+    };
+
+    // 1. The worker joins: its name from the metadata, its certificates.
+    let worker = view(&vc, &format!("nodes-1.{CLUSTER}")).await;
+    let joined = agent::join(&node(worker.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", logs.text()));
+    assert_eq!(joined.node_name, format!("nodes-1.{CLUSTER}"));
+    assert_eq!(joined.loaded.boot.cluster_name, CLUSTER);
+    let issued = joined.loaded.issued.expect("certificates");
+    let paths: Vec<&str> = issued.keys().map(String::as_str).collect();
+    assert_eq!(
+        paths,
+        [
+            "/var/lib/kube-proxy/client.crt",
+            "/var/lib/kubelet/pki/kubelet-client.crt"
+        ]
+    );
+    let kubelet = &issued["/var/lib/kubelet/pki/kubelet-client.crt"].0;
+    let subject = kops_pki::certificate_info(kubelet).unwrap().subject;
+    assert!(
+        subject.contains(&format!("system:node:nodes-1.{CLUSTER}")),
+        "{subject}"
+    );
+    assert_eq!(
+        logs.count(&format!(
+            "node nodes-1.{CLUSTER} (instance group nodes): issued kube-proxy, kubelet and its node config"
+        )),
+        1,
+        "{}",
+        logs.text()
+    );
+    // The VM holds no token any more.
+    assert!(!view(&vc, &format!("nodes-1.{CLUSTER}"))
+        .await
+        .guestinfo
+        .contains_key(TOKEN_KEY));
+
+    // 2. The same proof again (a replay): refused.
+    let reason = refused(agent::join(&node(worker)).await);
+    assert!(reason.contains("403"), "{reason}");
+    assert_eq!(
+        logs.count(&format!("VM `nodes-1.{CLUSTER}` holds no bootstrap token")),
+        1
+    );
+
+    // 3. A forged token for this cluster's other VM: refused; its token stays.
+    let mut forged = view(&vc, &format!("nodes-2.{CLUSTER}")).await;
+    let real = forged.guestinfo[TOKEN_KEY].clone();
+    forged.guestinfo.insert(TOKEN_KEY.into(), "0".repeat(64));
+    refused(agent::join(&node(forged)).await);
+    assert_eq!(
+        logs.count(&format!("does not match VM `nodes-2.{CLUSTER}`'s token (forged)")),
+        1
+    );
+    assert_eq!(
+        view(&vc, &format!("nodes-2.{CLUSTER}")).await.guestinfo[TOKEN_KEY],
+        real
+    );
+
+    // 4. Another cluster's VM, with its own valid token, asking this
+    //    cluster's controller: refused.
+    let stranger = view(&vc, &format!("nodes-1.{OTHER}")).await;
+    refused(agent::join(&node(stranger)).await);
+    assert_eq!(
+        logs.count(&format!(
+            "VM `nodes-1.{OTHER}` is not part of cluster `{CLUSTER}`"
+        )),
+        1
+    );
+    assert_eq!(
+        logs.count("issued"),
+        1,
+        "nothing issued to the refused: {}",
+        logs.text()
+    );
+    vc.logout().await;
+}
