@@ -1460,7 +1460,8 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
         }
     };
 
-    if cloud == Cloud::Vsphere && dns == "None" && non_empty(&o.vsphere.control_plane_vip).is_none() {
+    if cloud == Cloud::Vsphere && dns == "None" && non_empty(&o.vsphere.control_plane_vip).is_none()
+    {
         errors.push(
             FieldError::new(
                 "--vsphere-control-plane-vip",

@@ -101,7 +101,7 @@ impl VsphereVerifier {
         let file = if options.credentials_file.is_empty() {
             crate::config::VSPHERE_CREDENTIALS_FILE
         } else {
-            &options.credentials_file
+            options.credentials_file.as_str()
         };
         Self::new(
             cluster,
@@ -151,9 +151,7 @@ impl VsphereVerifier {
             data.get(&key)
                 .map(|v| String::from_utf8_lossy(&v.0).trim().to_string())
                 .filter(|v| !v.is_empty())
-                .ok_or_else(|| {
-                    format!("Secret kube-system/{CREDENTIALS_SECRET} has no `{key}`")
-                })
+                .ok_or_else(|| format!("Secret kube-system/{CREDENTIALS_SECRET} has no `{key}`"))
         };
         Ok(Credentials {
             username: field("username")?,
@@ -204,9 +202,8 @@ impl VsphereVerifier {
         mac: &str,
         body: &[u8],
     ) -> Result<NodeIdentity, VsphereRefusal> {
-        let vcenter_error = |e: kops_vsphere::VsphereError| {
-            VsphereRefusal::Vcenter(first_line(&e.to_string()))
-        };
+        let vcenter_error =
+            |e: kops_vsphere::VsphereError| VsphereRefusal::Vcenter(first_line(&e.to_string()));
         let vcenter = &session.vcenter;
         let vm = vcenter
             .find_vm_by_uuid(&session.datacenter, uuid)

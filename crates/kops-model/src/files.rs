@@ -568,7 +568,10 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
         out.push(Addon::new("storage-aws.addons.k8s.io", "v1.15.0"));
     }
     if vsphere {
-        out.push(Addon::new("vsphere-cloud-controller.addons.k8s.io", "k8s-1.25"));
+        out.push(Addon::new(
+            "vsphere-cloud-controller.addons.k8s.io",
+            "k8s-1.25",
+        ));
         out.push(Addon::new("vsphere-csi-driver.addons.k8s.io", "k8s-1.25"));
     }
     if gce {

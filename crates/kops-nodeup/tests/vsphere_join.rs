@@ -197,8 +197,13 @@ async fn joins(logs: Logs) {
     options.server.server_key_path = pki_path("kops-controller.key");
     options.server.server_certificate_path = pki_path("kops-controller.crt");
     options.server.ca_base_path = pki.display().to_string();
-    options.server.provider.vsphere.as_mut().unwrap().credentials_file =
-        credentials_file.display().to_string();
+    options
+        .server
+        .provider
+        .vsphere
+        .as_mut()
+        .unwrap()
+        .credentials_file = credentials_file.display().to_string();
     let controller = Arc::new(
         kops_controller::build(options)
             .await
@@ -207,7 +212,11 @@ async fn joins(logs: Logs) {
     let tls = controller.tls().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("https://{}/", listener.local_addr().unwrap());
-    tokio::spawn(controller.clone().serve(listener, tls, std::future::pending()));
+    tokio::spawn(
+        controller
+            .clone()
+            .serve(listener, tls, std::future::pending()),
+    );
 
     // The workers: this cluster's two, another cluster's one.
     let boot = |cluster: &str| BootConfig {
@@ -229,7 +238,10 @@ async fn joins(logs: Logs) {
 
     // nodeup on a VM: no boot config file, everything from guestinfo.
     let node = |guest: VmView| {
-        let mut options = agent::Options::new(tmp.path().join("no-such-kube_env.yaml"), tmp.path().join("root"));
+        let mut options = agent::Options::new(
+            tmp.path().join("no-such-kube_env.yaml"),
+            tmp.path().join("root"),
+        );
         options.vsphere_guest = Some(Arc::new(guest));
         options.bootstrap_timeout = Duration::from_secs(5);
         options.retry_delay = Duration::from_millis(100);
@@ -291,7 +303,9 @@ async fn joins(logs: Logs) {
     forged.guestinfo.insert(TOKEN_KEY.into(), "0".repeat(64));
     refused(agent::join(&node(forged)).await);
     assert_eq!(
-        logs.count(&format!("does not match VM `nodes-2.{CLUSTER}`'s token (forged)")),
+        logs.count(&format!(
+            "does not match VM `nodes-2.{CLUSTER}`'s token (forged)"
+        )),
         1
     );
     assert_eq!(

@@ -31,24 +31,6 @@ pub fn settings(cluster: &Cluster) -> Result<Settings, OpsError> {
             "remove them with `kops edit cluster` and export VSPHERE_USERNAME and VSPHERE_PASSWORD instead",
         ));
     }
-    let no_dns = cluster
-        .spec
-        .topology
-        .as_ref()
-        .and_then(|t| t.dns.as_ref())
-        .and_then(|d| d.kind.as_deref())
-        .is_none_or(|kind| kind == "None");
-    let vip = config
-        .vsphere_control_plane_vip
-        .as_deref()
-        .is_some_and(|v| !v.trim().is_empty());
-    if no_dns && !vip {
-        return Err(spec_error(
-            "spec.cloudConfig.vSphereControlPlaneVIP",
-            "is required for a vSphere cluster without DNS (spec.networking.topology.dns: None): nodes would have no API address",
-            "set a free address of the VMs' network with `kops edit cluster` (`create cluster` takes --vsphere-control-plane-vip); kube-vip holds it on a control-plane VM",
-        ));
-    }
     let need = |value: Option<String>, field: &str, flag: &str| {
         value.filter(|v| !v.trim().is_empty()).ok_or_else(|| {
             spec_error(
@@ -83,6 +65,31 @@ pub fn settings(cluster: &Cluster) -> Result<Settings, OpsError> {
             network: config.vsphere_network.filter(|n| !n.trim().is_empty()),
         },
     })
+}
+
+/// Without DNS, the control plane's virtual IP is the only API address
+/// nodes can have: `update` requires it (`delete` and `get` do not).
+pub fn require_api_address(cluster: &Cluster) -> Result<(), OpsError> {
+    let config = cluster.spec.cloud_config.clone().unwrap_or_default();
+    let no_dns = cluster
+        .spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.dns.as_ref())
+        .and_then(|d| d.kind.as_deref())
+        .is_none_or(|kind| kind == "None");
+    let vip = config
+        .vsphere_control_plane_vip
+        .as_deref()
+        .is_some_and(|v| !v.trim().is_empty());
+    if no_dns && !vip {
+        return Err(spec_error(
+            "spec.cloudConfig.vSphereControlPlaneVIP",
+            "is required for a vSphere cluster without DNS (spec.networking.topology.dns: None): nodes would have no API address",
+            "set a free address of the VMs' network with `kops edit cluster` (`create cluster` takes --vsphere-control-plane-vip); kube-vip holds it on a control-plane VM",
+        ));
+    }
+    Ok(())
 }
 
 fn spec_error(field: &str, message: &str, hint: &str) -> OpsError {
@@ -276,12 +283,11 @@ async fn write_addons(
         account_id: None,
         config_base,
     };
-    let files = crate::render::neutral_files(&model, &loaded.cluster).map_err(|e| {
-        OpsError::NotOnAws {
+    let files =
+        crate::render::neutral_files(&model, &loaded.cluster).map_err(|e| OpsError::NotOnAws {
             cluster: loaded.cluster.name().to_string(),
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     let mut written = Vec::new();
     for file in files
         .iter()
@@ -326,6 +332,7 @@ pub async fn update(
     apply: bool,
 ) -> Result<VsphereUpdate, OpsError> {
     let loaded = load(registry, name).await?;
+    require_api_address(&loaded.cluster)?;
     let vc = connect(&loaded.settings).await?;
     let result = update_with(registry, &loaded, &vc, apply).await;
     vc.logout().await;
@@ -473,14 +480,17 @@ mod tests {
         );
         assert!(is_vsphere(&c));
         // Without DNS, the control plane's virtual IP is the API address.
-        let e = settings(&c).unwrap_err().to_string();
+        settings(&c).unwrap();
+        let e = require_api_address(&c).unwrap_err().to_string();
         assert!(
-            e.contains("spec.cloudConfig.vSphereControlPlaneVIP") && e.contains("--vsphere-control-plane-vip"),
+            e.contains("spec.cloudConfig.vSphereControlPlaneVIP")
+                && e.contains("--vsphere-control-plane-vip"),
             "{e}"
         );
         let c = cluster(
             "    vSphereServer: vc.example.com\n    vSphereDatacenter: DC0\n    vSphereResourcePool: C0\n    vSphereDatastore: ds\n    vSphereControlPlaneVIP: 10.0.0.100\n",
         );
+        require_api_address(&c).unwrap();
         let s = settings(&c).unwrap();
         assert_eq!(s.server, "vc.example.com");
         assert_eq!(s.placement.folder, "c.k8s.local");
@@ -497,7 +507,7 @@ mod tests {
             e.contains("VSPHERE_USERNAME") && !e.contains("secret"),
             "{e}"
         );
-        let c = cluster("    vSphereServer: vc\n    vSphereControlPlaneVIP: 10.0.0.100\n");
+        let c = cluster("    vSphereServer: vc\n");
         let e = settings(&c).unwrap_err().to_string();
         assert!(e.contains("vSphereDatacenter"), "{e}");
     }

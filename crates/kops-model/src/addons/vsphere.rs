@@ -124,7 +124,10 @@ mod tests {
         assert!(cpi.contains("secretName: vsphere-cloud-secret"), "{cpi}");
         assert!(cpi.contains("vcenter.example.com:"), "{cpi}");
         assert!(cpi.contains("- DC0"), "{cpi}");
-        assert!(cpi.contains("--cloud-config=/etc/cloud/vsphere.conf"), "{cpi}");
+        assert!(
+            cpi.contains("--cloud-config=/etc/cloud/vsphere.conf"),
+            "{cpi}"
+        );
         let csi = super::super::manifest(&model, "vsphere-csi-driver.addons.k8s.io")
             .unwrap()
             .unwrap();
@@ -132,11 +135,14 @@ mod tests {
         assert!(csi.contains("name: csi.vsphere.vmware.com"), "{csi}");
 
         // Both are in a vSphere cluster's bootstrap channel.
-        let keys: Vec<&str> = crate::files::addons(&model)
-            .iter()
-            .map(|a| a.key)
-            .collect();
-        assert!(keys.contains(&"vsphere-cloud-controller.addons.k8s.io"), "{keys:?}");
-        assert!(keys.contains(&"vsphere-csi-driver.addons.k8s.io"), "{keys:?}");
+        let keys: Vec<&str> = crate::files::addons(&model).iter().map(|a| a.key).collect();
+        assert!(
+            keys.contains(&"vsphere-cloud-controller.addons.k8s.io"),
+            "{keys:?}"
+        );
+        assert!(
+            keys.contains(&"vsphere-csi-driver.addons.k8s.io"),
+            "{keys:?}"
+        );
     }
 }

@@ -331,11 +331,10 @@ async fn vsphere_controller_options(
         .ok_or_else(|| NodeupError::MissingConfig {
             url: store.url_of(key),
         })?;
-    let spec: kops_api::Cluster = serde_yaml_ng::from_slice(&bytes).map_err(|e| {
-        NodeupError::Bootstrap {
+    let spec: kops_api::Cluster =
+        serde_yaml_ng::from_slice(&bytes).map_err(|e| NodeupError::Bootstrap {
             reason: format!("{}: {e}", store.url_of(key)),
-        }
-    })?;
+        })?;
     let cloud = spec.spec.cloud_config.unwrap_or_default();
     Ok(kops_controller::Options::for_vsphere(
         cluster,

@@ -243,7 +243,8 @@ async fn read_boot_config(
         reason,
     };
     let tools = vsphere::Tools;
-    let guest = guest.or_else(|| vsphere::Tools::present().then_some(&tools as _));
+    let guest =
+        guest.or_else(|| vsphere::Tools::present().then_some(&tools as &dyn vsphere::Guest));
     let text = match std::fs::read_to_string(conf) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && guest.is_some() => {

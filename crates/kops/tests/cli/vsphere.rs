@@ -416,10 +416,8 @@ fn lifecycle_on_the_simulator() {
 
     // The bootstrap channel holds vSphere's cloud controller manager and
     // CSI driver (their configs point at Secrets), and none of AWS'.
-    let channel = std::fs::read_to_string(
-        store.join("one.k8s.local/addons/bootstrap-channel.yaml"),
-    )
-    .unwrap();
+    let channel =
+        std::fs::read_to_string(store.join("one.k8s.local/addons/bootstrap-channel.yaml")).unwrap();
     for addon in [
         "vsphere-cloud-controller.addons.k8s.io",
         "vsphere-csi-driver.addons.k8s.io",

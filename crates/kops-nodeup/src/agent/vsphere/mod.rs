@@ -149,11 +149,10 @@ pub fn kube_vip(
         .and_then(|a| a.kube_api_server.get("securePort"))
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(443);
-    let manifest = kube_vip_manifest(vip, port, kubeconfig, files).map_err(|e| {
-        NodeupError::Vsphere {
+    let manifest =
+        kube_vip_manifest(vip, port, kubeconfig, files).map_err(|e| NodeupError::Vsphere {
             reason: format!("kube-vip manifest: {e}"),
-        }
-    })?;
+        })?;
     Ok(Some(PlannedFile::new(KUBE_VIP_MANIFEST, 0o644, manifest)))
 }
 
@@ -206,7 +205,9 @@ mod tests {
     #[test]
     fn guestinfo_in_each_encoding() {
         let boot = "CloudProvider: vsphere\nClusterName: a.k8s.local\nInstanceGroupName: nodes\nInstanceGroupRole: Node\nNodeupConfigHash: abc\n";
-        let script = format!("#!/bin/bash\ncat > conf/kube_env.yaml << '__EOF_KUBE_ENV'\n{boot}\n__EOF_KUBE_ENV\n");
+        let script = format!(
+            "#!/bin/bash\ncat > conf/kube_env.yaml << '__EOF_KUBE_ENV'\n{boot}\n__EOF_KUBE_ENV\n"
+        );
         let b64 = |s: &[u8]| base64::engine::general_purpose::STANDARD.encode(s);
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         std::io::Write::write_all(&mut gz, script.as_bytes()).unwrap();
@@ -224,7 +225,10 @@ mod tests {
         }
         let bad = Values(BTreeMap::from([
             ("guestinfo.userdata".to_string(), "x".to_string()),
-            ("guestinfo.userdata.encoding".to_string(), "rot13".to_string()),
+            (
+                "guestinfo.userdata.encoding".to_string(),
+                "rot13".to_string(),
+            ),
         ]));
         assert!(boot_config_from_guestinfo(&bad)
             .unwrap_err()
@@ -237,8 +241,8 @@ mod tests {
 
     #[test]
     fn kube_vip_holds_the_vip_in_arp_mode() {
-        let text = kube_vip_manifest("10.0.0.100", 443, "/var/lib/kops/kubeconfig", &["/a.crt"])
-            .unwrap();
+        let text =
+            kube_vip_manifest("10.0.0.100", 443, "/var/lib/kops/kubeconfig", &["/a.crt"]).unwrap();
         let pod: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
         assert_eq!(pod["kind"], "Pod");
         assert_eq!(pod["spec"]["hostNetwork"], true);
@@ -248,7 +252,12 @@ mod tests {
             .as_array()
             .unwrap()
             .iter()
-            .filter_map(|e| Some((e["name"].as_str()?.to_string(), e["value"].as_str()?.to_string())))
+            .filter_map(|e| {
+                Some((
+                    e["name"].as_str()?.to_string(),
+                    e["value"].as_str()?.to_string(),
+                ))
+            })
             .collect();
         assert_eq!(env["address"], "10.0.0.100");
         assert_eq!(env["port"], "443");
