@@ -2428,10 +2428,24 @@ mod tests {
                 resource_pool: Some("Cluster1".into()),
                 datastore: Some("ds1".into()),
                 core_dns_server: Some("http://10.0.0.2:2379".into()),
+                control_plane_vip: Some("10.0.0.100".into()),
                 ..Default::default()
             },
             ..opts(&[])
         }
+    }
+
+    #[test]
+    fn vsphere_without_dns_needs_the_control_plane_vip() {
+        let mut o = vsphere_opts();
+        o.vsphere.control_plane_vip = None;
+        let errors = errors_of(&o);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.to_string().contains("--vsphere-control-plane-vip")),
+            "{errors:?}"
+        );
     }
 
     #[test]
