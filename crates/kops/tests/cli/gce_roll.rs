@@ -178,10 +178,10 @@ impl Case {
     /// Runs `kops ARGS` while a thread keeps the nodes in step with the
     /// instances.
     fn kops_with_kubelet(&self, args: &[&str], known: &mut BTreeMap<String, String>) -> Run {
-        let done = AtomicBool::new(false);
+        let done = &AtomicBool::new(false);
+        let mut mine = known.clone();
         std::thread::scope(|s| {
-            let sync = s.spawn(|| {
-                let mut mine = known.clone();
+            let sync = s.spawn(move || {
                 while !done.load(Ordering::Relaxed) {
                     self.sync_nodes(&mut mine);
                     std::thread::sleep(std::time::Duration::from_millis(50));
