@@ -184,9 +184,20 @@ pub async fn cluster_instances(
 /// Roles from `k8s-io-role-*` labels (`master` read as `control-plane`).
 fn roles(instance: &Value) -> Vec<String> {
     let mut roles = BTreeSet::new();
-    for key in instance["labels"].as_object().into_iter().flat_map(|m| m.keys()) {
+    for key in instance["labels"]
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+    {
         if let Some(role) = key.strip_prefix("k8s-io-role-") {
-            roles.insert(if role == "master" { "control-plane" } else { role }.to_string());
+            roles.insert(
+                if role == "master" {
+                    "control-plane"
+                } else {
+                    role
+                }
+                .to_string(),
+            );
         }
     }
     roles.into_iter().collect()

@@ -213,7 +213,10 @@ async fn dump(
             "items",
         )
         .await?;
-    for a in addresses.iter().filter(|a| ours(a["name"].as_str().unwrap_or(""))) {
+    for a in addresses
+        .iter()
+        .filter(|a| ours(a["name"].as_str().unwrap_or("")))
+    {
         let name = a["name"].as_str().unwrap_or_default().to_string();
         d.resources.push(DumpedResource {
             id: name.clone(),
@@ -235,7 +238,10 @@ async fn dump(
             "items",
         )
         .await?;
-    for s in subnets.iter().filter(|s| ours(s["name"].as_str().unwrap_or(""))) {
+    for s in subnets
+        .iter()
+        .filter(|s| ours(s["name"].as_str().unwrap_or("")))
+    {
         d.subnets.push(DumpedSubnet {
             id: s["name"].as_str().unwrap_or_default().into(),
             zone: Some(region.clone()),

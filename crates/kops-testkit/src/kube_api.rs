@@ -371,7 +371,12 @@ fn handle(
     let segs: Vec<&str> = rest.split('/').collect();
     // The Eviction API (policy/v1): the pod is deleted.
     if let (["namespaces", ns, "pods", name, "eviction"], "POST") = (segs.as_slice(), method) {
-        let key = (r.prefix.clone(), r.plural.clone(), ns.to_string(), name.to_string());
+        let key = (
+            r.prefix.clone(),
+            r.plural.clone(),
+            ns.to_string(),
+            name.to_string(),
+        );
         return match state.objects.remove(&key) {
             Some(_) => (
                 201,
@@ -420,7 +425,11 @@ fn handle(
             let on_node: Option<String> = query
                 .split('&')
                 .filter_map(|kv| kv.strip_prefix("fieldSelector="))
-                .find_map(|s| percent_decode(s).strip_prefix("spec.nodeName=").map(str::to_string));
+                .find_map(|s| {
+                    percent_decode(s)
+                        .strip_prefix("spec.nodeName=")
+                        .map(str::to_string)
+                });
             let items: Vec<Value> = state
                 .objects
                 .iter()

@@ -107,7 +107,11 @@ impl Case {
             .collect();
         for name in stale {
             self.kube.delete("api/v1", "nodes", "", &name);
-            for app in ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+            for app in [
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler",
+            ] {
                 self.kube
                     .delete("api/v1", "pods", "kube-system", &format!("{app}-{name}"));
             }
@@ -155,7 +159,11 @@ impl Case {
                 );
             };
             if control_plane {
-                for app in ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+                for app in [
+                    "kube-apiserver",
+                    "kube-controller-manager",
+                    "kube-scheduler",
+                ] {
                     pod(
                         "kube-system",
                         &format!("{app}-{name}"),
@@ -197,9 +205,10 @@ impl Case {
 
     fn set_machine_type(&self, group: &str, from: &str, to: &str) {
         let r = self.kops_ok(&["get", "ig", group, "--name", &self.name, "-o", "yaml"]);
-        let yaml = r
-            .stdout
-            .replace(&format!("machineType: {from}"), &format!("machineType: {to}"));
+        let yaml = r.stdout.replace(
+            &format!("machineType: {from}"),
+            &format!("machineType: {to}"),
+        );
         let file = self.dir.path().join(format!("{group}.yaml"));
         std::fs::write(&file, yaml).unwrap();
         self.kops_ok(&["replace", "-f", file.to_str().unwrap()]);
@@ -260,9 +269,7 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
         assert!(row["internalIP"].as_str().is_some_and(|ip| !ip.is_empty()));
         assert_eq!(row["machineType"], "e2-medium");
     }
-    assert!(rows
-        .iter()
-        .any(|r| r["roles"] == json!(["control-plane"])));
+    assert!(rows.iter().any(|r| r["roles"] == json!(["control-plane"])));
 
     // validate: a node per instance, the control plane's pods: valid.
     let mut known = BTreeMap::new();
@@ -284,8 +291,9 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     let r = case.kops(&["validate", "cluster", &name, "-o", "json"]);
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
     assert!(
-        r.stdout
-            .contains(&format!("machine \\\"{worker}\\\" has not yet joined cluster")),
+        r.stdout.contains(&format!(
+            "machine \\\"{worker}\\\" has not yet joined cluster"
+        )),
         "{}",
         r.stdout
     );
@@ -308,7 +316,13 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     // --cloudonly --yes: each node instance recreated (same name, new id,
     // the new template); the control plane is untouched.
     case.api.take_calls();
-    let r = case.kops_ok(&[&["rolling-update", "cluster", &name, "--cloudonly", "--yes"], FAST].concat());
+    let r = case.kops_ok(
+        &[
+            &["rolling-update", "cluster", &name, "--cloudonly", "--yes"],
+            FAST,
+        ]
+        .concat(),
+    );
     let calls = case.api.take_calls();
     let after = case.instances();
     assert_eq!(after.len(), 3);
@@ -323,15 +337,23 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
         }
     }
     let methods = by_method(&calls);
-    assert_eq!(methods["compute.instanceGroupManagers.recreateInstances"], 2);
-    assert!(!calls.iter().any(|c| c.is_write()
-        && c.method != "compute.instanceGroupManagers.recreateInstances"));
+    assert_eq!(
+        methods["compute.instanceGroupManagers.recreateInstances"],
+        2
+    );
+    assert!(!calls
+        .iter()
+        .any(|c| c.is_write() && c.method != "compute.instanceGroupManagers.recreateInstances"));
     println!(
         "rolling-update --cloudonly of 2 instances: {} calls {methods:?}",
         calls.len()
     );
     let r = case.kops_ok(&["rolling-update", "cluster", &name, "--cloudonly"]);
-    assert!(r.stdout.contains("No rolling-update required"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("No rolling-update required"),
+        "{}",
+        r.stdout
+    );
 
     // With the Kubernetes API: each node drained (its pod evicted) and the
     // cluster validated after each replacement.
@@ -349,12 +371,16 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     for instance in &needs {
         assert_ne!(replaced[instance].1, before[instance].1, "{}", r.stderr);
         assert!(
-            requests
-                .iter()
-                .any(|q| q.starts_with(&format!("POST /api/v1/namespaces/default/pods/app-{instance}/eviction"))),
+            requests.iter().any(|q| q.starts_with(&format!(
+                "POST /api/v1/namespaces/default/pods/app-{instance}/eviction"
+            ))),
             "{requests:?}"
         );
-        assert!(r.stderr.contains(&format!("cordoned node {instance}")), "{}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("cordoned node {instance}")),
+            "{}",
+            r.stderr
+        );
     }
     assert!(r.stderr.contains("cluster validated"), "{}", r.stderr);
 
@@ -363,11 +389,23 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     let target = needs[0].clone();
     let r = case.kops(&["delete", "instance", &target, "--name", &name, "--yes"]);
     assert_ne!(r.code, 0);
-    assert!(r.stderr.contains("does not support surging"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("does not support surging"),
+        "{}",
+        r.stderr
+    );
     let before = case.instances();
     let r = case.kops_with_kubelet(
         &[
-            &["delete", "instance", &target, "--name", &name, "--yes", "--surge=false"][..],
+            &[
+                "delete",
+                "instance",
+                &target,
+                "--name",
+                &name,
+                "--yes",
+                "--surge=false",
+            ][..],
             &FAST[2..],
         ]
         .concat(),
@@ -377,7 +415,14 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     let now = case.instances();
     assert_ne!(now[&target].1, before[&target].1);
     assert_eq!(now.len(), 3);
-    let r = case.kops(&["delete", "instance", "no-such-instance", "--name", &name, "--cloudonly"]);
+    let r = case.kops(&[
+        "delete",
+        "instance",
+        "no-such-instance",
+        "--name",
+        &name,
+        "--cloudonly",
+    ]);
     assert_ne!(r.code, 0);
     assert!(r.stderr.contains("not found"), "{}", r.stderr);
 
@@ -386,9 +431,9 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     let dump: Value = serde_json::from_str(&r.stdout).unwrap();
     let instances = dump["instances"].as_array().unwrap();
     assert_eq!(instances.len(), 3, "{dump}");
-    assert!(instances
-        .iter()
-        .all(|i| i["privateAddresses"].as_array().is_some_and(|a| !a.is_empty())));
+    assert!(instances.iter().all(|i| i["privateAddresses"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty())));
     let kinds: Vec<&str> = dump["resources"]
         .as_array()
         .unwrap()
