@@ -50,7 +50,14 @@ impl Case {
         for (k, v) in self.api.env() {
             c.env(k, v);
         }
-        c.env("KUBECONFIG", self.dir.path().join("kubeconfig"));
+        // `update cluster --yes` writes the cluster's own kubeconfig: not
+        // over the one of the test's Kubernetes API.
+        let kubeconfig = if args.first() == Some(&"update") {
+            "kubeconfig-update"
+        } else {
+            "kubeconfig"
+        };
+        c.env("KUBECONFIG", self.dir.path().join(kubeconfig));
         c.output().expect("run kops").into()
     }
 
