@@ -19,6 +19,7 @@
 //! [`cloud`] talk to Google's APIs. No printing.
 
 pub mod cloud;
+pub mod instances;
 pub mod model;
 pub mod names;
 pub mod tasks;

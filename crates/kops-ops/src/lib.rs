@@ -11,6 +11,7 @@ pub mod clusterapi;
 pub mod delete;
 pub mod enroll;
 mod error;
+pub mod gce_instances;
 pub mod gcloud;
 pub mod instance_selector;
 pub mod kubectl_auth;

@@ -9,6 +9,12 @@ pub enum RollError {
     #[error(transparent)]
     Aws(#[from] kops_aws::AwsError),
 
+    #[error("Google Compute: {0}")]
+    Gce(#[from] kops_ops::gce_instances::ApiError),
+
+    #[error("gce cloud provider does not support surging\nhint: pass --surge=false (GCE recreates an instance in its group; it cannot run beside it)")]
+    NoSurge,
+
     #[error("cluster `{cluster}` has no instance groups\nhint: `kops create instancegroup NAME --name {cluster}` adds one")]
     NoInstanceGroups { cluster: String },
 

@@ -32,8 +32,11 @@ pub use validate::{
     ValidationNode, ValidationOutcome,
 };
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use async_trait::async_trait;
-use kops_aws::instances::{GroupInstances, Instance};
+use kops_aws::instances::{GroupInstances, Instance, InstanceDetails};
 
 /// Receives what a long operation is doing (the binary prints it on stderr).
 pub type Progress = std::sync::Arc<dyn Fn(&RollEvent) + Send + Sync>;
@@ -49,6 +52,25 @@ pub trait Cloud: Send + Sync {
     /// Detaches an instance from its group without lowering the group's
     /// desired capacity (the group launches a replacement).
     async fn detach(&self, group: &str, instance: &Instance) -> Result<(), RollError>;
+    /// Whether the cloud can take an instance out of its group while it
+    /// keeps running (surge). AWS can; GCE cannot.
+    fn supports_surge(&self) -> bool {
+        true
+    }
+    /// Whether `gone`, terminated by this roll, is replaced in `group` as
+    /// read now: no member in service is it any more (AWS gives a
+    /// replacement a new id; GCE recreates an instance under its name).
+    fn is_replaced(&self, group: &GroupInstances, gone: &str) -> bool {
+        !group
+            .instances
+            .iter()
+            .any(|i| !i.detached && !i.lifecycle_state.starts_with("Terminating") && i.id == gone)
+    }
+    /// The cluster's instances' addresses, roles and machine types by id
+    /// (none known by default).
+    async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, RollError> {
+        Ok(BTreeMap::new())
+    }
 }
 
 /// [`Cloud`] on AWS.
@@ -75,9 +97,71 @@ impl Cloud for AwsGroups {
     async fn detach(&self, group: &str, instance: &Instance) -> Result<(), RollError> {
         Ok(kops_aws::instances::detach_for_surge(&self.cloud, group, &instance.id).await?)
     }
+
+    async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, RollError> {
+        Ok(kops_aws::instances::instance_details(&self.cloud, &self.cluster).await?)
+    }
 }
 
-/// Loads the cluster, its instance groups and opens AWS for it.
+/// [`Cloud`] on GCE: managed instance groups; an instance is replaced by
+/// having its group recreate it (kops' `DeleteInstance` on GCE). There is
+/// no surge on GCE: detaching fails as it does in kops.
+#[async_trait]
+impl Cloud for kops_ops::gce_instances::GceInstances {
+    async fn groups(&self) -> Result<Vec<GroupInstances>, RollError> {
+        Ok(kops_ops::gce_instances::GceInstances::groups(self).await?)
+    }
+
+    async fn terminate(&self, group: &str, instance: &Instance) -> Result<(), RollError> {
+        Ok(self.recreate(group, instance).await?)
+    }
+
+    async fn detach(&self, _group: &str, _instance: &Instance) -> Result<(), RollError> {
+        Err(RollError::NoSurge)
+    }
+
+    fn supports_surge(&self) -> bool {
+        false
+    }
+
+    fn is_replaced(&self, group: &GroupInstances, gone: &str) -> bool {
+        kops_ops::gce_instances::GceInstances::is_replaced(self, group, gone)
+    }
+
+    async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, RollError> {
+        Ok(kops_ops::gce_instances::GceInstances::details(self).await?)
+    }
+}
+
+/// The cluster's cloud as kops-roll reads it: the one dispatch on
+/// `spec.cloudProvider` (through [`kops_ops::cloud::Cloud`]).
+pub async fn open_cloud(
+    cluster: &kops_api::Cluster,
+    sdk_config: Option<aws_config::SdkConfig>,
+) -> Result<Arc<dyn Cloud>, RollError> {
+    match kops_ops::cloud::Cloud::of(cluster)? {
+        kops_ops::cloud::Cloud::Aws => {
+            let region = kops_ops::update::cluster_region(cluster)?;
+            let cloud = match sdk_config {
+                Some(config) => kops_aws::AwsCloud::from_config(&region, config),
+                None => kops_aws::AwsCloud::new(&region).await,
+            };
+            Ok(Arc::new(AwsGroups {
+                cloud,
+                cluster: cluster.name().to_string(),
+            }))
+        }
+        kops_ops::cloud::Cloud::Gce => {
+            Ok(Arc::new(kops_ops::gce_instances::GceInstances::open(cluster)?))
+        }
+        kops_ops::cloud::Cloud::Vsphere => Err(RollError::Ops(kops_ops::OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason: "on vSphere, `rolling-update cluster --cloudonly` and `get instances` read the cluster's VMs; validation and drains are not done there yet".into(),
+        })),
+    }
+}
+
+/// Loads the cluster, its instance groups and opens its cloud.
 pub(crate) async fn load_cluster(
     registry: &kops_ops::Registry,
     name: &str,
@@ -86,7 +170,7 @@ pub(crate) async fn load_cluster(
     (
         kops_api::Cluster,
         Vec<kops_api::InstanceGroup>,
-        kops_aws::AwsCloud,
+        Arc<dyn Cloud>,
     ),
     RollError,
 > {
@@ -100,10 +184,6 @@ pub(crate) async fn load_cluster(
             cluster: name.to_string(),
         });
     }
-    let region = kops_ops::update::cluster_region(&cluster)?;
-    let cloud = match sdk_config {
-        Some(config) => kops_aws::AwsCloud::from_config(&region, config),
-        None => kops_aws::AwsCloud::new(&region).await,
-    };
+    let cloud = open_cloud(&cluster, sdk_config).await?;
     Ok((cluster, groups, cloud))
 }

@@ -638,17 +638,13 @@ impl Roller {
             let ready = match groups.iter().find(|g| g.name == asg) {
                 None => true,
                 Some(g) => {
-                    let attached: Vec<_> = g
+                    let in_service = g
                         .instances
                         .iter()
-                        .filter(|i| !i.detached && !i.lifecycle_state.starts_with("Terminating"))
-                        .collect();
-                    !attached.iter().any(|i| i.id == gone)
-                        && attached
-                            .iter()
-                            .filter(|i| i.lifecycle_state == "InService")
-                            .count()
-                            >= g.desired_capacity.max(0) as usize
+                        .filter(|i| !i.detached && i.lifecycle_state == "InService")
+                        .count();
+                    self.cloud.is_replaced(g, gone)
+                        && in_service >= g.desired_capacity.max(0) as usize
                 }
             };
             if ready {
@@ -929,10 +925,6 @@ pub async fn plan_rolling_update(
 ) -> Result<RollingUpdatePlan, RollError> {
     let (cluster, all_groups, cloud) =
         crate::load_cluster(registry, &request.cluster, request.sdk_config.clone()).await?;
-    let cloud: Arc<dyn Cloud> = Arc::new(crate::AwsGroups {
-        cloud,
-        cluster: request.cluster.clone(),
-    });
     let kube: Option<Arc<dyn Kubernetes>> = if request.options.cloud_only {
         None
     } else {

@@ -340,10 +340,6 @@ pub async fn validate_cluster(
     let (cluster, instance_groups, cloud) =
         crate::load_cluster(registry, &request.cluster, request.sdk_config.clone()).await?;
     let kube = crate::KubeClient::connect(request.kubeconfig.as_deref(), &request.cluster).await?;
-    let cloud = crate::AwsGroups {
-        cloud,
-        cluster: request.cluster.clone(),
-    };
     let deadline = Instant::now() + request.wait;
     let need = request.count.max(1);
     let mut consecutive = 0;
@@ -353,7 +349,7 @@ pub async fn validate_cluster(
         let result = validate_once(
             &request.cluster,
             &instance_groups,
-            &cloud,
+            cloud.as_ref(),
             &kube,
             request.max_unready_nodes,
         )

@@ -1,8 +1,10 @@
 //! A small Kubernetes API for tests, served over plain HTTP/1.1 on
 //! 127.0.0.1 by threads, objects kept in memory: discovery of the built-in
-//! kinds addon manifests use, get, list (by label), create, server-side apply
-//! (field manager `kops`, forced), JSON merge patch and delete, `/version`. Enough
-//! for the addon applier; not a validating API server (any object of a known
+//! kinds addon manifests use, get, list (by label; pods also by the
+//! `spec.nodeName` field selector), create, server-side apply (field manager
+//! `kops`, forced), JSON merge patch, delete, pod evictions (the pod is
+//! deleted; no PodDisruptionBudget is checked) and `/version`. Enough for
+//! the addon applier and a drain; not a validating API server (any object of a known
 //! kind is accepted as sent). The built-in kinds are generic storage; an
 //! applied CustomResourceDefinition serves its kind from then on (deleting
 //! it stops that).
@@ -367,6 +369,22 @@ fn handle(
     };
     let rest = &path[r.prefix.len() + 1..];
     let segs: Vec<&str> = rest.split('/').collect();
+    // The Eviction API (policy/v1): the pod is deleted.
+    if let (["namespaces", ns, "pods", name, "eviction"], "POST") = (segs.as_slice(), method) {
+        let key = (
+            r.prefix.clone(),
+            r.plural.clone(),
+            ns.to_string(),
+            name.to_string(),
+        );
+        return match state.objects.remove(&key) {
+            Some(_) => (
+                201,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}),
+            ),
+            None => not_found(name),
+        };
+    }
     let (ns, name) = match segs.as_slice() {
         ["namespaces", ns, _, name] if r.plural != "namespaces" => {
             (ns.to_string(), Some(name.to_string()))
@@ -402,6 +420,16 @@ fn handle(
                         .collect::<Vec<_>>()
                 })
                 .collect();
+            // `fieldSelector=spec.nodeName=<node>` (the one field pods are
+            // listed by here).
+            let on_node: Option<String> = query
+                .split('&')
+                .filter_map(|kv| kv.strip_prefix("fieldSelector="))
+                .find_map(|s| {
+                    percent_decode(s)
+                        .strip_prefix("spec.nodeName=")
+                        .map(str::to_string)
+                });
             let items: Vec<Value> = state
                 .objects
                 .iter()
@@ -412,6 +440,11 @@ fn handle(
                     selector
                         .iter()
                         .all(|(k, v)| o["metadata"]["labels"][k].as_str() == Some(v))
+                })
+                .filter(|(_, o)| {
+                    on_node
+                        .as_deref()
+                        .is_none_or(|n| o["spec"]["nodeName"].as_str() == Some(n))
                 })
                 .map(|(_, o)| o.clone())
                 .collect();

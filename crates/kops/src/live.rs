@@ -14,7 +14,7 @@ use kops_roll::{CloudGroup, CloudInstance, InstanceStatus, Kubernetes as _, Node
 pub struct Live {
     pub cluster: Cluster,
     pub instance_groups: Vec<InstanceGroup>,
-    pub cloud: kops_aws::AwsCloud,
+    pub cloud: std::sync::Arc<dyn kops_roll::Cloud>,
     pub groups: Vec<CloudGroup>,
     pub details: BTreeMap<String, kops_aws::instances::InstanceDetails>,
 }
@@ -26,10 +26,9 @@ pub async fn live_instances(
 ) -> Result<Live> {
     let spec: Cluster = kops_ops::require_cluster(registry, cluster).await?;
     let groups: Vec<InstanceGroup> = registry.list_instance_groups(cluster).await?;
-    let region = kops_ops::update::cluster_region(&spec)?;
-    let cloud = kops_aws::AwsCloud::new(&region).await;
-    let asgs = kops_aws::instances::cluster_groups(&cloud, cluster).await?;
-    let details = kops_aws::instances::instance_details(&cloud, cluster).await?;
+    let cloud = kops_roll::open_cloud(&spec, None).await?;
+    let asgs = cloud.groups().await?;
+    let details = cloud.details().await?;
     let built = kops_roll::build_groups(cluster, &groups, &asgs, nodes);
     Ok(Live {
         cluster: spec,

@@ -601,11 +601,21 @@ fn sync_group(state: &mut State, project: &str, zone: &str, group: &str) {
         state.resources.remove(extra);
     }
     for _ in members.len()..target {
-        add_instance(state, project, zone, group, &manager);
+        add_instance(state, project, zone, group, &manager, None);
     }
 }
 
-fn add_instance(state: &mut State, project: &str, zone: &str, group: &str, manager: &Value) {
+/// Makes an instance of the group from its current template: a new name
+/// (`<baseInstanceName>-<4 characters>`), or `name` for an instance the
+/// group recreates (Google keeps a recreated instance's name; its id is new).
+fn add_instance(
+    state: &mut State,
+    project: &str,
+    zone: &str,
+    group: &str,
+    manager: &Value,
+    name: Option<&str>,
+) {
     let template_path = manager["instanceTemplate"]
         .as_str()
         .and_then(|t| reference_path(project, t));
@@ -622,7 +632,7 @@ fn add_instance(state: &mut State, project: &str, zone: &str, group: &str, manag
         .map(|_| LETTERS[(state.random() * LETTERS.len() as f64) as usize] as char)
         .collect();
     let base = manager["baseInstanceName"].as_str().unwrap_or("instance");
-    let name = format!("{base}-{suffix}");
+    let name = name.map_or_else(|| format!("{base}-{suffix}"), str::to_string);
     let path = format!("compute/v1/projects/{project}/zones/{zone}/instances/{name}");
     let mut items = properties["metadata"]["items"]
         .as_array()
@@ -715,6 +725,7 @@ fn group_change(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiErro
     if let Some(object) = manager.as_object_mut() {
         refresh_fingerprints(object);
     }
+    let recreate = call.verb() == "recreateInstances";
     let target = path.clone();
     Ok(operation(
         state,
@@ -724,7 +735,13 @@ fn group_change(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiErro
             for instance in &named {
                 state.resources.remove(instance);
             }
-            state.resources.insert(target.clone(), manager);
+            state.resources.insert(target.clone(), manager.clone());
+            if recreate {
+                for instance in &named {
+                    let name = instance.rsplit('/').next();
+                    add_instance(state, &project, &zone, &target, &manager, name);
+                }
+            }
             sync_group(state, &project, &zone, &target);
             Ok(())
         }),
@@ -744,7 +761,7 @@ fn list_managed_instances(state: &mut State, call: &Incoming<'_>) -> Result<Valu
                 "instanceStatus": instance["status"],
                 "name": instance["name"],
                 "currentAction": "NONE",
-                "version": {"instanceTemplate": manager["instanceTemplate"]},
+                "version": {"instanceTemplate": intended_template(state, &manager, instance)},
             })
         })
         .collect();
@@ -754,6 +771,27 @@ fn list_managed_instances(state: &mut State, call: &Incoming<'_>) -> Result<Valu
         answer["nextPageToken"] = next.into();
     }
     Ok(answer)
+}
+
+/// A managed instance's intended template (`version.instanceTemplate`):
+/// under an `OPPORTUNISTIC` update policy (the default) the group does not
+/// act on running instances, so it stays the template the instance was
+/// made from (its `instance-template` metadata, as Google sets it) until
+/// the instance is recreated; under `PROACTIVE` it is the group's own.
+fn intended_template(state: &State, manager: &Value, instance: &Value) -> Value {
+    if manager["updatePolicy"]["type"] == "PROACTIVE" {
+        return manager["instanceTemplate"].clone();
+    }
+    instance["metadata"]["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|item| item["key"] == "instance-template")
+        .and_then(|item| item["value"].as_str())
+        .map_or_else(
+            || manager["instanceTemplate"].clone(),
+            |t| state.link(&format!("compute/v1/{t}")).into(),
+        )
 }
 
 fn list(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {

@@ -16,7 +16,7 @@ use crate::output::{print, status};
 
 #[derive(Debug, Args)]
 pub struct DeleteInstanceArgs {
-    /// The instance's id (`i-...`) or its node's name.
+    /// The instance's id (`i-...` on AWS, its name on GCE) or its node's name.
     #[arg(value_name = "INSTANCE|NODE")]
     pub target: String,
     /// Delete it (otherwise only say what would happen).
@@ -126,9 +126,16 @@ pub async fn run(global: &GlobalArgs, a: DeleteInstanceArgs) -> Result<i32> {
     if target.instance.detached {
         target.status = InstanceStatus::Detached;
     }
+    // As kops: asking to surge where the cloud cannot detach is an error.
+    if surge && !live.cloud.supports_surge() {
+        bail!(
+            "failed to detach instance {id}: {}",
+            kops_roll::RollError::NoSurge
+        );
+    }
     // The roller surges only with the Kubernetes API; without it, detach here.
     if surge && a.cloudonly {
-        kops_aws::instances::detach_for_surge(&live.cloud, &group.name, &id).await?;
+        live.cloud.detach(&group.name, &target.instance).await?;
         status(&format!("[{}] detached {id}", group.ig_name()));
         target.status = InstanceStatus::Detached;
         target.instance.detached = true;
@@ -168,10 +175,7 @@ pub async fn run(global: &GlobalArgs, a: DeleteInstanceArgs) -> Result<i32> {
         cluster_name: cluster.clone(),
         cluster: live.cluster,
         instance_groups: live.instance_groups,
-        cloud: std::sync::Arc::new(kops_roll::AwsGroups {
-            cloud: live.cloud,
-            cluster: cluster.clone(),
-        }),
+        cloud: live.cloud,
         kube: kube.map(|(k, _)| std::sync::Arc::new(k) as std::sync::Arc<dyn Kubernetes>),
         options,
         progress: Some(progress),

@@ -16,7 +16,7 @@ fn kops_on(api: &GceApi, args: &[&str]) -> Run {
     c.output().expect("run kops").into()
 }
 
-fn cluster_name(manifest: &str) -> String {
+pub(crate) fn cluster_name(manifest: &str) -> String {
     let doc = manifest.split("\n---").next().unwrap_or("");
     doc.lines()
         .skip_while(|l| !l.starts_with("metadata:"))
@@ -26,7 +26,7 @@ fn cluster_name(manifest: &str) -> String {
 }
 
 /// The project and the DNS zone a case's cluster names.
-fn seed(api: &GceApi, manifest: &str, name: &str) {
+pub(crate) fn seed(api: &GceApi, manifest: &str, name: &str) {
     let project = manifest
         .lines()
         .find_map(|l| l.trim().strip_prefix("project: "))
@@ -42,7 +42,7 @@ fn seed(api: &GceApi, manifest: &str, name: &str) {
 }
 
 /// Calls of one run, by discovery method.
-fn by_method(calls: &[kops_testkit::gce_api::Call]) -> BTreeMap<String, usize> {
+pub(crate) fn by_method(calls: &[kops_testkit::gce_api::Call]) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for call in calls {
         *counts.entry(call.method.clone()).or_default() += 1;

@@ -20,6 +20,7 @@ mod edit;
 mod enroll;
 mod existing_network;
 mod gce_lifecycle;
+mod gce_roll;
 mod gcs_store;
 mod get_assets;
 mod instance_group_options;
