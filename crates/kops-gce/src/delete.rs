@@ -231,29 +231,52 @@ async fn read_lists(cloud: &GceCloud, scope: &Scope) -> Result<Lists, ApiError> 
     let global = |kind: &str| cloud.compute_url(&format!("global/{kind}"));
     let zones = async {
         if scope.dns {
-            cloud.list(&cloud.dns_url("managedZones"), "managedZones").await
+            cloud
+                .list(&cloud.dns_url("managedZones"), "managedZones")
+                .await
         } else {
             Ok(Vec::new())
         }
     };
-    let (templates, groups, disks, pools, rules, firewalls, addresses) = tokio::try_join!(
-        cloud.list(&global("instanceTemplates"), "items"),
-        cloud.aggregated("instanceGroupManagers"),
-        cloud.aggregated("disks"),
-        cloud.list(&regional("targetPools"), "items"),
-        cloud.list(&regional("forwardingRules"), "items"),
-        cloud.list(&global("firewalls"), "items"),
-        cloud.list(&regional("addresses"), "items"),
-    )?;
-    let (subnets, routers, networks, accounts, backends, routes, zones) = tokio::try_join!(
-        cloud.list(&regional("subnetworks"), "items"),
-        cloud.list(&regional("routers"), "items"),
-        cloud.list(&global("networks"), "items"),
-        cloud.list(&cloud.iam_url("serviceAccounts"), "accounts"),
-        cloud.list(&regional("backendServices"), "items"),
-        cloud.list(&global("routes"), "items"),
-        zones,
-    )?;
+    let urls = [
+        global("instanceTemplates"),
+        regional("targetPools"),
+        regional("forwardingRules"),
+        global("firewalls"),
+        regional("addresses"),
+        regional("subnetworks"),
+        regional("routers"),
+        global("networks"),
+        cloud.iam_url("serviceAccounts"),
+        regional("backendServices"),
+        global("routes"),
+    ];
+    // Every list at once.
+    let first = async {
+        tokio::try_join!(
+            cloud.list(&urls[0], "items"),
+            cloud.aggregated("instanceGroupManagers"),
+            cloud.aggregated("disks"),
+            cloud.list(&urls[1], "items"),
+            cloud.list(&urls[2], "items"),
+            cloud.list(&urls[3], "items"),
+            cloud.list(&urls[4], "items"),
+        )
+    };
+    let second = async {
+        tokio::try_join!(
+            cloud.list(&urls[5], "items"),
+            cloud.list(&urls[6], "items"),
+            cloud.list(&urls[7], "items"),
+            cloud.list(&urls[8], "accounts"),
+            cloud.list(&urls[9], "items"),
+            cloud.list(&urls[10], "items"),
+            zones,
+        )
+    };
+    let (first, second) = tokio::join!(first, second);
+    let (templates, groups, disks, pools, rules, firewalls, addresses) = first?;
+    let (subnets, routers, networks, accounts, backends, routes, zones) = second?;
     Ok(Lists {
         templates,
         groups,
@@ -559,8 +582,8 @@ enum Failure {
 
 fn classify(e: ApiError) -> Failure {
     // Operations name the reason in capitals.
-    let in_use = ["RESOURCE_IN_USE_BY_ANOTHER_RESOURCE", "RESOURCE_NOT_READY"]
-        .contains(&e.reason.as_str());
+    let in_use =
+        ["RESOURCE_IN_USE_BY_ANOTHER_RESOURCE", "RESOURCE_NOT_READY"].contains(&e.reason.as_str());
     if in_use || e.is_transient() {
         Failure::Again(e.message.clone())
     } else {
@@ -612,7 +635,10 @@ async fn delete_records(cloud: &GceCloud, zone: &str, records: &[Value]) -> Resu
     if current.is_empty() {
         return Ok(());
     }
-    match cloud.call(Method::POST, &url, Some(&change(&current))).await {
+    match cloud
+        .call(Method::POST, &url, Some(&change(&current)))
+        .await
+    {
         Ok(_) => Ok(()),
         Err(e) => Err(classify(e)),
     }
@@ -720,7 +746,10 @@ pub async fn delete_resources(
         }
         if report.passes >= passes {
             return Err(DeleteError::Incomplete {
-                remaining: todo.iter().map(|r| format!("{} {}", r.kind, r.id)).collect(),
+                remaining: todo
+                    .iter()
+                    .map(|r| format!("{} {}", r.kind, r.id))
+                    .collect(),
                 passes: report.passes,
                 last_error,
             });
@@ -747,7 +776,11 @@ mod tests {
         assert!(!matches_cluster_name("minimal-gce-example-com", c, 8));
         // Shortened names carry the hash of the safe name.
         let long = "minimal-gce-with-a-very-very-very-very-very-long-name.example.com";
-        assert!(matches_cluster_name(&names::suffixed("a-etcd-main", long), long, 8));
+        assert!(matches_cluster_name(
+            &names::suffixed("a-etcd-main", long),
+            long,
+            8
+        ));
         // Firewall rules: at most 5 prefix tokens.
         assert!(!matches_cluster_name(
             "a-b-c-d-e-f-minimal-gce-example-com",
@@ -774,9 +807,7 @@ mod tests {
 
     #[test]
     fn templates_by_cluster_name_metadata() {
-        let t = |v: &str| {
-            json!({"properties": {"metadata": {"items": [{"key": "cluster-name", "value": v}]}}})
-        };
+        let t = |v: &str| json!({"properties": {"metadata": {"items": [{"key": "cluster-name", "value": v}]}}});
         assert!(template_of_cluster(&t("a.example.com"), "a.example.com"));
         assert!(!template_of_cluster(&t("b.example.com"), "a.example.com"));
         assert!(!template_of_cluster(&json!({}), "a.example.com"));

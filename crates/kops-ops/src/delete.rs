@@ -162,12 +162,11 @@ async fn delete_gce(
         shared,
         dns: !uses_none_dns && !cluster.is_gossip(),
     };
-    let cloud = kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| {
-        OpsError::NotOnAws {
+    let cloud =
+        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
             cluster: request.cluster.clone(),
             reason,
-        }
-    })?;
+        })?;
     let found = kops_gce::delete::list_cluster_resources(&cloud, &scope).await?;
     let state_keys = registry
         .store()
@@ -185,9 +184,8 @@ async fn delete_gce(
             provider: "Google Cloud",
         });
     }
-    let progress = |r: &kops_gce::delete::Resource, why: Option<&str>| {
-        (request.progress)(&reported(r), why)
-    };
+    let progress =
+        |r: &kops_gce::delete::Resource, why: Option<&str>| (request.progress)(&reported(r), why);
     let done = kops_gce::delete::delete_resources(
         &cloud,
         found,

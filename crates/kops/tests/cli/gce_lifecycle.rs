@@ -145,7 +145,13 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
         .to_string();
     seed_others(&api, &project);
     let zone = name.split_once('.').map_or("", |(_, z)| z).to_string();
-    seed_record(&api, &project, &zone, "api.other.example.com", "203.0.113.200");
+    seed_record(
+        &api,
+        &project,
+        &zone,
+        "api.other.example.com",
+        "203.0.113.200",
+    );
     let before = api.paths();
     let r = kops_on(
         &api,
@@ -223,7 +229,13 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
     );
 
     // What dns-controller publishes once the control plane runs.
-    seed_record(&api, &project, &zone, &format!("api.{name}"), "203.0.113.10");
+    seed_record(
+        &api,
+        &project,
+        &zone,
+        &format!("api.{name}"),
+        "203.0.113.10",
+    );
     seed_record(
         &api,
         &project,
@@ -275,7 +287,10 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
     let left: Vec<&String> = after.iter().filter(|p| !before.contains(p)).collect();
     let lost: Vec<&String> = before.iter().filter(|p| !after.contains(p)).collect();
     assert!(left.is_empty(), "delete left: {left:?}");
-    assert!(lost.is_empty(), "delete removed what was not the cluster's: {lost:?}");
+    assert!(
+        lost.is_empty(),
+        "delete removed what was not the cluster's: {lost:?}"
+    );
     let reads = delete.iter().filter(|c| !c.is_write()).count();
     println!(
         "{case_name}: delete {} calls ({} writes, {reads} reads and waits, fault rate {fault_rate}), {} resources",
