@@ -92,12 +92,12 @@ pub struct Report {
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteError {
     #[error("listing the cluster's Google Cloud resources: {0}")]
-    List(ApiError),
+    List(Box<ApiError>),
     #[error("deleting {kind} `{id}`: {source}")]
     Delete {
         kind: &'static str,
         id: String,
-        source: ApiError,
+        source: Box<ApiError>,
     },
     #[error("{} resources still there after {passes} passes: {}; last: {last_error}\nhint: run `kops delete cluster --yes` again, or raise --wait", .remaining.len(), .remaining.join(", "))]
     Incomplete {
@@ -105,6 +105,10 @@ pub enum DeleteError {
         passes: u32,
         last_error: String,
     },
+}
+
+fn listing(e: ApiError) -> DeleteError {
+    DeleteError::List(Box::new(e))
 }
 
 fn last(link: &str) -> &str {
@@ -300,7 +304,7 @@ pub async fn list_cluster_resources(
     cloud: &GceCloud,
     scope: &Scope,
 ) -> Result<Vec<Resource>, DeleteError> {
-    let lists = read_lists(cloud, scope).await.map_err(DeleteError::List)?;
+    let lists = read_lists(cloud, scope).await.map_err(listing)?;
     let cluster = scope.cluster.as_str();
     let shared = &scope.shared;
     let named = |r: &&Value| matches_cluster_name(text(r, "name"), cluster, 8);
@@ -359,7 +363,7 @@ pub async fn list_cluster_resources(
     for (group, members) in groups.iter().zip(instance_lists) {
         out.push(compute("InstanceGroupManager", group, 2, true, shared));
         let zone = last(text(group, "zone"));
-        for member in members.map_err(DeleteError::List)? {
+        for member in members.map_err(listing)? {
             let link = text(&member, "instance");
             let name = last(link).to_string();
             instances.insert(reference(link).to_string());
@@ -553,7 +557,7 @@ async fn dns_records(
     .await;
     let mut out = Vec::new();
     for (zone, records) in zones.iter().zip(lists) {
-        for record in records.map_err(DeleteError::List)? {
+        for record in records.map_err(listing)? {
             let name = text(&record, "name");
             if record["type"] == "A" && ours.iter().any(|o| o == name) {
                 out.push(Resource {
@@ -735,7 +739,7 @@ pub async fn delete_resources(
                         return Err(DeleteError::Delete {
                             kind: unit[0].kind,
                             id: unit[0].id.clone(),
-                            source,
+                            source: Box::new(source),
                         })
                     }
                 }
