@@ -254,7 +254,6 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
         "InstanceTemplate",
         "InstanceGroupManager",
         "Network",
-        "ServiceAccount",
         "DNSRecord",
     ] {
         assert!(r.stdout.contains(kind), "{kind} not listed:\n{}", r.stdout);
