@@ -332,6 +332,31 @@ impl GceCloud {
 
     /// Every item of a paged list (`field`: `items`, `rrsets`, `accounts`...).
     pub async fn list(&self, url: &str, field: &str) -> Result<Vec<Value>, ApiError> {
+        self.list_with(Method::GET, url, field).await
+    }
+
+    /// Every item of an `aggregatedList` (`items` maps each zone or region
+    /// to `{collection: [...]}`), whatever its scope.
+    pub async fn aggregated(&self, collection: &str) -> Result<Vec<Value>, ApiError> {
+        let url = self.compute_url(&format!("aggregated/{collection}"));
+        let scopes = self.list_with(Method::GET, &url, "items").await?;
+        Ok(scopes
+            .iter()
+            .filter_map(|scope| scope[collection].as_array())
+            .flatten()
+            .cloned()
+            .collect())
+    }
+
+    /// Every item of a paged list answered to `method` (`POST` for
+    /// `listManagedInstances`). A field holding a map (an aggregated
+    /// list's `items`) contributes its values.
+    pub async fn list_with(
+        &self,
+        method: Method,
+        url: &str,
+        field: &str,
+    ) -> Result<Vec<Value>, ApiError> {
         let mut items = Vec::new();
         let mut token: Option<String> = None;
         loop {
@@ -340,9 +365,11 @@ impl GceCloud {
                 Some(t) => format!("{url}{sep}pageToken={}", encode(t)),
                 None => url.to_string(),
             };
-            let page = self.call(Method::GET, &page_url, None).await?;
-            if let Some(found) = page[field].as_array() {
-                items.extend(found.iter().cloned());
+            let page = self.call(method.clone(), &page_url, None).await?;
+            match &page[field] {
+                Value::Array(found) => items.extend(found.iter().cloned()),
+                Value::Object(found) => items.extend(found.values().cloned()),
+                _ => {}
             }
             match page["nextPageToken"].as_str().filter(|t| !t.is_empty()) {
                 Some(t) => token = Some(t.to_string()),

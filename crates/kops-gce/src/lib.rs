@@ -9,6 +9,8 @@
 //! - [`terraform`]: those tasks as kops' Terraform (`google_*` resources,
 //!   the `google` provider), written with kops-render's HCL writer; the
 //!   state-store objects come from the cloud-neutral files.
+//! - [`delete`]: `delete cluster`: the cluster's resources found as kops
+//!   finds them and deleted in dependency order.
 //!
 //! The cloud-neutral pieces are reused, not copied: the spec (kops-api),
 //! the [`kops_model::Model`] inputs and the state-store files, node
@@ -19,6 +21,7 @@
 //! [`cloud`] talk to Google's APIs. No printing.
 
 pub mod cloud;
+pub mod delete;
 pub mod instances;
 pub mod model;
 pub mod names;

@@ -39,6 +39,8 @@ pub struct DeleteOutcome {
     pub state_keys: Vec<String>,
     pub report: Option<DeleteReport>,
     pub calls: u64,
+    /// Whose API the calls went to (`AWS`, `Google Cloud`).
+    pub provider: &'static str,
 }
 
 pub async fn delete_cluster(
@@ -57,6 +59,12 @@ pub async fn delete_cluster(
     } else {
         registry.get_cluster(&request.cluster).await?
     };
+    if let Some(cluster) = &spec {
+        match crate::cloud::Cloud::of(cluster)? {
+            crate::cloud::Cloud::Gce => return delete_gce(registry, request, cluster).await,
+            crate::cloud::Cloud::Aws | crate::cloud::Cloud::Vsphere => {}
+        }
+    }
     let region = match (&request.region, &spec) {
         (Some(r), _) => r.clone(),
         (None, Some(c)) => cluster_region(c)?,
@@ -87,6 +95,7 @@ pub async fn delete_cluster(
             state_keys,
             report: None,
             calls: cloud.calls().total(),
+            provider: "AWS",
         });
     }
     let report = delete_resources(
@@ -105,5 +114,96 @@ pub async fn delete_cluster(
         state_keys,
         report: Some(report),
         calls: cloud.calls().total(),
+        provider: "AWS",
+    })
+}
+
+/// A GCE resource as the delete use case reports resources.
+fn reported(r: &kops_gce::delete::Resource) -> Resource {
+    Resource {
+        phase: r.phase,
+        kind: r.kind,
+        id: r.id.clone(),
+        name: r.name.clone(),
+        shared: r.shared,
+        vpc: None,
+    }
+}
+
+/// `delete cluster` on GCE: kops-gce finds the cluster's resources in the
+/// spec's project and region and deletes them; then the state goes.
+async fn delete_gce(
+    registry: &Registry,
+    request: DeleteRequest,
+    cluster: &kops_api::Cluster,
+) -> Result<DeleteOutcome, OpsError> {
+    let cloud_kind = crate::cloud::Cloud::Gce;
+    let region = match &request.region {
+        Some(r) => r.clone(),
+        None => cloud_kind.region(cluster)?,
+    };
+    let project = crate::render::gce::project(cluster)?;
+    let spec = &cluster.spec;
+    let shared: std::collections::BTreeSet<String> = spec
+        .network_id
+        .iter()
+        .chain(spec.subnets.iter().flatten().filter_map(|s| s.id.as_ref()))
+        .filter(|id| !id.is_empty())
+        .map(|id| id.rsplit('/').next().unwrap_or(id).to_string())
+        .collect();
+    let uses_none_dns = spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.dns.as_ref())
+        .and_then(|d| d.kind.as_deref())
+        == Some("None");
+    let scope = kops_gce::delete::Scope {
+        cluster: request.cluster.clone(),
+        shared,
+        dns: !uses_none_dns && !cluster.is_gossip(),
+    };
+    let cloud =
+        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
+            cluster: request.cluster.clone(),
+            reason,
+        })?;
+    let found = kops_gce::delete::list_cluster_resources(&cloud, &scope).await?;
+    let state_keys = registry
+        .store()
+        .list(&format!("{}/", request.cluster))
+        .await
+        .map_err(kops_state::registry::RegistryError::from)?;
+    let calls = |cloud: &kops_gce::cloud::GceCloud| -> u64 { cloud.calls().values().sum() };
+    let resources = found.iter().map(reported).collect();
+    if !request.yes {
+        return Ok(DeleteOutcome {
+            resources,
+            state_keys,
+            report: None,
+            calls: calls(&cloud),
+            provider: "Google Cloud",
+        });
+    }
+    let progress =
+        |r: &kops_gce::delete::Resource, why: Option<&str>| (request.progress)(&reported(r), why);
+    let done = kops_gce::delete::delete_resources(
+        &cloud,
+        found,
+        request.passes,
+        request.interval,
+        &progress,
+    )
+    .await?;
+    registry.delete_cluster_state(&request.cluster).await?;
+    Ok(DeleteOutcome {
+        resources,
+        state_keys,
+        report: Some(DeleteReport {
+            deleted: done.deleted.iter().map(reported).collect(),
+            kept: done.kept.iter().map(reported).collect(),
+            passes: done.passes,
+        }),
+        calls: calls(&cloud),
+        provider: "Google Cloud",
     })
 }

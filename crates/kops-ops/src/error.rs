@@ -67,6 +67,9 @@ pub enum OpsError {
     #[error(transparent)]
     Vsphere(#[from] kops_vsphere::VsphereError),
 
+    #[error(transparent)]
+    GceDelete(#[from] kops_gce::delete::DeleteError),
+
     #[error("cluster `{cluster}` cannot be applied: {reason}")]
     NotOnAws { cluster: String, reason: String },
 

@@ -152,19 +152,20 @@ pub async fn run(global: &GlobalArgs, args: DeleteClusterArgs) -> Result<i32> {
         }
         print(&t.render());
         status(&format!(
-            "Must specify --yes to delete ({} AWS calls)",
-            outcome.calls
+            "Must specify --yes to delete ({} {} calls)",
+            outcome.calls, outcome.provider
         ));
         return Ok(0);
     }
     let report = outcome.report.unwrap_or_default();
     status(&format!(
-        "Deleted cluster {cluster}: {} cloud resources in {} passes, {} kept as shared, {} ({} AWS calls).",
+        "Deleted cluster {cluster}: {} cloud resources in {} passes, {} kept as shared, {} ({} {} calls).",
         report.deleted.len(),
         report.passes,
         report.kept.len(),
         if external { "state store untouched (--external)" } else { "state removed" },
-        outcome.calls
+        outcome.calls,
+        outcome.provider
     ));
     Ok(0)
 }

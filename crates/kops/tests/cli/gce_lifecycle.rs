@@ -1,6 +1,8 @@
 //! kops' GCE update cases applied directly, through the binary, against
 //! the GCE API test server (kops-testkit): apply, a second apply that
-//! changes nothing, and the calls each makes.
+//! changes nothing, `delete cluster` (its dry run, then `--yes`) leaving
+//! the project as it was, another cluster's resources and unrelated ones
+//! untouched, and the calls each makes.
 
 use std::collections::BTreeMap;
 
@@ -41,6 +43,71 @@ pub(crate) fn seed(api: &GceApi, manifest: &str, name: &str) {
     );
 }
 
+/// Resources that are not the cluster's: another cluster's (named and
+/// labelled as kops names its own) and a project's usual ones. Delete must
+/// leave every one of them.
+fn seed_others(api: &GceApi, project: &str) {
+    let compute = format!("compute/v1/projects/{project}");
+    let other = "other-example-com";
+    let network = format!("projects/{project}/global/networks/{other}");
+    api.seed(
+        &format!("{compute}/global/networks/{other}"),
+        serde_json::json!({"autoCreateSubnetworks": false}),
+    );
+    api.seed(
+        &format!("{compute}/global/networks/default"),
+        serde_json::json!({"autoCreateSubnetworks": true}),
+    );
+    api.seed(
+        &format!("{compute}/regions/us-test1/subnetworks/us-test1-{other}"),
+        serde_json::json!({"network": network, "ipCidrRange": "10.9.0.0/20"}),
+    );
+    api.seed(
+        &format!("{compute}/global/instanceTemplates/nodes-us-test1-b-other-e-1a2b3c"),
+        serde_json::json!({"properties": {
+            "metadata": {"items": [{"key": "cluster-name", "value": "other.example.com"}]},
+            "networkInterfaces": [{"network": network,
+                "subnetwork": format!("projects/{project}/regions/us-test1/subnetworks/us-test1-{other}")}],
+        }}),
+    );
+    api.seed(
+        &format!("{compute}/global/firewalls/node-to-node-{other}"),
+        serde_json::json!({"network": network, "sourceTags": [format!("{other}-k8s-io-role-node")],
+            "targetTags": [format!("{other}-k8s-io-role-node")], "allowed": [{"IPProtocol": "tcp"}]}),
+    );
+    api.seed(
+        &format!("{compute}/global/firewalls/default-allow-ssh"),
+        serde_json::json!({"network": format!("projects/{project}/global/networks/default"),
+            "sourceRanges": ["0.0.0.0/0"], "allowed": [{"IPProtocol": "tcp", "ports": ["22"]}]}),
+    );
+    api.seed(
+        &format!("{compute}/zones/us-test1-a/disks/a-etcd-main-{other}"),
+        serde_json::json!({"sizeGb": "20", "labels": {"k8s-io-cluster-name": other}}),
+    );
+    api.seed(
+        &format!("{compute}/regions/us-test1/addresses/api-{other}"),
+        serde_json::json!({"address": "203.0.113.200", "status": "RESERVED"}),
+    );
+    let email = format!("node-{other}@{project}.iam.gserviceaccount.com");
+    api.seed(
+        &format!("iam/v1/projects/{project}/serviceAccounts/{email}"),
+        serde_json::json!({"name": format!("projects/{project}/serviceAccounts/{email}"),
+            "projectId": project, "email": email, "uniqueId": "100000000000000000042"}),
+    );
+}
+
+/// An A record in `zone` (as dns-controller publishes them).
+fn seed_record(api: &GceApi, project: &str, zone: &str, name: &str, ip: &str) {
+    api.seed(
+        &format!(
+            "dns/v1/projects/{project}/managedZones/{}/rrsets/{name}./A",
+            zone.replace('.', "-")
+        ),
+        serde_json::json!({"kind": "dns#resourceRecordSet", "name": format!("{name}."),
+            "type": "A", "ttl": 60, "rrdatas": [ip]}),
+    );
+}
+
 /// Calls of one run, by discovery method.
 pub(crate) fn by_method(calls: &[kops_testkit::gce_api::Call]) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
@@ -71,6 +138,20 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
     let manifest = std::fs::read_to_string(&input).unwrap();
     let name = cluster_name(&manifest);
     seed(&api, &manifest, &name);
+    let project = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("project: "))
+        .unwrap_or("testproject")
+        .to_string();
+    seed_others(&api, &project);
+    let zone = name.split_once('.').map_or("", |(_, z)| z).to_string();
+    seed_record(
+        &api,
+        &project,
+        &zone,
+        "api.other.example.com",
+        "203.0.113.200",
+    );
     let before = api.paths();
     let r = kops_on(
         &api,
@@ -146,20 +227,90 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
             .any(|p| p.contains("/instanceGroupManagers/")),
         "{created:?}"
     );
+
+    // What dns-controller publishes once the control plane runs.
+    seed_record(
+        &api,
+        &project,
+        &zone,
+        &format!("api.{name}"),
+        "203.0.113.10",
+    );
+    seed_record(
+        &api,
+        &project,
+        &zone,
+        &format!("api.internal.{name}"),
+        "10.0.16.2",
+    );
+    let r = kops_on(&api, &["delete", "cluster", &name, "--state", &state]);
+    assert_eq!(r.code, 0, "delete dry run: {}", r.stderr);
+    let dry = api.take_calls();
+    assert!(
+        !dry.iter().any(|c| c.is_write()),
+        "a delete dry run wrote: {dry:?}"
+    );
+    for kind in [
+        "InstanceTemplate",
+        "InstanceGroupManager",
+        "Network",
+        "DNSRecord",
+    ] {
+        assert!(r.stdout.contains(kind), "{kind} not listed:\n{}", r.stdout);
+    }
+    assert!(r.stdout.contains(&format!("api.{name}.")), "{}", r.stdout);
+    assert!(!r.stdout.contains("other"), "{}", r.stdout);
+
+    api.set_fault_rate(fault_rate);
+    let r = kops_on(
+        &api,
+        &[
+            "delete",
+            "cluster",
+            &name,
+            "--state",
+            &state,
+            "--yes",
+            "--interval",
+            "1s",
+        ],
+    );
+    api.set_fault_rate(0.0);
+    assert_eq!(r.code, 0, "delete: {}\n{}", r.stderr, r.stdout);
+    let delete = api.take_calls();
+    // Cloud DNS keeps the zone's change history; kops leaves the project's
+    // IAM bindings (Google shows a deleted account's as `deleted:`).
+    let kept = |p: &String| !p.contains("/changes/") && !p.ends_with("/iamPolicy");
+    let after: Vec<String> = api.paths().into_iter().filter(kept).collect();
+    let before: Vec<String> = before.into_iter().filter(kept).collect();
+    let left: Vec<&String> = after.iter().filter(|p| !before.contains(p)).collect();
+    let lost: Vec<&String> = before.iter().filter(|p| !after.contains(p)).collect();
+    assert!(left.is_empty(), "delete left: {left:?}");
+    assert!(
+        lost.is_empty(),
+        "delete removed what was not the cluster's: {lost:?}"
+    );
+    let reads = delete.iter().filter(|c| !c.is_write()).count();
+    println!(
+        "{case_name}: delete {} calls ({} writes, {reads} reads and waits, fault rate {fault_rate}), {} resources",
+        delete.len(),
+        delete.iter().filter(|c| c.is_write()).count(),
+        created.len()
+    );
 }
 
 #[test]
-fn minimal_gce_applies_and_reapplies_with_no_change() {
+fn minimal_gce_applies_reapplies_with_no_change_and_deletes() {
     lifecycle("minimal_gce", 0.0);
 }
 
 #[test]
-fn ha_gce_applies_and_reapplies_with_no_change() {
+fn ha_gce_applies_reapplies_with_no_change_and_deletes() {
     lifecycle("ha_gce", 0.0);
 }
 
 #[test]
-fn minimal_gce_ilb_applies_and_reapplies_with_no_change() {
+fn minimal_gce_ilb_applies_reapplies_with_no_change_and_deletes() {
     lifecycle("minimal_gce_ilb", 0.0);
 }
 
