@@ -15,14 +15,7 @@ use tokio::sync::OnceCell;
 
 use crate::AwsCloud;
 
-/// The tag kops puts on everything it creates (legacy, still written).
-pub const TAG_CLUSTER: &str = "KubernetesCluster";
-/// The tag prefix of `kubernetes.io/cluster/<name>: owned|shared`.
-pub const TAG_CLUSTER_PREFIX: &str = "kubernetes.io/cluster/";
-pub const TAG_NAME: &str = "Name";
-
-/// Tags as a sorted map.
-pub type Tags = BTreeMap<String, String>;
+pub use kops_model::tags::{owned_tags, Tags, TAG_CLUSTER, TAG_CLUSTER_PREFIX, TAG_NAME};
 
 /// Defines a batched, cached discovery accessor: one paginated, filtered
 /// Describe call per run for the resource type, kept in the field of the
@@ -1059,23 +1052,6 @@ fn image_not_found(group: &str, spec: &str) -> TaskError {
     TaskError::fatal(format!(
         "the image `{spec}` of instance group `{group}` was not found in this region\nhint: set `spec.image` of the group to an image that exists here (an `ami-...` id, or `owner/name`), e.g. with `kops edit instancegroup {group}`"
     ))
-}
-
-/// The tags kops puts on an owned resource of `cluster` named `name`: the
-/// cloud labels, `KubernetesCluster`, `kubernetes.io/cluster/<cluster>:
-/// owned`, `Name`, then `extra` (which wins).
-pub fn owned_tags(cluster: &str, cloud_labels: &Tags, name: &str, extra: &[(&str, &str)]) -> Tags {
-    let mut tags = cloud_labels.clone();
-    tags.insert(TAG_CLUSTER.to_string(), cluster.to_string());
-    tags.insert(
-        format!("{TAG_CLUSTER_PREFIX}{cluster}"),
-        "owned".to_string(),
-    );
-    tags.insert(TAG_NAME.to_string(), name.to_string());
-    for (k, v) in extra {
-        tags.insert((*k).to_string(), (*v).to_string());
-    }
-    tags
 }
 
 /// EC2 tags as a map.

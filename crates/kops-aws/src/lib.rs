@@ -14,8 +14,10 @@ pub mod dns;
 pub mod error_text;
 pub mod instance_types;
 pub mod instances;
+pub mod model;
 mod network;
 pub mod prefetch;
+pub mod render;
 pub mod tasks;
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
@@ -24,17 +26,7 @@ pub use calls::CallCounter;
 pub use context::AwsContext;
 pub use network::{describe_existing_network, load_balancer_interface_addresses};
 
-/// The AWS partition a region belongs to (`aws`, `aws-cn`, `aws-us-gov`),
-/// the second field of its ARNs.
-pub fn partition(region: &str) -> &'static str {
-    if region.starts_with("cn-") {
-        "aws-cn"
-    } else if region.starts_with("us-gov-") {
-        "aws-us-gov"
-    } else {
-        "aws"
-    }
-}
+pub use kops_model::iam::partition;
 
 /// How often a step outside the task graph (a listing, a look-up before
 /// the graph is built, the deletion's listing) is tried while AWS' answers

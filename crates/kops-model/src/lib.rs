@@ -1,11 +1,13 @@
-//! Model builders: from a kops Cluster and its InstanceGroups to the graph of
-//! AWS tasks that realise them (network, security groups, IAM, SSH key, the compute
-//! half: launch templates, autoscaling groups, etcd volumes, and the API
-//! load balancer). Names and tags are kops' own, so a cluster made by
-//! kops is found and kept, not recreated.
+//! The cloud-neutral half of the model, which every cloud's builders reuse
+//! (kops' `pkg/model`): the [`Model`] inputs and their helpers, the names
+//! kops derives from the spec (including the AWS names the addons' manifests
+//! carry: IAM roles, tags, the queue of the termination handler), the node
+//! configs and user data, the state-store files and the addons. The builders
+//! that turn the spec into a cloud's tasks live with that cloud's task types:
+//! `kops_aws::model`, `kops_gce::model`.
 //!
 //! Pure: no IO, no SDK calls. It depends on kops-api (the spec), kops-engine
-//! (the graph) and kops-aws (the task types) only.
+//! (the error type) and kops-nodeup (node configs, user data) only.
 
 pub mod addons;
 pub mod api_load_balancer;
@@ -13,15 +15,16 @@ pub mod compute;
 pub mod dns;
 pub mod files;
 pub mod iam;
-pub mod network;
 pub mod nth;
 pub mod security;
-pub mod ssh;
+pub mod tags;
+#[doc(hidden)]
+pub mod test_support;
 
 use kops_api::{Cluster, InstanceGroup, Role};
-use kops_aws::context::{owned_tags, Tags};
-use kops_aws::AwsContext;
-use kops_engine::{EngineError, TaskGraph};
+use kops_engine::EngineError;
+
+use crate::tags::{owned_tags, Tags};
 
 /// What the builders read.
 #[derive(Debug, Clone)]
@@ -147,31 +150,4 @@ pub fn nth_queue_mode(cluster: &Cluster) -> bool {
         return false;
     }
     kops_api::cluster::NodeTerminationHandlerSpec::queue_mode(nth)
-}
-
-/// Builds every task the model knows for the cluster.
-pub fn build(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
-    let mut graph = TaskGraph::new();
-    network::build(model, &mut graph)?;
-    security::build(model, &mut graph)?;
-    iam::build(model, &mut graph)?;
-    ssh::build(model, &mut graph)?;
-    compute::build(model, &mut graph)?;
-    api_load_balancer::build(model, &mut graph)?;
-    api_load_balancer::build_bastion(model, &mut graph)?;
-    nth::build(model, &mut graph)?;
-    dns::build(model, &mut graph)?;
-    graph.validate()?;
-    Ok(graph)
-}
-
-/// `build`, plus the deletion of the Classic ELBs a move off `class:
-/// Classic` leaves behind (see `api_load_balancer::retire_classic`). Only
-/// a cluster whose last update may have left one needs it: each run with
-/// it lists the account's Classic ELBs, a call kops 1.37 never makes.
-pub fn build_retiring_classic(model: &Model<'_>) -> Result<TaskGraph<AwsContext>, ModelError> {
-    let mut graph = build(model)?;
-    api_load_balancer::retire_classic(model, &mut graph)?;
-    graph.validate()?;
-    Ok(graph)
 }

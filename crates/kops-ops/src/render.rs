@@ -21,9 +21,9 @@
 use std::path::{Path, PathBuf};
 
 use kops_api::validation;
+use kops_aws::render::Input;
 use kops_model::files::StateFile;
 use kops_model::Model;
-use kops_render::Input;
 use kops_state::WriteOptions;
 
 use crate::cloud::Cloud;
@@ -315,7 +315,7 @@ async fn render_aws(
             ));
         }
     }
-    let mut graph = kops_model::build(&model)?;
+    let mut graph = kops_aws::model::build(&model)?;
     if network_only {
         graph = graph
             .without(|k| Phase::of_kind(k.kind) != Phase::Network)
@@ -344,8 +344,8 @@ async fn render_aws(
         private_zone: model.dns_type() == "Private",
     };
     let outcome = match target {
-        RenderTarget::Terraform => kops_render::terraform(&input)?,
-        RenderTarget::CloudFormation => kops_render::cloudformation(&input)?,
+        RenderTarget::Terraform => kops_aws::render::terraform(&input)?,
+        RenderTarget::CloudFormation => kops_aws::render::cloudformation(&input)?,
     };
     Ok(CloudRender {
         outcome,

@@ -217,7 +217,7 @@ pub async fn update_cluster(
     // node configs, and time follows the dependency chain.
     // Every kind the model makes, for the phase's lifecycles.
     let kinds: Vec<&'static str> = match opts.phase {
-        Some(_) => kops_model::build(&probe)?
+        Some(_) => kops_aws::model::build(&probe)?
             .iter()
             .map(|(k, _)| k.kind)
             .collect(),
@@ -231,7 +231,7 @@ pub async fn update_cluster(
         && api_server_addresses.is_empty()
         && api_addresses::has_api_load_balancer(&probe)
     {
-        let whole = kops_model::build(&probe)?;
+        let whole = kops_aws::model::build(&probe)?;
         let first = api_addresses::before_node_configs(&whole)?;
         let nothing = Completed::new();
         let (run, inputs) = tokio::join!(
@@ -264,9 +264,9 @@ pub async fn update_cluster(
         ..probe.clone()
     };
     let graph = if retire_classic {
-        kops_model::build_retiring_classic(&model)?
+        kops_aws::model::build_retiring_classic(&model)?
     } else {
-        kops_model::build(&model)?
+        kops_aws::model::build(&model)?
     };
     // Other groups' launch templates and autoscaling groups (and what
     // hangs on them) are not in the run.

@@ -89,7 +89,7 @@ pub struct Terraform {
 }
 
 impl Terraform {
-    pub(crate) fn new(region: &str, targets: BTreeMap<TaskKey, Target>) -> Self {
+    pub fn new(region: &str, targets: BTreeMap<TaskKey, Target>) -> Self {
         Self::with_provider(Provider::aws(region), region, targets)
     }
 

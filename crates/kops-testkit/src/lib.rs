@@ -61,6 +61,15 @@ pub fn shared_dir() -> Option<PathBuf> {
     }
 }
 
+/// One of kops' own `update cluster` cases (`conformance/kops/update_cluster/<name>`
+/// in `../shared`), when it is there.
+pub fn update_cluster_case(name: &str) -> Option<PathBuf> {
+    let dir = shared_dir()?
+        .join("conformance/kops/update_cluster")
+        .join(name);
+    dir.is_dir().then_some(dir)
+}
+
 /// Where `moto_server` is: `$MOTO_SERVER` if set, else
 /// `<workspace>/.venv/bin/moto_server` if it exists, else `moto_server` on
 /// `PATH`. `None` when none of these exists.

@@ -15,7 +15,7 @@ use crate::OpsError;
 /// id does not change which tasks there are, so the graph is built without
 /// it and the reads overlap the account lookup.
 pub fn start(ctx: &Arc<AwsContext>, model: &Model<'_>) -> Result<(), OpsError> {
-    let graph = kops_model::build(&Model {
+    let graph = kops_aws::model::build(&Model {
         account_id: None,
         ..model.clone()
     })?;

@@ -6,8 +6,8 @@
 
 use kops_api::manifest::Object;
 use kops_api::{Cluster, InstanceGroup};
+use kops_aws::render::Input;
 use kops_model::Model;
-use kops_render::Input;
 
 fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
     let mut cluster = None;
@@ -51,7 +51,7 @@ fn render(yaml: &str) -> (String, serde_json::Value) {
         account_id: None,
         config_base: &config_base,
     };
-    let graph = kops_model::build(&model).unwrap();
+    let graph = kops_aws::model::build(&model).unwrap();
     let input = Input {
         graph: &graph,
         cluster: cluster.name(),
@@ -60,10 +60,10 @@ fn render(yaml: &str) -> (String, serde_json::Value) {
         files: &[],
         private_zone: false,
     };
-    let tf = kops_render::terraform(&input).unwrap();
+    let tf = kops_aws::render::terraform(&input).unwrap();
     assert!(tf.unrendered.is_empty(), "{:?}", tf.unrendered);
     let tf = String::from_utf8(tf.rendered.files["kubernetes.tf"].clone()).unwrap();
-    let cf = kops_render::cloudformation(&input).unwrap();
+    let cf = kops_aws::render::cloudformation(&input).unwrap();
     assert!(cf.unrendered.is_empty(), "{:?}", cf.unrendered);
     let cf = serde_json::from_slice(&cf.rendered.files["kubernetes.json"]).unwrap();
     (tf, cf)

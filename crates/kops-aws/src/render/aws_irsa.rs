@@ -10,16 +10,16 @@
 
 use std::any::Any;
 
-use kops_aws::tasks::iam_oidc_provider::IamOidcProvider;
-use kops_aws::tasks::iam_role_policy_attachment::IamRolePolicyAttachment;
-use kops_aws::tasks::iam_service_account_role::IamServiceAccountRole;
+use crate::tasks::iam_oidc_provider::IamOidcProvider;
+use crate::tasks::iam_role_policy_attachment::IamRolePolicyAttachment;
+use crate::tasks::iam_service_account_role::IamServiceAccountRole;
 use kops_engine::TaskKey;
 
-use crate::aws::{tags_expr, AwsResource, Ctx};
-use crate::cloudformation::{CloudFormation, Json};
-use crate::hcl::{Body, Expr};
-use crate::terraform::{sanitize, Terraform};
-use crate::RenderError;
+use crate::render::aws::{tags_expr, AwsResource, Ctx};
+use crate::render::cloudformation::{CloudFormation, Json};
+use kops_render::hcl::{Body, Expr};
+use kops_render::terraform::{sanitize, Terraform};
+use kops_render::RenderError;
 
 pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
     macro_rules! try_types {
@@ -137,7 +137,7 @@ impl AwsResource for IamServiceAccountRole {
         );
         let arn = tf.reference(self.provider.key(), "arn")?;
         let arn = match arn {
-            Expr::Str(s) => crate::hcl::quote(&s),
+            Expr::Str(s) => kops_render::hcl::quote(&s),
             Expr::Raw(r) => r,
             other => format!("{other:?}"),
         };

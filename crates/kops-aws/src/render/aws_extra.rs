@@ -3,18 +3,18 @@
 
 use std::any::Any;
 
-use kops_aws::tasks::classic_load_balancer::ClassicLoadBalancer;
-use kops_aws::tasks::dns_name::DnsName;
-use kops_aws::tasks::eventbridge::{EventBridgeRule, EventBridgeTarget};
-use kops_aws::tasks::lifecycle_hook::LifecycleHook;
-use kops_aws::tasks::sqs_queue::{nth_queue_policy, SqsQueue};
+use crate::tasks::classic_load_balancer::ClassicLoadBalancer;
+use crate::tasks::dns_name::DnsName;
+use crate::tasks::eventbridge::{EventBridgeRule, EventBridgeTarget};
+use crate::tasks::lifecycle_hook::LifecycleHook;
+use crate::tasks::sqs_queue::{nth_queue_policy, SqsQueue};
 use kops_engine::TaskKey;
 
-use crate::aws::{tags_expr, AwsResource, Ctx};
-use crate::cloudformation::{CloudFormation, Json};
-use crate::hcl::{Body, Expr};
-use crate::terraform::Terraform;
-use crate::RenderError;
+use crate::render::aws::{tags_expr, AwsResource, Ctx};
+use crate::render::cloudformation::{CloudFormation, Json};
+use kops_render::hcl::{Body, Expr};
+use kops_render::terraform::Terraform;
+use kops_render::RenderError;
 
 pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
     macro_rules! try_types {
@@ -29,10 +29,10 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
         LifecycleHook,
         SqsQueue
     );
-    crate::aws_irsa::resource_of(task)
+    crate::render::aws_irsa::resource_of(task)
 }
 
-pub use kops_aws::partition;
+pub use crate::partition;
 
 impl AwsResource for SqsQueue {
     fn tf_type(&self) -> Option<&'static str> {
@@ -179,7 +179,7 @@ impl AwsResource for EventBridgeTarget {
     fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
         // CloudFormation declares targets inside their rule.
         let target = Json::obj([
-            ("Id", Json::str(kops_aws::tasks::eventbridge::TARGET_ID)),
+            ("Id", Json::str(crate::tasks::eventbridge::TARGET_ID)),
             ("Arn", cf.attribute(self.queue.key(), "Arn")?),
         ]);
         cf.add_to_list(self.rule.key(), "Targets", target)
@@ -195,7 +195,7 @@ impl AwsResource for LifecycleHook {
     }
     fn terraform(&self, tf: &mut Terraform, _: &Ctx<'_>) -> Result<(), RenderError> {
         let group = TaskKey::new(
-            kops_aws::tasks::autoscaling_group::AutoscalingGroup::KIND,
+            crate::tasks::autoscaling_group::AutoscalingGroup::KIND,
             &self.autoscaling_group,
         );
         let mut b = Body::new();
@@ -209,7 +209,7 @@ impl AwsResource for LifecycleHook {
     }
     fn cloudformation(&self, cf: &mut CloudFormation, _: &Ctx<'_>) -> Result<(), RenderError> {
         let group = TaskKey::new(
-            kops_aws::tasks::autoscaling_group::AutoscalingGroup::KIND,
+            crate::tasks::autoscaling_group::AutoscalingGroup::KIND,
             &self.autoscaling_group,
         );
         cf.resource(

@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kops_api::manifest::Object;
 use kops_api::{Cluster, InstanceGroup};
+use kops_aws::render::aws::{resource_of, target_of};
+use kops_aws::render::Input;
 use kops_model::Model;
-use kops_render::aws::{resource_of, target_of};
 use kops_render::terraform::Target;
-use kops_render::Input;
 
 fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
     let mut cluster = None;
@@ -75,7 +75,7 @@ fn terraform_resources_are_the_task_graph() {
             account_id: None,
             config_base: &config_base,
         };
-        let graph = match kops_model::build(&model) {
+        let graph = match kops_aws::model::build(&model) {
             Ok(g) => g,
             Err(e) if e.to_string().contains(" yet") => {
                 eprintln!("{case}: not modelled yet: {e}");
@@ -106,7 +106,7 @@ fn terraform_resources_are_the_task_graph() {
         }
 
         // Terraform: the resources in kubernetes.tf.
-        let outcome = kops_render::terraform(&Input {
+        let outcome = kops_aws::render::terraform(&Input {
             graph: &graph,
             cluster: cluster.name(),
             region: "us-test-1",

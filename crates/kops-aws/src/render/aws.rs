@@ -1,47 +1,47 @@
 //! One [`AwsResource`] implementation per task type of kops-aws: how each
 //! task is addressed and rendered. A task type the renderer does not know is
-//! reported (see [`crate::Rendered`]), never silently dropped.
+//! reported (see [`kops_render::Rendered`]), never silently dropped.
 
 use std::any::Any;
 
-use kops_aws::context::Tags;
-use kops_aws::tasks::autoscaling_group::AutoscalingGroup;
-use kops_aws::tasks::classic_load_balancer::{ClassicLoadBalancer, ClassicLoadBalancerRetirement};
-use kops_aws::tasks::dhcp_options::DhcpOptions;
-use kops_aws::tasks::ebs_volume::EbsVolume;
-use kops_aws::tasks::egress_only_internet_gateway::EgressOnlyInternetGateway;
-use kops_aws::tasks::elastic_ip::{ElasticIp, ExistingAddress};
-use kops_aws::tasks::hosted_zone_association::HostedZoneAssociation;
-use kops_aws::tasks::iam_instance_profile::{IamInstanceProfile, IamInstanceProfileRole};
-use kops_aws::tasks::iam_role::IamRole;
-use kops_aws::tasks::iam_role_policy::IamRolePolicy;
-use kops_aws::tasks::internet_gateway::InternetGateway;
-use kops_aws::tasks::launch_template::LaunchTemplate;
-use kops_aws::tasks::listener::Listener;
-use kops_aws::tasks::nat_gateway::NatGateway;
-use kops_aws::tasks::network_load_balancer::NetworkLoadBalancer;
-use kops_aws::tasks::route::{Route, RouteTarget};
-use kops_aws::tasks::route_table::RouteTable;
-use kops_aws::tasks::route_table_association::RouteTableAssociation;
-use kops_aws::tasks::security_group::SecurityGroup;
-use kops_aws::tasks::security_group_cleanup::SecurityGroupCleanup;
-use kops_aws::tasks::security_group_rule::{RuleTarget, SecurityGroupRule};
-use kops_aws::tasks::shared_security_group::SharedSecurityGroup;
-use kops_aws::tasks::ssh_key::SshKey;
-use kops_aws::tasks::subnet::{parse_relative_ipv6, Subnet};
-use kops_aws::tasks::target_group::TargetGroup;
-use kops_aws::tasks::vpc::Vpc;
-use kops_aws::tasks::vpc_amazon_ipv6_cidr_block::VpcAmazonIpv6CidrBlock;
-use kops_aws::tasks::vpc_cidr_block::VpcCidrBlock;
-use kops_aws::tasks::vpc_dhcp_options_association::VpcDhcpOptionsAssociation;
-use kops_aws::AwsContext;
+use crate::context::Tags;
+use crate::model::iam::shared_profile::SharedInstanceProfile;
+use crate::tasks::autoscaling_group::AutoscalingGroup;
+use crate::tasks::classic_load_balancer::{ClassicLoadBalancer, ClassicLoadBalancerRetirement};
+use crate::tasks::dhcp_options::DhcpOptions;
+use crate::tasks::ebs_volume::EbsVolume;
+use crate::tasks::egress_only_internet_gateway::EgressOnlyInternetGateway;
+use crate::tasks::elastic_ip::{ElasticIp, ExistingAddress};
+use crate::tasks::hosted_zone_association::HostedZoneAssociation;
+use crate::tasks::iam_instance_profile::{IamInstanceProfile, IamInstanceProfileRole};
+use crate::tasks::iam_role::IamRole;
+use crate::tasks::iam_role_policy::IamRolePolicy;
+use crate::tasks::internet_gateway::InternetGateway;
+use crate::tasks::launch_template::LaunchTemplate;
+use crate::tasks::listener::Listener;
+use crate::tasks::nat_gateway::NatGateway;
+use crate::tasks::network_load_balancer::NetworkLoadBalancer;
+use crate::tasks::route::{Route, RouteTarget};
+use crate::tasks::route_table::RouteTable;
+use crate::tasks::route_table_association::RouteTableAssociation;
+use crate::tasks::security_group::SecurityGroup;
+use crate::tasks::security_group_cleanup::SecurityGroupCleanup;
+use crate::tasks::security_group_rule::{RuleTarget, SecurityGroupRule};
+use crate::tasks::shared_security_group::SharedSecurityGroup;
+use crate::tasks::ssh_key::SshKey;
+use crate::tasks::subnet::{parse_relative_ipv6, Subnet};
+use crate::tasks::target_group::TargetGroup;
+use crate::tasks::vpc::Vpc;
+use crate::tasks::vpc_amazon_ipv6_cidr_block::VpcAmazonIpv6CidrBlock;
+use crate::tasks::vpc_cidr_block::VpcCidrBlock;
+use crate::tasks::vpc_dhcp_options_association::VpcDhcpOptionsAssociation;
+use crate::AwsContext;
 use kops_engine::{TaskGraph, TaskKey};
-use kops_model::iam::shared_profile::SharedInstanceProfile;
 
-use crate::cloudformation::{CloudFormation, Json};
-use crate::hcl::{Body, Expr};
-use crate::terraform::{Target, Terraform};
-use crate::RenderError;
+use crate::render::cloudformation::{CloudFormation, Json};
+use kops_render::hcl::{Body, Expr};
+use kops_render::terraform::{Target, Terraform};
+use kops_render::RenderError;
 
 /// What every renderer may look at besides the task itself.
 pub struct Ctx<'g> {
@@ -125,7 +125,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
         VpcCidrBlock,
         VpcDhcpOptionsAssociation,
     );
-    crate::aws_extra::resource_of(task)
+    crate::render::aws_extra::resource_of(task)
 }
 
 /// The Terraform target of a task (resource address, literal id, or none).
@@ -139,13 +139,13 @@ pub fn target_of(resource: &dyn AwsResource) -> Target {
     if let Some(kind) = resource.tf_data_type() {
         return Target::Data {
             kind,
-            name: crate::terraform::sanitize(&resource.tf_name()),
+            name: kops_render::terraform::sanitize(&resource.tf_name()),
         };
     }
     match resource.tf_type() {
         Some(kind) => Target::Resource {
             kind,
-            name: crate::terraform::sanitize(&resource.tf_name()),
+            name: kops_render::terraform::sanitize(&resource.tf_name()),
         },
         None => Target::None,
     }
@@ -933,7 +933,7 @@ impl AwsResource for SecurityGroupCleanup {
 
 /// The trust policy as kops writes it: its EC2 trust policy in kops' own
 /// layout, any other document as indented JSON.
-fn trust_policy_text(document: &kops_aws::tasks::policy_document::PolicyDocument) -> String {
+fn trust_policy_text(document: &crate::tasks::policy_document::PolicyDocument) -> String {
     let ec2 = serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [{

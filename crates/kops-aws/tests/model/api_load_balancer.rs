@@ -64,7 +64,7 @@ fn graph(yaml: &str) -> TaskGraph<AwsContext> {
         account_id: None,
         config_base: "s3://state-bucket/cluster",
     };
-    kops_model::build(&model).unwrap()
+    kops_aws::model::build(&model).unwrap()
 }
 
 /// The cluster's load balancers and target groups by `Name` tag → ARN.

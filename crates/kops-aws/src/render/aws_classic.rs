@@ -4,13 +4,13 @@
 //! while kops still wrote CloudFormation (with the TCP listener spelled
 //! out and numbers as strings where the resource type wants them).
 
-use kops_aws::tasks::classic_load_balancer::{ClassicLoadBalancer, ClassicLoadBalancerRetirement};
+use crate::tasks::classic_load_balancer::{ClassicLoadBalancer, ClassicLoadBalancerRetirement};
 
-use crate::aws::{id, tags_expr, AwsResource, Ctx};
-use crate::cloudformation::{CloudFormation, Json};
-use crate::hcl::{Body, Expr};
-use crate::terraform::Terraform;
-use crate::RenderError;
+use crate::render::aws::{id, tags_expr, AwsResource, Ctx};
+use crate::render::cloudformation::{CloudFormation, Json};
+use kops_render::hcl::{Body, Expr};
+use kops_render::terraform::Terraform;
+use kops_render::RenderError;
 
 /// Terraform writes reference lists sorted, as kops does.
 fn sorted(mut items: Vec<Expr>) -> Vec<Expr> {

@@ -78,7 +78,7 @@ fn iam_graph(yaml: &str) -> TaskGraph<AwsContext> {
         config_base: &format!("s3://state-bucket/{NAME}"),
     };
     let mut graph = TaskGraph::new();
-    kops_model::iam::build(&model, &mut graph).unwrap();
+    kops_aws::model::iam::build(&model, &mut graph).unwrap();
     graph.validate().unwrap();
     graph
 }

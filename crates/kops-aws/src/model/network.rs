@@ -30,26 +30,26 @@
 
 use std::collections::BTreeMap;
 
+use crate::context::{Tags, TAG_CLUSTER_PREFIX};
+use crate::tasks::dhcp_options::DhcpOptions;
+use crate::tasks::egress_only_internet_gateway::EgressOnlyInternetGateway;
+use crate::tasks::elastic_ip::{ElasticIp, ExistingAddress};
+use crate::tasks::internet_gateway::InternetGateway;
+use crate::tasks::nat_gateway::NatGateway;
+use crate::tasks::route::{Route, RouteTarget};
+use crate::tasks::route_table::{RouteTable, TAG_KOPS_ROLE};
+use crate::tasks::route_table_association::RouteTableAssociation;
+use crate::tasks::subnet::{parse_relative_ipv6, Subnet, SubnetId};
+use crate::tasks::vpc::{Vpc, VpcId};
+use crate::tasks::vpc_amazon_ipv6_cidr_block::VpcAmazonIpv6CidrBlock;
+use crate::tasks::vpc_cidr_block::VpcCidrBlock;
+use crate::tasks::vpc_dhcp_options_association::VpcDhcpOptionsAssociation;
+use crate::AwsContext;
 use ipnet::Ipv4Net;
 use kops_api::{ClusterSubnetSpec, SubnetType};
-use kops_aws::context::{Tags, TAG_CLUSTER_PREFIX};
-use kops_aws::tasks::dhcp_options::DhcpOptions;
-use kops_aws::tasks::egress_only_internet_gateway::EgressOnlyInternetGateway;
-use kops_aws::tasks::elastic_ip::{ElasticIp, ExistingAddress};
-use kops_aws::tasks::internet_gateway::InternetGateway;
-use kops_aws::tasks::nat_gateway::NatGateway;
-use kops_aws::tasks::route::{Route, RouteTarget};
-use kops_aws::tasks::route_table::{RouteTable, TAG_KOPS_ROLE};
-use kops_aws::tasks::route_table_association::RouteTableAssociation;
-use kops_aws::tasks::subnet::{parse_relative_ipv6, Subnet, SubnetId};
-use kops_aws::tasks::vpc::{Vpc, VpcId};
-use kops_aws::tasks::vpc_amazon_ipv6_cidr_block::VpcAmazonIpv6CidrBlock;
-use kops_aws::tasks::vpc_cidr_block::VpcCidrBlock;
-use kops_aws::tasks::vpc_dhcp_options_association::VpcDhcpOptionsAssociation;
-use kops_aws::AwsContext;
 use kops_engine::{OutputRef, TaskGraph, TaskKey};
 
-use crate::{Model, ModelError};
+use kops_model::{Model, ModelError};
 
 /// The tag telling load balancer controllers where public load balancers go.
 pub const TAG_ROLE_ELB: &str = "kubernetes.io/role/elb";
@@ -724,8 +724,8 @@ const NAT64_PREFIX: &str = "64:ff9b::/96";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tasks::subnet::Subnet;
     use kops_api::Cluster;
-    use kops_aws::tasks::subnet::Subnet;
 
     fn cluster(subnets: &str, extra: &str) -> Cluster {
         let yaml = format!(

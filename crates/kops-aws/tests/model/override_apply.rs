@@ -58,7 +58,7 @@ async fn apply_twice(cloud: &AwsCloud, cluster: &Cluster, groups: &[InstanceGrou
         account_id: None,
         config_base: &format!("s3://state-bucket/{name}"),
     };
-    let graph = kops_model::build(&model).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let graph = kops_aws::model::build(&model).unwrap_or_else(|e| panic!("{name}: {e}"));
     let dry = run(cloud, &name, &graph, Mode::DryRun).await.unwrap();
     assert_eq!(dry.writes, 0, "{name}: a dry run wrote: {:?}", dry.calls);
     let first = run(cloud, &name, &graph, Mode::Apply)

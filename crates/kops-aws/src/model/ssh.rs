@@ -7,13 +7,13 @@
 //!   the key's OpenSSH encoding written as colon-separated hex (the name
 //!   kops gives it, so a key kops imported is found).
 
+use crate::tasks::ssh_key::SshKey;
+use crate::AwsContext;
 use base64::Engine;
-use kops_aws::tasks::ssh_key::SshKey;
-use kops_aws::AwsContext;
 use kops_engine::TaskGraph;
 use md5::{Digest, Md5};
 
-use crate::{Model, ModelError};
+use kops_model::{Model, ModelError};
 
 /// Adds the key pair task, when the cluster uses one.
 pub fn build(model: &Model<'_>, graph: &mut TaskGraph<AwsContext>) -> Result<(), ModelError> {
@@ -83,7 +83,7 @@ pub fn openssh_fingerprint(public_key: &str) -> Result<String, ModelError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::security::tests::{conformance_case, load, model, PUBLIC};
+    use crate::model::security::tests::{conformance_case, load, model, PUBLIC};
 
     use super::*;
 

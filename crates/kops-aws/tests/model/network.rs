@@ -65,7 +65,7 @@ fn graph_of(cluster: &Cluster, groups: &[InstanceGroup]) -> TaskGraph<AwsContext
         config_base: "memfs://clusters.example.com",
     };
     let mut graph = TaskGraph::new();
-    kops_model::network::build(&model, &mut graph).unwrap();
+    kops_aws::model::network::build(&model, &mut graph).unwrap();
     graph.validate().unwrap();
     graph
 }
@@ -989,7 +989,7 @@ fn layout_matches_kops_golden_terraform() {
             config_base: "memfs://clusters.example.com",
         };
         let mut graph = TaskGraph::new();
-        if let Err(e) = kops_model::network::build(&model, &mut graph) {
+        if let Err(e) = kops_aws::model::network::build(&model, &mut graph) {
             // IPv6 clusters are refused on purpose; anything else is a bug.
             assert!(e.to_string().contains("IPv6"), "{case}: {e}");
             eprintln!(

@@ -111,7 +111,7 @@ async fn launch_templates_carry_the_node_bootstrap() {
         account_id: None,
         config_base: CONFIG_BASE,
     };
-    let graph = kops_model::build(&model).unwrap();
+    let graph = kops_aws::model::build(&model).unwrap();
     run(&cloud, cluster_name, &graph, Mode::Apply)
         .await
         .unwrap();
@@ -174,7 +174,7 @@ async fn launch_templates_carry_the_node_bootstrap() {
         account_id: None,
         config_base: CONFIG_BASE,
     };
-    let graph2 = kops_model::build(&model2).unwrap();
+    let graph2 = kops_aws::model::build(&model2).unwrap();
     run(&cloud, cluster_name, &graph2, Mode::Apply)
         .await
         .unwrap();

@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use kops_aws::context::Tags;
+use crate::context::Tags;
 use kops_engine::TaskKey;
 
-use crate::{RenderError, Rendered};
+use kops_render::{RenderError, Rendered};
 
 /// A JSON value with ordered object keys.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,7 +166,7 @@ impl CloudFormation {
     }
 
     /// `{"Ref": id}` of the resource of type `kind` the current task renders.
-    pub fn reference_kind(&self, task: &dyn crate::aws::AwsResource, kind: &str) -> Json {
+    pub fn reference_kind(&self, task: &dyn crate::render::aws::AwsResource, kind: &str) -> Json {
         let _ = task;
         let current = self.current.clone().unwrap_or_else(|| TaskKey::new("", ""));
         let id = self.logical_id(&current);

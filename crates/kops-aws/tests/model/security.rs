@@ -98,9 +98,9 @@ fn graph(model: &Model<'_>) -> TaskGraph<AwsContext> {
             shared_id: None,
         })
         .unwrap();
-    kops_model::security::build(model, &mut graph).unwrap();
-    kops_model::iam::build(model, &mut graph).unwrap();
-    kops_model::ssh::build(model, &mut graph).unwrap();
+    kops_aws::model::security::build(model, &mut graph).unwrap();
+    kops_aws::model::iam::build(model, &mut graph).unwrap();
+    kops_aws::model::ssh::build(model, &mut graph).unwrap();
     graph.validate().unwrap();
     graph
 }
@@ -166,7 +166,7 @@ async fn permissions_in_cloud(cloud: &AwsCloud, cluster: &str) -> BTreeSet<Permi
 /// The permissions the model asks for, in the same form.
 fn permissions_in_model(model: &Model<'_>) -> BTreeSet<Permission> {
     use kops_aws::tasks::security_group_rule::RuleTarget;
-    kops_model::security::rules(model)
+    kops_aws::model::security::rules(model)
         .unwrap()
         .into_iter()
         .map(|r| {

@@ -72,7 +72,7 @@ async fn apply_case(cluster: Cluster, groups: Vec<InstanceGroup>) {
         account_id: None,
         config_base: &format!("s3://state-bucket/{name}"),
     };
-    let graph = kops_model::build(&model).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let graph = kops_aws::model::build(&model).unwrap_or_else(|e| panic!("{name}: {e}"));
 
     let dry = run(&cloud, &name, &graph, Mode::DryRun).await.unwrap();
     assert_eq!(dry.writes, 0, "{name}: a dry run wrote: {:?}", dry.calls);

@@ -75,7 +75,7 @@ async fn kops_sees_its_attributes_tags_and_template_versions() {
         account_id: None,
         config_base: "s3://state-bucket/cluster",
     };
-    let graph = kops_model::build(&model).unwrap();
+    let graph = kops_aws::model::build(&model).unwrap();
 
     let apply = run(&cloud, cluster, &graph, Mode::Apply).await.unwrap();
     eprintln!("apply: {} calls: {:?}", apply.total, apply.calls);
