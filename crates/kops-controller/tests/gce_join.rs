@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use kops_controller::client::{BootstrapClient, ClientError};
@@ -21,6 +21,7 @@ use kops_controller::gce::token::{create_token, InstanceRef, SoftwareKey};
 use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_controller::Options;
 use kops_pki::{CertificateAuthority, IssueRequest};
+use kops_testkit::logs::Logs;
 use serde_json::json;
 
 const CLUSTER: &str = "gce-join.example.com";
@@ -28,33 +29,6 @@ const PROJECT: &str = "testproject";
 const REGION: &str = "us-test1";
 const ZONE: &str = "us-test1-a";
 const WORKERS: &str = "nodes-us-test1-a";
-
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-
-    fn lines_with(&self, needle: &str) -> Vec<String> {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .filter(|l| l.contains(needle))
-            .map(str::to_string)
-            .collect()
-    }
-}
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -13,13 +13,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kops_controller::protocol;
 use kops_nodeup::agent::{self, vsphere::Guest, NodeupError};
 use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
 use kops_pki::{CertificateAuthority, IssueRequest};
+use kops_testkit::logs::Logs;
 use kops_testkit::vcsim::{self, Vcsim};
 use kops_vsphere::cluster::{self, GroupSpec, Placement};
 use kops_vsphere::vcenter::{extra_config, Vcenter};
@@ -28,29 +29,6 @@ use kops_vsphere::{Credentials, TOKEN_KEY};
 const CLUSTER: &str = "a.k8s.local";
 const OTHER: &str = "b.k8s.local";
 const FOLDER: &str = "joins";
-
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-
-    fn count(&self, needle: &str) -> usize {
-        self.text().lines().filter(|l| l.contains(needle)).count()
-    }
-}
 
 /// What a VM's guest reads through VMware Tools: its guestinfo and BIOS
 /// UUID, as vCenter holds them.

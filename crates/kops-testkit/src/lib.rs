@@ -15,6 +15,7 @@ pub mod file_server;
 pub mod gce_api;
 pub mod gce_metadata;
 pub mod kube_api;
+pub mod logs;
 pub mod sshd;
 pub mod vcsim;
 

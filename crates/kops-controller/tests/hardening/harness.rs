@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use aws_config::{BehaviorVersion, Region};
@@ -13,6 +13,7 @@ use kops_controller::client::BootstrapClient;
 use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_controller::{Controller, Options};
 use kops_pki::{CertificateAuthority, IssueRequest};
+pub use kops_testkit::logs::Logs;
 
 pub const REGION: &str = "us-east-1";
 pub const ACCOUNT: &str = "123456789012";
@@ -20,34 +21,6 @@ pub const WORKERS: &str = "nodes-us-east-1a";
 pub const CONTROL_PLANE: &str = "control-plane-us-east-1a";
 
 /// The controller's log lines, captured (one subscriber per process).
-#[derive(Clone, Default)]
-pub struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-
-    /// The lines that contain `needle`.
-    pub fn lines_with(&self, needle: &str) -> Vec<String> {
-        self.text()
-            .lines()
-            .filter(|l| l.contains(needle))
-            .map(str::to_string)
-            .collect()
-    }
-}
-
 fn logs() -> Logs {
     static LOGS: OnceLock<Logs> = OnceLock::new();
     LOGS.get_or_init(|| {

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_config::{BehaviorVersion, Region};
@@ -24,6 +24,7 @@ use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_nodeup::agent::Options;
 use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
 use kops_nodeup::{config, Arch};
+use kops_testkit::logs::Logs;
 use sha2::{Digest, Sha256};
 
 const CLUSTER: &str = "join.example.com";
@@ -129,26 +130,6 @@ async fn instance(ec2: &aws_sdk_ec2::Client, image: &str, tags: &[(&str, &str)])
         .await
         .unwrap();
     out.instances()[0].instance_id().unwrap().to_string()
-}
-
-/// Log lines, captured.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
 }
 
 fn openssl(args: &[&str]) -> (bool, String) {
