@@ -337,13 +337,7 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
         ..worker_boot.clone()
     };
     std::fs::write(&worker_conf, boot.to_yaml()).unwrap();
-    let mut options = Options::new(&worker_conf, &worker_root);
-    options.node_name = Some(worker.clone());
-    options.arch = Some(Arch::Amd64);
-    options.region = Some("us-east-1".into());
-    options.attempts = 2;
-    options.retry_delay = Duration::from_millis(50);
-    options.bootstrap_timeout = Duration::from_secs(20);
+    let options = worker_options(&worker_conf, &worker_root, &worker);
     let outcome = kops_nodeup::agent::run(&options)
         .await
         .unwrap_or_else(|e| panic!("worker nodeup: {e}\nlogs:\n{}", logs.text()));
@@ -815,13 +809,7 @@ async fn mixed_join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, cluster:
                 ..worker_boot.clone()
             };
             std::fs::write(&conf, boot.to_yaml()).unwrap();
-            let mut options = Options::new(&conf, &root);
-            options.node_name = Some(worker.clone());
-            options.arch = Some(Arch::Amd64);
-            options.region = Some("us-east-1".into());
-            options.attempts = 2;
-            options.retry_delay = Duration::from_millis(50);
-            options.bootstrap_timeout = Duration::from_secs(20);
+            let options = worker_options(&conf, &root, &worker);
             let outcome = kops_nodeup::agent::run(&options)
                 .await
                 .unwrap_or_else(|e| panic!("worker {n} nodeup: {e}"));
@@ -871,4 +859,17 @@ async fn mixed_join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, cluster:
         .await
         .unwrap_or_else(|e| panic!("kops' worker token ({worker}): {e}"));
     assert!(issued.certs.contains_key("kubelet"));
+}
+
+/// nodeup's options for a worker in us-east-1 that asks kops-controller
+/// twice at most, quickly, as the join tests want.
+fn worker_options(conf: &std::path::Path, root: &std::path::Path, worker: &str) -> Options {
+    let mut options = Options::new(conf, root);
+    options.node_name = Some(worker.to_string());
+    options.arch = Some(Arch::Amd64);
+    options.region = Some("us-east-1".into());
+    options.attempts = 2;
+    options.retry_delay = Duration::from_millis(50);
+    options.bootstrap_timeout = Duration::from_secs(20);
+    options
 }
