@@ -38,6 +38,7 @@ mod metrics_server;
 mod networking;
 mod node_problem_detector;
 mod node_termination_handler;
+pub(crate) mod nodelocaldns;
 mod nvidia;
 mod pod_identity_webhook;
 mod pods;
@@ -85,6 +86,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "kops-controller.addons.k8s.io" => kops_controller::objects(model)?,
         "aws-load-balancer-controller.addons.k8s.io" => lb_controller::objects(model)?,
         "node-problem-detector.addons.k8s.io" => node_problem_detector::objects(model)?,
+        "nodelocaldns.addons.k8s.io" => nodelocaldns::objects(model)?,
         "external-dns.addons.k8s.io" => external_dns::objects(model)?,
         "nvidia.addons.k8s.io" => nvidia::objects(model)?,
         "snapshot-controller.addons.k8s.io" => snapshot_controller::objects(model)?,
