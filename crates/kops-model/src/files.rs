@@ -443,7 +443,12 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
     let vsphere = spec.cloud_provider.as_deref() == Some("vsphere");
     let mut out = vec![
         Addon::new("kops-controller.addons.k8s.io", "k8s-1.16"),
-        Addon::new("coredns.addons.k8s.io", "k8s-1.12"),
+        // The cluster's DNS: kube-dns when asked for, else CoreDNS.
+        if crate::addons::kube_dns::enabled(model) {
+            Addon::new("kube-dns.addons.k8s.io", "k8s-1.12")
+        } else {
+            Addon::new("coredns.addons.k8s.io", "k8s-1.12")
+        },
         Addon::new("kubelet-api.rbac.addons.k8s.io", "k8s-1.9"),
         Addon {
             key: "limit-range.addons.k8s.io",

@@ -3,7 +3,7 @@
 //! the DNS address kubelets are given, a disruption budget, and the
 //! proportional autoscaler that sizes it by nodes and cores.
 //!
-//! From `spec.kubeDNS`: `provider: KubeDNS` is not rendered (placeholder);
+//! From `spec.kubeDNS`: `provider: KubeDNS` renders kube-dns instead (its module);
 //! `externalCoreFile` replaces the Corefile; `upstreamNameservers` and
 //! `stubDomains` change where it forwards; `cpuRequest`, `memoryRequest`,
 //! `memoryLimit` its resources; `serverIP` its address (default: the 10th

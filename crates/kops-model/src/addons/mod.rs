@@ -32,6 +32,7 @@ mod karpenter;
 mod kindnet;
 mod kopeio;
 pub mod kops_controller;
+pub(crate) mod kube_dns;
 mod kuberouter;
 mod lb_controller;
 mod metrics_server;
@@ -69,6 +70,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "gcp-cloud-controller.addons.k8s.io" => gcp_cloud_controller::objects(model)?,
         "gcp-pd-csi-driver.addons.k8s.io" => gcp_pd_csi_driver::objects(model)?,
         "coredns.addons.k8s.io" => coredns::objects(model),
+        "kube-dns.addons.k8s.io" => kube_dns::objects(model)?,
         "dns-controller.addons.k8s.io" => dns_controller::objects(model),
         "aws-cloud-controller.addons.k8s.io" => cloud_controller::objects(model),
         "aws-ebs-csi-driver.addons.k8s.io" => ebs_csi::objects(model)?,
