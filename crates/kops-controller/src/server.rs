@@ -402,21 +402,20 @@ impl Controller {
         }
         match self.answer(&request, &identity).await {
             Ok(response) => {
+                let mut issued: Vec<String> = response.certs.keys().map(|k| escape(k)).collect();
+                if response.node_config.is_some() {
+                    issued.push("its node config".into());
+                }
+                let issued = match issued.split_last() {
+                    Some((last, rest)) if !rest.is_empty() => {
+                        format!("{} and {last}", rest.join(", "))
+                    }
+                    _ => issued.concat(),
+                };
                 tracing::info!(
-                    "bootstrap from {peer}: node {} (instance group {}): issued {}{}",
+                    "bootstrap from {peer}: node {} (instance group {}): issued {issued}",
                     identity.node_name,
                     identity.instance_group,
-                    response
-                        .certs
-                        .keys()
-                        .map(|k| escape(k))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if response.node_config.is_some() {
-                        " and its node config"
-                    } else {
-                        ""
-                    }
                 );
                 let json = serde_json::to_vec(&response).unwrap_or_default();
                 Response::builder()
