@@ -12,6 +12,10 @@
 //! - firewall rules by that name shape (at most 5 prefix tokens) whose
 //!   target tags are all the cluster's; the `k8s-*-node-http-hc` rules of
 //!   the cluster's tags too;
+//! - the load balancers of the cluster's Kubernetes Services (made by the
+//!   GCP cloud controller manager): a `k8s-fw-<name>` firewall rule of the
+//!   cluster's tags, its forwarding rule `<name>`, target pool and `k8s-`
+//!   HTTP health checks (see [`service_load_balancers`]);
 //! - subnetworks and the network by name, when an instance template of
 //!   the cluster uses them; the spec's `networkID` and subnet ids are
 //!   listed as shared and kept;
@@ -423,6 +427,11 @@ pub async fn list_cluster_resources(
             })
             .map(|f| compute("FirewallRule", f, 4, false, shared)),
     );
+    for lb in service_load_balancers(&lists, cluster, shared) {
+        if !out.iter().any(|r| r.kind == lb.kind && r.id == lb.id) {
+            out.push(lb);
+        }
+    }
     out.extend(
         lists
             .addresses
@@ -526,6 +535,71 @@ pub async fn list_cluster_resources(
     out.extend(dns_records(cloud, cluster, &lists.zones).await?);
     out.sort_by(|a, b| (a.phase, a.kind, &a.id).cmp(&(b.phase, b.kind, &b.id)));
     Ok(out)
+}
+
+/// The load balancers the GCP cloud controller manager made for the
+/// cluster's Services of type LoadBalancer, as kops recognises them: a
+/// firewall rule `k8s-fw-<name>` whose target tags are all the cluster's,
+/// the regional forwarding rule `<name>` it is named after, that rule's
+/// target pool, and the pool's HTTP health checks, which must all be
+/// `k8s-` ones (otherwise none of it is taken as Kubernetes'). A rule
+/// without a forwarding rule, or one without a target, is not a Service's
+/// (kops skips it too). Read from the lists already made: no extra call.
+/// (kops stops with an error when the target pool cannot be read; here a
+/// pool missing from the list, gone since, leaves that balancer alone.)
+fn service_load_balancers(
+    lists: &Lists,
+    cluster: &str,
+    shared: &BTreeSet<String>,
+) -> Vec<Resource> {
+    let find = |items: &'_ [Value], name: &str| -> Option<Value> {
+        items.iter().find(|i| text(i, "name") == name).cloned()
+    };
+    let mut out = Vec::new();
+    for firewall in &lists.firewalls {
+        let Some(rule_name) = text(firewall, "name").strip_prefix("k8s-fw-") else {
+            continue;
+        };
+        if !targets_cluster(firewall, cluster) {
+            continue;
+        }
+        let Some(rule) = find(&lists.rules, rule_name) else {
+            continue;
+        };
+        let target = text(&rule, "target");
+        if target.is_empty() {
+            continue;
+        }
+        let Some(pool) = find(&lists.pools, last(target)) else {
+            continue;
+        };
+        let checks: Vec<&str> = pool["healthChecks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(text_of)
+            .collect();
+        let all_kubernetes = checks
+            .iter()
+            .all(|c| last(c).starts_with("k8s-") && c.contains("/httpHealthChecks/"));
+        if !all_kubernetes {
+            continue;
+        }
+        out.push(compute("FirewallRule", firewall, 4, false, shared));
+        out.push(compute("ForwardingRule", &rule, 0, false, shared));
+        out.push(compute("TargetPool", &pool, 3, false, shared));
+        for check in checks {
+            out.push(Resource {
+                kind: "HTTP HealthCheck",
+                name: last(check).to_string(),
+                id: last(check).to_string(),
+                phase: 4,
+                shared: false,
+                target: Target::Compute(check.to_string()),
+            });
+        }
+    }
+    out
 }
 
 fn text_of(value: &Value) -> &str {
