@@ -147,8 +147,12 @@ pub async fn run(
             v.read_secrets_from(kube::Api::namespaced(client.clone(), "kube-system"));
         }
         controller.refuse_registered_nodes(kube::Api::all(client.clone()));
-        let aws_ipam = controller.ipam(kube::Api::all(client.clone())).map(Arc::new);
-        let gce_ipam = controller.gce_ipam(kube::Api::all(client.clone())).map(Arc::new);
+        let aws_ipam = controller
+            .ipam(kube::Api::all(client.clone()))
+            .map(Arc::new);
+        let gce_ipam = controller
+            .gce_ipam(kube::Api::all(client.clone()))
+            .map(Arc::new);
         if aws_ipam.is_some() || gce_ipam.is_some() {
             every("cloud IPAM", ipam::IPAM_INTERVAL, move || {
                 let (aws, gce) = (aws_ipam.clone(), gce_ipam.clone());

@@ -146,7 +146,10 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// The cluster's controller with its PKI and state under `dir`
 /// (`enableCloudIPAM` as given), and the CA it signs with.
-async fn controller(dir: &Path, ipam: bool) -> (Arc<kops_controller::Controller>, CertificateAuthority) {
+async fn controller(
+    dir: &Path,
+    ipam: bool,
+) -> (Arc<kops_controller::Controller>, CertificateAuthority) {
     let pki = dir.join("pki");
     let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
     let serving = ca

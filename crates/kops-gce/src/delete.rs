@@ -217,6 +217,7 @@ fn compute(
 }
 
 /// The lists discovery reads, every one read once.
+#[derive(Default)]
 struct Lists {
     templates: Vec<Value>,
     groups: Vec<Value>,
@@ -881,6 +882,51 @@ mod tests {
         assert!(targets_cluster(&ours, c));
         assert!(!targets_cluster(&mixed, c));
         assert!(!targets_cluster(&json!({}), c));
+    }
+
+    #[test]
+    fn service_load_balancers_as_kops_takes_them() {
+        let c = "minimal-gce.example.com";
+        let tag = "minimal-gce-example-com-k8s-io-role-node";
+        let p = "https://compute.googleapis.com/compute/v1/projects/p";
+        let firewall = |name: &str, tag: &str| json!({"name": name, "targetTags": [tag], "selfLink": format!("{p}/global/firewalls/{name}")});
+        let rule = |name: &str, pool: &str| json!({"name": name, "target": pool, "selfLink": format!("{p}/regions/r/forwardingRules/{name}")});
+        let pool = |name: &str, check: &str| json!({"name": name, "healthChecks": [check], "selfLink": format!("{p}/regions/r/targetPools/{name}")});
+        let node_check = format!("{p}/global/httpHealthChecks/k8s-0123-node");
+        let lists = Lists {
+            firewalls: vec![
+                firewall("k8s-fw-aours", tag),
+                firewall("k8s-fw-aother", "other-example-com-k8s-io-role-node"),
+                firewall("k8s-fw-alocal", tag),
+                firewall("k8s-fw-anorule", tag),
+                firewall("k8s-fw-anotarget", tag),
+            ],
+            rules: vec![
+                rule("aours", &format!("{p}/regions/r/targetPools/aours")),
+                rule("aother", &format!("{p}/regions/r/targetPools/aother")),
+                rule("alocal", &format!("{p}/regions/r/targetPools/alocal")),
+                rule("anotarget", ""),
+            ],
+            pools: vec![
+                pool("aours", &node_check),
+                pool("aother", &node_check),
+                pool("alocal", &format!("{p}/global/httpHealthChecks/alocal")),
+            ],
+            ..Lists::default()
+        };
+        let found: Vec<(&str, String, u8)> = service_load_balancers(&lists, c, &BTreeSet::new())
+            .into_iter()
+            .map(|r| (r.kind, r.id, r.phase))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("FirewallRule", "k8s-fw-aours".to_string(), 4),
+                ("ForwardingRule", "aours".to_string(), 0),
+                ("TargetPool", "aours".to_string(), 3),
+                ("HTTP HealthCheck", "k8s-0123-node".to_string(), 4),
+            ]
+        );
     }
 
     #[test]

@@ -135,7 +135,10 @@ mod tests {
         ]));
         assert_eq!(
             pod_cidr(&two),
-            Err("instance nodes-x has 2 external IPv6 ranges (2600::/96, 2601::/96), expected 1".into())
+            Err(
+                "instance nodes-x has 2 external IPv6 ranges (2600::/96, 2601::/96), expected 1"
+                    .into()
+            )
         );
     }
 }

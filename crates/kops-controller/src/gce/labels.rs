@@ -11,9 +11,9 @@
 //! `kops.k8s.io/instancegroup`, and removes role labels the node's tags
 //! do not give.
 
-use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
+use std::collections::BTreeMap;
 
 use super::compute::CallError;
 use super::metadata::last_component;
