@@ -337,6 +337,10 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
             let kube = kops_controller::kube_client(&kube_api.write_kubeconfig(tmp.path()))
                 .await
                 .unwrap();
+            assert!(
+                controller.gce_ipam(kube::Api::all(kube.clone())).is_none(),
+                "no cloud IPAM without enableCloudIPAM"
+            );
             let labeler = controller
                 .gce_labeler(kube::Api::all(kube))
                 .expect("a GCE cluster");
