@@ -147,11 +147,22 @@ pub async fn run(
             v.read_secrets_from(kube::Api::namespaced(client.clone(), "kube-system"));
         }
         controller.refuse_registered_nodes(kube::Api::all(client.clone()));
-        if let Some(ipam) = controller.ipam(kube::Api::all(client.clone())) {
-            let ipam = Arc::new(ipam);
+        let aws_ipam = controller
+            .ipam(kube::Api::all(client.clone()))
+            .map(Arc::new);
+        let gce_ipam = controller
+            .gce_ipam(kube::Api::all(client.clone()))
+            .map(Arc::new);
+        if aws_ipam.is_some() || gce_ipam.is_some() {
             every("cloud IPAM", ipam::IPAM_INTERVAL, move || {
-                let ipam = ipam.clone();
-                async move { ipam.run_once().await }
+                let (aws, gce) = (aws_ipam.clone(), gce_ipam.clone());
+                async move {
+                    match (aws, gce) {
+                        (Some(aws), _) => aws.run_once().await,
+                        (None, Some(gce)) => gce.run_once().await,
+                        (None, None) => Ok(0),
+                    }
+                }
             });
         }
         if let Some(labeler) = controller.labeler(kube::Api::all(client.clone())) {

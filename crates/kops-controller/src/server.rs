@@ -209,6 +209,18 @@ impl Controller {
         }
     }
 
+    /// The cloud IPAM of a Google Cloud cluster, when its options enable
+    /// it (`enableCloudIPAM`; `None` elsewhere).
+    pub fn gce_ipam(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> Option<crate::gce::ipam::GceIpam> {
+        match &self.verifier {
+            Verifier::Gce(gce) if self.options.enable_cloud_ipam => Some(gce.ipam(nodes)),
+            _ => None,
+        }
+    }
+
     /// The cloud IPAM sharing this controller's EC2 client, when its
     /// options enable it (`enableCloudIPAM`).
     pub fn ipam(
