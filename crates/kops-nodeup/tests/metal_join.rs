@@ -72,27 +72,85 @@ struct Machine {
 
 #[test]
 fn an_enrolled_machine_joins_and_impostors_are_refused() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_env_filter("kops_controller=info")
-        .init();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(joins(logs));
+    run_with_logs(joins);
 }
 
-async fn joins(logs: Logs) {
-    let tmp = tempfile::tempdir().unwrap();
+/// Forged tokens that pass every cheap check (fresh, kops' audience, the
+/// body's hash, a valid name) need a Host read each: the reads are limited
+/// as STS calls are (8 at once, 10 a second, bursts of 40); beyond, the
+/// caller gets 503. Nothing is held in the replay cache afterwards.
+#[test]
+fn forged_tokens_cannot_flood_the_api() {
+    run_with_logs(flood);
+}
 
-    // The control plane: kops-controller with kops' bare-metal options,
-    // its PKI, the group's node config in the (local) config store.
-    let pki = tmp.path().join("pki");
+async fn flood(logs: Logs) {
+    let tmp = tempfile::tempdir().unwrap();
+    let plane = control_plane(tmp.path()).await;
+    let (key, _) = MachineKey::generate().unwrap();
+    let key = Arc::new(key);
+    let body = Arc::new(serde_json::to_vec(&request()).unwrap());
+    let client = Arc::new(plane.client());
+    plane.api.take_requests();
+    let started = std::time::Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for worker in 0..16 {
+        let (client, key, body, url) =
+            (client.clone(), key.clone(), body.clone(), plane.url.clone());
+        tasks.spawn(async move {
+            let mut statuses = Vec::new();
+            for i in (worker..400).step_by(16) {
+                let token =
+                    create_token(&format!("h-{i}"), &key, &body, SystemTime::now()).unwrap();
+                statuses.push(refusal(client.post(&url, &token, &body).await).0);
+            }
+            statuses
+        });
+    }
+    let mut statuses = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        statuses.extend(done.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let reads = plane
+        .api
+        .take_requests()
+        .iter()
+        .filter(|r| r.contains("/hosts/"))
+        .count();
+    let unknown = statuses.iter().filter(|s| **s == 403).count();
+    let busy = statuses.iter().filter(|s| **s == 503).count();
+    println!(
+        "400 forged machine tokens in {elapsed:.1}s: {reads} Host reads, {unknown} refused (no Host), {busy} told to retry (503)"
+    );
+    assert_eq!(unknown + busy, 400);
+    assert_eq!(reads, unknown, "each refusal is one read");
+    assert!(
+        (reads as f64) <= 40.0 + 10.0 * elapsed + 1.0,
+        "{reads} reads in {elapsed:.1}s"
+    );
+    assert!(busy > 0, "the limit was reached");
+    assert_eq!(
+        plane.controller.host_keys().unwrap().replay_entries(),
+        0,
+        "refused tokens are not held"
+    );
+    assert_eq!(logs.count("no Host `kops-system/h-"), unknown);
+}
+
+/// The control plane: kops-controller with kops' bare-metal options
+/// (its PKI, the group's node config in its config store), serving over
+/// TLS on loopback, reading Hosts from the test API server.
+struct ControlPlane {
+    controller: Arc<kops_controller::Controller>,
+    api: FakeApi,
+    url: String,
+    ca: CertificateAuthority,
+    node_config: String,
+}
+
+async fn control_plane(tmp: &Path) -> ControlPlane {
+    let pki = tmp.join("pki");
     let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
     let serving = ca
         .issue(&IssueRequest::server(
@@ -104,7 +162,7 @@ async fn joins(logs: Logs) {
     write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
     write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
     write(&pki.join("kops-controller.key"), &serving.private_key_pem);
-    let state = tmp.path().join("config");
+    let state = tmp.join("config");
     let node_config = format!(
         "ClusterName: {CLUSTER}\nKubeProxy:\n  enabled: true\nKubeletConfig:\n  nodeLabels:\n    node-role.kubernetes.io/node: \"\"\n"
     );
@@ -126,10 +184,12 @@ async fn joins(logs: Logs) {
     // Its Kubernetes client, as `run` makes it from its kubeconfig.
     let api = FakeApi::start();
     serve_hosts(&api);
-    let kubeconfig = api.write_kubeconfig(tmp.path());
+    let kubeconfig = api.write_kubeconfig(tmp);
     let client = kops_controller::kube_client(&kubeconfig).await.unwrap();
-    let host_keys = controller.host_keys().expect("server.pki turns it on");
-    host_keys.read_hosts_from(kops_controller::hostkey::hosts_api(client));
+    controller
+        .host_keys()
+        .expect("server.pki turns it on")
+        .read_hosts_from(kops_controller::hostkey::hosts_api(client));
     let tls = controller.tls().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("https://{}/", listener.local_addr().unwrap());
@@ -138,6 +198,56 @@ async fn joins(logs: Logs) {
             .clone()
             .serve(listener, tls, std::future::pending()),
     );
+    ControlPlane {
+        controller,
+        api,
+        url,
+        ca,
+        node_config,
+    }
+}
+
+impl ControlPlane {
+    /// A node's client of this controller.
+    fn client(&self) -> BootstrapClient {
+        BootstrapClient::new(
+            CLUSTER,
+            "",
+            std::slice::from_ref(&self.url),
+            self.ca.certificate_pem(),
+            &protocol::audience(CLUSTER),
+        )
+        .unwrap()
+    }
+}
+
+/// Logs captured from the controller, and a two-thread runtime for it and
+/// its callers.
+fn run_with_logs<F, Fut>(test: F)
+where
+    F: FnOnce(Logs) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let logs = Logs::default();
+    let writer = logs.clone();
+    tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_env_filter("kops_controller=info")
+        .init();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(test(logs));
+}
+
+async fn joins(logs: Logs) {
+    let tmp = tempfile::tempdir().unwrap();
+    let plane = control_plane(tmp.path()).await;
+    let (api, url, ca) = (&plane.api, &plane.url, &plane.ca);
+    let host_keys = plane.controller.host_keys().unwrap();
 
     // A machine as `toolbox enroll` leaves it: its key pair, its Host (for
     // a worker), its boot config naming kops-controller.
@@ -151,7 +261,7 @@ async fn joins(logs: Logs) {
         }),
         instance_group_name: GROUP.into(),
         instance_group_role: "Node".into(),
-        nodeup_config_hash: kops_nodeup::config::config_hash(node_config.as_bytes()),
+        nodeup_config_hash: kops_nodeup::config::config_hash(plane.node_config.as_bytes()),
         ..Default::default()
     };
     let machine = |name: &str, registered_key: Option<&str>| -> (Machine, Arc<MachineKey>) {
@@ -164,7 +274,7 @@ async fn joins(logs: Logs) {
         let conf = root.join("opt/kops/conf/kube_env.yaml");
         write(&conf, &boot.to_yaml());
         if let Some(public) = registered_key {
-            put_host(&api, name, public);
+            put_host(api, name, public);
         }
         (Machine { root, conf }, Arc::new(key))
     };
@@ -184,7 +294,7 @@ async fn joins(logs: Logs) {
     // 1. An enrolled worker joins: certificates for its Host's name, the
     //    node config of its Host's group.
     let (m1, m1_key) = machine("m1", None);
-    put_host(&api, "m1", m1_key.public_pem());
+    put_host(api, "m1", m1_key.public_pem());
     api.take_requests();
     let joined = agent::join(&nodeup(&m1, "m1"))
         .await
@@ -254,14 +364,7 @@ async fn joins(logs: Logs) {
     );
 
     // 4. A replay: the same token, sent again.
-    let client = BootstrapClient::new(
-        CLUSTER,
-        "",
-        std::slice::from_ref(&url),
-        ca.certificate_pem(),
-        &protocol::audience(CLUSTER),
-    )
-    .unwrap();
+    let client = plane.client();
     let body = serde_json::to_vec(&request()).unwrap();
     let token = create_token("m1", &m1_key, &body, SystemTime::now()).unwrap();
     client
