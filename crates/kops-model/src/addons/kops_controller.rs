@@ -126,6 +126,13 @@ pub fn config_json(model: &Model<'_>) -> Option<String> {
             ),
         )
     };
+    // With kops' `Metal` feature flag, machines enrolled with `toolbox
+    // enroll` are verified beside the cloud's nodes.
+    let provider = if cloud != "metal" && model.node_inputs().enrolled_hosts {
+        format!("{provider},\"pki\":{{}}")
+    } else {
+        provider
+    };
     Some(format!(
         "{{\"clusterName\":{},\"cloud\":\"{cloud}\",\"configBase\":{},\"secretStore\":{},\"server\":{{\"Listen\":\":3988\",\"provider\":{provider},\"serverKeyPath\":{},\"serverCertificatePath\":{},\"caBasePath\":{},\"signingCAs\":{},\"certNames\":{}}}{}}}",
         q(model.name()),
@@ -171,6 +178,36 @@ mod tests {
         assert_eq!(
             config_json(&model).unwrap(),
             r#"{"clusterName":"metal.k8s.local","cloud":"metal","configBase":"/tmp/state/metal.k8s.local","secretStore":"/tmp/state/metal.k8s.local/secrets","server":{"Listen":":3988","provider":{},"pki":{},"serverKeyPath":"/etc/kubernetes/kops-controller/pki/kops-controller.key","serverCertificatePath":"/etc/kubernetes/kops-controller/pki/kops-controller.crt","caBasePath":"/etc/kubernetes/kops-controller/pki","signingCAs":["kubernetes-ca"],"certNames":["kubelet","kubelet-server","kube-proxy"]}}"#
+        );
+    }
+
+    /// With kops' `Metal` feature flag at update, an AWS cluster's
+    /// controller verifies enrolled machines too (kops adds `pki`).
+    #[test]
+    fn the_metal_flag_adds_pki_beside_the_cloud() {
+        let cluster: kops_api::Cluster = serde_yaml_ng::from_str(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: a.example.com\nspec:\n  cloudProvider: aws\n  subnets:\n  - {name: us-east-1a, zone: us-east-1a, type: Public, cidr: 10.0.0.0/16}\n",
+        )
+        .unwrap();
+        let inputs = kops_nodeup::config::NodeInputs {
+            enrolled_hosts: true,
+            ..Default::default()
+        };
+        let mut model = Model {
+            cluster: &cluster,
+            groups: &[],
+            ssh_public_key: None,
+            node_inputs: None,
+            account_id: None,
+            config_base: "s3://b/a.example.com",
+        };
+        let without = config_json(&model).unwrap();
+        assert!(!without.contains(r#""pki":{}"#), "{without}");
+        model.node_inputs = Some(&inputs);
+        let with = config_json(&model).unwrap();
+        assert!(
+            with.contains(r#""Region":"us-east-1"}},"pki":{},"serverKeyPath""#),
+            "{with}"
         );
     }
 
