@@ -368,10 +368,10 @@ async fn joins(logs: Logs) {
     let body = serde_json::to_vec(&request()).unwrap();
     let token = create_token("m1", &m1_key, &body, SystemTime::now()).unwrap();
     client
-        .post(&url, &token, &body)
+        .post(url, &token, &body)
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", logs.text()));
-    let (status, _) = refusal(client.post(&url, &token, &body).await);
+    let (status, _) = refusal(client.post(url, &token, &body).await);
     assert_eq!(status, 403);
     assert_eq!(
         logs.count("refused: the token was already used (replay)"),
@@ -419,7 +419,7 @@ async fn joins(logs: Logs) {
         ),
     ];
     for (token, line) in cases {
-        let (status, _) = refusal(client.post(&url, &token, &body).await);
+        let (status, _) = refusal(client.post(url, &token, &body).await);
         assert_eq!(status, 403, "{line}");
         assert_eq!(logs.count(line), 1, "{line}\n{}", logs.text());
     }
