@@ -179,6 +179,9 @@ async fn controller(
     options.server.server_certificate_path = pki_path("kops-controller.crt");
     options.server.ca_base_path = pki.display().to_string();
     options.enable_cloud_ipam = ipam;
+    // As kops writes it with KOPS_FEATURE_FLAGS=Metal (enrolled machines
+    // beside the instances).
+    options.server.pki = Some(Default::default());
     let controller = kops_controller::build(options)
         .await
         .unwrap_or_else(|e| panic!("kops-controller: {e}"));
@@ -363,6 +366,53 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
             assert!(impostor.get("kops.k8s.io/instancegroup").is_none(), "{impostor}");
             assert_eq!(logs.lines_with("node labelling: node impostor").len(), 1);
             assert_eq!(labeler.run_once().await.unwrap(), 0, "second pass");
+
+            // 7. With `server.pki` (KOPS_FEATURE_FLAGS=Metal at update), a
+            // machine enrolled into this cluster is verified by its Host key
+            // beside GCE's instances, as kops chains its verifiers.
+            kube_api.serve_crd(&json!({"spec": {
+                "group": "kops.k8s.io",
+                "names": {"plural": "hosts", "kind": "Host"},
+                "scope": "Namespaced",
+                "versions": [{"name": "v1alpha2", "served": true}],
+            }}));
+            let (machine, _) = kops_controller::hostkey::token::MachineKey::generate().unwrap();
+            kube_api.put(
+                "apis/kops.k8s.io/v1alpha2",
+                "hosts",
+                "kops-system",
+                "enrolled-1",
+                json!({
+                    "apiVersion": "kops.k8s.io/v1alpha2", "kind": "Host",
+                    "metadata": {"name": "enrolled-1", "namespace": "kops-system"},
+                    "spec": {"instanceGroup": WORKERS, "publicKey": machine.public_pem()},
+                }),
+            );
+            let kube = kops_controller::kube_client(&kube_api.write_kubeconfig(tmp.path()))
+                .await
+                .unwrap();
+            controller
+                .host_keys()
+                .expect("server.pki")
+                .read_hosts_from(kops_controller::hostkey::hosts_api(kube));
+            api.take_calls();
+            let enrolled =
+                kops_controller::hostkey::token::create_token("enrolled-1", &machine, &body, SystemTime::now())
+                    .unwrap();
+            let response = client
+                .post(&url, &enrolled, &body)
+                .await
+                .unwrap_or_else(|e| panic!("{e}\n{}", logs.text()));
+            let (_, pem) = x509_parser::pem::parse_x509_pem(response.certs["kubelet"].as_bytes()).unwrap();
+            assert_eq!(
+                pem.parse_x509().unwrap().subject().to_string(),
+                "O=system:nodes, CN=system:node:enrolled-1"
+            );
+            assert_eq!(
+                logs.lines_with("node enrolled-1 (instance group nodes-us-test1-a): issued kubelet and its node config").len(),
+                1
+            );
+            assert!(api.take_calls().is_empty(), "no Compute call for an enrolled machine");
         });
 }
 

@@ -446,6 +446,10 @@ pub struct NodeInputs {
     /// get this version's kubelet and `KubernetesVersion`; `None`: the
     /// spec's for all.
     pub kubelet_version: Option<String>,
+    /// kops' `Metal` feature flag was on (`KOPS_FEATURE_FLAGS=Metal`):
+    /// kops-controller also verifies machines enrolled with `toolbox
+    /// enroll` by their `Host` key (its options' `pki`), whatever the cloud.
+    pub enrolled_hosts: bool,
 }
 
 /// Builds and renders the node config of one group. `None` for bastions
