@@ -582,4 +582,44 @@ mod tests {
         let e = settings(&c).unwrap_err().to_string();
         assert!(e.contains("vSphereDatacenter"), "{e}");
     }
+
+    #[test]
+    fn control_plane_groups_get_etcd_disks_and_groups_their_disk_size() {
+        let c = cluster(
+            "    vSphereServer: vc\n  etcdClusters:\n  - {name: main, etcdMembers: [{name: a, instanceGroup: cp-a, volumeSize: 8}, {name: b, instanceGroup: cp-b}]}\n  - {name: events, etcdMembers: [{name: a, instanceGroup: cp-a}, {name: b, instanceGroup: cp-b}]}\n",
+        );
+        let group = |yaml: &str| -> InstanceGroup {
+            serde_yaml_ng::from_str(&format!(
+                "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata:\n  name: cp-a\nspec:\n{yaml}"
+            ))
+            .unwrap()
+        };
+        let cp = group("  role: Master\n  minSize: 1\n  rootVolume: {size: 60}\n");
+        let volumes = etcd_volumes(&c, &cp).unwrap();
+        let summary: Vec<(&str, &str, u64)> = volumes
+            .iter()
+            .map(|v| (v.etcd.as_str(), v.member.as_str(), v.size_gib))
+            .collect();
+        assert_eq!(summary, [("main", "a", 8), ("events", "a", 20)]);
+        assert_eq!(volumes[0].members, ["a", "b"]);
+        assert_eq!(root_disk_gib(&cp).unwrap(), Some(60));
+        // Workers get no etcd disk; kops' older rootVolumeSize is read too.
+        let worker = group("  role: Node\n  rootVolumeSize: 50\n");
+        assert!(etcd_volumes(&c, &worker).unwrap().is_empty());
+        assert_eq!(root_disk_gib(&worker).unwrap(), Some(50));
+        // One member is one VM.
+        let e = etcd_volumes(&c, &group("  role: Master\n  minSize: 3\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cp-a")
+                && e.contains("minSize")
+                && e.contains("one control-plane group per etcd member"),
+            "{e}"
+        );
+        let e = root_disk_gib(&group("  role: Node\n  rootVolume: {size: 0}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("spec.rootVolume.size"), "{e}");
+    }
 }
