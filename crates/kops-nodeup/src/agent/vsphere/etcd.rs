@@ -441,7 +441,7 @@ mod tests {
         );
         assert_eq!(label("events"), "kops-etcd-events");
         assert_eq!(label("something-long"), "kops-etcd-someth");
-        let units = mount_units("c1.k8s.local", &[d.clone()]);
+        let units = mount_units("c1.k8s.local", std::slice::from_ref(&d));
         assert_eq!(
             units[0].path,
             "/etc/systemd/system/mnt-disks-c1.k8s.local\\x2d\\x2dmain\\x2d\\x2da.mount"
