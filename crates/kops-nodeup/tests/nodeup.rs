@@ -551,6 +551,16 @@ fn pod_command(path: &Path) -> (Vec<String>, serde_json::Value) {
 async fn vsphere_control_plane_runs_etcd_manager_on_its_disks() {
     use kops_vsphere::disks::{EtcdDisk, EtcdVolume, ETCD_KEY};
     let env = setup_with(VSPHERE_SPEC, 0).await;
+    // kops-controller's vSphere settings come from the completed spec.
+    let (cluster, _) = load(VSPHERE_SPEC);
+    env.state
+        .write(
+            &format!("{CLUSTER}/cluster-completed.spec"),
+            kops_api::to_yaml(&cluster).as_bytes(),
+            Default::default(),
+        )
+        .await
+        .unwrap();
     let disks: Vec<EtcdDisk> = [("main", 1), ("events", 2)]
         .into_iter()
         .map(|(etcd, unit)| EtcdDisk {

@@ -10,7 +10,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::client::MoRef;
-use crate::disks::{EtcdDisk, EtcdVolume, TemplateHardware, ETCD_KEY};
+use crate::disks::{self, EtcdDisk, EtcdFile, EtcdVolume, TemplateHardware, ETCD_KEY};
 use crate::vcenter::{extra_config, extra_config_xml, Properties, Vcenter};
 use crate::{VsphereError, CLUSTER_KEY, GROUP_KEY, SPEC_HASH_KEY, TOKEN_KEY};
 
@@ -97,6 +97,10 @@ pub struct Vm {
     pub spec_hash: String,
     /// Whether its one-time bootstrap token is still unused.
     pub has_token: bool,
+    /// The `<deviceChange>`s detaching its etcd disks (empty: none).
+    pub etcd_detach: String,
+    /// The datastore directories of its etcd disks.
+    pub etcd_dirs: Vec<String>,
 }
 
 /// The vCenter objects a placement names, looked up.
@@ -289,6 +293,7 @@ async fn listing(
                 "config.uuid",
                 "runtime.powerState",
                 "guest.ipAddress",
+                "config.hardware.device",
             ],
         )
         .await?;
@@ -310,6 +315,10 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         return None;
     }
     let text = |name: &str| p.get(name).map(|e| e.text.trim().to_string());
+    let devices = p
+        .get("config.hardware.device")
+        .map(|d| d.children.as_slice())
+        .unwrap_or_default();
     Some(Vm {
         reference,
         name: text("name").unwrap_or_default(),
@@ -319,6 +328,8 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         ip: text("guest.ipAddress").filter(|ip| !ip.is_empty()),
         spec_hash: extra.get(SPEC_HASH_KEY).cloned().unwrap_or_default(),
         has_token: extra.contains_key(TOKEN_KEY),
+        etcd_detach: disks::detach_etcd_disks(devices),
+        etcd_dirs: disks::etcd_disk_dirs(devices),
     })
 }
 
@@ -431,6 +442,20 @@ pub async fn delete(
     for vm in &vms {
         destroy_vm(vc, vm).await?;
     }
+    // The etcd disks were kept apart from their VMs: they go with the
+    // cluster.
+    let mut dirs: Vec<&String> = vms.iter().flat_map(|v| &v.etcd_dirs).collect();
+    dirs.sort();
+    dirs.dedup();
+    if !dirs.is_empty() {
+        let datacenter_ref = vc
+            .find_path(datacenter)
+            .await?
+            .ok_or_else(|| VsphereError::protocol("the datacenter went away"))?;
+        for dir in dirs {
+            vc.delete_datastore_file(&datacenter_ref, dir).await?;
+        }
+    }
     let left = vc.properties(&folder, &["childEntity"]).await?;
     let empty = left
         .get("childEntity")
@@ -455,9 +480,14 @@ async fn make_folder(vc: &Vcenter, path: &str) -> Result<MoRef, VsphereError> {
     vc.create_folder(&parent_ref, name).await
 }
 
+/// Powers off and destroys a VM; its etcd disks are detached first, so
+/// their files stay for its replacement (or for `delete`).
 async fn destroy_vm(vc: &Vcenter, vm: &Vm) -> Result<(), VsphereError> {
     if vm.powered_on {
         vc.power_off(&vm.reference).await?;
+    }
+    if !vm.etcd_detach.is_empty() {
+        vc.reconfigure(&vm.reference, &vm.etcd_detach).await?;
     }
     vc.destroy(&vm.reference).await
 }
@@ -496,10 +526,11 @@ async fn clone(
         .templates
         .get(&group.template)
         .ok_or_else(|| VsphereError::protocol("template not resolved"))?;
+    let etcd_files = etcd_files(vc, cluster, placement, resolved, &group.etcd).await?;
     let (disk_change, etcd_disks) = template.hardware.disk_changes(
         &group.template,
         group.root_disk_gib,
-        &group.etcd,
+        &etcd_files,
         &resolved.datastore,
     )?;
     // A linked clone's disk is a child of the snapshot's and cannot grow:
@@ -553,6 +584,42 @@ async fn clone(
     let vm = vc.clone_vm(&template.vm, folder, name, &spec).await?;
     vc.power_on(&vm).await?;
     Ok(vm)
+}
+
+/// The etcd disk files of a control-plane VM: in the cluster's
+/// `kops-etcd/<cluster>` directory of the datastore (made when missing),
+/// each attached when a VM before this one left it, else created.
+async fn etcd_files(
+    vc: &Vcenter,
+    cluster: &str,
+    placement: &Placement,
+    resolved: &Resolved,
+    volumes: &[EtcdVolume],
+) -> Result<Vec<EtcdFile>, VsphereError> {
+    if volumes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let datastore = placement
+        .datastore
+        .rsplit('/')
+        .next()
+        .unwrap_or(&placement.datastore);
+    vc.make_directory(
+        &resolved.datacenter,
+        &disks::etcd_disk_dir(datastore, cluster),
+    )
+    .await?;
+    let mut files = Vec::new();
+    for volume in volumes {
+        let path = disks::etcd_disk_path(datastore, cluster, volume);
+        let exists = vc.disk_exists(&resolved.datacenter, &path).await?;
+        files.push(EtcdFile {
+            volume: volume.clone(),
+            path,
+            exists,
+        });
+    }
+    Ok(files)
 }
 
 /// A `<deviceChange>` moving the template's first NIC to `network`

@@ -100,6 +100,77 @@ impl EtcdDisk {
     }
 }
 
+/// Where the etcd disks of `cluster` live on `datastore` (a directory of
+/// their own, so they outlive the VM they are attached to).
+pub fn etcd_disk_dir(datastore: &str, cluster: &str) -> String {
+    format!("[{datastore}] kops-etcd/{cluster}")
+}
+
+/// The file of one member's disk of one etcd cluster.
+pub fn etcd_disk_path(datastore: &str, cluster: &str, volume: &EtcdVolume) -> String {
+    format!(
+        "{}/{}-{}.vmdk",
+        etcd_disk_dir(datastore, cluster),
+        volume.etcd,
+        volume.member
+    )
+}
+
+/// The etcd disk directories of a VM's devices (`config.hardware.device`).
+pub fn etcd_disk_dirs(devices: &[Element]) -> Vec<String> {
+    let mut dirs: Vec<String> = etcd_devices(devices)
+        .filter_map(|d| {
+            let file = d.text_at(&["backing", "fileName"])?;
+            Some(file.rsplit_once('/')?.0.to_string())
+        })
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+fn etcd_devices(devices: &[Element]) -> impl Iterator<Item = &Element> {
+    devices.iter().filter(|d| {
+        d.xsi_type() == Some("VirtualDisk")
+            && d.text_at(&["backing", "fileName"])
+                .is_some_and(|f| f.contains("] kops-etcd/"))
+    })
+}
+
+/// A VirtualMachineConfigSpec's `<deviceChange>`s detaching a VM's etcd
+/// disks (their files kept, so the VM can be destroyed and its
+/// replacement attach them); empty when it has none.
+pub fn detach_etcd_disks(devices: &[Element]) -> String {
+    etcd_devices(devices)
+        .map(|d| {
+            let text = |path: &[&str]| d.text_at(path).map(escape).unwrap_or_default();
+            format!(
+                "<deviceChange><operation>remove</operation><device xsi:type=\"VirtualDisk\"><key>{}</key>\
+                 <deviceInfo><label>{}</label><summary>{}</summary></deviceInfo>\
+                 <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName>{}</fileName><diskMode>{}</diskMode></backing>\
+                 <controllerKey>{}</controllerKey><unitNumber>{}</unitNumber><capacityInKB>{}</capacityInKB></device></deviceChange>",
+                text(&["key"]),
+                text(&["deviceInfo", "label"]),
+                text(&["deviceInfo", "summary"]),
+                text(&["backing", "fileName"]),
+                d.text_at(&["backing", "diskMode"]).map(escape).unwrap_or_else(|| "persistent".into()),
+                text(&["controllerKey"]),
+                text(&["unitNumber"]),
+                text(&["capacityInKB"]),
+            )
+        })
+        .collect()
+}
+
+/// An etcd volume's disk file and whether it exists already (a VM made
+/// before this one left it: it is attached, not created).
+#[derive(Debug, Clone)]
+pub struct EtcdFile {
+    pub volume: EtcdVolume,
+    pub path: String,
+    pub exists: bool,
+}
+
 /// What the clone needs of a template's hardware.
 #[derive(Debug, Clone)]
 pub struct TemplateHardware {
@@ -178,14 +249,15 @@ impl TemplateHardware {
     }
 
     /// The clone spec's `<deviceChange>`s for the disks: the boot disk
-    /// grown to `root_gib` (when larger), then one new thin disk per etcd
-    /// volume on the boot disk's SCSI controller, at the lowest free units.
-    /// Also the etcd disks as placed.
+    /// grown to `root_gib` (when larger), then one thin disk per etcd
+    /// volume (created, or the existing file attached) on the boot disk's
+    /// SCSI controller, at the lowest free units. Also the etcd disks as
+    /// placed.
     pub fn disk_changes(
         &self,
         template: &str,
         root_gib: Option<u64>,
-        etcd: &[EtcdVolume],
+        etcd: &[EtcdFile],
         datastore: &MoRef,
     ) -> Result<(String, Vec<EtcdDisk>), VsphereError> {
         let mut xml = String::new();
@@ -223,7 +295,8 @@ impl TemplateHardware {
             .collect();
         let mut free = (0..SCSI_UNITS).filter(|u| *u != SCSI_CONTROLLER_UNIT && !used.contains(u));
         let mut placed = Vec::new();
-        for (index, volume) in etcd.iter().enumerate() {
+        for (index, file) in etcd.iter().enumerate() {
+            let volume = &file.volume;
             let unit = free.next().ok_or_else(|| VsphereError::Invalid {
                 message: format!(
                     "template `{template}`'s SCSI controller has no free unit for the etcd disks"
@@ -232,14 +305,20 @@ impl TemplateHardware {
             })?;
             // New devices take negative keys, unique within the spec.
             let key = -101 - i64::try_from(index).unwrap_or(0);
+            let create = if file.exists {
+                ""
+            } else {
+                "<fileOperation>create</fileOperation>"
+            };
             let _ = write!(
                 xml,
-                "<deviceChange><operation>add</operation><fileOperation>create</fileOperation>\
+                "<deviceChange><operation>add</operation>{create}\
                  <device xsi:type=\"VirtualDisk\"><key>{key}</key>\
-                 <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName></fileName>{}\
+                 <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName>{}</fileName>{}\
                  <diskMode>persistent</diskMode><thinProvisioned>true</thinProvisioned></backing>\
                  <controllerKey>{controller_key}</controllerKey><unitNumber>{unit}</unitNumber>\
                  <capacityInKB>{}</capacityInKB></device></deviceChange>",
+                escape(&file.path),
                 datastore.xml("datastore"),
                 volume.size_gib * KIB_PER_GIB,
             );
@@ -380,7 +459,23 @@ mod tests {
         );
         let ds = MoRef::new("Datastore", "ds-1");
         let (xml, placed) = hw
-            .disk_changes("t", Some(40), &[volume("main"), volume("events")], &ds)
+            .disk_changes(
+                "t",
+                Some(40),
+                &[
+                    EtcdFile {
+                        volume: volume("main"),
+                        path: etcd_disk_path("ds", "c", &volume("main")),
+                        exists: false,
+                    },
+                    EtcdFile {
+                        volume: volume("events"),
+                        path: "[ds] kops-etcd/c/events-a.vmdk".into(),
+                        exists: true,
+                    },
+                ],
+                &ds,
+            )
             .unwrap();
         assert!(xml.starts_with("<deviceChange><operation>edit</operation><device xsi:type=\"VirtualDisk\"><key>2000</key>"), "{xml}");
         assert!(
@@ -389,9 +484,14 @@ mod tests {
         );
         // Units 0 (boot disk) and 1 (CD-ROM) are taken, 7 is the controller's.
         assert_eq!(placed.iter().map(|d| d.unit).collect::<Vec<_>>(), [2, 3]);
+        // The missing disk is created, the existing one attached.
         assert_eq!(
             xml.matches("<fileOperation>create</fileOperation>").count(),
-            2
+            1
+        );
+        assert!(
+            xml.contains("<fileName>[ds] kops-etcd/c/main-a.vmdk</fileName>"),
+            "{xml}"
         );
         // Without a size, the boot disk is left alone.
         let (xml, _) = hw.disk_changes("t", None, &[], &ds).unwrap();

@@ -2,7 +2,9 @@
 //! `rootVolumeSize` grows the boot disk in the clone spec, a control-plane
 //! group gets one thin disk per etcd cluster (described in the VM's
 //! `guestinfo.kops.etcd`), read back from the VM's hardware; a second
-//! update changes nothing. (vcsim's template disk is smaller than 1 GiB,
+//! update changes nothing. The etcd disks live in the datastore's
+//! `kops-etcd/<cluster>` directory: a rolled control-plane VM's replacement
+//! gets the same disk files, and `delete` removes them. (vcsim's template disk is smaller than 1 GiB,
 //! so the refusal of a shrinking disk is a unit test of `disks`.)
 
 use std::collections::BTreeMap;
@@ -56,9 +58,9 @@ async fn login(sim: &Vcsim) -> Vcenter {
     Vcenter::login(sim.url(), &credentials).await.unwrap()
 }
 
-/// Each VM of the folder: its disks as (controller key, unit, GiB) and its
-/// extraConfig.
-type Disks = Vec<(String, u32, u64)>;
+/// Each VM of the folder: its disks as (controller key, unit, GiB, file)
+/// and its extraConfig.
+type Disks = Vec<(String, u32, u64, String)>;
 async fn vms(vc: &Vcenter) -> BTreeMap<String, (Disks, BTreeMap<String, String>)> {
     let folder = vc.find_path("DC0/vm/disks").await.unwrap().unwrap();
     let mut out = BTreeMap::new();
@@ -84,6 +86,9 @@ async fn vms(vc: &Vcenter) -> BTreeMap<String, (Disks, BTreeMap<String, String>)
                         .parse::<u64>()
                         .unwrap()
                         / (1024 * 1024),
+                    d.text_at(&["backing", "fileName"])
+                        .unwrap_or("")
+                        .to_string(),
                 )
             })
             .collect();
@@ -104,6 +109,8 @@ fn changing(calls: &BTreeMap<String, u64>) -> u64 {
         "PowerOffVM_Task",
         "Destroy_Task",
         "ReconfigVM_Task",
+        "MakeDirectory",
+        "DeleteDatastoreFile_Task",
     ]
     .iter()
     .map(|m| calls.get(*m).copied().unwrap_or(0))
@@ -153,7 +160,7 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     // units, with their sizes, and the guest is told where.
     let etcd: Vec<(u32, u64)> = cp_disks[1..]
         .iter()
-        .map(|(c, unit, gib)| {
+        .map(|(c, unit, gib, _)| {
             assert_eq!(c, &boot_controller);
             (*unit, *gib)
         })
@@ -193,6 +200,52 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     let calls = vc.client.calls();
     assert_eq!(changing(&calls), 0, "{calls:?}");
     eprintln!("second update: {calls:?}");
+
+    // The etcd disks are files of their own, kept across a replacement.
+    let files = |found: &BTreeMap<String, (Disks, BTreeMap<String, String>)>, vm: &str| {
+        found[vm].0[1..]
+            .iter()
+            .map(|d| d.3.clone())
+            .collect::<Vec<_>>()
+    };
+    let etcd_files = files(&found, "control-plane-a-1.disks.k8s.local");
+    assert_eq!(
+        etcd_files,
+        [
+            "[LocalDS_0] kops-etcd/disks.k8s.local/main-a.vmdk",
+            "[LocalDS_0] kops-etcd/disks.k8s.local/events-a.vmdk"
+        ]
+    );
+    let mut changed = groups.clone();
+    changed[0].user_data.push_str("# changed\n");
+    let replaced = cluster::roll(&vc, CLUSTER, &placement, &changed)
+        .await
+        .unwrap();
+    assert_eq!(
+        replaced,
+        [(
+            "control-plane-a-1.disks.k8s.local".to_string(),
+            "control-plane-a-2.disks.k8s.local".to_string()
+        )]
+    );
+    let found = vms(&vc).await;
+    assert!(!found.contains_key("control-plane-a-1.disks.k8s.local"));
+    assert_eq!(
+        files(&found, "control-plane-a-2.disks.k8s.local"),
+        etcd_files
+    );
+    let datacenter = vc.find_path("DC0").await.unwrap().unwrap();
+    for file in &etcd_files {
+        assert!(vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
+    }
+
+    // delete removes the VMs and the etcd disks.
+    cluster::delete(&vc, CLUSTER, vcsim::DATACENTER, "disks", true)
+        .await
+        .unwrap();
+    for file in &etcd_files {
+        assert!(!vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
+    }
 
     vc.logout().await;
 }

@@ -156,9 +156,10 @@ impl Runner for System {
     }
 }
 
-/// The block device of `disk`: the one SCSI disk (channel 0, LUN 0) whose
-/// target is the disk's unit and whose size is the disk's, read from
-/// `<root>/sys/block`.
+/// The block device of `disk`: the SCSI disk (channel 0, LUN 0) whose
+/// target is the disk's unit, read from `<root>/sys/block`; when several
+/// controllers have one there, the one of the disk's size. (A disk kept
+/// from an earlier VM keeps its size when `volumeSize` changes later.)
 pub fn find_device(root: &Path, disk: &EtcdDisk) -> Result<String, String> {
     let block = root.join("sys/block");
     let want_sectors = disk.volume.size_gib * 1024 * 1024 * 2;
@@ -181,16 +182,23 @@ pub fn find_device(root: &Path, disk: &EtcdDisk) -> Result<String, String> {
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0);
-        if target == disk.unit && sectors == want_sectors {
-            found.push(format!("/dev/{}", entry.file_name().to_string_lossy()));
+        if target == disk.unit {
+            found.push((
+                format!("/dev/{}", entry.file_name().to_string_lossy()),
+                sectors == want_sectors,
+            ));
         }
     }
+    if found.len() > 1 {
+        found.retain(|(_, sized)| *sized);
+    }
+    let mut found: Vec<String> = found.into_iter().map(|(d, _)| d).collect();
     found.sort();
     match found.len() {
         1 => Ok(found.remove(0)),
         0 => Err(format!(
-            "no {} GiB disk at SCSI target {} for etcd `{}` (guestinfo.kops.etcd); replace this VM with `kops rolling-update cluster`",
-            disk.volume.size_gib, disk.unit, disk.volume.etcd
+            "no disk at SCSI target {} for etcd `{}` (guestinfo.kops.etcd); replace this VM with `kops rolling-update cluster`",
+            disk.unit, disk.volume.etcd
         )),
         _ => Err(format!(
             "several {} GiB disks at SCSI target {} ({}) for etcd `{}`; give the template one SCSI controller",
@@ -329,8 +337,8 @@ mod tests {
         block(root, "sda", "2:0:0:0", 40);
         block(root, "sdb", "2:0:1:0", 20);
         block(root, "sdc", "2:0:2:0", 20);
-        // Another controller's disk of the same size at another target.
-        block(root, "sdd", "3:0:3:0", 20);
+        // Another controller's disk at the same target: told apart by size.
+        block(root, "sdd", "3:0:1:0", 50);
         let disks = [disk("main", "a", 1, 20), disk("events", "a", 2, 20)];
         let runner = Recorder {
             blkid: (2, ""),
@@ -412,17 +420,17 @@ mod tests {
         );
         assert!(!used.ran.borrow().iter().any(|c| c.starts_with("mkfs")));
 
-        // No disk of that size at that target.
+        // No disk at that target.
         let e = prepare(
             root,
             "c1.k8s.local",
-            &[disk("main", "a", 1, 30)],
+            &[disk("main", "a", 5, 20)],
             &Recorder::default(),
         )
         .unwrap_err()
         .to_string();
         assert!(
-            e.contains("no 30 GiB disk at SCSI target 1") && e.contains("rolling-update"),
+            e.contains("no disk at SCSI target 5") && e.contains("rolling-update"),
             "{e}"
         );
     }
