@@ -16,6 +16,7 @@
 
 pub mod client;
 pub mod cluster;
+pub mod disks;
 pub mod proof;
 pub mod vcenter;
 pub mod xml;
@@ -103,6 +104,9 @@ pub enum VsphereError {
         name: String,
         fix: String,
     },
+    /// What the spec asks cannot be made from what vCenter holds.
+    #[error("{message}\nhint: {fix}")]
+    Invalid { message: String, fix: String },
     #[error("vCenter refused {method}: {kind} {message}")]
     Fault {
         method: String,

@@ -101,6 +101,8 @@ pub fn vsphere_calls(calls: &std::collections::BTreeMap<String, u64>) -> String 
         "PowerOffVM_Task",
         "Destroy_Task",
         "ReconfigVM_Task",
+        "MakeDirectory",
+        "DeleteDatastoreFile_Task",
     ];
     let total: u64 = calls.values().sum();
     let writes: u64 = calls

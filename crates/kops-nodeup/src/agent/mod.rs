@@ -543,12 +543,22 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         _ => pki::Keystore::open(&loaded).await?,
     };
     keystore.load(&render::keyset_names(&loaded)).await?;
+    // A vSphere control-plane VM's etcd disks, as its guestinfo describes them.
+    let etcd_disks =
+        if loaded.boot.cloud_provider == kops_vsphere::CLOUD && loaded.role == Role::ControlPlane {
+            let tools = vsphere::Tools;
+            let guest: &dyn vsphere::Guest = options.vsphere_guest.as_deref().unwrap_or(&tools);
+            vsphere::etcd::disks(guest)?
+        } else {
+            Vec::new()
+        };
     let ctx = render::Context {
         loaded: &loaded,
         node_name: &node_name,
         node_ip: options.node_ip.as_deref(),
         region: options.region.as_deref(),
         root: &options.root,
+        etcd_disks: &etcd_disks,
     };
     planned.extend(render::node_files(&ctx, &keystore)?);
     if matches!(loaded.role, Role::ControlPlane | Role::ApiServer) {
@@ -576,6 +586,16 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
             root: options.root.display().to_string(),
         }
     } else {
+        // The etcd disks are formatted (once) and mounted before the
+        // kubelet starts etcd-manager.
+        for step in vsphere::etcd::prepare(
+            &options.root,
+            &loaded.config.cluster_name,
+            &etcd_disks,
+            &vsphere::etcd::System,
+        )? {
+            tracing::info!("{step}");
+        }
         render::start_services(&changes)?
     };
     Ok(Outcome {
