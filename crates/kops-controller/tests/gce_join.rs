@@ -11,6 +11,7 @@
 //! controller labels a node from its managed instance group's template and
 //! its network tags, and leaves a node claiming another instance alone.
 
+use kops_controller::test_support::{self, ServingPki};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use kops_controller::client::{BootstrapClient, ClientError};
 use kops_controller::gce::token::{create_token, InstanceRef, SoftwareKey};
 use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_controller::Options;
-use kops_pki::{CertificateAuthority, IssueRequest};
+use kops_pki::CertificateAuthority;
 use kops_testkit::logs::Logs;
 use serde_json::json;
 
@@ -150,18 +151,7 @@ async fn controller(
     dir: &Path,
     ipam: bool,
 ) -> (Arc<kops_controller::Controller>, CertificateAuthority) {
-    let pki = dir.join("pki");
-    let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
-    let serving = ca
-        .issue(&IssueRequest::server(
-            "kops-controller",
-            &[protocol::audience(CLUSTER)],
-        ))
-        .unwrap();
-    write(&pki.join("kubernetes-ca.crt"), ca.certificate_pem());
-    write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
-    write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
-    write(&pki.join("kops-controller.key"), &serving.private_key_pem);
+    let pki = ServingPki::write(&dir.join("pki"), CLUSTER);
     let state = dir.join("state").join(CLUSTER);
     write(
         &state.join(format!("igconfig/node/{WORKERS}/nodeupconfig.yaml")),
@@ -174,10 +164,7 @@ async fn controller(
         PROJECT,
         REGION,
     );
-    let pki_path = |file: &str| pki.join(file).display().to_string();
-    options.server.server_key_path = pki_path("kops-controller.key");
-    options.server.server_certificate_path = pki_path("kops-controller.crt");
-    options.server.ca_base_path = pki.display().to_string();
+    pki.configure(&mut options);
     options.enable_cloud_ipam = ipam;
     // As kops writes it with KOPS_FEATURE_FLAGS=Metal (enrolled machines
     // beside the instances).
@@ -185,7 +172,7 @@ async fn controller(
     let controller = kops_controller::build(options)
         .await
         .unwrap_or_else(|e| panic!("kops-controller: {e}"));
-    (Arc::new(controller), ca)
+    (Arc::new(controller), pki.ca)
 }
 
 #[test]
@@ -196,10 +183,7 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
     runtime().block_on(async move {
             let tmp = tempfile::tempdir().unwrap();
             let (controller, ca) = controller(tmp.path(), false).await;
-            let tls = controller.tls().unwrap();
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let url = format!("https://{}/", listener.local_addr().unwrap());
-            tokio::spawn(controller.clone().serve(listener, tls, std::future::pending()));
+            let url = test_support::serve(controller.clone()).await;
             let client = BootstrapClient::new(
                 CLUSTER,
                 REGION,

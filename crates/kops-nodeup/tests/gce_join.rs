@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kops_controller::protocol;
+use kops_controller::test_support::{self, ServingPki};
 use kops_nodeup::agent::{self, tpm, NodeupError};
 use kops_nodeup::bootstrap::{render_script, BootConfig, ConfigServer};
-use kops_pki::{CertificateAuthority, IssueRequest};
 use kops_testkit::logs::Logs;
 use kops_testkit::swtpm::Swtpm;
 use serde_json::json;
@@ -73,18 +73,8 @@ fn a_gce_worker_joins_from_boot_signing_with_its_vtpm() {
 
             // The control plane: kops-controller with its PKI and the
             // group's node config.
-            let pki = tmp.path().join("pki");
-            let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
-            let serving = ca
-                .issue(&IssueRequest::server(
-                    "kops-controller",
-                    &[protocol::audience(CLUSTER)],
-                ))
-                .unwrap();
-            write(&pki.join("kubernetes-ca.crt"), ca.certificate_pem());
-            write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
-            write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
-            write(&pki.join("kops-controller.key"), &serving.private_key_pem);
+            let pki = ServingPki::write(&tmp.path().join("pki"), CLUSTER);
+            let ca = &pki.ca;
             let state = tmp.path().join("state").join(CLUSTER);
             let node_config = format!(
                 "ClusterName: {CLUSTER}\nKubeletConfig:\n  nodeLabels:\n    node-role.kubernetes.io/node: \"\"\n"
@@ -100,10 +90,7 @@ fn a_gce_worker_joins_from_boot_signing_with_its_vtpm() {
                 PROJECT,
                 REGION,
             );
-            let pki_path = |file: &str| pki.join(file).display().to_string();
-            options.server.server_key_path = pki_path("kops-controller.key");
-            options.server.server_certificate_path = pki_path("kops-controller.crt");
-            options.server.ca_base_path = pki.display().to_string();
+            pki.configure(&mut options);
 
             // The instance, as the managed group made it: the cluster's
             // metadata, its group, and the vTPM's key as its signing key.
@@ -144,10 +131,7 @@ fn a_gce_worker_joins_from_boot_signing_with_its_vtpm() {
                     .await
                     .unwrap_or_else(|e| panic!("kops-controller: {e}")),
             );
-            let tls = controller.tls().unwrap();
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let url = format!("https://{}/", listener.local_addr().unwrap());
-            tokio::spawn(controller.clone().serve(listener, tls, std::future::pending()));
+            let url = test_support::serve(controller).await;
 
             // The instance's user data: the boot config naming
             // kops-controller.

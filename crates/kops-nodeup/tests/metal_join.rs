@@ -13,6 +13,7 @@
 //! before any `Host` is read: a token for another audience, a stale one, an
 //! oversized one.
 
+use kops_controller::test_support::{self, ServingPki};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use kops_controller::hostkey::token::{create_token, MachineKey, MACHINE_PRIVATE_
 use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_nodeup::agent::{self, NodeupError};
 use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
-use kops_pki::{CertificateAuthority, IssueRequest};
+use kops_pki::CertificateAuthority;
 use kops_testkit::kube_api::FakeApi;
 use kops_testkit::logs::Logs;
 use serde_json::json;
@@ -150,18 +151,7 @@ struct ControlPlane {
 }
 
 async fn control_plane(tmp: &Path) -> ControlPlane {
-    let pki = tmp.join("pki");
-    let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
-    let serving = ca
-        .issue(&IssueRequest::server(
-            "kops-controller",
-            &[protocol::audience(CLUSTER)],
-        ))
-        .unwrap();
-    write(&pki.join("kubernetes-ca.crt"), ca.certificate_pem());
-    write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
-    write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
-    write(&pki.join("kops-controller.key"), &serving.private_key_pem);
+    let pki = ServingPki::write(&tmp.join("pki"), CLUSTER);
     let state = tmp.join("config");
     let node_config = format!(
         "ClusterName: {CLUSTER}\nKubeProxy:\n  enabled: true\nKubeletConfig:\n  nodeLabels:\n    node-role.kubernetes.io/node: \"\"\n"
@@ -172,10 +162,7 @@ async fn control_plane(tmp: &Path) -> ControlPlane {
     );
     let mut options =
         kops_controller::Options::for_metal(CLUSTER, &format!("file://{}", state.display()), "");
-    let pki_path = |file: &str| pki.join(file).display().to_string();
-    options.server.server_key_path = pki_path("kops-controller.key");
-    options.server.server_certificate_path = pki_path("kops-controller.crt");
-    options.server.ca_base_path = pki.display().to_string();
+    pki.configure(&mut options);
     let controller = Arc::new(
         kops_controller::build(options)
             .await
@@ -190,19 +177,12 @@ async fn control_plane(tmp: &Path) -> ControlPlane {
         .host_keys()
         .expect("server.pki turns it on")
         .read_hosts_from(kops_controller::hostkey::hosts_api(client));
-    let tls = controller.tls().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("https://{}/", listener.local_addr().unwrap());
-    tokio::spawn(
-        controller
-            .clone()
-            .serve(listener, tls, std::future::pending()),
-    );
+    let url = test_support::serve(controller.clone()).await;
     ControlPlane {
         controller,
         api,
         url,
-        ca,
+        ca: pki.ca,
         node_config,
     }
 }

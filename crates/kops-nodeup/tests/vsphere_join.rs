@@ -11,6 +11,7 @@
 //! forged token (its real token stays), a VM of another cluster with its
 //! own valid token.
 
+use kops_controller::test_support::{self, ServingPki};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -19,7 +20,6 @@ use std::time::Duration;
 use kops_controller::protocol;
 use kops_nodeup::agent::{self, vsphere::Guest, NodeupError};
 use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
-use kops_pki::{CertificateAuthority, IssueRequest};
 use kops_testkit::logs::Logs;
 use kops_testkit::vcsim::{self, Vcsim};
 use kops_vsphere::cluster::{self, GroupSpec, Placement};
@@ -141,18 +141,8 @@ async fn joins(logs: Logs) {
 
     // The control plane: kops-controller with its PKI, the group's node
     // config in the state store and the vCenter credentials in a file.
-    let pki = tmp.path().join("pki");
-    let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
-    let serving = ca
-        .issue(&IssueRequest::server(
-            "kops-controller",
-            &[protocol::audience(CLUSTER)],
-        ))
-        .unwrap();
-    write(&pki.join("kubernetes-ca.crt"), ca.certificate_pem());
-    write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
-    write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
-    write(&pki.join("kops-controller.key"), &serving.private_key_pem);
+    let pki = ServingPki::write(&tmp.path().join("pki"), CLUSTER);
+    let ca = &pki.ca;
     let state = tmp.path().join("state").join(CLUSTER);
     let node_config = format!(
         "ClusterName: {CLUSTER}\nKubeProxy:\n  enabled: true\nKubeletConfig:\n  nodeLabels:\n    node-role.kubernetes.io/node: \"\"\n"
@@ -173,10 +163,7 @@ async fn joins(logs: Logs) {
         sim.url(),
         vcsim::DATACENTER,
     );
-    let pki_path = |file: &str| pki.join(file).display().to_string();
-    options.server.server_key_path = pki_path("kops-controller.key");
-    options.server.server_certificate_path = pki_path("kops-controller.crt");
-    options.server.ca_base_path = pki.display().to_string();
+    pki.configure(&mut options);
     options
         .server
         .provider
@@ -189,14 +176,7 @@ async fn joins(logs: Logs) {
             .await
             .unwrap_or_else(|e| panic!("kops-controller: {e}")),
     );
-    let tls = controller.tls().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("https://{}/", listener.local_addr().unwrap());
-    tokio::spawn(
-        controller
-            .clone()
-            .serve(listener, tls, std::future::pending()),
-    );
+    let url = test_support::serve(controller.clone()).await;
 
     // The workers: this cluster's two, another cluster's one.
     let boot = |cluster: &str| BootConfig {

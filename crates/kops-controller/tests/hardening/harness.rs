@@ -2,6 +2,7 @@
 //! certificate made here, node configs in a `file://` state store, moto
 //! as STS and EC2, and instances of the cluster's groups.
 
+use kops_controller::test_support::ServingPki;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -12,7 +13,6 @@ use aws_sdk_ec2::config::Credentials;
 use kops_controller::client::BootstrapClient;
 use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_controller::{Controller, Options};
-use kops_pki::{CertificateAuthority, IssueRequest};
 pub use kops_testkit::logs::Logs;
 
 pub const REGION: &str = "us-east-1";
@@ -109,18 +109,8 @@ impl Cluster {
             .to_string();
 
         let tmp = tempfile::tempdir().unwrap();
-        let pki = tmp.path().join("pki");
-        let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
-        let serving = ca
-            .issue(&IssueRequest::server(
-                "kops-controller",
-                &[protocol::audience(name)],
-            ))
-            .unwrap();
-        write(&pki.join("kubernetes-ca.crt"), ca.certificate_pem());
-        write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
-        write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
-        write(&pki.join("kops-controller.key"), &serving.private_key_pem);
+        let pki = ServingPki::write(&tmp.path().join("pki"), name);
+        let ca = &pki.ca;
         let state = tmp.path().join("state").join(name);
         write(
             &state.join(format!("igconfig/node/{WORKERS}/nodeupconfig.yaml")),
@@ -144,10 +134,7 @@ impl Cluster {
             vec![format!("nodes.{name}")],
         );
         options.enable_cloud_ipam = enable_cloud_ipam;
-        let pki_path = |file: &str| pki.join(file).display().to_string();
-        options.server.server_key_path = pki_path("kops-controller.key");
-        options.server.server_certificate_path = pki_path("kops-controller.crt");
-        options.server.ca_base_path = pki.display().to_string();
+        pki.configure(&mut options);
         let controller = Arc::new(
             kops_controller::build_with(options, &sdk)
                 .await
