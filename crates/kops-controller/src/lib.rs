@@ -33,6 +33,7 @@ pub mod protocol;
 pub mod proxy;
 pub mod replay;
 pub mod server;
+pub mod signed_token;
 pub mod test_support;
 pub mod verify;
 pub mod vsphere;

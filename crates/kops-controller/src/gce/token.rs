@@ -11,7 +11,6 @@
 
 use std::time::SystemTime;
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -22,31 +21,8 @@ pub const TOKEN_PREFIX: &str = "x-gce-tpm ";
 /// The audience kops' nodes sign for node bootstrap.
 pub const AUDIENCE: &str = "kops.k8s.io/node-bootstrap";
 
-/// Byte strings as Go's JSON encodes them: standard base64.
-pub(crate) mod bytes_b64 {
-    use base64::Engine;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        let text = Option::<String>::deserialize(d)?.unwrap_or_default();
-        base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .map_err(serde::de::Error::custom)
-    }
-}
-
-/// The token: a signature and the exact bytes it covers.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AuthToken {
-    #[serde(with = "bytes_b64", default, skip_serializing_if = "Vec::is_empty")]
-    pub signature: Vec<u8>,
-    #[serde(with = "bytes_b64", default, skip_serializing_if = "Vec::is_empty")]
-    pub data: Vec<u8>,
-}
+pub use crate::signed_token::AuthToken;
+use crate::signed_token::{self, bytes_b64};
 
 /// What the node claims (kops' `AuthTokenData`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,49 +122,21 @@ pub fn create_token(
         ),
         reason,
     };
-    let timestamp = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_err(|e| fail(e.to_string()))?
-        .as_secs();
     let data = TokenData {
         project: instance.project.clone(),
         zone: instance.zone.clone(),
         instance: instance.instance.clone(),
         request_hash: Sha256::digest(body).to_vec(),
-        timestamp: i64::try_from(timestamp).map_err(|e| fail(e.to_string()))?,
+        timestamp: signed_token::unix_seconds(now).map_err(fail)?,
         audience: AUDIENCE.to_string(),
     };
-    let data = serde_json::to_vec(&data).map_err(|e| fail(e.to_string()))?;
-    let signature = signer.sign(&data).map_err(fail)?;
-    let token =
-        serde_json::to_vec(&AuthToken { signature, data }).map_err(|e| fail(e.to_string()))?;
-    Ok(format!(
-        "{TOKEN_PREFIX}{}",
-        base64::engine::general_purpose::STANDARD.encode(token)
-    ))
+    signed_token::seal(TOKEN_PREFIX, &data, |bytes| signer.sign(bytes)).map_err(fail)
 }
 
 /// Decodes a token into its signature, the signed bytes and what they
 /// claim.
 pub fn decode(authorization: &str) -> Result<(AuthToken, TokenData), String> {
-    if authorization.len() > crate::protocol::MAX_TOKEN_LEN {
-        return Err(format!(
-            "the token is {} bytes, more than {}",
-            authorization.len(),
-            crate::protocol::MAX_TOKEN_LEN
-        ));
-    }
-    let encoded = authorization
-        .strip_prefix(TOKEN_PREFIX)
-        .ok_or("the Authorization header is not an `x-gce-tpm` token")?;
-    let json = base64::engine::general_purpose::STANDARD
-        .decode(encoded.trim())
-        .map_err(|e| format!("the token is not base64: {e}"))?;
-    let token: AuthToken =
-        serde_json::from_slice(&json).map_err(|_| "the token is not kops' GCE token JSON")?;
-    let data: TokenData = serde_json::from_slice(&token.data)
-        .map_err(|_| "the token's data is not kops' GCE token data")?;
-    Ok((token, data))
+    signed_token::open(authorization, TOKEN_PREFIX, "GCE")
 }
 
 /// Whether `signature` is `public_key_pem`'s (a `PUBLIC KEY` PEM, as

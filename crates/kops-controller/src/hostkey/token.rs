@@ -9,7 +9,7 @@
 //! `ecdsa.SignASN1` makes).
 //!
 //! On the wire: `x-pki-tpm <base64 of {"signature":…,"data":…}>`, the
-//! same envelope as the GCE token ([`crate::gce::token::AuthToken`]);
+//! same envelope as the GCE token ([`crate::signed_token`]);
 //! `data` is the JSON of [`TokenData`] exactly as signed.
 
 use std::time::SystemTime;
@@ -20,8 +20,9 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::gce::token::{bytes_b64, AuthToken, AUDIENCE};
+use crate::gce::token::AUDIENCE;
 use crate::protocol::SignError;
+use crate::signed_token::{self, bytes_b64, AuthToken};
 
 /// The prefix of a machine-key token (kops' `AuthenticationTokenPrefix`).
 pub const TOKEN_PREFIX: &str = "x-pki-tpm ";
@@ -147,48 +148,20 @@ pub fn create_token(
         url: format!("{MACHINE_PRIVATE_KEY} (host {instance})"),
         reason,
     };
-    let timestamp = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_err(|e| fail(e.to_string()))?
-        .as_secs();
     let data = TokenData {
         instance: instance.to_string(),
         key_id: key.public_pem.clone(),
         request_hash: Sha256::digest(body).to_vec(),
-        timestamp: i64::try_from(timestamp).map_err(|e| fail(e.to_string()))?,
+        timestamp: signed_token::unix_seconds(now).map_err(fail)?,
         audience: AUDIENCE.to_string(),
     };
-    let data = serde_json::to_vec(&data).map_err(|e| fail(e.to_string()))?;
-    let signature = key.sign(&data).map_err(fail)?;
-    let token =
-        serde_json::to_vec(&AuthToken { signature, data }).map_err(|e| fail(e.to_string()))?;
-    Ok(format!(
-        "{TOKEN_PREFIX}{}",
-        base64::engine::general_purpose::STANDARD.encode(token)
-    ))
+    signed_token::seal(TOKEN_PREFIX, &data, |bytes| key.sign(bytes)).map_err(fail)
 }
 
 /// Decodes a token (at most [`crate::protocol::MAX_TOKEN_LEN`] bytes)
 /// into its signature, the signed bytes and what they claim.
 pub fn decode(authorization: &str) -> Result<(AuthToken, TokenData), String> {
-    if authorization.len() > crate::protocol::MAX_TOKEN_LEN {
-        return Err(format!(
-            "the token is {} bytes, more than {}",
-            authorization.len(),
-            crate::protocol::MAX_TOKEN_LEN
-        ));
-    }
-    let encoded = authorization
-        .strip_prefix(TOKEN_PREFIX)
-        .ok_or("the Authorization header is not an `x-pki-tpm` token")?;
-    let json = base64::engine::general_purpose::STANDARD
-        .decode(encoded.trim())
-        .map_err(|e| format!("the token is not base64: {e}"))?;
-    let token: AuthToken =
-        serde_json::from_slice(&json).map_err(|_| "the token is not kops' PKI token JSON")?;
-    let data: TokenData = serde_json::from_slice(&token.data)
-        .map_err(|_| "the token's data is not kops' PKI token data")?;
-    Ok((token, data))
+    signed_token::open(authorization, TOKEN_PREFIX, "PKI")
 }
 
 /// A `Host`'s public key, ready to check signatures: an ECDSA key on
