@@ -19,6 +19,7 @@ pub mod pki;
 pub mod render;
 pub mod update;
 pub mod vsphere;
+pub mod vsphere_instances;
 
 use std::collections::BTreeSet;
 use std::time::SystemTime;

@@ -1,7 +1,7 @@
 //! vSphere's use cases: `update cluster` (the cluster's VMs brought to the
 //! groups' sizes, the state-store files written only when they differ),
-//! `get instances`, `rolling-update cluster --cloudonly` and
-//! `delete cluster`, over kops-vsphere. Credentials come from the
+//! `get instances` and `delete cluster`, over kops-vsphere (validate,
+//! rolling update and dump go through [`crate::vsphere_instances`]). Credentials come from the
 //! environment only ([`kops_vsphere::Credentials`]).
 
 use std::collections::BTreeMap;
@@ -10,6 +10,8 @@ use kops_api::{Cluster, InstanceGroup, Role};
 use kops_vsphere::cluster::{self, Changes, GroupSpec, Placement, Vm};
 use kops_vsphere::vcenter::Vcenter;
 use kops_vsphere::Credentials;
+
+pub use kops_vsphere::calls_summary;
 
 use crate::{require_cluster, OpsError, Registry};
 
@@ -174,14 +176,14 @@ impl VsphereUpdate {
     }
 }
 
-struct Loaded {
-    cluster: Cluster,
-    groups: Vec<InstanceGroup>,
-    settings: Settings,
+pub(crate) struct Loaded {
+    pub(crate) cluster: Cluster,
+    pub(crate) groups: Vec<InstanceGroup>,
+    pub(crate) settings: Settings,
     specs: Vec<GroupSpec>,
 }
 
-async fn load(registry: &Registry, name: &str) -> Result<Loaded, OpsError> {
+pub(crate) async fn load(registry: &Registry, name: &str) -> Result<Loaded, OpsError> {
     let cluster = require_cluster(registry, name).await?;
     let groups = registry.list_instance_groups(name).await?;
     kops_api::validation::validate_all(&cluster, &groups)?;
@@ -386,7 +388,10 @@ fn config_base(registry: &Registry, cluster: &Cluster) -> String {
 
 /// The groups' specs as an update would make them now (nothing written),
 /// to tell which VMs are up to date.
-async fn current_specs(registry: &Registry, loaded: &Loaded) -> Result<Vec<GroupSpec>, OpsError> {
+pub(crate) async fn current_specs(
+    registry: &Registry,
+    loaded: &Loaded,
+) -> Result<Vec<GroupSpec>, OpsError> {
     let base = config_base(registry, &loaded.cluster);
     Ok(with_user_data(registry, loaded, &base, false).await?.0)
 }
@@ -417,23 +422,6 @@ pub async fn instances(
                 })
                 .collect(),
         )
-    }
-    .await;
-    vc.logout().await;
-    Ok((result?, vc.client.calls()))
-}
-
-/// `rolling-update cluster --cloudonly --yes`: each VM whose group's spec
-/// changed is destroyed and cloned again, one at a time; (old, new) names.
-pub async fn roll(
-    registry: &Registry,
-    name: &str,
-) -> Result<(Vec<(String, String)>, BTreeMap<String, u64>), OpsError> {
-    let loaded = load(registry, name).await?;
-    let vc = connect(&loaded.settings).await?;
-    let result = async {
-        let specs = current_specs(registry, &loaded).await?;
-        Ok::<_, OpsError>(cluster::roll(&vc, name, &loaded.settings.placement, &specs).await?)
     }
     .await;
     vc.logout().await;

@@ -42,3 +42,4 @@ mod switch_from_kops;
 mod terraform_conformance;
 mod toolbox_dump;
 mod vsphere;
+mod vsphere_roll;

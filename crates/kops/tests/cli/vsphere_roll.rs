@@ -1,0 +1,376 @@
+//! The rest of a vSphere cluster's lifecycle through the binary, against
+//! govmomi's vCenter simulator and kops-testkit's Kubernetes API:
+//! `validate cluster`, `rolling-update cluster` with drains and validation,
+//! `delete instance` (no surge on vSphere) and `toolbox dump`.
+//!
+//! The test plays kubelet: a thread registers a Ready node for every VM of
+//! the cluster (named as the VM, provider ID `vsphere://<BIOS uuid>`, as
+//! kops-controller certifies it), the control-plane pods on control-plane
+//! nodes and an application pod on workers, and removes the node of a VM
+//! that is gone.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use kops_testkit::kube_api::FakeApi;
+use kops_testkit::vcsim::{self, Vcsim};
+use kops_vsphere::vcenter::Vcenter;
+use serde_json::{json, Value};
+
+use crate::common::{command, file_url, Run};
+use crate::vsphere::{calls, create_args, edit_group, login, ok, runtime, update_yes};
+
+const CLUSTER: &str = "roll.k8s.local";
+
+/// Flags that keep a roll quick: no sleeps between steps, fast re-checks.
+const FAST: &[&str] = &[
+    "--interval",
+    "0s",
+    "--post-drain-delay",
+    "0s",
+    "--validate-tick",
+    "100ms",
+    "--validate-success-pause",
+    "0s",
+    "--validation-timeout",
+    "30s",
+];
+
+struct Case {
+    sim: Vcsim,
+    kube: FakeApi,
+    state: String,
+    dir: tempfile::TempDir,
+}
+
+impl Case {
+    fn kops(&self, args: &[&str]) -> Run {
+        let mut c = command(args);
+        c.args(["--state", &self.state]);
+        for (k, v) in self.sim.env() {
+            c.env(k, v);
+        }
+        c.env("KUBECONFIG", self.dir.path().join("kubeconfig"));
+        c.output().expect("run kops").into()
+    }
+
+    fn kops_ok(&self, args: &[&str]) -> Run {
+        let r = self.kops(args);
+        assert_eq!(
+            r.code, 0,
+            "kops {args:?}:\nstdout:\n{}\nstderr:\n{}",
+            r.stdout, r.stderr
+        );
+        r
+    }
+
+    /// Runs `kops ARGS` while a thread keeps the nodes in step with the VMs.
+    fn kops_with_kubelet(&self, args: &[&str], known: &mut BTreeMap<String, String>) -> Run {
+        let done = &AtomicBool::new(false);
+        let mut mine = known.clone();
+        std::thread::scope(|s| {
+            let sync = s.spawn(move || {
+                let rt = runtime();
+                let vc = rt.block_on(login(&self.sim));
+                while !done.load(Ordering::Relaxed) {
+                    rt.block_on(sync_nodes(&vc, &self.kube, &mut mine));
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                rt.block_on(vc.logout());
+                mine
+            });
+            let r = self.kops(args);
+            done.store(true, Ordering::Relaxed);
+            *known = sync.join().unwrap();
+            r
+        })
+    }
+
+    fn sync(&self, known: &mut BTreeMap<String, String>) {
+        let rt = runtime();
+        rt.block_on(async {
+            let vc = login(&self.sim).await;
+            sync_nodes(&vc, &self.kube, known).await;
+            vc.logout().await;
+        });
+    }
+}
+
+/// The cluster's VMs: name → (BIOS uuid, instance group).
+async fn vms(vc: &Vcenter) -> BTreeMap<String, (String, String)> {
+    let Some(folder) = vc.find_path("DC0/vm/kops-clusters").await.unwrap() else {
+        return BTreeMap::new();
+    };
+    vc.children(
+        &folder,
+        "VirtualMachine",
+        &["name", "config.uuid", "config.extraConfig"],
+    )
+    .await
+    .unwrap()
+    .into_iter()
+    .filter_map(|(_, p)| {
+        let extra = kops_vsphere::vcenter::extra_config(p.get("config.extraConfig"));
+        (extra.get("kops.cluster").map(String::as_str) == Some(CLUSTER)).then(|| {
+            (
+                p["name"].text.clone(),
+                (
+                    p["config.uuid"].text.to_ascii_lowercase(),
+                    extra["kops.instancegroup"].clone(),
+                ),
+            )
+        })
+    })
+    .collect()
+}
+
+/// Registers a node for each VM and removes the nodes of VMs that are
+/// gone; `known` is node name → uuid.
+async fn sync_nodes(vc: &Vcenter, kube: &FakeApi, known: &mut BTreeMap<String, String>) {
+    let running = vms(vc).await;
+    let stale: Vec<String> = known
+        .iter()
+        .filter(|(name, uuid)| running.get(*name).map(|r| &r.0) != Some(*uuid))
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in stale {
+        kube.delete("api/v1", "nodes", "", &name);
+        for app in [
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+        ] {
+            kube.delete("api/v1", "pods", "kube-system", &format!("{app}-{name}"));
+        }
+        kube.delete("api/v1", "pods", "default", &format!("app-{name}"));
+        known.remove(&name);
+    }
+    for (name, (uuid, group)) in running {
+        if known.contains_key(&name) {
+            continue;
+        }
+        let control_plane = group.starts_with("control-plane");
+        let mut labels = json!({"kops.k8s.io/instancegroup": group});
+        if control_plane {
+            labels["node-role.kubernetes.io/control-plane"] = json!("");
+        }
+        kube.put(
+            "api/v1",
+            "nodes",
+            "",
+            &name,
+            json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"providerID": format!("vsphere://{uuid}")},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+            }),
+        );
+        let pod = |ns: &str, pod: &str, labels: Value, annotations: Value| {
+            kube.put(
+                "api/v1",
+                "pods",
+                ns,
+                pod,
+                json!({
+                    "apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": pod, "namespace": ns, "labels": labels, "annotations": annotations},
+                    "spec": {"nodeName": name, "containers": [{"name": "c", "image": "x"}]},
+                    "status": {"phase": "Running", "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0, "image": "x", "imageID": ""}]},
+                }),
+            );
+        };
+        if control_plane {
+            for app in [
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler",
+            ] {
+                pod(
+                    "kube-system",
+                    &format!("{app}-{name}"),
+                    json!({"k8s-app": app}),
+                    json!({"kubernetes.io/config.mirror": "x"}),
+                );
+            }
+        } else {
+            pod(
+                "default",
+                &format!("app-{name}"),
+                json!({"app": "web"}),
+                json!({}),
+            );
+        }
+        known.insert(name, uuid);
+    }
+}
+
+#[test]
+fn vsphere_cluster_validates_rolls_and_dumps() {
+    if !vcsim::vcsim_available() {
+        return;
+    }
+    let sim = Vcsim::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let state = file_url(&dir.path().join("state"));
+    let kube = FakeApi::start();
+    kube.write_kubeconfig(dir.path());
+    ok(&sim, &create_args(&sim, CLUSTER, &state, "1"));
+    update_yes(&sim, CLUSTER, &state);
+    let case = Case {
+        sim,
+        kube,
+        state,
+        dir,
+    };
+    let mut steps: Vec<(String, String)> = Vec::new();
+    let first = runtime().block_on(async {
+        let vc = login(&case.sim).await;
+        let v = vms(&vc).await;
+        vc.logout().await;
+        v
+    });
+    assert_eq!(first.len(), 3, "{first:?}");
+
+    // validate: a node per VM (matched by BIOS uuid), the control plane's
+    // pods: valid.
+    let mut known = BTreeMap::new();
+    case.sync(&mut known);
+    let r = case.kops_ok(&["validate", "cluster", CLUSTER]);
+    assert!(r.stdout.contains("is ready"), "{}", r.stdout);
+    for vm in first.keys() {
+        assert!(r.stdout.contains(vm.as_str()), "{}", r.stdout);
+    }
+    steps.push(("validate cluster (3 VMs, valid)".into(), calls(&r)));
+
+    // A VM whose node has not joined fails validation, as kops words it.
+    let worker = format!("nodes-a-1.{CLUSTER}");
+    let uuid = first[&worker].0.clone();
+    case.kube.delete("api/v1", "nodes", "", &worker);
+    let r = case.kops(&["validate", "cluster", CLUSTER, "-o", "json"]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(&format!(
+            "machine \\\"{uuid}\\\" has not yet joined cluster"
+        )),
+        "{}",
+        r.stdout
+    );
+    known.remove(&worker);
+    case.sync(&mut known);
+
+    // A user-data change: nodes-b's VM needs an update.
+    edit_group(
+        &case.sim,
+        case.dir.path(),
+        &case.state,
+        CLUSTER,
+        "nodes-b",
+        &|yaml: &str| {
+            yaml.replace(
+                "  nodeLabels:\n",
+                "  nodeLabels:\n    example.com/rolled: \"yes\"\n",
+            )
+        },
+    );
+    update_yes(&case.sim, CLUSTER, &case.state);
+    let r = case.kops_ok(&["rolling-update", "cluster", CLUSTER]);
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with("nodes-b") && l.contains("NeedsUpdate")),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("Must specify --yes"), "{}", r.stdout);
+    steps.push(("rolling-update (plan, 1 VM needs update)".into(), calls(&r)));
+
+    // With the Kubernetes API: cordon, evict, destroy, clone, wait for the
+    // node, validate.
+    case.kube.take_requests();
+    let old = format!("nodes-b-1.{CLUSTER}");
+    let r = case.kops_with_kubelet(
+        &[&["rolling-update", "cluster", CLUSTER, "--yes"], FAST].concat(),
+        &mut known,
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    steps.push((
+        "rolling-update --yes (1 VM, drain, validate)".into(),
+        calls(&r),
+    ));
+    let requests = case.kube.take_requests();
+    assert!(
+        requests.iter().any(|q| q.starts_with(&format!(
+            "POST /api/v1/namespaces/default/pods/app-{old}/eviction"
+        ))),
+        "{requests:?}"
+    );
+    assert!(
+        r.stderr.contains(&format!("cordoned node {old}")),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("cluster validated"), "{}", r.stderr);
+    let after = runtime().block_on(async {
+        let vc = login(&case.sim).await;
+        let v = vms(&vc).await;
+        vc.logout().await;
+        v
+    });
+    assert!(!after.contains_key(&old), "{after:?}");
+    assert!(
+        after.contains_key(&format!("nodes-b-2.{CLUSTER}")),
+        "{after:?}"
+    );
+    for (vm, (uuid, _)) in &first {
+        if vm != &old {
+            assert_eq!(&after[vm].0, uuid, "{vm} was replaced");
+        }
+    }
+    let r = case.kops_ok(&["rolling-update", "cluster", CLUSTER]);
+    assert!(
+        r.stdout.contains("No rolling-update required"),
+        "{}",
+        r.stdout
+    );
+
+    // delete instance: vSphere cannot surge (as kops on GCE); the default
+    // --surge is refused with the hint, nothing replaced.
+    let r = case.kops(&["delete", "instance", &worker, "--name", CLUSTER, "--yes"]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr
+            .contains("vsphere cloud provider does not support surging"),
+        "{}",
+        r.stderr
+    );
+
+    // toolbox dump: the folder and the VMs, each instance with its role.
+    let r = case.kops_ok(&["toolbox", "dump", CLUSTER, "-o", "json"]);
+    steps.push(("toolbox dump".into(), calls(&r)));
+    let dump: Value = serde_json::from_str(&r.stdout).unwrap();
+    let instances = dump["instances"].as_array().unwrap();
+    assert_eq!(instances.len(), 3, "{dump}");
+    let roles: Vec<&Value> = instances.iter().map(|i| &i["roles"]).collect();
+    assert_eq!(
+        roles,
+        [
+            &json!(["control-plane"]),
+            &json!(["node"]),
+            &json!(["node"])
+        ],
+        "{dump}"
+    );
+    let kinds: Vec<&str> = dump["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["type"].as_str())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "VirtualMachine").count(), 3);
+    assert!(kinds.contains(&"Folder"), "{kinds:?}");
+
+    for (step, calls) in steps {
+        println!("{step}: {calls}");
+    }
+}
