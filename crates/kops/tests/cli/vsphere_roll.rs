@@ -205,6 +205,53 @@ async fn sync_nodes(vc: &Vcenter, kube: &FakeApi, known: &mut BTreeMap<String, S
     }
 }
 
+/// kops-controller's entry in the bootstrap channel checks nodes against
+/// this vCenter (not AWS) and may read the credentials Secret; kube-vip's
+/// image on the control plane comes from the spec's registry mirror.
+fn addons_and_images(store: &std::path::Path, server: &str) {
+    let channel = std::fs::read_to_string(store.join("addons/bootstrap-channel.yaml")).unwrap();
+    assert!(
+        channel.contains("name: kops-controller.addons.k8s.io"),
+        "{channel}"
+    );
+    let manifest =
+        std::fs::read_to_string(store.join("addons/kops-controller.addons.k8s.io/k8s-1.16.yaml"))
+            .unwrap();
+    let config = manifest
+        .lines()
+        .find(|l| l.trim_start().starts_with("{\"clusterName\""))
+        .expect("kops-controller's config");
+    let options: kops_controller::Options = serde_json::from_str(config.trim()).unwrap();
+    let expected = kops_controller::Options::for_vsphere(
+        CLUSTER,
+        &options.config_base,
+        &options.secret_store,
+        server,
+        vcsim::DATACENTER,
+    );
+    assert_eq!(options.cloud, "vsphere", "{config}");
+    assert_eq!(
+        options.server.provider, expected.server.provider,
+        "{config}"
+    );
+    assert!(
+        manifest.contains("name: kops-controller-vsphere")
+            && manifest.contains("- vsphere-cloud-secret"),
+        "{manifest}"
+    );
+    let control_plane = std::fs::read_to_string(
+        store.join("igconfig/control-plane/control-plane-a/nodeupconfig.yaml"),
+    )
+    .unwrap();
+    assert!(
+        control_plane.contains("kubeVIPImage: registry.example.com/kube-vip:v0.8.9"),
+        "{control_plane}"
+    );
+    let node =
+        std::fs::read_to_string(store.join("igconfig/node/nodes-a/nodeupconfig.yaml")).unwrap();
+    assert!(!node.contains("kubeVIPImage"), "{node}");
+}
+
 #[test]
 fn vsphere_cluster_validates_rolls_and_dumps() {
     if !vcsim::vcsim_available() {
@@ -216,7 +263,27 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
     let kube = FakeApi::start();
     kube.write_kubeconfig(dir.path());
     ok(&sim, &create_args(&sim, CLUSTER, &state, "1"));
+    // Images come from a mirror: kube-vip's too.
+    let spec = ok(
+        &sim,
+        &["get", "cluster", CLUSTER, "-o", "yaml", "--state", &state],
+    );
+    let file = dir.path().join("cluster.yaml");
+    std::fs::write(
+        &file,
+        spec.stdout.replacen(
+            "\nspec:\n",
+            "\nspec:\n  assets:\n    containerRegistry: registry.example.com\n",
+            1,
+        ),
+    )
+    .unwrap();
+    ok(
+        &sim,
+        &["replace", "-f", file.to_str().unwrap(), "--state", &state],
+    );
     update_yes(&sim, CLUSTER, &state);
+    addons_and_images(&dir.path().join("state").join(CLUSTER), sim.url());
     let case = Case {
         sim,
         kube,
