@@ -428,6 +428,63 @@ pub async fn instances(
     Ok((result?, vc.client.calls()))
 }
 
+/// A Secret an in-cluster component reads its vCenter credentials from.
+#[derive(Clone)]
+pub struct ComponentSecret {
+    pub namespace: &'static str,
+    pub name: &'static str,
+    /// Key → value (written as the Secret's `stringData`).
+    pub data: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for ComponentSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComponentSecret")
+            .field("namespace", &self.namespace)
+            .field("name", &self.name)
+            .field("keys", &self.data.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The Secrets the cloud controller manager (and kops-controller) and the
+/// CSI driver read, filled from the environment's credentials (as
+/// `update` logs in with them): `kube-system/vsphere-cloud-secret`
+/// (`<host>.username`, `<host>.password`) and
+/// `vmware-system-csi/vsphere-config-secret` (`csi-vsphere.conf`). They
+/// go to the cluster's API only; never to the state store or a node.
+pub fn component_secrets(cluster: &Cluster) -> Result<Vec<ComponentSecret>, OpsError> {
+    let settings = settings(cluster)?;
+    let credentials = Credentials::from_env()?;
+    let server = kops_vsphere::ServerName::parse(&settings.server);
+    let quoted = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
+    let csi = format!(
+        "[Global]\ncluster-id = {}\n\n[VirtualCenter {}]\ninsecure-flag = \"{}\"\nuser = {}\npassword = {}\nport = \"{}\"\ndatacenters = {}\n",
+        quoted(cluster.name()),
+        quoted(&server.host),
+        server.insecure,
+        quoted(&credentials.username),
+        quoted(&credentials.password),
+        server.port,
+        quoted(&settings.placement.datacenter),
+    );
+    Ok(vec![
+        ComponentSecret {
+            namespace: "kube-system",
+            name: kops_model::addons::VSPHERE_CPI_SECRET,
+            data: BTreeMap::from([
+                (format!("{}.username", server.host), credentials.username),
+                (format!("{}.password", server.host), credentials.password),
+            ]),
+        },
+        ComponentSecret {
+            namespace: "vmware-system-csi",
+            name: kops_model::addons::VSPHERE_CSI_SECRET,
+            data: BTreeMap::from([("csi-vsphere.conf".to_string(), csi)]),
+        },
+    ])
+}
+
 /// `delete cluster` on vSphere: the cluster's VMs (powered off first) and
 /// then its folder when empty; the names (to be) deleted.
 pub async fn delete(

@@ -17,6 +17,7 @@ mod error;
 pub mod groups;
 pub mod k8s;
 pub mod rolling_update;
+pub mod secrets;
 pub mod skew;
 pub mod validate;
 

@@ -252,6 +252,61 @@ fn addons_and_images(store: &std::path::Path, server: &str) {
     assert!(!node.contains("kubeVIPImage"), "{node}");
 }
 
+/// The Secrets the cloud controller manager (and kops-controller) and the
+/// CSI driver read, as `update` wrote them.
+fn component_secrets(case: &Case) {
+    use base64::Engine;
+    let decode = |secret: &Value, key: &str| {
+        let b64 = secret["data"][key]
+            .as_str()
+            .unwrap_or_else(|| panic!("no `{key}` in {secret}"));
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let cpi = case
+        .kube
+        .get("api/v1", "secrets", "kube-system", "vsphere-cloud-secret")
+        .expect("the cloud controller manager's Secret");
+    assert_eq!(decode(&cpi, "127.0.0.1.username"), vcsim::USER);
+    assert_eq!(decode(&cpi, "127.0.0.1.password"), vcsim::PASSWORD);
+    assert!(case
+        .kube
+        .get("api/v1", "namespaces", "", "vmware-system-csi")
+        .is_some());
+    let csi = case
+        .kube
+        .get(
+            "api/v1",
+            "secrets",
+            "vmware-system-csi",
+            "vsphere-config-secret",
+        )
+        .expect("the CSI driver's Secret");
+    let conf = decode(&csi, "csi-vsphere.conf");
+    let port = case
+        .sim
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/sdk");
+    for line in [
+        format!("cluster-id = \"{CLUSTER}\""),
+        "[VirtualCenter \"127.0.0.1\"]".to_string(),
+        format!("user = \"{}\"", vcsim::USER),
+        format!("password = \"{}\"", vcsim::PASSWORD),
+        format!("port = \"{port}\""),
+        "datacenters = \"DC0\"".to_string(),
+        "insecure-flag = \"true\"".to_string(),
+    ] {
+        assert!(conf.lines().any(|l| l == line), "`{line}` not in\n{conf}");
+    }
+}
+
 #[test]
 fn vsphere_cluster_validates_rolls_and_dumps() {
     if !vcsim::vcsim_available() {
@@ -261,7 +316,18 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
     let dir = tempfile::tempdir().unwrap();
     let state = file_url(&dir.path().join("state"));
     let kube = FakeApi::start();
-    kube.write_kubeconfig(dir.path());
+    // The kubeconfig `update cluster` would export: its context is named
+    // after the cluster.
+    std::fs::write(
+        dir.path().join("kubeconfig"),
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: {}\n  name: {CLUSTER}\n\
+             contexts:\n- context:\n    cluster: {CLUSTER}\n    user: admin\n  name: {CLUSTER}\n\
+             current-context: {CLUSTER}\nusers:\n- name: admin\n  user:\n    token: t\n",
+            kube.url
+        ),
+    )
+    .unwrap();
     ok(&sim, &create_args(&sim, CLUSTER, &state, "1"));
     // Images come from a mirror: kube-vip's too.
     let spec = ok(
@@ -282,7 +348,9 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
         &sim,
         &["replace", "-f", file.to_str().unwrap(), "--state", &state],
     );
-    update_yes(&sim, CLUSTER, &state);
+    // The cluster's API does not answer yet: the Secrets are left for later.
+    let r = update_yes(&sim, CLUSTER, &state);
+    assert!(r.stderr.contains("is not reachable yet"), "{}", r.stderr);
     addons_and_images(&dir.path().join("state").join(CLUSTER), sim.url());
     let case = Case {
         sim,
@@ -309,6 +377,40 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
         assert!(r.stdout.contains(vm.as_str()), "{}", r.stdout);
     }
     steps.push(("validate cluster (3 VMs, valid)".into(), calls(&r)));
+
+    // Once the API answers, `update --yes` writes the components' vCenter
+    // credentials there (and only there), then leaves them alone.
+    let r = case.kops_ok(&["update", "cluster", CLUSTER, "--yes"]);
+    assert!(
+        r.stderr.contains(
+            "Secrets kube-system/vsphere-cloud-secret, vmware-system-csi/vsphere-config-secret"
+        ),
+        "{}",
+        r.stderr
+    );
+    component_secrets(&case);
+    case.kube.take_requests();
+    let r = case.kops_ok(&["update", "cluster", CLUSTER, "--yes"]);
+    assert!(!r.stderr.contains("Secrets"), "{}", r.stderr);
+    let writes: Vec<String> = case
+        .kube
+        .take_requests()
+        .into_iter()
+        .filter(|q| !q.starts_with("GET "))
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+    for file in crate::common::tree(&case.dir.path().join("state")) {
+        let text = String::from_utf8_lossy(
+            &std::fs::read(case.dir.path().join("state").join(&file)).unwrap(),
+        )
+        .into_owned();
+        for secret in [vcsim::USER, vcsim::PASSWORD] {
+            assert!(
+                !text.contains(secret),
+                "`{secret}` in the state store's {file}"
+            );
+        }
+    }
 
     // A VM whose node has not joined fails validation, as kops words it.
     let worker = format!("nodes-a-1.{CLUSTER}");
