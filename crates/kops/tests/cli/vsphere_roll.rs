@@ -380,6 +380,7 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
 
     // Once the API answers, `update --yes` writes the components' vCenter
     // credentials there (and only there), then leaves them alone.
+    case.kube.take_requests();
     let r = case.kops_ok(&["update", "cluster", CLUSTER, "--yes"]);
     assert!(
         r.stderr.contains(
@@ -389,7 +390,13 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
         r.stderr
     );
     component_secrets(&case);
-    case.kube.take_requests();
+    let requests = case.kube.take_requests();
+    let writes = requests.iter().filter(|q| !q.starts_with("GET ")).count();
+    assert_eq!(writes, 3, "{requests:?}");
+    steps.push((
+        "update --yes writing the Secrets (Kubernetes API)".into(),
+        format!("{} requests, {writes} writes", requests.len()),
+    ));
     let r = case.kops_ok(&["update", "cluster", CLUSTER, "--yes"]);
     assert!(!r.stderr.contains("Secrets"), "{}", r.stderr);
     let writes: Vec<String> = case
