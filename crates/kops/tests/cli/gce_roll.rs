@@ -18,22 +18,9 @@ use kops_testkit::kube_api::FakeApi;
 use kops_testkit::GceApi;
 use serde_json::{json, Value};
 
+use crate::common::kubelet::{self, FAST_ROLL};
 use crate::common::{command, file_url, Run};
 use crate::gce_lifecycle::{by_method, cluster_name, seed};
-
-/// Flags that keep a roll quick: no sleeps between steps, fast re-checks.
-const FAST: &[&str] = &[
-    "--interval",
-    "0s",
-    "--post-drain-delay",
-    "0s",
-    "--validate-tick",
-    "100ms",
-    "--validate-success-pause",
-    "0s",
-    "--validation-timeout",
-    "30s",
-];
 
 struct Case {
     api: GceApi,
@@ -113,17 +100,7 @@ impl Case {
             .map(|(name, _)| name.clone())
             .collect();
         for name in stale {
-            self.kube.delete("api/v1", "nodes", "", &name);
-            for app in [
-                "kube-apiserver",
-                "kube-controller-manager",
-                "kube-scheduler",
-            ] {
-                self.kube
-                    .delete("api/v1", "pods", "kube-system", &format!("{app}-{name}"));
-            }
-            self.kube
-                .delete("api/v1", "pods", "default", &format!("app-{name}"));
+            kubelet::unregister(&self.kube, &name);
             known.remove(&name);
         }
         for (name, (zone, id, _)) in running {
@@ -135,57 +112,13 @@ impl Case {
             let control_plane = labels
                 .as_ref()
                 .is_some_and(|l| l.get("k8s-io-role-control-plane").is_some());
-            let mut node_labels = json!({"topology.kubernetes.io/zone": zone});
-            if control_plane {
-                node_labels["node-role.kubernetes.io/control-plane"] = json!("");
-            }
-            self.kube.put(
-                "api/v1",
-                "nodes",
-                "",
+            kubelet::register(
+                &self.kube,
                 &name,
-                json!({
-                    "apiVersion": "v1", "kind": "Node",
-                    "metadata": {"name": name, "labels": node_labels},
-                    "spec": {"providerID": format!("gce://testproject/{zone}/{name}")},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-                }),
+                &format!("gce://testproject/{zone}/{name}"),
+                json!({"topology.kubernetes.io/zone": zone}),
+                control_plane,
             );
-            let pod = |ns: &str, pod: &str, labels: Value, annotations: Value| {
-                self.kube.put(
-                    "api/v1",
-                    "pods",
-                    ns,
-                    pod,
-                    json!({
-                        "apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": pod, "namespace": ns, "labels": labels, "annotations": annotations},
-                        "spec": {"nodeName": name, "containers": [{"name": "c", "image": "x"}]},
-                        "status": {"phase": "Running", "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0, "image": "x", "imageID": ""}]},
-                    }),
-                );
-            };
-            if control_plane {
-                for app in [
-                    "kube-apiserver",
-                    "kube-controller-manager",
-                    "kube-scheduler",
-                ] {
-                    pod(
-                        "kube-system",
-                        &format!("{app}-{name}"),
-                        json!({"k8s-app": app}),
-                        json!({"kubernetes.io/config.mirror": "x"}),
-                    );
-                }
-            } else {
-                pod(
-                    "default",
-                    &format!("app-{name}"),
-                    json!({"app": "web"}),
-                    json!({}),
-                );
-            }
             known.insert(name, id);
         }
     }
@@ -326,7 +259,7 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     let r = case.kops_ok(
         &[
             &["rolling-update", "cluster", &name, "--cloudonly", "--yes"],
-            FAST,
+            FAST_ROLL,
         ]
         .concat(),
     );
@@ -369,7 +302,7 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     case.kube.take_requests();
     let before = case.instances();
     let r = case.kops_with_kubelet(
-        &[&["rolling-update", "cluster", &name, "--yes"], FAST].concat(),
+        &[&["rolling-update", "cluster", &name, "--yes"], FAST_ROLL].concat(),
         &mut known,
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
@@ -413,7 +346,7 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
                 "--yes",
                 "--surge=false",
             ][..],
-            &FAST[2..],
+            &FAST_ROLL[2..],
         ]
         .concat(),
         &mut known,

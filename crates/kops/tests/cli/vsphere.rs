@@ -172,6 +172,20 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// Asserts that no file of the state store holds the simulator's user or
+/// password.
+pub(crate) fn no_credentials_in(store: &Path) {
+    for (file, bytes) in snapshot(store) {
+        let text = String::from_utf8_lossy(&bytes);
+        for secret in [vcsim::USER, vcsim::PASSWORD] {
+            assert!(
+                !text.contains(secret),
+                "`{secret}` in the state store's {file}"
+            );
+        }
+    }
+}
+
 /// Changes `group`'s spec with `change` (through `get -o yaml` and `replace`).
 pub(crate) fn edit_group(
     sim: &Vcsim,
@@ -430,15 +444,7 @@ fn lifecycle_on_the_simulator() {
     // No credential in the state store (addons included), the specs, the
     // node configs or the VMs' user data.
     let secrets = [vcsim::USER, vcsim::PASSWORD];
-    for (file, bytes) in snapshot(&store) {
-        let text = String::from_utf8_lossy(&bytes);
-        for secret in secrets {
-            assert!(
-                !text.contains(secret),
-                "`{secret}` in the state store's {file}"
-            );
-        }
-    }
+    no_credentials_in(&store);
     let specs = ok(
         &sim,
         &[

@@ -17,24 +17,13 @@ use kops_testkit::vcsim::{self, Vcsim};
 use kops_vsphere::vcenter::Vcenter;
 use serde_json::{json, Value};
 
+use crate::common::kubelet::{self, FAST_ROLL};
 use crate::common::{command, file_url, Run};
-use crate::vsphere::{calls, create_args, edit_group, login, ok, runtime, update_yes};
+use crate::vsphere::{
+    calls, create_args, edit_group, login, no_credentials_in, ok, runtime, update_yes,
+};
 
 const CLUSTER: &str = "roll.k8s.local";
-
-/// Flags that keep a roll quick: no sleeps between steps, fast re-checks.
-const FAST: &[&str] = &[
-    "--interval",
-    "0s",
-    "--post-drain-delay",
-    "0s",
-    "--validate-tick",
-    "100ms",
-    "--validate-success-pause",
-    "0s",
-    "--validation-timeout",
-    "30s",
-];
 
 struct Case {
     sim: Vcsim,
@@ -134,73 +123,20 @@ async fn sync_nodes(vc: &Vcenter, kube: &FakeApi, known: &mut BTreeMap<String, S
         .map(|(name, _)| name.clone())
         .collect();
     for name in stale {
-        kube.delete("api/v1", "nodes", "", &name);
-        for app in [
-            "kube-apiserver",
-            "kube-controller-manager",
-            "kube-scheduler",
-        ] {
-            kube.delete("api/v1", "pods", "kube-system", &format!("{app}-{name}"));
-        }
-        kube.delete("api/v1", "pods", "default", &format!("app-{name}"));
+        kubelet::unregister(kube, &name);
         known.remove(&name);
     }
     for (name, (uuid, group)) in running {
         if known.contains_key(&name) {
             continue;
         }
-        let control_plane = group.starts_with("control-plane");
-        let mut labels = json!({"kops.k8s.io/instancegroup": group});
-        if control_plane {
-            labels["node-role.kubernetes.io/control-plane"] = json!("");
-        }
-        kube.put(
-            "api/v1",
-            "nodes",
-            "",
+        kubelet::register(
+            kube,
             &name,
-            json!({
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": labels},
-                "spec": {"providerID": format!("vsphere://{uuid}")},
-                "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-            }),
+            &format!("vsphere://{uuid}"),
+            json!({"kops.k8s.io/instancegroup": group}),
+            group.starts_with("control-plane"),
         );
-        let pod = |ns: &str, pod: &str, labels: Value, annotations: Value| {
-            kube.put(
-                "api/v1",
-                "pods",
-                ns,
-                pod,
-                json!({
-                    "apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": pod, "namespace": ns, "labels": labels, "annotations": annotations},
-                    "spec": {"nodeName": name, "containers": [{"name": "c", "image": "x"}]},
-                    "status": {"phase": "Running", "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0, "image": "x", "imageID": ""}]},
-                }),
-            );
-        };
-        if control_plane {
-            for app in [
-                "kube-apiserver",
-                "kube-controller-manager",
-                "kube-scheduler",
-            ] {
-                pod(
-                    "kube-system",
-                    &format!("{app}-{name}"),
-                    json!({"k8s-app": app}),
-                    json!({"kubernetes.io/config.mirror": "x"}),
-                );
-            }
-        } else {
-            pod(
-                "default",
-                &format!("app-{name}"),
-                json!({"app": "web"}),
-                json!({}),
-            );
-        }
         known.insert(name, uuid);
     }
 }
@@ -406,18 +342,7 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
         .filter(|q| !q.starts_with("GET "))
         .collect();
     assert!(writes.is_empty(), "{writes:?}");
-    for file in crate::common::tree(&case.dir.path().join("state")) {
-        let text = String::from_utf8_lossy(
-            &std::fs::read(case.dir.path().join("state").join(&file)).unwrap(),
-        )
-        .into_owned();
-        for secret in [vcsim::USER, vcsim::PASSWORD] {
-            assert!(
-                !text.contains(secret),
-                "`{secret}` in the state store's {file}"
-            );
-        }
-    }
+    no_credentials_in(&case.dir.path().join("state"));
 
     // A VM whose node has not joined fails validation, as kops words it.
     let worker = format!("nodes-a-1.{CLUSTER}");
@@ -466,7 +391,7 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
     case.kube.take_requests();
     let old = format!("nodes-b-1.{CLUSTER}");
     let r = case.kops_with_kubelet(
-        &[&["rolling-update", "cluster", CLUSTER, "--yes"], FAST].concat(),
+        &[&["rolling-update", "cluster", CLUSTER, "--yes"], FAST_ROLL].concat(),
         &mut known,
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod kubelet;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
