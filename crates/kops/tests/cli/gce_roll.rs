@@ -12,7 +12,6 @@
 //! (same name, new id).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use kops_testkit::kube_api::FakeApi;
 use kops_testkit::GceApi;
@@ -126,21 +125,13 @@ impl Case {
     /// Runs `kops ARGS` while a thread keeps the nodes in step with the
     /// instances.
     fn kops_with_kubelet(&self, args: &[&str], known: &mut BTreeMap<String, String>) -> Run {
-        let done = &AtomicBool::new(false);
-        let mut mine = known.clone();
-        std::thread::scope(|s| {
-            let sync = s.spawn(move || {
-                while !done.load(Ordering::Relaxed) {
-                    self.sync_nodes(&mut mine);
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                mine
-            });
-            let r = self.kops(args);
-            done.store(true, Ordering::Relaxed);
-            *known = sync.join().unwrap();
-            r
-        })
+        let (r, synced) = kubelet::while_syncing(
+            known.clone(),
+            |mine| self.sync_nodes(mine),
+            || self.kops(args),
+        );
+        *known = synced;
+        r
     }
 
     fn set_machine_type(&self, group: &str, from: &str, to: &str) {
@@ -310,17 +301,7 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     let replaced = case.instances();
     for instance in &needs {
         assert_ne!(replaced[instance].1, before[instance].1, "{}", r.stderr);
-        assert!(
-            requests.iter().any(|q| q.starts_with(&format!(
-                "POST /api/v1/namespaces/default/pods/app-{instance}/eviction"
-            ))),
-            "{requests:?}"
-        );
-        assert!(
-            r.stderr.contains(&format!("cordoned node {instance}")),
-            "{}",
-            r.stderr
-        );
+        kubelet::assert_drained(&requests, &r.stderr, instance);
     }
     assert!(r.stderr.contains("cluster validated"), "{}", r.stderr);
 

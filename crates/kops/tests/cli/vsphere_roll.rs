@@ -10,7 +10,6 @@
 //! that is gone.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use kops_testkit::kube_api::FakeApi;
 use kops_testkit::vcsim::{self, Vcsim};
@@ -55,24 +54,16 @@ impl Case {
 
     /// Runs `kops ARGS` while a thread keeps the nodes in step with the VMs.
     fn kops_with_kubelet(&self, args: &[&str], known: &mut BTreeMap<String, String>) -> Run {
-        let done = &AtomicBool::new(false);
-        let mut mine = known.clone();
-        std::thread::scope(|s| {
-            let sync = s.spawn(move || {
-                let rt = runtime();
-                let vc = rt.block_on(login(&self.sim));
-                while !done.load(Ordering::Relaxed) {
-                    rt.block_on(sync_nodes(&vc, &self.kube, &mut mine));
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                rt.block_on(vc.logout());
-                mine
-            });
-            let r = self.kops(args);
-            done.store(true, Ordering::Relaxed);
-            *known = sync.join().unwrap();
-            r
-        })
+        let rt = runtime();
+        let vc = rt.block_on(login(&self.sim));
+        let (r, (_, synced)) = kubelet::while_syncing(
+            (&rt, known.clone()),
+            |(rt, mine)| rt.block_on(sync_nodes(&vc, &self.kube, mine)),
+            || self.kops(args),
+        );
+        rt.block_on(vc.logout());
+        *known = synced;
+        r
     }
 
     fn sync(&self, known: &mut BTreeMap<String, String>) {
@@ -400,17 +391,7 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
         calls(&r),
     ));
     let requests = case.kube.take_requests();
-    assert!(
-        requests.iter().any(|q| q.starts_with(&format!(
-            "POST /api/v1/namespaces/default/pods/app-{old}/eviction"
-        ))),
-        "{requests:?}"
-    );
-    assert!(
-        r.stderr.contains(&format!("cordoned node {old}")),
-        "{}",
-        r.stderr
-    );
+    kubelet::assert_drained(&requests, &r.stderr, &old);
     assert!(r.stderr.contains("cluster validated"), "{}", r.stderr);
     let after = runtime().block_on(async {
         let vc = login(&case.sim).await;

@@ -91,3 +91,41 @@ pub fn unregister(kube: &FakeApi, name: &str) {
     }
     kube.delete("api/v1", "pods", "default", &format!("app-{name}"));
 }
+
+/// Runs `run` while another thread calls `sync` on `state` every 50 ms
+/// (the kubelet keeping nodes in step with the cloud); the run and the
+/// state as the last sync left it.
+pub fn while_syncing<S: Send, R>(
+    state: S,
+    mut sync: impl FnMut(&mut S) + Send,
+    run: impl FnOnce() -> R,
+) -> (R, S) {
+    let done = &std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let syncing = s.spawn(move || {
+            let mut state = state;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                sync(&mut state);
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            state
+        });
+        let r = run();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (r, syncing.join().unwrap())
+    })
+}
+
+/// Asserts that a roll cordoned `node` and evicted its application pod.
+pub fn assert_drained(requests: &[String], stderr: &str, node: &str) {
+    assert!(
+        requests.iter().any(|q| q.starts_with(&format!(
+            "POST /api/v1/namespaces/default/pods/app-{node}/eviction"
+        ))),
+        "{requests:?}"
+    );
+    assert!(
+        stderr.contains(&format!("cordoned node {node}")),
+        "{stderr}"
+    );
+}
