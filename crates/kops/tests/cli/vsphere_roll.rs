@@ -1,7 +1,8 @@
 //! The rest of a vSphere cluster's lifecycle through the binary, against
 //! govmomi's vCenter simulator and kops-testkit's Kubernetes API:
 //! `validate cluster`, `rolling-update cluster` with drains and validation,
-//! `delete instance` (no surge on vSphere) and `toolbox dump`.
+//! `delete instance` (no surge on vSphere: refused, then without) and
+//! `toolbox dump`, and the Secrets `update cluster --yes` writes.
 //!
 //! The test plays kubelet: a thread registers a Ready node for every VM of
 //! the cluster (named as the VM, provider ID `vsphere://<BIOS uuid>`, as
@@ -64,6 +65,16 @@ impl Case {
         rt.block_on(vc.logout());
         *known = synced;
         r
+    }
+
+    /// The cluster's VMs now.
+    fn vms(&self) -> BTreeMap<String, (String, String)> {
+        runtime().block_on(async {
+            let vc = login(&self.sim).await;
+            let v = vms(&vc).await;
+            vc.logout().await;
+            v
+        })
     }
 
     fn sync(&self, known: &mut BTreeMap<String, String>) {
@@ -286,12 +297,7 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
         dir,
     };
     let mut steps: Vec<(String, String)> = Vec::new();
-    let first = runtime().block_on(async {
-        let vc = login(&case.sim).await;
-        let v = vms(&vc).await;
-        vc.logout().await;
-        v
-    });
+    let first = case.vms();
     assert_eq!(first.len(), 3, "{first:?}");
 
     // validate: a node per VM (matched by BIOS uuid), the control plane's
@@ -393,12 +399,7 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
     let requests = case.kube.take_requests();
     kubelet::assert_drained(&requests, &r.stderr, &old);
     assert!(r.stderr.contains("cluster validated"), "{}", r.stderr);
-    let after = runtime().block_on(async {
-        let vc = login(&case.sim).await;
-        let v = vms(&vc).await;
-        vc.logout().await;
-        v
-    });
+    let after = case.vms();
     assert!(!after.contains_key(&old), "{after:?}");
     assert!(
         after.contains_key(&format!("nodes-b-2.{CLUSTER}")),
@@ -426,6 +427,29 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
         "{}",
         r.stderr
     );
+    // Without surge: drained, destroyed, cloned under a new name.
+    case.kube.take_requests();
+    let r = case.kops_with_kubelet(
+        &[
+            &[
+                "delete",
+                "instance",
+                &worker,
+                "--name",
+                CLUSTER,
+                "--yes",
+                "--surge=false",
+            ][..],
+            &FAST_ROLL[2..],
+        ]
+        .concat(),
+        &mut known,
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    kubelet::assert_drained(&case.kube.take_requests(), &r.stderr, &worker);
+    let now = case.vms();
+    assert!(!now.contains_key(&worker), "{now:?}");
+    assert_eq!(now.len(), 3, "{now:?}");
 
     // toolbox dump: the folder and the VMs, each instance with its role.
     let r = case.kops_ok(&["toolbox", "dump", CLUSTER, "-o", "json"]);
