@@ -669,7 +669,48 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
     }
 
     validate_etcd(cluster, &mut errors);
+    validate_node_local_dns(cluster, &mut errors);
     errors
+}
+
+/// NodeLocal DNSCache runs beside CoreDNS only, at an IP address.
+fn validate_node_local_dns(cluster: &Cluster, errors: &mut Vec<FieldError>) {
+    let Some(kube_dns) = cluster.spec.extra.get("kubeDNS") else {
+        return;
+    };
+    let Some(node_local) = kube_dns.get("nodeLocalDNS") else {
+        return;
+    };
+    if node_local
+        .get("enabled")
+        .and_then(serde_json::Value::as_bool)
+        != Some(true)
+    {
+        return;
+    }
+    let provider = kube_dns.get("provider").and_then(serde_json::Value::as_str);
+    if let Some(provider) = provider.filter(|p| *p != "CoreDNS") {
+        errors.push(
+            FieldError::new(
+                "spec.kubeDNS.provider",
+                "must be CoreDNS when nodeLocalDNS is enabled",
+            )
+            .value(provider)
+            .hint("set `kubeDNS.provider: CoreDNS`, or `kubeDNS.nodeLocalDNS.enabled: false`"),
+        );
+    }
+    if let Some(ip) = node_local
+        .get("localIP")
+        .and_then(serde_json::Value::as_str)
+    {
+        if !ip.is_empty() && ip.parse::<std::net::IpAddr>().is_err() {
+            errors.push(
+                FieldError::new("spec.kubeDNS.nodeLocalDNS.localIP", "is not an IP address")
+                    .value(ip)
+                    .hint("use a link-local address such as `169.254.20.10`, or leave it out"),
+            );
+        }
+    }
 }
 
 /// What kops 1.36 refused with a Classic API load balancer: the features
@@ -1379,6 +1420,23 @@ spec:
             Ok(()) => String::new(),
             Err(e) => e.to_string(),
         }
+    }
+
+    #[test]
+    fn node_local_dns_needs_coredns_and_an_address() {
+        let (mut cluster, ig) = complex();
+        cluster.spec.extra.insert(
+            "kubeDNS".into(),
+            serde_json::json!({"provider": "KubeDNS", "nodeLocalDNS": {"enabled": true, "localIP": "local"}}),
+        );
+        let text = problems(&cluster, &ig);
+        assert!(text.contains("spec.kubeDNS.provider"), "{text}");
+        assert!(text.contains("spec.kubeDNS.nodeLocalDNS.localIP"), "{text}");
+        cluster.spec.extra.insert(
+            "kubeDNS".into(),
+            serde_json::json!({"nodeLocalDNS": {"enabled": true, "localIP": "169.254.20.10"}}),
+        );
+        assert!(!problems(&cluster, &ig).contains("kubeDNS"));
     }
 
     #[test]

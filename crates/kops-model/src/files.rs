@@ -370,13 +370,15 @@ impl Addon {
     /// The nodes kops marks for replacement when this addon changes
     /// (`needsRollingUpdate`): the control plane for kops-controller;
     /// every node for the CNIs that configure the host (the AWS VPC CNI,
-    /// kindnet, Cilium). kops marks no other network plugin.
+    /// kindnet, Cilium; kops marks no other network plugin) and for
+    /// NodeLocal DNSCache (kubelets point pods at its address).
     fn needs_rolling_update(&self) -> Option<&'static str> {
         match self.key {
             "kops-controller.addons.k8s.io" => Some("control-plane"),
-            "networking.amazon-vpc-routed-eni" | "networking.kindnet" | "networking.cilium.io" => {
-                Some("all")
-            }
+            "networking.amazon-vpc-routed-eni"
+            | "networking.kindnet"
+            | "networking.cilium.io"
+            | "nodelocaldns.addons.k8s.io" => Some("all"),
             _ => None,
         }
     }
@@ -441,7 +443,12 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
     let vsphere = spec.cloud_provider.as_deref() == Some("vsphere");
     let mut out = vec![
         Addon::new("kops-controller.addons.k8s.io", "k8s-1.16"),
-        Addon::new("coredns.addons.k8s.io", "k8s-1.12"),
+        // The cluster's DNS: kube-dns when asked for, else CoreDNS.
+        if crate::addons::kube_dns::enabled(model) {
+            Addon::new("kube-dns.addons.k8s.io", "k8s-1.12")
+        } else {
+            Addon::new("coredns.addons.k8s.io", "k8s-1.12")
+        },
         Addon::new("kubelet-api.rbac.addons.k8s.io", "k8s-1.9"),
         Addon {
             key: "limit-range.addons.k8s.io",
@@ -467,6 +474,9 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
     out.push(dns_controller);
     if !dns_none && external_dns == Some("external-dns") {
         out.push(Addon::new("external-dns.addons.k8s.io", "k8s-1.19"));
+    }
+    if crate::addons::nodelocaldns::enabled(model) {
+        out.push(Addon::new("nodelocaldns.addons.k8s.io", "k8s-1.12"));
     }
     if enabled(spec.cluster_autoscaler.as_ref().and_then(|c| c.enabled)) {
         out.push(Addon::new("cluster-autoscaler.addons.k8s.io", "k8s-1.15"));

@@ -139,12 +139,17 @@ const API_LB: &str = "api-nodeup-example-com-abcdef-1.elb.us-east-1.amazonaws.co
 /// Writes the keysets and the group's node config (its assets pointing at
 /// the test server) to a file:// store, and the boot config beside it.
 async fn setup(group_index: usize) -> Env {
+    setup_spec(SPEC, group_index).await
+}
+
+/// [`setup`] for the cluster and groups of `spec`.
+async fn setup_spec(spec: &str, group_index: usize) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     let server = serve(assets());
     let state_url = format!("file://{}/state", path.display());
     let state = kops_state::open(&state_url).await.unwrap();
-    let (cluster, groups) = load(SPEC);
+    let (cluster, groups) = load(spec);
     kops_pki::ensure_cluster_pki(&state, &cluster)
         .await
         .unwrap();
@@ -375,6 +380,76 @@ async fn control_plane_node() {
         .changes
         .iter()
         .any(|c| c.path == "/etc/kubernetes/manifests/etcd-manager-events.manifest"));
+}
+
+/// With `spec.authentication`, the API server asks the authentication
+/// service about bearer tokens as kops sets it up: the webhook kubeconfig
+/// mounted into its pod and, for aws-iam-authenticator, the serving key
+/// pair its DaemonSet reads, owned by the user its container runs as.
+#[tokio::test]
+async fn control_plane_with_a_token_webhook() {
+    use std::os::unix::fs::MetadataExt;
+    for (authentication, server, mode) in [
+        ("aws: {}", "https://127.0.0.1:21362/authenticate", 0o600),
+        ("kopeio: {}", "http://127.0.0.1:9001/hooks/authn", 0o644),
+    ] {
+        let spec = SPEC.replacen(
+            "  cloudProvider: aws\n",
+            &format!("  cloudProvider: aws\n  authentication: {{{authentication}}}\n"),
+            1,
+        );
+        let env = setup_spec(&spec, 0).await;
+        agent::run(&options(&env, "root")).await.unwrap();
+        let root = env.dir.join("root");
+        let config = root.join("etc/kubernetes/authn.config");
+        let text = std::fs::read_to_string(&config).unwrap();
+        assert!(text.contains(&format!("server: {server}")), "{text}");
+        assert!(text.contains("current-context: webhook"), "{text}");
+        let meta = std::fs::metadata(&config).unwrap();
+        assert_eq!(meta.mode() & 0o777, mode, "{authentication}");
+        let manifest =
+            std::fs::read_to_string(root.join("etc/kubernetes/manifests/kube-apiserver.manifest"))
+                .unwrap();
+        assert!(
+            manifest.contains(
+                "--authentication-token-webhook-config-file=/etc/kubernetes/authn.config"
+            ),
+            "{authentication}: {manifest}"
+        );
+        assert!(
+            manifest.contains("path: /etc/kubernetes/authn.config"),
+            "{manifest}"
+        );
+        let key = root.join("srv/kubernetes/aws-iam-authenticator/key.pem");
+        if authentication.starts_with("aws") {
+            let cert =
+                std::fs::read_to_string(root.join("srv/kubernetes/aws-iam-authenticator/cert.pem"))
+                    .unwrap();
+            let info = kops_pki::certificate_info(&cert).unwrap();
+            assert!(
+                info.alternate_names.iter().any(|n| n == "127.0.0.1"),
+                "{info:?}"
+            );
+            assert!(text.contains("certificate-authority-data: "), "{text}");
+            let meta = std::fs::metadata(&key).unwrap();
+            assert_eq!(meta.mode() & 0o777, 0o600);
+            // Only root may give a file away.
+            if std::fs::metadata("/proc/self").unwrap().uid() == 0 {
+                assert_eq!((meta.uid(), meta.gid()), (10000, 10000));
+            }
+            // The next run finds it all in place.
+            let again = agent::run(&options(&env, "root")).await.unwrap();
+            let changed: Vec<_> = again
+                .changes
+                .iter()
+                .filter(|c| c.kind != ChangeKind::Unchanged)
+                .map(|c| c.path.clone())
+                .collect();
+            assert!(changed.is_empty(), "{changed:?}");
+        } else {
+            assert!(!key.exists());
+        }
+    }
 }
 
 #[tokio::test]

@@ -17,6 +17,7 @@ pub mod gce_metadata;
 pub mod kube_api;
 pub mod logs;
 pub mod sshd;
+pub mod swtpm;
 pub mod vcsim;
 
 pub use fake_gcs::{require_fake_gcs, FakeGcs};

@@ -3,7 +3,7 @@
 //! the DNS address kubelets are given, a disruption budget, and the
 //! proportional autoscaler that sizes it by nodes and cores.
 //!
-//! From `spec.kubeDNS`: `provider: KubeDNS` is not rendered (placeholder);
+//! From `spec.kubeDNS`: `provider: KubeDNS` renders kube-dns instead (its module);
 //! `externalCoreFile` replaces the Corefile; `upstreamNameservers` and
 //! `stubDomains` change where it forwards; `cpuRequest`, `memoryRequest`,
 //! `memoryLimit` its resources; `serverIP` its address (default: the 10th
@@ -36,16 +36,7 @@ pub(super) fn objects(model: &Model<'_>) -> Option<Vec<Value>> {
         .cluster_dns_domain
         .as_deref()
         .unwrap_or("cluster.local");
-    let server_ip = match setting("serverIP") {
-        Some(ip) => ip.to_string(),
-        None => tenth_address(spec.service_cluster_ip_range.as_deref().unwrap_or(
-            if model.ipv6_only() {
-                "fd00:5e4f:ce::/108"
-            } else {
-                "100.64.0.0/13"
-            },
-        ))?,
-    };
+    let server_ip = server_ip(model, &kube_dns)?;
     let publishes = model.publishes_dns_records();
     let corefile = match setting("externalCoreFile") {
         Some(file) => file.to_string(),
@@ -384,6 +375,24 @@ fn upstream_defaulted(kube_dns: &Value, ipv6_only: bool) -> Value {
         out["upstreamNameservers"] = json!(["fd00:ec2::253"]);
     }
     out
+}
+
+/// The cluster DNS service's address: `kubeDNS.serverIP`, else the 10th
+/// address of the service range.
+pub(super) fn server_ip(model: &Model<'_>, kube_dns: &Value) -> Option<String> {
+    if let Some(ip) = kube_dns.get("serverIP").and_then(Value::as_str) {
+        return Some(ip.to_string());
+    }
+    let spec = &model.cluster.spec;
+    tenth_address(
+        spec.service_cluster_ip_range
+            .as_deref()
+            .unwrap_or(if model.ipv6_only() {
+                "fd00:5e4f:ce::/108"
+            } else {
+                "100.64.0.0/13"
+            }),
+    )
 }
 
 /// The 10th address of a service range, IPv4 or IPv6.

@@ -32,12 +32,14 @@ mod karpenter;
 mod kindnet;
 mod kopeio;
 pub mod kops_controller;
+pub(crate) mod kube_dns;
 mod kuberouter;
 mod lb_controller;
 mod metrics_server;
 mod networking;
 mod node_problem_detector;
 mod node_termination_handler;
+pub(crate) mod nodelocaldns;
 mod nvidia;
 mod pod_identity_webhook;
 mod pods;
@@ -69,6 +71,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "gcp-cloud-controller.addons.k8s.io" => gcp_cloud_controller::objects(model)?,
         "gcp-pd-csi-driver.addons.k8s.io" => gcp_pd_csi_driver::objects(model)?,
         "coredns.addons.k8s.io" => coredns::objects(model),
+        "kube-dns.addons.k8s.io" => kube_dns::objects(model)?,
         "dns-controller.addons.k8s.io" => dns_controller::objects(model),
         "aws-cloud-controller.addons.k8s.io" => cloud_controller::objects(model),
         "aws-ebs-csi-driver.addons.k8s.io" => ebs_csi::objects(model)?,
@@ -86,6 +89,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "kops-controller.addons.k8s.io" => kops_controller::objects(model)?,
         "aws-load-balancer-controller.addons.k8s.io" => lb_controller::objects(model)?,
         "node-problem-detector.addons.k8s.io" => node_problem_detector::objects(model)?,
+        "nodelocaldns.addons.k8s.io" => nodelocaldns::objects(model)?,
         "external-dns.addons.k8s.io" => external_dns::objects(model)?,
         "nvidia.addons.k8s.io" => nvidia::objects(model)?,
         "snapshot-controller.addons.k8s.io" => snapshot_controller::objects(model)?,

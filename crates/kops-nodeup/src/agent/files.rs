@@ -1,7 +1,7 @@
 //! Planned files and writing them: only what differs, each atomically.
 
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -21,6 +21,9 @@ pub struct PlannedFile {
     pub contents: Vec<u8>,
     /// Holds a private key or token.
     pub secret: bool,
+    /// The user and group id owning the file when not root (a service
+    /// that runs as that user reads it).
+    pub owner: Option<u32>,
 }
 
 impl std::fmt::Debug for PlannedFile {
@@ -40,6 +43,7 @@ impl PlannedFile {
             mode,
             contents: contents.into(),
             secret: false,
+            owner: None,
         }
     }
 
@@ -49,7 +53,14 @@ impl PlannedFile {
             mode: 0o600,
             contents: contents.into(),
             secret: true,
+            owner: None,
         }
+    }
+
+    /// The same file owned by user and group `id`.
+    pub fn owned_by(mut self, id: u32) -> Self {
+        self.owner = Some(id);
+        self
     }
 }
 
@@ -114,15 +125,19 @@ pub fn apply(
     for file in planned {
         let target = under(root, &file.path);
         let existing = match std::fs::metadata(&target) {
-            Ok(meta) if meta.is_file() => Some(meta.permissions().mode() & 0o7777),
+            Ok(meta) if meta.is_file() => Some(meta),
             Ok(_) => None,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(io("inspect", &target)(e)),
         };
         let kind = match existing {
             None => ChangeKind::Created,
-            Some(mode) => {
-                let same = mode == file.mode
+            Some(meta) => {
+                let owned = file
+                    .owner
+                    .is_none_or(|id| meta.uid() == id && meta.gid() == id);
+                let same = meta.permissions().mode() & 0o7777 == file.mode
+                    && owned
                     && std::fs::read(&target).map_err(io("read", &target))? == file.contents;
                 if same {
                     ChangeKind::Unchanged
@@ -133,6 +148,10 @@ pub fn apply(
         };
         if kind != ChangeKind::Unchanged && !dry_run {
             write_atomic(&target, &file.contents, file.mode)?;
+            if let Some(id) = file.owner {
+                std::os::unix::fs::chown(&target, Some(id), Some(id))
+                    .map_err(io("change the owner of", &target))?;
+            }
         }
         changes.push(Change {
             path: file.path,

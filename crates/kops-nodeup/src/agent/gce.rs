@@ -6,7 +6,7 @@
 //! node's name (kops names GCE nodes after their instances), its first
 //! interface's address the node's address, and its zone gives the region.
 //! A worker proves which instance it is to kops-controller with a token
-//! signed by the instance's vTPM attestation key.
+//! signed by the instance's vTPM attestation key ([`super::tpm`]).
 
 use std::io::Read;
 use std::sync::Arc;
@@ -104,15 +104,16 @@ pub fn boot_config_in(user_data: &str) -> Option<String> {
     Some(text)
 }
 
-/// What signs this node's tokens. kops-rs does not drive the vTPM yet, so
-/// a node needs a key standing in for it (`nodeup --gce-signing-key`):
-/// one Compute reports as the instance's shielded-VM signing key.
-pub fn signer(key: Option<&Arc<dyn Signer>>) -> Result<Arc<dyn Signer>, String> {
-    key.cloned().ok_or_else(|| {
-        "signing with the vTPM's attestation key is not implemented in kops-rs yet; pass \
-         --gce-signing-key with the key Compute reports as this instance's shielded-VM signing key"
-            .to_string()
-    })
+/// What signs this node's tokens: the shielded VM's vTPM (its
+/// attestation key, the one Compute reports as the instance's signing
+/// key), or a key given in its place.
+pub fn signer(key: Option<&Arc<dyn Signer>>, tpm: &str) -> Arc<dyn Signer> {
+    match key {
+        Some(key) => key.clone(),
+        None => Arc::new(super::tpm::TpmSigner {
+            device: tpm.to_string(),
+        }),
+    }
 }
 
 #[cfg(test)]

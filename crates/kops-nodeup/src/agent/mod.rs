@@ -16,6 +16,7 @@ mod files;
 pub mod gce;
 mod pki;
 mod render;
+pub mod tpm;
 pub mod vsphere;
 
 use std::collections::BTreeMap;
@@ -58,8 +59,12 @@ pub struct Options {
     /// plane does not answer.
     pub bootstrap_timeout: Duration,
     /// On Google Cloud: a PEM RSA key standing in for the vTPM's
-    /// attestation key (kops-rs does not drive the vTPM yet).
+    /// attestation key (a host whose key is registered as its instance's
+    /// identity key); without it the vTPM signs.
     pub gce_signing_key: Option<PathBuf>,
+    /// On Google Cloud: the TPM holding the attestation key
+    /// ([`tpm::DEFAULT_DEVICE`], or `unix:PATH` for a TPM on a socket).
+    pub tpm: String,
     /// On vSphere: how the guest reads its VM's guestinfo and BIOS UUID;
     /// `None` is VMware Tools ([`vsphere::Tools`]).
     pub vsphere_guest: Option<std::sync::Arc<dyn vsphere::Guest>>,
@@ -79,6 +84,7 @@ impl Options {
             retry_delay: Duration::from_secs(2),
             bootstrap_timeout: Duration::from_secs(30 * 60),
             gce_signing_key: None,
+            tpm: tpm::DEFAULT_DEVICE.to_string(),
             vsphere_guest: None,
         }
     }
@@ -356,7 +362,7 @@ async fn load_node(
                     }
                     None => None,
                 };
-            let signer = gce::signer(key.as_ref()).map_err(|reason| NodeupError::Gce { reason })?;
+            let signer = gce::signer(key.as_ref(), &options.tpm);
             config_server::Identity::Gce {
                 instance: instance.reference(),
                 signer,

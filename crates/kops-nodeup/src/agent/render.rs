@@ -679,6 +679,100 @@ fn pod_with_env(
     yaml(&pod)
 }
 
+/// The API server's token webhook configuration (a kubeconfig naming the
+/// authentication service), as kops writes it.
+const AUTHN_CONFIG: &str = "/etc/kubernetes/authn.config";
+/// The user id aws-iam-authenticator's container runs as, owning its
+/// serving key pair on the node.
+const AWS_IAM_AUTHENTICATOR_UID: u32 = 10000;
+
+/// The service the API server asks about bearer tokens, from
+/// `spec.authentication`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Webhook {
+    /// kopeio's authenticator, plain HTTP on the node.
+    Kopeio,
+    /// aws-iam-authenticator, TLS on the node with a key pair nodeup issues.
+    AwsIamAuthenticator,
+}
+
+fn authentication_webhook(authentication: Option<&Value>) -> Option<Webhook> {
+    let set = |key: &str| {
+        authentication
+            .and_then(|a| a.get(key))
+            .is_some_and(|v| !v.is_null())
+    };
+    if set("kopeio") {
+        Some(Webhook::Kopeio)
+    } else if set("aws") {
+        Some(Webhook::AwsIamAuthenticator)
+    } else {
+        None
+    }
+}
+
+/// The webhook's kubeconfig and, for aws-iam-authenticator, its serving
+/// certificate and key (from the cluster CA, owned by the user its
+/// container runs as, where its DaemonSet mounts them).
+fn webhook_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+    webhook: Webhook,
+) -> Result<Vec<PlannedFile>, NodeupError> {
+    let context = |cluster: &str| json!([{"name": "webhook", "context": {"cluster": cluster, "user": "kube-apiserver"}}]);
+    let users = json!([{"name": "kube-apiserver", "user": {}}]);
+    match webhook {
+        Webhook::Kopeio => Ok(vec![PlannedFile::new(
+            AUTHN_CONFIG,
+            0o644,
+            yaml(&json!({
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "webhook", "cluster": {"server": "http://127.0.0.1:9001/hooks/authn"}}],
+                "contexts": context("webhook"),
+                "current-context": "webhook",
+                "users": users,
+            })),
+        )]),
+        Webhook::AwsIamAuthenticator => {
+            use base64::Engine;
+            let ca = ks.bundle(kops_pki::KUBERNETES_CA)?;
+            let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+            let mut out = vec![PlannedFile::new(
+                AUTHN_CONFIG,
+                0o600,
+                yaml(&json!({
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "aws-iam-authenticator", "cluster": {
+                        "certificate-authority-data": ca,
+                        "server": "https://127.0.0.1:21362/authenticate",
+                    }}],
+                    "contexts": context("aws-iam-authenticator"),
+                    "current-context": "webhook",
+                    "users": users,
+                })),
+            )];
+            let dir = "/srv/kubernetes/aws-iam-authenticator";
+            let pair = ks.certificate(
+                ctx.root,
+                kops_pki::KUBERNETES_CA,
+                &format!("{dir}/cert.pem"),
+                &format!("{dir}/key.pem"),
+                &IssueRequest::server(
+                    "aws-iam-authenticator",
+                    &["localhost".to_string(), "127.0.0.1".to_string()],
+                ),
+            )?;
+            out.extend(pair.into_iter().map(|mut file| {
+                file.mode = 0o600;
+                file.owned_by(AWS_IAM_AUTHENTICATOR_UID)
+            }));
+            Ok(out)
+        }
+    }
+}
+
 /// Files of nodes that run the API server (and, on the control plane,
 /// controller manager, scheduler and etcd-manager).
 pub fn control_plane_files(
@@ -763,7 +857,20 @@ pub fn control_plane_files(
         sa_key,
     ));
 
+    let webhook = authentication_webhook(api.authentication.as_ref());
+    if let Some(webhook) = webhook {
+        out.extend(webhook_files(ctx, ks, webhook)?);
+    }
     let mut api_flags = flags(&api.kube_api_server, &[]);
+    if webhook == Some(Webhook::AwsIamAuthenticator)
+        && !api_flags
+            .iter()
+            .any(|f| f.starts_with("--authentication-token-webhook-config-file="))
+    {
+        api_flags.push(format!(
+            "--authentication-token-webhook-config-file={AUTHN_CONFIG}"
+        ));
+    }
     api_flags.extend([
         "--client-ca-file=/srv/kubernetes/ca.crt".to_string(),
         format!("--tls-cert-file={dir}/server.crt"),
@@ -794,7 +901,10 @@ pub fn control_plane_files(
             &[
                 ("/srv/kubernetes", "/srv/kubernetes", "Directory", true),
                 ("/etc/ssl", "/etc/ssl", "DirectoryOrCreate", true),
-            ],
+            ]
+            .into_iter()
+            .chain(webhook.map(|_| (AUTHN_CONFIG, AUTHN_CONFIG, "", true)))
+            .collect::<Vec<_>>(),
             "150m",
         ),
     ));

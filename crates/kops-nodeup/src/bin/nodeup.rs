@@ -108,9 +108,13 @@ struct Args {
     /// Google Cloud: a PEM RSA private key standing in for the vTPM's
     /// attestation key when proving the instance to kops-controller (its
     /// public key must be what Compute reports as the instance's shielded-VM
-    /// signing key); kops-rs does not drive the vTPM yet.
+    /// signing key). Without it, the vTPM signs.
     #[arg(long)]
     gce_signing_key: Option<PathBuf>,
+    /// Google Cloud: the TPM with the attestation key (a device, or
+    /// `unix:PATH` for a TPM serving raw commands on a socket).
+    #[arg(long, default_value = kops_nodeup::agent::tpm::DEFAULT_DEVICE)]
+    tpm: String,
     /// Accepted for compatibility with kops' user data; ignored.
     #[arg(long, hide = true)]
     install_systemd_unit: bool,
@@ -279,6 +283,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     options.node_ip = args.node_ip;
     options.attempts = args.attempts;
     options.gce_signing_key = args.gce_signing_key.clone();
+    options.tpm = args.tpm.clone();
     options.region = std::env::var("AWS_REGION").ok().filter(|r| !r.is_empty());
     options.retry_delay = Duration::from_secs(2);
     if let Some(a) = &args.arch {
