@@ -150,7 +150,7 @@ impl VsphereVerifier {
             // Keyed by host, as the cloud controller manager reads it.
             let key = format!(
                 "{}.{suffix}",
-                kops_vsphere::ServerName::parse(&self.server).host
+                kops_api::new_cluster::VsphereServer::parse(&self.server).host
             );
             data.get(&key)
                 .map(|v| String::from_utf8_lossy(&v.0).trim().to_string())

@@ -456,7 +456,7 @@ impl std::fmt::Debug for ComponentSecret {
 pub fn component_secrets(cluster: &Cluster) -> Result<Vec<ComponentSecret>, OpsError> {
     let settings = settings(cluster)?;
     let credentials = Credentials::from_env()?;
-    let server = kops_vsphere::ServerName::parse(&settings.server);
+    let server = kops_api::new_cluster::VsphereServer::parse(&settings.server);
     let quoted = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
     let csi = format!(
         "[Global]\ncluster-id = {}\n\n[VirtualCenter {}]\ninsecure-flag = \"{}\"\nuser = {}\npassword = {}\nport = \"{}\"\ndatacenters = {}\n",

@@ -7,11 +7,14 @@
 //! wait and validate between steps).
 //!
 //! The cloud and the Kubernetes API are reached through two small traits
-//! ([`Cloud`], [`Kubernetes`]) with one production implementation each (AWS
-//! through kops-aws, Kubernetes through kube-rs), so the scheduler is the
-//! same code in tests and benchmarks. This crate lives apart from kops-ops
-//! to keep kube-rs out of the other use cases. It never prints: progress is
-//! reported through [`Progress`] and results are returned as data.
+//! ([`Cloud`], [`Kubernetes`]): a cloud per provider (AWS through kops-aws,
+//! GCE and vSphere through kops-ops, chosen once by [`open_cloud`]) and
+//! Kubernetes through kube-rs, so the scheduler is the same code on every
+//! cloud, in tests and benchmarks. This crate lives apart from kops-ops to
+//! keep kube-rs out of the other use cases; [`secrets`] is the one write
+//! `update cluster` makes through the Kubernetes API. It never prints:
+//! progress is reported through [`Progress`] and results are returned as
+//! data.
 
 mod error;
 pub mod groups;

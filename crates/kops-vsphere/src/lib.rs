@@ -53,39 +53,6 @@ pub fn guess_ssh_user(template: &str) -> Option<&'static str> {
     .map(|(_, user)| user)
 }
 
-/// The vCenter's host and port as the in-cluster components name it
-/// (cloud-provider-vsphere's `[VirtualCenter "<host>"]`, whose credentials
-/// are `<host>.username`/`<host>.password` in its Secret): a server given as
-/// a URL (`https://vc.example.com/sdk`) is its host; the port defaults to
-/// 443; `insecure` for a plain `http://` URL (a test simulator).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerName {
-    pub host: String,
-    pub port: String,
-    pub insecure: bool,
-}
-
-impl ServerName {
-    pub fn parse(server: &str) -> ServerName {
-        let insecure = server.starts_with("http://");
-        let host = server
-            .split_once("://")
-            .map_or(server, |(_, rest)| rest)
-            .split('/')
-            .next()
-            .unwrap_or_default();
-        let (host, port) = match host.rsplit_once(':') {
-            Some((h, p)) if p.parse::<u16>().is_ok() => (h, p),
-            _ => (host, "443"),
-        };
-        ServerName {
-            host: host.to_string(),
-            port: port.to_string(),
-            insecure,
-        }
-    }
-}
-
 /// The methods that change something in vCenter.
 const CHANGING: &[&str] = &[
     "CreateFolder",
@@ -170,20 +137,6 @@ impl Credentials {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn servers_are_named_by_host() {
-        let s = super::ServerName::parse("http://127.0.0.1:8989/sdk");
-        assert_eq!(
-            (s.host.as_str(), s.port.as_str(), s.insecure),
-            ("127.0.0.1", "8989", true)
-        );
-        let s = super::ServerName::parse("vc.example.com");
-        assert_eq!(
-            (s.host.as_str(), s.port.as_str(), s.insecure),
-            ("vc.example.com", "443", false)
-        );
-    }
-
     #[test]
     fn ssh_users_follow_the_template_name() {
         assert_eq!(

@@ -31,11 +31,11 @@ fn vcenter(model: &Model<'_>) -> (String, String) {
 /// The cloud controller manager's objects.
 pub(super) fn cloud_controller(model: &Model<'_>) -> Result<Option<Vec<Value>>, TemplateError> {
     let (server, datacenter) = vcenter(model);
-    let kops_vsphere::ServerName {
+    let kops_api::new_cluster::VsphereServer {
         host,
         port,
         insecure,
-    } = kops_vsphere::ServerName::parse(&server);
+    } = kops_api::new_cluster::VsphereServer::parse(&server);
     let context = json!({
         "image": CPI_IMAGE,
         "server": host,
