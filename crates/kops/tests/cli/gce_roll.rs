@@ -48,13 +48,7 @@ impl Case {
     }
 
     fn kops_ok(&self, args: &[&str]) -> Run {
-        let r = self.kops(args);
-        assert_eq!(
-            r.code, 0,
-            "kops {args:?}:\nstdout:\n{}\nstderr:\n{}",
-            r.stdout, r.stderr
-        );
-        r
+        self.kops(args).expect_ok(args)
     }
 
     /// The project's instances: name → (zone, numeric id, template name).

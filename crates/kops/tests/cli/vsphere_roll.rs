@@ -44,13 +44,7 @@ impl Case {
     }
 
     fn kops_ok(&self, args: &[&str]) -> Run {
-        let r = self.kops(args);
-        assert_eq!(
-            r.code, 0,
-            "kops {args:?}:\nstdout:\n{}\nstderr:\n{}",
-            r.stdout, r.stderr
-        );
-        r
+        self.kops(args).expect_ok(args)
     }
 
     /// Runs `kops ARGS` while a thread keeps the nodes in step with the VMs.

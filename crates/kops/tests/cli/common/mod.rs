@@ -15,6 +15,18 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl Run {
+    /// The run, after asserting it succeeded (`args` name it in the failure).
+    pub fn expect_ok(self, args: &[&str]) -> Run {
+        assert_eq!(
+            self.code, 0,
+            "kops {args:?}:\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
 impl From<Output> for Run {
     fn from(o: Output) -> Self {
         Run {
