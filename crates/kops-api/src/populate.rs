@@ -951,6 +951,10 @@ impl<'a> Populate<'a> {
     fn gcp_cloud_controller_manager(&self, spec: &mut Map<String, Value>) {
         let pod_cidr = str_at(spec, "podCIDR").map(str::to_string);
         let ip_aliases = gce_uses_ip_aliases(spec);
+        // kops-controller gives IPv6-only clusters their pod ranges (its
+        // cloud IPAM), so the controller manager's own IPAM and routes
+        // are off there, as kops sets them.
+        let kops_controller_ipam = is_ipv6_only(spec);
         let name = crate::names::gce_safe_cluster_name(&self.name);
         let c = obj(spec, "cloudControllerManager");
         c.insert("leaderElection".into(), json!({"leaderElect": true}));
@@ -966,7 +970,12 @@ impl<'a> Populate<'a> {
             c.insert("configureCloudRoutes".into(), json!(false));
         }
         if c.get("controllers").is_none() {
-            c.insert("controllers".into(), json!(["*"]));
+            let controllers = if kops_controller_ipam {
+                json!(["*", "-node-ipam-controller", "-node-route-controller"])
+            } else {
+                json!(["*"])
+            };
+            c.insert("controllers".into(), controllers);
         }
         set_default(
             c,
@@ -1316,6 +1325,28 @@ mod tests {
         // The completed spec has the same ranges.
         let done = completed_spec(&c, &PopulateOptions::default());
         assert_eq!(done.spec.pod_cidr.as_deref(), Some("10.4.0.0/14"));
+    }
+
+    #[test]
+    fn gce_ipv6_clusters_leave_pod_ranges_to_kops_controller() {
+        let controllers = |non_masquerade: &str| {
+            let c = cluster(&format!(
+                "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata: {{name: c.example.com}}\n\
+                 spec:\n  cloudProvider: gce\n  nonMasqueradeCIDR: \"{non_masquerade}\"\n  networking: {{cilium: {{}}}}\n  \
+                 subnets: [{{name: a, region: us-test1}}]\n"
+            ));
+            let done = completed_spec(&c, &PopulateOptions::default());
+            let ccm = done
+                .spec
+                .cloud_controller_manager
+                .expect("a controller manager");
+            ccm.extra["controllers"].clone()
+        };
+        assert_eq!(
+            controllers("::/0"),
+            serde_json::json!(["*", "-node-ipam-controller", "-node-route-controller"])
+        );
+        assert_eq!(controllers("100.64.0.0/10"), serde_json::json!(["*"]));
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub const CONFIG_PATH: &str = "/etc/kubernetes/kops-controller/config/config.yam
 /// Its certificates and the CA keys it signs with.
 pub const PKI_DIR: &str = "/etc/kubernetes/kops-controller/pki";
 
+/// kops' name of the bare-metal "cloud" (`cloudProvider: metal`).
+pub const METAL: &str = "metal";
+
 /// The certificates kops-controller issues to workers.
 pub const CERT_NAMES: &[&str] = &["kubelet", "kubelet-server", "kube-proxy"];
 
@@ -53,6 +56,12 @@ pub struct ServerOptions {
     #[serde(rename = "Listen")]
     pub listen: String,
     pub provider: ProviderOptions,
+    /// Machines enrolled with `toolbox enroll` prove themselves with their
+    /// machine key, checked against their `Host` object (kops' `pki`: on
+    /// bare-metal clusters, and beside the cloud's verifier on clusters
+    /// updated with `KOPS_FEATURE_FLAGS=Metal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pki: Option<PkiOptions>,
     #[serde(rename = "serverKeyPath")]
     pub server_key_path: String,
     #[serde(rename = "serverCertificatePath")]
@@ -120,6 +129,15 @@ fn is_zero(n: &i64) -> bool {
     *n == 0
 }
 
+/// kops' machine-key verifier options (`pkibootstrap.Options`): how far a
+/// token's time may be from the controller's (0: kops' five minutes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PkiOptions {
+    /// Seconds.
+    #[serde(rename = "MaxTimeSkew", default, skip_serializing_if = "is_zero")]
+    pub max_time_skew: i64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AwsOptions {
     /// The IAM roles of the cluster's worker groups: only their instances
@@ -161,6 +179,7 @@ impl Options {
                     gce: None,
                     vsphere: None,
                 },
+                pki: None,
                 server_key_path: format!("{PKI_DIR}/kops-controller.key"),
                 server_certificate_path: format!("{PKI_DIR}/kops-controller.crt"),
                 ca_base_path: PKI_DIR.to_string(),
@@ -202,6 +221,21 @@ impl Options {
 
     pub fn vsphere(&self) -> Option<&VsphereOptions> {
         self.server.provider.vsphere.as_ref()
+    }
+
+    /// Whether the controller checks machine keys (enrolled machines).
+    pub fn pki(&self) -> Option<&PkiOptions> {
+        self.server.pki.as_ref()
+    }
+
+    /// The options kops writes for a bare-metal cluster
+    /// (`cloudProvider: metal`): no cloud verifier, the machine-key one.
+    pub fn for_metal(cluster: &str, config_base: &str, secret_store: &str) -> Options {
+        let mut options = Options::for_aws(cluster, config_base, secret_store, "", Vec::new());
+        options.cloud = METAL.into();
+        options.server.provider = ProviderOptions::default();
+        options.server.pki = Some(PkiOptions::default());
+        options
     }
 
     /// The options kops-rs writes for a cluster on vSphere.
@@ -293,5 +327,26 @@ mod tests {
         );
         assert_eq!(parsed.to_json(), kops);
         assert!(parsed.aws().is_none());
+    }
+
+    /// What kops 1.37 writes for `create cluster --cloud=metal` (its
+    /// `kops-controller` ConfigMap after `update cluster --yes`).
+    #[test]
+    fn metal_options_read_and_write_kops_json() {
+        let kops = r#"{"clusterName":"metal.k8s.local","cloud":"metal","configBase":"/tmp/state/metal.k8s.local","secretStore":"/tmp/state/metal.k8s.local/secrets","server":{"Listen":":3988","provider":{},"pki":{},"serverKeyPath":"/etc/kubernetes/kops-controller/pki/kops-controller.key","serverCertificatePath":"/etc/kubernetes/kops-controller/pki/kops-controller.crt","caBasePath":"/etc/kubernetes/kops-controller/pki","signingCAs":["kubernetes-ca"],"certNames":["kubelet","kubelet-server","kube-proxy"]}}"#;
+        let parsed = Options::parse(kops).unwrap();
+        assert_eq!(
+            parsed,
+            Options::for_metal(
+                "metal.k8s.local",
+                "/tmp/state/metal.k8s.local",
+                "/tmp/state/metal.k8s.local/secrets",
+            )
+        );
+        assert_eq!(parsed.to_json(), kops);
+        // Beside a cloud's verifier (KOPS_FEATURE_FLAGS=Metal at update).
+        let aws = r#"{"clusterName":"a","cloud":"aws","configBase":"b","server":{"Listen":":3988","provider":{"aws":{"nodesRoles":["nodes.a"],"Region":"us-east-1"}},"pki":{},"serverKeyPath":"k","serverCertificatePath":"c","caBasePath":"p"}}"#;
+        let parsed = Options::parse(aws).unwrap();
+        assert!(parsed.aws().is_some() && parsed.pki().is_some());
     }
 }

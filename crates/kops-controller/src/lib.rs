@@ -11,6 +11,11 @@
 //! `kubernetes-ca` and hands it its node config ([`server`]). Workers
 //! therefore never read the state store, whose `pki/` holds the CA keys.
 //!
+//! Machines enrolled with `kops toolbox enroll` (bare metal) prove
+//! themselves with a key pair made on them and registered in the cluster
+//! as a `Host` object ([`hostkey`]), on bare-metal clusters and beside the
+//! cloud's verifier when the options say so (`server.pki`).
+//!
 //! What it holds on the node (written by nodeup, `/etc/kubernetes/kops-controller/`):
 //! its configuration in kops' format ([`config::Options`]), its serving
 //! certificate, and the keys of the CAs it signs with (`kubernetes-ca`
@@ -20,6 +25,7 @@ pub mod client;
 pub mod config;
 pub mod connections;
 pub mod gce;
+pub mod hostkey;
 pub mod ipam;
 pub mod labels;
 pub mod nodes;
@@ -40,8 +46,13 @@ pub use verify::{AwsVerifier, NodeIdentity, Refusal, Verifier, VerifierParts};
 /// from the options) and this controller's own account (STS
 /// GetCallerIdentity), on Google Cloud the Compute client (see
 /// [`build_gce`]), on vSphere the one-time token verifier (it logs in to
-/// vCenter at the first request); the signing keys from `caBasePath`.
+/// vCenter at the first request), on bare metal none (enrolled machines
+/// only, [`hostkey`]); the signing keys from `caBasePath`.
 pub async fn build(options: Options) -> Result<Controller, StartError> {
+    if options.cloud == config::METAL {
+        let keys = SigningKeys::load(&options.server.ca_base_path, &options.server.signing_cas)?;
+        return Controller::new(options, Verifier::Metal, keys).await;
+    }
     if options.gce().is_some() {
         return build_gce(options).await;
     }
@@ -143,15 +154,29 @@ pub async fn run(
     tracing::info!("kops-controller listening on {addr}");
     if let Some(path) = kubeconfig {
         let client = kube_client(path).await?;
+        if let Some(host_keys) = controller.host_keys() {
+            host_keys.read_hosts_from(hostkey::hosts_api(client.clone()));
+        }
         if let Verifier::Vsphere(v) = controller.verifier() {
             v.read_secrets_from(kube::Api::namespaced(client.clone(), "kube-system"));
         }
         controller.refuse_registered_nodes(kube::Api::all(client.clone()));
-        if let Some(ipam) = controller.ipam(kube::Api::all(client.clone())) {
-            let ipam = Arc::new(ipam);
+        let aws_ipam = controller
+            .ipam(kube::Api::all(client.clone()))
+            .map(Arc::new);
+        let gce_ipam = controller
+            .gce_ipam(kube::Api::all(client.clone()))
+            .map(Arc::new);
+        if aws_ipam.is_some() || gce_ipam.is_some() {
             every("cloud IPAM", ipam::IPAM_INTERVAL, move || {
-                let ipam = ipam.clone();
-                async move { ipam.run_once().await }
+                let (aws, gce) = (aws_ipam.clone(), gce_ipam.clone());
+                async move {
+                    match (aws, gce) {
+                        (Some(aws), _) => aws.run_once().await,
+                        (None, Some(gce)) => gce.run_once().await,
+                        (None, None) => Ok(0),
+                    }
+                }
             });
         }
         if let Some(labeler) = controller.labeler(kube::Api::all(client.clone())) {
@@ -167,6 +192,10 @@ pub async fn run(
                 async move { labeler.run_once().await }
             });
         }
+    } else if controller.host_keys().is_some() {
+        tracing::warn!(
+            "no kubeconfig: enrolled machines cannot be verified (their Host objects are in the cluster)"
+        );
     }
     controller.serve(listener, tls, shutdown).await;
     Ok(())

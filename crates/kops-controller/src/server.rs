@@ -122,6 +122,8 @@ fn serde_yaml_ids(text: &str) -> Result<BTreeMap<String, String>, String> {
 pub struct Controller {
     options: Options,
     verifier: Verifier,
+    /// Enrolled machines' verifier, beside the cloud's (`server.pki`).
+    host_keys: Option<crate::hostkey::HostKeyVerifier>,
     keys: SigningKeys,
     config_store: Arc<dyn ObjectStore>,
     secret_store: Option<Arc<dyn ObjectStore>>,
@@ -146,10 +148,12 @@ impl Controller {
         } else {
             Some(kops_state::open(&options.secret_store).await?)
         };
+        let host_keys = options.pki().map(crate::hostkey::HostKeyVerifier::new);
         Ok(Controller {
             options,
             binding: verifier.binding(),
             connections: Connections::new(MAX_CONNECTIONS, crate::connections::GRACE),
+            host_keys,
             verifier,
             keys,
             config_store,
@@ -205,7 +209,19 @@ impl Controller {
     ) -> Option<crate::gce::labels::GceLabeler> {
         match &self.verifier {
             Verifier::Gce(gce) => Some(gce.labeler(nodes)),
-            Verifier::Aws(_) | Verifier::Vsphere(_) => None,
+            Verifier::Aws(_) | Verifier::Vsphere(_) | Verifier::Metal => None,
+        }
+    }
+
+    /// The cloud IPAM of a Google Cloud cluster, when its options enable
+    /// it (`enableCloudIPAM`; `None` elsewhere).
+    pub fn gce_ipam(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> Option<crate::gce::ipam::GceIpam> {
+        match &self.verifier {
+            Verifier::Gce(gce) if self.options.enable_cloud_ipam => Some(gce.ipam(nodes)),
+            _ => None,
         }
     }
 
@@ -228,6 +244,29 @@ impl Controller {
     /// The verifier (tests look at its replay cache).
     pub fn verifier(&self) -> &Verifier {
         &self.verifier
+    }
+
+    /// The verifier of enrolled machines, when the options turn it on.
+    pub fn host_keys(&self) -> Option<&crate::hostkey::HostKeyVerifier> {
+        self.host_keys.as_ref()
+    }
+
+    /// Who sent a request: an enrolled machine's token goes to the
+    /// machine-key verifier, any other to the cloud's (kops' chain).
+    async fn verify(
+        &self,
+        authorization: &str,
+        body: &[u8],
+    ) -> Result<NodeIdentity, crate::verify::Refusal> {
+        if !authorization.starts_with(crate::hostkey::token::TOKEN_PREFIX) {
+            return self.verifier.verify(authorization, body).await;
+        }
+        match &self.host_keys {
+            Some(host_keys) => host_keys.verify(authorization, body).await,
+            None => Err(crate::verify::Refusal::NotAccepted(
+                "`x-pki-tpm` tokens (enrolled machines) are not accepted: this controller's options have no server.pki".into(),
+            )),
+        }
     }
 
     /// How many connections are held now.
@@ -372,7 +411,7 @@ impl Controller {
             );
             return reply(StatusCode::BAD_REQUEST, "unexpected apiVersion");
         }
-        let identity = match self.verifier.verify(&authorization, &body).await {
+        let identity = match self.verify(&authorization, &body).await {
             Ok(id) => id,
             Err(refusal) => {
                 tracing::warn!("bootstrap from {peer} refused: {refusal}");
@@ -402,21 +441,20 @@ impl Controller {
         }
         match self.answer(&request, &identity).await {
             Ok(response) => {
+                let mut issued: Vec<String> = response.certs.keys().map(|k| escape(k)).collect();
+                if response.node_config.is_some() {
+                    issued.push("its node config".into());
+                }
+                let issued = match issued.split_last() {
+                    Some((last, rest)) if !rest.is_empty() => {
+                        format!("{} and {last}", rest.join(", "))
+                    }
+                    _ => issued.concat(),
+                };
                 tracing::info!(
-                    "bootstrap from {peer}: node {} (instance group {}): issued {}{}",
+                    "bootstrap from {peer}: node {} (instance group {}): issued {issued}",
                     identity.node_name,
                     identity.instance_group,
-                    response
-                        .certs
-                        .keys()
-                        .map(|k| escape(k))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if response.node_config.is_some() {
-                        " and its node config"
-                    } else {
-                        ""
-                    }
                 );
                 let json = serde_json::to_vec(&response).unwrap_or_default();
                 Response::builder()

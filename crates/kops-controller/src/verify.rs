@@ -98,6 +98,20 @@ pub enum Refusal {
     Compute { instance: String, reason: String },
     #[error("{0}")]
     Vsphere(crate::vsphere::VsphereRefusal),
+    #[error(
+        "no Host `{host}`: the machine was not enrolled into this cluster (`kops toolbox enroll`)"
+    )]
+    UnknownHost { host: String },
+    #[error("Host `{host}` has no spec.{field}")]
+    HostIncomplete { host: String, field: &'static str },
+    #[error("the spec.publicKey of Host `{host}` is not usable: {reason}")]
+    HostKeyUnusable { host: String, reason: String },
+    #[error("the token's signature does not verify with the public key of Host `{host}`")]
+    HostKeyMismatch { host: String },
+    #[error("cannot read Host `{host}`: {reason}")]
+    HostLookup { host: String, reason: String },
+    #[error("{0}")]
+    NotAccepted(String),
 }
 
 impl Refusal {
@@ -110,6 +124,7 @@ impl Refusal {
                 | Refusal::StsUnreachable { .. }
                 | Refusal::Ec2 { .. }
                 | Refusal::Compute { .. }
+                | Refusal::HostLookup { .. }
         ) || matches!(self, Refusal::Vsphere(v) if v.is_transient())
     }
 }
@@ -119,6 +134,9 @@ pub enum Verifier {
     Aws(Box<AwsVerifier>),
     Gce(Box<crate::gce::GceVerifier>),
     Vsphere(Box<crate::vsphere::VsphereVerifier>),
+    /// No cloud (`cloudProvider: metal`): only enrolled machines, by
+    /// their machine key (see [`crate::hostkey`]).
+    Metal,
 }
 
 impl Verifier {
@@ -136,6 +154,10 @@ impl Verifier {
                 .verify(authorization, body)
                 .await
                 .map_err(Refusal::Vsphere),
+            Verifier::Metal => Err(Refusal::NotAccepted(format!(
+                "`{}` tokens are not accepted on a bare-metal cluster (only enrolled machines' `x-pki-tpm`)",
+                token_kind(authorization)
+            ))),
         }
     }
 
@@ -145,7 +167,7 @@ impl Verifier {
             Verifier::Aws(v) => v.replay_entries(),
             Verifier::Gce(v) => v.replay_entries(),
             // One-time tokens live in vCenter, not in a cache.
-            Verifier::Vsphere(_) => 0,
+            Verifier::Vsphere(_) | Verifier::Metal => 0,
         }
     }
 
@@ -153,7 +175,7 @@ impl Verifier {
     pub fn ec2(&self) -> Option<&aws_sdk_ec2::Client> {
         match self {
             Verifier::Aws(v) => Some(v.ec2()),
-            Verifier::Gce(_) | Verifier::Vsphere(_) => None,
+            Verifier::Gce(_) | Verifier::Vsphere(_) | Verifier::Metal => None,
         }
     }
 
@@ -161,7 +183,7 @@ impl Verifier {
     pub fn binding(&self) -> Option<crate::nodes::Binding> {
         match self {
             Verifier::Aws(v) => Some(v.binding()),
-            Verifier::Gce(_) | Verifier::Vsphere(_) => None,
+            Verifier::Gce(_) | Verifier::Vsphere(_) | Verifier::Metal => None,
         }
     }
 }
@@ -667,6 +689,13 @@ impl SignedAuthorization {
             )))
         }
     }
+}
+
+/// The scheme word of an `Authorization` header (`x-aws-sts`, ...), fit
+/// for a log line.
+pub fn token_kind(authorization: &str) -> String {
+    let word = authorization.split_whitespace().next().unwrap_or("(none)");
+    escape(&word.chars().take(32).collect::<String>())
 }
 
 /// A value from a token or another caller, fit for one log line: control

@@ -290,6 +290,8 @@ mod tests {
             cpus: 2,
             memory_mb: 4096,
             user_data: "#!/bin/bash\n".into(),
+            root_disk_gib: None,
+            etcd: Vec::new(),
         }];
         let resolved = cluster::resolve(vc, &placement, &groups).await.unwrap();
         cluster::update(vc, cluster, &placement, resolved, &groups, true)

@@ -104,11 +104,16 @@ fn refused(result: Result<protocol::BootstrapResponse, ClientError>) -> (u16, St
     }
 }
 
-#[test]
-fn a_gce_worker_joins_and_impostors_are_refused() {
-    let Some(api) = kops_testkit::require_gce_api() else {
-        return;
-    };
+/// The GCE API test server, a metadata server giving the controller its
+/// token (both kept alive by the caller), the environment pointing at
+/// them, and the controller's log; `None` (skipped) without the API's
+/// discovery documents.
+fn environment() -> Option<(
+    kops_testkit::GceApi,
+    kops_testkit::gce_metadata::MetadataServer,
+    Logs,
+)> {
+    let api = kops_testkit::require_gce_api()?;
     let metadata = kops_testkit::gce_metadata::MetadataServer::start(
         kops_testkit::gce_metadata::instance_values(
             PROJECT,
@@ -128,47 +133,69 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
         .with_ansi(false)
         .with_env_filter("kops_controller=info")
         .init();
+    Some((api, metadata, logs))
+}
 
+fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap()
-        .block_on(async move {
+}
+
+/// The cluster's controller with its PKI and state under `dir`
+/// (`enableCloudIPAM` as given), and the CA it signs with.
+async fn controller(
+    dir: &Path,
+    ipam: bool,
+) -> (Arc<kops_controller::Controller>, CertificateAuthority) {
+    let pki = dir.join("pki");
+    let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
+    let serving = ca
+        .issue(&IssueRequest::server(
+            "kops-controller",
+            &[protocol::audience(CLUSTER)],
+        ))
+        .unwrap();
+    write(&pki.join("kubernetes-ca.crt"), ca.certificate_pem());
+    write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
+    write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
+    write(&pki.join("kops-controller.key"), &serving.private_key_pem);
+    let state = dir.join("state").join(CLUSTER);
+    write(
+        &state.join(format!("igconfig/node/{WORKERS}/nodeupconfig.yaml")),
+        "KubeletConfig:\n  nodeLabels:\n    node-role.kubernetes.io/node: \"\"\n",
+    );
+    let mut options = Options::for_gce(
+        CLUSTER,
+        &format!("file://{}", state.display()),
+        "",
+        PROJECT,
+        REGION,
+    );
+    let pki_path = |file: &str| pki.join(file).display().to_string();
+    options.server.server_key_path = pki_path("kops-controller.key");
+    options.server.server_certificate_path = pki_path("kops-controller.crt");
+    options.server.ca_base_path = pki.display().to_string();
+    options.enable_cloud_ipam = ipam;
+    // As kops writes it with KOPS_FEATURE_FLAGS=Metal (enrolled machines
+    // beside the instances).
+    options.server.pki = Some(Default::default());
+    let controller = kops_controller::build(options)
+        .await
+        .unwrap_or_else(|e| panic!("kops-controller: {e}"));
+    (Arc::new(controller), ca)
+}
+
+#[test]
+fn a_gce_worker_joins_and_impostors_are_refused() {
+    let Some((api, _metadata, logs)) = environment() else {
+        return;
+    };
+    runtime().block_on(async move {
             let tmp = tempfile::tempdir().unwrap();
-            let pki = tmp.path().join("pki");
-            let ca = CertificateAuthority::generate("kubernetes-ca").unwrap();
-            let serving = ca
-                .issue(&IssueRequest::server(
-                    "kops-controller",
-                    &[protocol::audience(CLUSTER)],
-                ))
-                .unwrap();
-            write(&pki.join("kubernetes-ca.crt"), ca.certificate_pem());
-            write(&pki.join("kubernetes-ca.key"), ca.private_key_pem());
-            write(&pki.join("kops-controller.crt"), &serving.certificate_pem);
-            write(&pki.join("kops-controller.key"), &serving.private_key_pem);
-            let state = tmp.path().join("state").join(CLUSTER);
-            write(
-                &state.join(format!("igconfig/node/{WORKERS}/nodeupconfig.yaml")),
-                "KubeletConfig:\n  nodeLabels:\n    node-role.kubernetes.io/node: \"\"\n",
-            );
-            let mut options = Options::for_gce(
-                CLUSTER,
-                &format!("file://{}", state.display()),
-                "",
-                PROJECT,
-                REGION,
-            );
-            let pki_path = |file: &str| pki.join(file).display().to_string();
-            options.server.server_key_path = pki_path("kops-controller.key");
-            options.server.server_certificate_path = pki_path("kops-controller.crt");
-            options.server.ca_base_path = pki.display().to_string();
-            let controller = Arc::new(
-                kops_controller::build(options)
-                    .await
-                    .unwrap_or_else(|e| panic!("kops-controller: {e}")),
-            );
+            let (controller, ca) = controller(tmp.path(), false).await;
             let tls = controller.tls().unwrap();
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let url = format!("https://{}/", listener.local_addr().unwrap());
@@ -313,6 +340,10 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
             let kube = kops_controller::kube_client(&kube_api.write_kubeconfig(tmp.path()))
                 .await
                 .unwrap();
+            assert!(
+                controller.gce_ipam(kube::Api::all(kube.clone())).is_none(),
+                "no cloud IPAM without enableCloudIPAM"
+            );
             let labeler = controller
                 .gce_labeler(kube::Api::all(kube))
                 .expect("a GCE cluster");
@@ -335,5 +366,148 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
             assert!(impostor.get("kops.k8s.io/instancegroup").is_none(), "{impostor}");
             assert_eq!(logs.lines_with("node labelling: node impostor").len(), 1);
             assert_eq!(labeler.run_once().await.unwrap(), 0, "second pass");
+
+            // 7. With `server.pki` (KOPS_FEATURE_FLAGS=Metal at update), a
+            // machine enrolled into this cluster is verified by its Host key
+            // beside GCE's instances, as kops chains its verifiers.
+            kube_api.serve_crd(&json!({"spec": {
+                "group": "kops.k8s.io",
+                "names": {"plural": "hosts", "kind": "Host"},
+                "scope": "Namespaced",
+                "versions": [{"name": "v1alpha2", "served": true}],
+            }}));
+            let (machine, _) = kops_controller::hostkey::token::MachineKey::generate().unwrap();
+            kube_api.put(
+                "apis/kops.k8s.io/v1alpha2",
+                "hosts",
+                "kops-system",
+                "enrolled-1",
+                json!({
+                    "apiVersion": "kops.k8s.io/v1alpha2", "kind": "Host",
+                    "metadata": {"name": "enrolled-1", "namespace": "kops-system"},
+                    "spec": {"instanceGroup": WORKERS, "publicKey": machine.public_pem()},
+                }),
+            );
+            let kube = kops_controller::kube_client(&kube_api.write_kubeconfig(tmp.path()))
+                .await
+                .unwrap();
+            controller
+                .host_keys()
+                .expect("server.pki")
+                .read_hosts_from(kops_controller::hostkey::hosts_api(kube));
+            api.take_calls();
+            let enrolled =
+                kops_controller::hostkey::token::create_token("enrolled-1", &machine, &body, SystemTime::now())
+                    .unwrap();
+            let response = client
+                .post(&url, &enrolled, &body)
+                .await
+                .unwrap_or_else(|e| panic!("{e}\n{}", logs.text()));
+            let (_, pem) = x509_parser::pem::parse_x509_pem(response.certs["kubelet"].as_bytes()).unwrap();
+            assert_eq!(
+                pem.parse_x509().unwrap().subject().to_string(),
+                "O=system:nodes, CN=system:node:enrolled-1"
+            );
+            assert_eq!(
+                logs.lines_with("node enrolled-1 (instance group nodes-us-test1-a): issued kubelet and its node config").len(),
+                1
+            );
+            assert!(api.take_calls().is_empty(), "no Compute call for an enrolled machine");
         });
+}
+
+/// kops-controller's cloud IPAM on an IPv6 cluster: a node bound to its
+/// instance gets that instance's one external IPv6 range as its pod range
+/// (one `instances.get` each); a node that has a range, one claiming
+/// another instance, one whose instance is not the cluster's, is stopped
+/// or has no IPv6 range get nothing, each named in one warning, once.
+#[test]
+fn gce_ipam_gives_nodes_their_instances_ipv6_ranges() {
+    let Some((api, _metadata, logs)) = environment() else {
+        return;
+    };
+    runtime().block_on(async move {
+        let tmp = tempfile::tempdir().unwrap();
+        let (controller, _) = controller(tmp.path(), true).await;
+        let seed = |name: &str, status: &str, cluster: Option<&str>, ipv6: Option<&str>| {
+            let mut items = vec![json!({"key": "kops-k8s-io-instance-group-name", "value": WORKERS})];
+            if let Some(cluster) = cluster {
+                items.push(json!({"key": "cluster-name", "value": cluster}));
+            }
+            let mut nic = json!({"name": "nic0", "networkIP": "10.0.16.3", "stackType": "IPV4_IPV6", "ipv6AccessType": "EXTERNAL"});
+            if let Some(ipv6) = ipv6 {
+                nic["ipv6AccessConfigs"] = json!([{
+                    "kind": "compute#accessConfig",
+                    "type": "DIRECT_IPV6",
+                    "name": "external-ipv6",
+                    "externalIpv6": ipv6,
+                    "externalIpv6PrefixLength": 96,
+                    "networkTier": "PREMIUM",
+                }]);
+            }
+            api.seed(
+                &format!("compute/v1/projects/{PROJECT}/zones/{ZONE}/instances/{name}"),
+                json!({"name": name, "status": status, "metadata": {"items": items}, "networkInterfaces": [nic]}),
+            );
+        };
+        seed("nodes-a", "RUNNING", Some(CLUSTER), Some("2600:1900:4041:1a4::"));
+        seed("nodes-ranged", "RUNNING", Some(CLUSTER), Some("2600:1900:4041:1a5::"));
+        seed("stranger", "RUNNING", Some("other.example.com"), Some("2600:1900:4041:1a6::"));
+        seed("nodes-stopped", "TERMINATED", Some(CLUSTER), Some("2600:1900:4041:1a7::"));
+        seed("nodes-v4", "RUNNING", Some(CLUSTER), None);
+
+        let kube_api = kops_testkit::kube_api::FakeApi::start();
+        let node = |name: &str, instance: &str, cidrs: &[&str]| {
+            let mut spec = json!({"providerID": format!("gce://{PROJECT}/{ZONE}/{instance}")});
+            if !cidrs.is_empty() {
+                spec["podCIDR"] = json!(cidrs[0]);
+                spec["podCIDRs"] = json!(cidrs);
+            }
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": spec})
+        };
+        for (name, instance, cidrs) in [
+            ("nodes-a", "nodes-a", &[][..]),
+            ("nodes-ranged", "nodes-ranged", &["fd00::/96"][..]),
+            ("impostor", "nodes-a", &[][..]),
+            ("stranger", "stranger", &[][..]),
+            ("nodes-stopped", "nodes-stopped", &[][..]),
+            ("nodes-v4", "nodes-v4", &[][..]),
+        ] {
+            kube_api.put("api/v1", "nodes", "", name, node(name, instance, cidrs));
+        }
+        let kube = kops_controller::kube_client(&kube_api.write_kubeconfig(tmp.path()))
+            .await
+            .unwrap();
+        assert!(controller.ipam(kube::Api::all(kube.clone())).is_none(), "no EC2 IPAM on GCE");
+        let ipam = controller
+            .gce_ipam(kube::Api::all(kube))
+            .expect("enableCloudIPAM on a GCE cluster");
+        api.take_calls();
+        assert_eq!(ipam.run_once().await.unwrap(), 1);
+        let calls: Vec<String> = api.take_calls().into_iter().map(|c| c.method).collect();
+        assert_eq!(calls, ["compute.instances.get"; 4], "one read per node without a range, none for the impostor");
+
+        let spec = |name: &str| kube_api.get("api/v1", "nodes", "", name).unwrap()["spec"].clone();
+        assert_eq!(spec("nodes-a")["podCIDRs"], json!(["2600:1900:4041:1a4::/96"]));
+        assert_eq!(spec("nodes-a")["podCIDR"], "2600:1900:4041:1a4::/96");
+        assert_eq!(spec("nodes-ranged")["podCIDRs"], json!(["fd00::/96"]));
+        for name in ["impostor", "stranger", "nodes-stopped", "nodes-v4"] {
+            assert!(spec(name).get("podCIDRs").is_none(), "{name}: {}", spec(name));
+        }
+        for (node, reason) in [
+            ("impostor", "names another instance than the node"),
+            ("stranger", "instance stranger is not part of cluster gce-join.example.com"),
+            ("nodes-stopped", "instance nodes-stopped is TERMINATED"),
+            ("nodes-v4", "no pod range: instance nodes-v4 has no external IPv6 range"),
+        ] {
+            let lines = logs.lines_with(&format!("cloud IPAM: node {node}: "));
+            assert_eq!(lines.len(), 1, "{node}: {lines:?}");
+            assert!(lines[0].contains(reason), "{node}: {lines:?}");
+        }
+
+        // The next pass: the refused are read again, not warned again.
+        assert_eq!(ipam.run_once().await.unwrap(), 0);
+        assert_eq!(api.take_calls().len(), 3);
+        assert_eq!(logs.lines_with("cloud IPAM: node").len(), 4);
+    });
 }

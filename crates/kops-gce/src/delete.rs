@@ -12,6 +12,10 @@
 //! - firewall rules by that name shape (at most 5 prefix tokens) whose
 //!   target tags are all the cluster's; the `k8s-*-node-http-hc` rules of
 //!   the cluster's tags too;
+//! - the load balancers of the cluster's Kubernetes Services (made by the
+//!   GCP cloud controller manager): a `k8s-fw-<name>` firewall rule of the
+//!   cluster's tags, its forwarding rule `<name>`, target pool and `k8s-`
+//!   HTTP health checks (see [`service_load_balancers`]);
 //! - subnetworks and the network by name, when an instance template of
 //!   the cluster uses them; the spec's `networkID` and subnet ids are
 //!   listed as shared and kept;
@@ -213,6 +217,7 @@ fn compute(
 }
 
 /// The lists discovery reads, every one read once.
+#[derive(Default)]
 struct Lists {
     templates: Vec<Value>,
     groups: Vec<Value>,
@@ -423,6 +428,11 @@ pub async fn list_cluster_resources(
             })
             .map(|f| compute("FirewallRule", f, 4, false, shared)),
     );
+    for lb in service_load_balancers(&lists, cluster, shared) {
+        if !out.iter().any(|r| r.kind == lb.kind && r.id == lb.id) {
+            out.push(lb);
+        }
+    }
     out.extend(
         lists
             .addresses
@@ -526,6 +536,71 @@ pub async fn list_cluster_resources(
     out.extend(dns_records(cloud, cluster, &lists.zones).await?);
     out.sort_by(|a, b| (a.phase, a.kind, &a.id).cmp(&(b.phase, b.kind, &b.id)));
     Ok(out)
+}
+
+/// The load balancers the GCP cloud controller manager made for the
+/// cluster's Services of type LoadBalancer, as kops recognises them: a
+/// firewall rule `k8s-fw-<name>` whose target tags are all the cluster's,
+/// the regional forwarding rule `<name>` it is named after, that rule's
+/// target pool, and the pool's HTTP health checks, which must all be
+/// `k8s-` ones (otherwise none of it is taken as Kubernetes'). A rule
+/// without a forwarding rule, or one without a target, is not a Service's
+/// (kops skips it too). Read from the lists already made: no extra call.
+/// (kops stops with an error when the target pool cannot be read; here a
+/// pool missing from the list, gone since, leaves that balancer alone.)
+fn service_load_balancers(
+    lists: &Lists,
+    cluster: &str,
+    shared: &BTreeSet<String>,
+) -> Vec<Resource> {
+    let find = |items: &'_ [Value], name: &str| -> Option<Value> {
+        items.iter().find(|i| text(i, "name") == name).cloned()
+    };
+    let mut out = Vec::new();
+    for firewall in &lists.firewalls {
+        let Some(rule_name) = text(firewall, "name").strip_prefix("k8s-fw-") else {
+            continue;
+        };
+        if !targets_cluster(firewall, cluster) {
+            continue;
+        }
+        let Some(rule) = find(&lists.rules, rule_name) else {
+            continue;
+        };
+        let target = text(&rule, "target");
+        if target.is_empty() {
+            continue;
+        }
+        let Some(pool) = find(&lists.pools, last(target)) else {
+            continue;
+        };
+        let checks: Vec<&str> = pool["healthChecks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(text_of)
+            .collect();
+        let all_kubernetes = checks
+            .iter()
+            .all(|c| last(c).starts_with("k8s-") && c.contains("/httpHealthChecks/"));
+        if !all_kubernetes {
+            continue;
+        }
+        out.push(compute("FirewallRule", firewall, 4, false, shared));
+        out.push(compute("ForwardingRule", &rule, 0, false, shared));
+        out.push(compute("TargetPool", &pool, 3, false, shared));
+        for check in checks {
+            out.push(Resource {
+                kind: "HTTP HealthCheck",
+                name: last(check).to_string(),
+                id: last(check).to_string(),
+                phase: 4,
+                shared: false,
+                target: Target::Compute(check.to_string()),
+            });
+        }
+    }
+    out
 }
 
 fn text_of(value: &Value) -> &str {
@@ -807,6 +882,51 @@ mod tests {
         assert!(targets_cluster(&ours, c));
         assert!(!targets_cluster(&mixed, c));
         assert!(!targets_cluster(&json!({}), c));
+    }
+
+    #[test]
+    fn service_load_balancers_as_kops_takes_them() {
+        let c = "minimal-gce.example.com";
+        let tag = "minimal-gce-example-com-k8s-io-role-node";
+        let p = "https://compute.googleapis.com/compute/v1/projects/p";
+        let firewall = |name: &str, tag: &str| json!({"name": name, "targetTags": [tag], "selfLink": format!("{p}/global/firewalls/{name}")});
+        let rule = |name: &str, pool: &str| json!({"name": name, "target": pool, "selfLink": format!("{p}/regions/r/forwardingRules/{name}")});
+        let pool = |name: &str, check: &str| json!({"name": name, "healthChecks": [check], "selfLink": format!("{p}/regions/r/targetPools/{name}")});
+        let node_check = format!("{p}/global/httpHealthChecks/k8s-0123-node");
+        let lists = Lists {
+            firewalls: vec![
+                firewall("k8s-fw-aours", tag),
+                firewall("k8s-fw-aother", "other-example-com-k8s-io-role-node"),
+                firewall("k8s-fw-alocal", tag),
+                firewall("k8s-fw-anorule", tag),
+                firewall("k8s-fw-anotarget", tag),
+            ],
+            rules: vec![
+                rule("aours", &format!("{p}/regions/r/targetPools/aours")),
+                rule("aother", &format!("{p}/regions/r/targetPools/aother")),
+                rule("alocal", &format!("{p}/regions/r/targetPools/alocal")),
+                rule("anotarget", ""),
+            ],
+            pools: vec![
+                pool("aours", &node_check),
+                pool("aother", &node_check),
+                pool("alocal", &format!("{p}/global/httpHealthChecks/alocal")),
+            ],
+            ..Lists::default()
+        };
+        let found: Vec<(&str, String, u8)> = service_load_balancers(&lists, c, &BTreeSet::new())
+            .into_iter()
+            .map(|r| (r.kind, r.id, r.phase))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("FirewallRule", "k8s-fw-aours".to_string(), 4),
+                ("ForwardingRule", "aours".to_string(), 0),
+                ("TargetPool", "aours".to_string(), 3),
+                ("HTTP HealthCheck", "k8s-0123-node".to_string(), 4),
+            ]
+        );
     }
 
     #[test]

@@ -677,10 +677,6 @@ fn etcd_ports(name: &str, index: usize) -> (u32, u32, u32, u32) {
     }
 }
 
-/// The etcd versions etcd-manager can run, mounted from the image of the
-/// latest patch of each minor.
-const ETCD_MINORS: [(&str, u32); 3] = [("3.5", 31), ("3.6", 12), ("3.7", 0)];
-
 fn etcd_manager_manifest(
     model: &Model<'_>,
     etcd: &str,
@@ -720,17 +716,9 @@ fn etcd_manager_manifest(
         json!({"hostPath": {"path": "/run", "type": "DirectoryOrCreate"}, "name": "run"}),
         json!({"hostPath": {"path": format!("/etc/kubernetes/pki/etcd-manager-{etcd}"), "type": "DirectoryOrCreate"}, "name": "pki"}),
     ];
-    for (minor, last) in ETCD_MINORS {
-        let volume = format!("etcd-v{}-{last}", minor.replace('.', "-"));
-        for patch in 0..=last {
-            mounts
-                .push(json!({"mountPath": format!("/opt/etcd-v{minor}.{patch}"), "name": volume}));
-        }
-        volumes.push(json!({
-            "image": {"pullPolicy": "IfNotPresent", "reference": format!("{registry}/etcd:v{minor}.{last}")},
-            "name": volume,
-        }));
-    }
+    let (etcd_mounts, etcd_volumes) = kops_nodeup::config::etcd_image_volumes(&registry);
+    mounts.extend(etcd_mounts);
+    volumes.extend(etcd_volumes);
     mounts.push(json!({"mountPath": log, "name": "varlogetcd"}));
     volumes.push(
         json!({"hostPath": {"path": host_log, "type": "FileOrCreate"}, "name": "varlogetcd"}),

@@ -40,6 +40,30 @@ pub const KUBE_VIP_IMAGE: &str = "ghcr.io/kube-vip/kube-vip:v0.8.9";
 /// Where Kubernetes images come from unless `spec.assets.containerRegistry` says otherwise.
 pub const DEFAULT_REGISTRY: &str = "registry.k8s.io";
 
+/// The etcd versions etcd-manager can run, as (minor, latest patch): the
+/// image of the latest patch of each minor is mounted at every patch's
+/// path, `/opt/etcd-v<minor>.<patch>`, where etcd-manager looks for etcd.
+pub const ETCD_MINORS: [(&str, u32); 3] = [("3.5", 31), ("3.6", 12), ("3.7", 0)];
+
+/// The volume mounts and image volumes ([`ETCD_MINORS`]) that give
+/// etcd-manager's slim image the etcd binaries, from `registry`.
+pub fn etcd_image_volumes(registry: &str) -> (Vec<Value>, Vec<Value>) {
+    let mut mounts = Vec::new();
+    let mut volumes = Vec::new();
+    for (minor, last) in ETCD_MINORS {
+        let volume = format!("etcd-v{}-{last}", minor.replace('.', "-"));
+        for patch in 0..=last {
+            mounts
+                .push(json!({"mountPath": format!("/opt/etcd-v{minor}.{patch}"), "name": volume}));
+        }
+        volumes.push(json!({
+            "image": {"pullPolicy": "IfNotPresent", "reference": format!("{registry}/etcd:v{minor}.{last}")},
+            "name": volume,
+        }));
+    }
+    (mounts, volumes)
+}
+
 /// kops' `nodeup.Config`, the fields kops-rs writes and reads (others are kept).
 /// Optional fields are left out when empty, as kops' `omitempty` does;
 /// `CAs`, `KeypairIDs`, `Hooks`, `UpdatePolicy` and `usesNoneDNS` are always
@@ -458,6 +482,10 @@ pub struct NodeInputs {
     /// get this version's kubelet and `KubernetesVersion`; `None`: the
     /// spec's for all.
     pub kubelet_version: Option<String>,
+    /// kops' `Metal` feature flag was on (`KOPS_FEATURE_FLAGS=Metal`):
+    /// kops-controller also verifies machines enrolled with `toolbox
+    /// enroll` by their `Host` key (its options' `pki`), whatever the cloud.
+    pub enrolled_hosts: bool,
 }
 
 /// Builds and renders the node config of one group. `None` for bastions

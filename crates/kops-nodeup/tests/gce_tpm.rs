@@ -8,54 +8,7 @@
 use std::time::SystemTime;
 
 use kops_controller::gce::token::{self, InstanceRef, Signer};
-use kops_nodeup::agent::tpm::{AttestationKey, Command, Tpm, TpmSigner, GCE_AK_TEMPLATE_RSA};
-
-/// Google's RSA attestation key template (`TPMT_PUBLIC`): RSA 2048, a
-/// restricted signing key (fixedTPM, fixedParent, sensitiveDataOrigin,
-/// userWithAuth, restricted, sign), RSASSA with SHA-256, default exponent,
-/// no policy, an empty unique field.
-fn ak_template() -> Vec<u8> {
-    let mut t = Vec::new();
-    t.extend(0x0001u16.to_be_bytes()); // TPM_ALG_RSA
-    t.extend(0x000Bu16.to_be_bytes()); // name algorithm SHA-256
-    t.extend(0x0005_0072u32.to_be_bytes()); // the attributes above
-    t.extend(0u16.to_be_bytes()); // no policy
-    t.extend(0x0010u16.to_be_bytes()); // no symmetric algorithm
-    t.extend(0x0014u16.to_be_bytes()); // RSASSA
-    t.extend(0x000Bu16.to_be_bytes()); // with SHA-256
-    t.extend(2048u16.to_be_bytes());
-    t.extend(0u32.to_be_bytes()); // exponent 65537
-    t.extend(0u16.to_be_bytes()); // empty unique
-    t
-}
-
-/// What the VM's firmware does: defines the NV index (owner
-/// authorization; readable by its own and the owner's) and writes the
-/// template there.
-fn provision(address: &str) {
-    let template = ak_template();
-    let mut tpm = Tpm::open(address).unwrap();
-    let mut public = Vec::new();
-    public.extend(GCE_AK_TEMPLATE_RSA.to_be_bytes());
-    public.extend(0x000Bu16.to_be_bytes());
-    // OWNERWRITE | AUTHWRITE | OWNERREAD | AUTHREAD | NO_DA
-    public.extend((0x2 | 0x4 | (1u32 << 17) | (1u32 << 18) | (1u32 << 25)).to_be_bytes());
-    public.extend(0u16.to_be_bytes());
-    public.extend((template.len() as u16).to_be_bytes());
-    const OWNER: u32 = 0x4000_0001;
-    tpm.run(
-        &Command::new(0x0000_012A, &[OWNER], true)
-            .sized(&[])
-            .sized(&public),
-    )
-    .expect("NV_DefineSpace");
-    tpm.run(
-        &Command::new(0x0000_0137, &[OWNER, GCE_AK_TEMPLATE_RSA], true)
-            .sized(&template)
-            .u16(0),
-    )
-    .expect("NV_Write");
-}
+use kops_nodeup::agent::tpm::{AttestationKey, Tpm, TpmSigner, GCE_AK_TEMPLATE_RSA};
 
 #[test]
 fn the_vtpm_signs_tokens_kops_controller_accepts() {
@@ -63,7 +16,7 @@ fn the_vtpm_signs_tokens_kops_controller_accepts() {
         return;
     };
     let address = swtpm.address();
-    provision(&address);
+    swtpm.provision_gce_ak_template();
 
     // The key Compute would report: the same on every load (a primary key
     // from the same template and seed), as a `PUBLIC KEY` PEM.

@@ -569,3 +569,153 @@ fn the_binary_runs_and_says_services_are_not_started() {
         .lines()
         .all(|l| l.starts_with("unchanged")));
 }
+
+/// [`SPEC`]'s cluster on vSphere (one control-plane VM).
+const VSPHERE_SPEC: &str = r#"apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata: {name: nodeup.example.com}
+spec:
+  cloudProvider: vsphere
+  cloudConfig: {vSphereServer: vc.example.com, vSphereDatacenter: DC0, vSphereResourcePool: C0, vSphereDatastore: ds, vSphereControlPlaneVIP: 10.0.0.100}
+  kubernetesVersion: v1.34.0
+  networkCIDR: 172.20.0.0/16
+  etcdClusters:
+  - {name: main, etcdMembers: [{name: a, instanceGroup: control-plane-a}]}
+  - {name: events, etcdMembers: [{name: a, instanceGroup: control-plane-a}]}
+  subnets:
+  - {name: a, zone: a, cidr: 172.20.32.0/19, type: Public}
+---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {name: control-plane-a, labels: {kops.k8s.io/cluster: nodeup.example.com}}
+spec: {role: Master, image: ubuntu-template, machineType: 2cpu-4gb, minSize: 1, maxSize: 1, subnets: [a]}
+"#;
+
+/// A VM's guestinfo as VMware Tools shows it.
+#[derive(Debug)]
+struct Guestinfo(BTreeMap<String, String>);
+
+impl kops_nodeup::agent::vsphere::Guest for Guestinfo {
+    fn get(&self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.0.get(key).cloned())
+    }
+    fn bios_uuid(&self) -> Result<String, String> {
+        Ok("4212abcd-0000-0000-0000-000000000001".into())
+    }
+}
+
+/// The container command of a static pod manifest.
+fn pod_command(path: &Path) -> (Vec<String>, serde_json::Value) {
+    let pod: serde_json::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let command = pod["spec"]["containers"][0]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    (command, pod)
+}
+
+#[tokio::test]
+async fn vsphere_control_plane_runs_etcd_manager_on_its_disks() {
+    use kops_vsphere::disks::{EtcdDisk, EtcdVolume, ETCD_KEY};
+    let env = setup_spec(VSPHERE_SPEC, 0).await;
+    // kops-controller's vSphere settings come from the completed spec.
+    let (cluster, _) = load(VSPHERE_SPEC);
+    env.state
+        .write(
+            &format!("{CLUSTER}/cluster-completed.spec"),
+            kops_api::to_yaml(&cluster).as_bytes(),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    let disks: Vec<EtcdDisk> = [("main", 1), ("events", 2)]
+        .into_iter()
+        .map(|(etcd, unit)| EtcdDisk {
+            volume: EtcdVolume {
+                etcd: etcd.into(),
+                member: "a".into(),
+                members: vec!["a".into()],
+                size_gib: 20,
+                version: "3.6.12".into(),
+            },
+            bus: 0,
+            unit,
+        })
+        .collect();
+    let mut opts = options(&env, "root");
+    opts.region = None;
+    opts.node_name = Some("control-plane-a-1.nodeup.example.com".into());
+    opts.vsphere_guest = Some(Arc::new(Guestinfo(BTreeMap::from([(
+        ETCD_KEY.to_string(),
+        EtcdDisk::encode_all(&disks),
+    )]))));
+    let outcome = agent::run(&opts).await.unwrap();
+    let root = env.dir.join("root");
+
+    // etcd-manager finds its volume under /mnt/disks (external provider)
+    // and its one peer in the static config; backups stay on the VM.
+    let (command, pod) =
+        pod_command(&root.join("etc/kubernetes/manifests/etcd-manager-main.manifest"));
+    for flag in [
+        "--volume-provider=external",
+        "--volume-tag=nodeup.example.com--main--",
+        "--backup-store=file:///mnt/disks/backups/main",
+        "--static-config={\"etcdVersion\":\"3.6.12\",\"nodes\":[{\"id\":\"nodeup.example.com--main--a\",\"ip\":[\"172.20.32.10\"]}]}",
+    ] {
+        assert!(command.iter().any(|c| c == flag), "{flag} not in {command:?}");
+    }
+    assert!(!command.iter().any(|c| c.contains("aws")), "{command:?}");
+    let (events, _) =
+        pod_command(&root.join("etc/kubernetes/manifests/etcd-manager-events.manifest"));
+    assert!(events
+        .iter()
+        .any(|c| c == "--volume-tag=nodeup.example.com--events--"));
+    assert!(
+        pod["spec"]["containers"][0].get("env").is_none(),
+        "no AWS_REGION: {pod}"
+    );
+    let volumes = pod["spec"]["volumes"].as_array().unwrap();
+    let host_paths: Vec<&str> = volumes
+        .iter()
+        .filter_map(|v| v["hostPath"]["path"].as_str())
+        .collect();
+    assert!(
+        host_paths.contains(&"/") && host_paths.contains(&"/mnt/disks/backups/main"),
+        "{host_paths:?}"
+    );
+    // The etcd binaries come from the etcd images (the slim image has none).
+    assert!(volumes
+        .iter()
+        .any(|v| v["image"]["reference"] == "registry.k8s.io/etcd:v3.6.12"));
+    let mounts = pod["spec"]["containers"][0]["volumeMounts"]
+        .as_array()
+        .unwrap();
+    assert!(mounts.iter().any(|m| m["mountPath"] == "/opt/etcd-v3.6.12"));
+
+    // The disks are mounted again at boot by label.
+    let unit = "etc/systemd/system/mnt-disks-nodeup.example.com\\x2d\\x2dmain\\x2d\\x2da.mount";
+    let text = std::fs::read_to_string(root.join(unit)).unwrap();
+    assert!(
+        text.contains("What=/dev/disk/by-label/kops-etcd-main"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Where=/mnt/disks/nodeup.example.com--main--a"),
+        "{text}"
+    );
+    assert!(outcome.changes.iter().any(|c| c.path.ends_with("a.mount")));
+
+    // A control-plane VM cloned without etcd disks is told to be replaced,
+    // and nothing is written.
+    let mut bare = options(&env, "bare");
+    bare.vsphere_guest = Some(Arc::new(Guestinfo(BTreeMap::new())));
+    let e = agent::run(&bare).await.unwrap_err().to_string();
+    assert!(
+        e.contains("no disk for etcd `main`") && e.contains("rolling-update"),
+        "{e}"
+    );
+    assert!(!env.dir.join("bare").exists());
+}

@@ -106,6 +106,8 @@ async fn workers(vc: &Vcenter, cluster: &str, count: usize, boot: &BootConfig) {
         cpus: 2,
         memory_mb: 4096,
         user_data: script,
+        root_disk_gib: None,
+        etcd: Vec::new(),
     }];
     let resolved = cluster::resolve(vc, &placement, &groups).await.unwrap();
     cluster::update(vc, cluster, &placement, resolved, &groups, true)

@@ -20,7 +20,10 @@ pub struct DeleteRequest {
     pub region: Option<String>,
     /// `--external`: a cluster the state store does not hold; its
     /// resources are found by their `KubernetesCluster` tag in `region`,
-    /// and the state store is not touched.
+    /// and the state store is not touched. As in kops, this is AWS only:
+    /// kops' `--external` always builds an AWS client from `--region`
+    /// (there is no Google Cloud path: nothing would name the project),
+    /// so a Google Cloud region is refused at once.
     pub external: bool,
     /// Passes over the remaining resources before giving up.
     pub passes: u32,
@@ -75,6 +78,15 @@ pub async fn delete_cluster(
             })
         }
     };
+    if request.external && is_gce_region(&region) {
+        return Err(crate::flag_error(
+            "--region",
+            &format!(
+                "`{region}` is a Google Cloud region: --external looks on AWS only, as kops' does"
+            ),
+            "delete a Google Cloud cluster from the state store that holds its spec: `kops delete cluster NAME --state gs://BUCKET`, without --external",
+        ));
+    }
     let cloud = match request.sdk_config {
         Some(config) => AwsCloud::from_config(&region, config),
         None => AwsCloud::new(&region).await,
@@ -116,6 +128,14 @@ pub async fn delete_cluster(
         calls: cloud.calls().total(),
         provider: "AWS",
     })
+}
+
+/// Whether `region` has the shape of a Compute Engine region
+/// (`us-central1`, kops' `us-test1`) rather than an AWS one (`us-east-1`).
+fn is_gce_region(region: &str) -> bool {
+    let zone = format!("{region}-a");
+    kops_api::gce::zone_region(&zone).as_deref() == Some(region)
+        && kops_api::new_cluster::aws_zone_region(&format!("{region}a")).is_none()
 }
 
 /// A GCE resource as the delete use case reports resources.
@@ -206,4 +226,23 @@ async fn delete_gce(
         calls: calls(&cloud),
         provider: "Google Cloud",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn google_and_aws_regions_are_told_apart() {
+        for gce in ["us-central1", "us-test1", "europe-west4", "asia-northeast1"] {
+            assert!(super::is_gce_region(gce), "{gce}");
+        }
+        for aws in [
+            "us-east-1",
+            "eu-west-2",
+            "us-gov-west-1",
+            "ap-southeast-5",
+            "x",
+        ] {
+            assert!(!super::is_gce_region(aws), "{aws}");
+        }
+    }
 }

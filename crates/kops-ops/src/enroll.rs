@@ -224,6 +224,39 @@ pub async fn bootstrap_data(
     let script = kops_nodeup::bootstrap::user_data_with(cluster, group, config_base, &inputs)
         .map_err(node_error)?;
     let mut files = BTreeMap::new();
+    // A worker asks kops-controller for its node config: the controller
+    // reads it from its config base, the state store (as `update cluster`
+    // writes it) or, on an enrolled control plane, the local copy below.
+    let worker_configs = groups
+        .iter()
+        .filter(|g| g.role() == Some(Role::Node))
+        .filter(|g| control_plane || g.name() == group.name());
+    for worker in worker_configs {
+        let rendered =
+            kops_nodeup::config::rendered_with_inputs(cluster, worker, &store_base, &inputs)
+                .map_err(|e| EnrollError::Input {
+                    message: format!("instance group `{}`: {e}", worker.name()),
+                    hint: "check the group and the cluster spec (`kops get ig -o yaml`)".into(),
+                })?;
+        let Some(rendered) = rendered else { continue };
+        let relative = rendered.path.trim_start_matches('/');
+        if control_plane {
+            files.insert(
+                format!("{LOCAL_CONFIG_DIR}/{relative}"),
+                rendered.yaml.into_bytes(),
+            );
+        } else {
+            registry
+                .store()
+                .write(
+                    &format!("{}/{relative}", cluster.name()),
+                    rendered.yaml.as_bytes(),
+                    kops_state::WriteOptions::default(),
+                )
+                .await
+                .map_err(|e| OpsError::Registry(e.into()))?;
+        }
+    }
     if control_plane {
         let rendered =
             kops_nodeup::config::rendered_with_inputs(cluster, group, config_base, &inputs)

@@ -811,14 +811,16 @@ pub async fn node_inputs(
     Ok(inputs)
 }
 
-/// [`node_inputs`] before the keysets exist: the groups, and workers
-/// bootstrapping through kops-controller.
+/// [`node_inputs`] before the keysets exist: the groups, workers
+/// bootstrapping through kops-controller, and whether kops' `Metal`
+/// feature flag is on.
 pub fn node_inputs_without_keys(
     groups: &[kops_api::InstanceGroup],
 ) -> kops_nodeup::config::NodeInputs {
     kops_nodeup::config::NodeInputs {
         instance_groups: Some(groups.to_vec()),
         config_server: true,
+        enrolled_hosts: crate::feature_enabled("Metal"),
         ..Default::default()
     }
 }

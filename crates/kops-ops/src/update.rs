@@ -57,8 +57,10 @@ pub struct UpdateOptions {
 #[derive(Debug)]
 pub struct UpdateOutcome {
     pub report: Report,
-    /// AWS API calls made, by `service:Operation`.
+    /// API calls made, by `service:Operation` (AWS) or method (Google).
     pub calls: std::collections::BTreeMap<String, u64>,
+    /// Whose API the calls went to (`AWS`, `Google Cloud`).
+    pub provider: &'static str,
     pub region: String,
     /// How many tasks the model built.
     pub tasks: usize,
@@ -96,9 +98,6 @@ pub async fn update_cluster(
     let cloud_kind = crate::cloud::Cloud::of(&cluster)?;
     let groups = registry.list_instance_groups(&request.cluster).await?;
     validation::validate_all(&cluster, &groups)?;
-    if cloud_kind == crate::cloud::Cloud::Gce {
-        return gce::update(registry, request, cluster, groups).await;
-    }
     let opts = &request.options;
     if !opts.allow_kops_downgrade {
         let last = registry
@@ -108,6 +107,9 @@ pub async fn update_cluster(
             .map_err(|e| OpsError::Registry(e.into()))?;
         let last = last.map(|b| String::from_utf8_lossy(&b).into_owned());
         options::check_downgrade(last.as_deref(), kops_api::KOPS_VERSION)?;
+    }
+    if cloud_kind == crate::cloud::Cloud::Gce {
+        return gce::update(registry, request, cluster, groups).await;
     }
     let selected: Vec<String> = options::select_groups(
         groups.clone(),
@@ -346,6 +348,7 @@ pub async fn update_cluster(
     Ok(UpdateOutcome {
         report,
         calls: cloud.calls().snapshot(),
+        provider: "AWS",
         region,
         tasks: graph.len(),
         longest_chain: graph.longest_chain()?,

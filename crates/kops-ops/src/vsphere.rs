@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use kops_api::{Cluster, InstanceGroup, Role};
 use kops_vsphere::cluster::{self, Changes, GroupSpec, Placement, Vm};
+use kops_vsphere::disks::EtcdVolume;
 use kops_vsphere::vcenter::Vcenter;
 use kops_vsphere::Credentials;
 
@@ -128,9 +129,77 @@ fn group_size(group: &InstanceGroup) -> Result<(u32, u64), OpsError> {
     })
 }
 
+/// A group's boot disk size in GiB (`spec.rootVolume.size`, else kops'
+/// older `rootVolumeSize`); `None` keeps the template's.
+fn root_disk_gib(group: &InstanceGroup) -> Result<Option<u64>, OpsError> {
+    let size = group
+        .spec
+        .root_volume
+        .as_ref()
+        .and_then(|r| r.size)
+        .or(group.spec.root_volume_size);
+    size.map(|s| {
+        u64::try_from(s).ok().filter(|s| *s > 0).ok_or_else(|| {
+            spec_error(
+                &format!("instance group `{}` spec.rootVolume.size", group.name()),
+                &format!("`{s}` is not a disk size"),
+                "give the boot disk's size in GiB, or leave it unset to keep the template's",
+            )
+        })
+    })
+    .transpose()
+}
+
+/// The etcd data disks of a control-plane group: one per etcd cluster
+/// with a member on the group (`etcdMembers[].instanceGroup`), sized as
+/// the member's `volumeSize` (kops' default 20 GiB). A member is one VM,
+/// so such a group must have one VM.
+fn etcd_volumes(cluster: &Cluster, group: &InstanceGroup) -> Result<Vec<EtcdVolume>, OpsError> {
+    if group.role() != Some(Role::ControlPlane) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for etcd in cluster.spec.etcd_clusters.iter().flatten() {
+        let Some(member) = etcd
+            .etcd_members
+            .iter()
+            .find(|m| m.instance_group.as_deref() == Some(group.name()))
+        else {
+            continue;
+        };
+        let size = member
+            .volume_size
+            .unwrap_or(i64::from(kops_model::compute::DEFAULT_ETCD_VOLUME_SIZE));
+        out.push(EtcdVolume {
+            etcd: etcd.name.clone(),
+            member: member.name.clone(),
+            members: etcd.etcd_members.iter().map(|m| m.name.clone()).collect(),
+            version: kops_model::files::etcd_version(cluster, etcd.version.as_deref()),
+            size_gib: u64::try_from(size).ok().filter(|s| *s > 0).ok_or_else(|| {
+                spec_error(
+                    &format!(
+                        "spec.etcdClusters[{}].etcdMembers[{}].volumeSize",
+                        etcd.name, member.name
+                    ),
+                    &format!("`{size}` is not a disk size"),
+                    "give the etcd disk's size in GiB (kops' default is 20)",
+                )
+            })?,
+        });
+    }
+    if !out.is_empty() && group.spec.min_size.unwrap_or(0) > 1 {
+        return Err(spec_error(
+            &format!("instance group `{}` spec.minSize", group.name()),
+            "is more than 1, but the group holds one etcd member (one etcd disk set per VM)",
+            "make one control-plane group per etcd member, each with minSize 1, as `kops create cluster --control-plane-count` does",
+        ));
+    }
+    Ok(out)
+}
+
 /// The groups as GroupSpecs without user data (enough to look up their
 /// templates).
-fn group_specs(groups: &[InstanceGroup]) -> Result<Vec<GroupSpec>, OpsError> {
+fn group_specs(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<Vec<GroupSpec>, OpsError> {
     groups
         .iter()
         .filter(|g| g.role() != Some(Role::Bastion))
@@ -155,6 +224,8 @@ fn group_specs(groups: &[InstanceGroup]) -> Result<Vec<GroupSpec>, OpsError> {
                 cpus,
                 memory_mb,
                 user_data: String::new(),
+                root_disk_gib: root_disk_gib(g)?,
+                etcd: etcd_volumes(cluster, g)?,
             })
         })
         .collect()
@@ -188,7 +259,7 @@ pub(crate) async fn load(registry: &Registry, name: &str) -> Result<Loaded, OpsE
     let groups = registry.list_instance_groups(name).await?;
     kops_api::validation::validate_all(&cluster, &groups)?;
     let settings = settings(&cluster)?;
-    let specs = group_specs(&groups)?;
+    let specs = group_specs(&cluster, &groups)?;
     Ok(Loaded {
         cluster,
         groups,
@@ -555,5 +626,45 @@ mod tests {
         let c = cluster("    vSphereServer: vc\n");
         let e = settings(&c).unwrap_err().to_string();
         assert!(e.contains("vSphereDatacenter"), "{e}");
+    }
+
+    #[test]
+    fn control_plane_groups_get_etcd_disks_and_groups_their_disk_size() {
+        let c = cluster(
+            "    vSphereServer: vc\n  etcdClusters:\n  - {name: main, etcdMembers: [{name: a, instanceGroup: cp-a, volumeSize: 8}, {name: b, instanceGroup: cp-b}]}\n  - {name: events, etcdMembers: [{name: a, instanceGroup: cp-a}, {name: b, instanceGroup: cp-b}]}\n",
+        );
+        let group = |yaml: &str| -> InstanceGroup {
+            serde_yaml_ng::from_str(&format!(
+                "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata:\n  name: cp-a\nspec:\n{yaml}"
+            ))
+            .unwrap()
+        };
+        let cp = group("  role: Master\n  minSize: 1\n  rootVolume: {size: 60}\n");
+        let volumes = etcd_volumes(&c, &cp).unwrap();
+        let summary: Vec<(&str, &str, u64)> = volumes
+            .iter()
+            .map(|v| (v.etcd.as_str(), v.member.as_str(), v.size_gib))
+            .collect();
+        assert_eq!(summary, [("main", "a", 8), ("events", "a", 20)]);
+        assert_eq!(volumes[0].members, ["a", "b"]);
+        assert_eq!(root_disk_gib(&cp).unwrap(), Some(60));
+        // Workers get no etcd disk; kops' older rootVolumeSize is read too.
+        let worker = group("  role: Node\n  rootVolumeSize: 50\n");
+        assert!(etcd_volumes(&c, &worker).unwrap().is_empty());
+        assert_eq!(root_disk_gib(&worker).unwrap(), Some(50));
+        // One member is one VM.
+        let e = etcd_volumes(&c, &group("  role: Master\n  minSize: 3\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cp-a")
+                && e.contains("minSize")
+                && e.contains("one control-plane group per etcd member"),
+            "{e}"
+        );
+        let e = root_disk_gib(&group("  role: Node\n  rootVolume: {size: 0}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("spec.rootVolume.size"), "{e}");
     }
 }

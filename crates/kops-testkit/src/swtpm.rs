@@ -7,6 +7,7 @@
 //! Without `swtpm` [`Swtpm::start`] prints why and returns `None`, except
 //! under CI, where it panics (scripts/test installs it).
 
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -97,6 +98,87 @@ impl Swtpm {
     /// The TPM's temporary directory.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+/// The NV index where a shielded VM's firmware leaves Google's RSA
+/// attestation key template.
+pub const GCE_AK_TEMPLATE_RSA: u32 = 0x01c1_0001;
+
+/// Google's RSA attestation key template (a `TPMT_PUBLIC`): RSA 2048, a
+/// restricted signing key (fixedTPM, fixedParent, sensitiveDataOrigin,
+/// userWithAuth, restricted, sign), RSASSA with SHA-256, the default
+/// exponent, no policy, an empty unique field.
+pub fn gce_ak_template() -> Vec<u8> {
+    let mut t = Vec::new();
+    t.extend(0x0001u16.to_be_bytes()); // TPM_ALG_RSA
+    t.extend(0x000Bu16.to_be_bytes()); // name algorithm SHA-256
+    t.extend(0x0005_0072u32.to_be_bytes()); // the attributes above
+    t.extend(0u16.to_be_bytes()); // no policy
+    t.extend(0x0010u16.to_be_bytes()); // no symmetric algorithm
+    t.extend(0x0014u16.to_be_bytes()); // RSASSA
+    t.extend(0x000Bu16.to_be_bytes()); // with SHA-256
+    t.extend(2048u16.to_be_bytes());
+    t.extend(0u32.to_be_bytes()); // exponent 65537
+    t.extend(0u16.to_be_bytes()); // empty unique
+    t
+}
+
+/// One TPM command with an empty password session on `handles`.
+fn command(stream: &mut UnixStream, code: u32, handles: &[u32], params: &[u8]) {
+    let mut body = Vec::new();
+    for h in handles {
+        body.extend(h.to_be_bytes());
+    }
+    body.extend(9u32.to_be_bytes());
+    body.extend(0x4000_0009u32.to_be_bytes()); // TPM_RS_PW
+    body.extend([0, 0, 0, 0, 0]); // no nonce, no attributes, no HMAC
+    body.extend(params);
+    let mut out = Vec::new();
+    out.extend(0x8002u16.to_be_bytes());
+    out.extend(((10 + body.len()) as u32).to_be_bytes());
+    out.extend(code.to_be_bytes());
+    out.extend(body);
+    stream.write_all(&out).expect("a TPM command");
+    let mut header = [0u8; 10];
+    stream.read_exact(&mut header).expect("a TPM response");
+    let size = u32::from_be_bytes(header[2..6].try_into().unwrap()) as usize;
+    let mut rest = vec![0u8; size - 10];
+    stream.read_exact(&mut rest).expect("a TPM response");
+    let rc = u32::from_be_bytes(header[6..10].try_into().unwrap());
+    assert_eq!(rc, 0, "TPM command 0x{code:08x} answered 0x{rc:08x}");
+}
+
+impl Swtpm {
+    /// What a shielded VM's firmware does: defines NV index
+    /// [`GCE_AK_TEMPLATE_RSA`] (owner authorization; readable with its own
+    /// or the owner's) and writes [`gce_ak_template`] there.
+    pub fn provision_gce_ak_template(&self) {
+        const OWNER: u32 = 0x4000_0001;
+        let template = gce_ak_template();
+        let mut public = Vec::new();
+        public.extend(GCE_AK_TEMPLATE_RSA.to_be_bytes());
+        public.extend(0x000Bu16.to_be_bytes());
+        // OWNERWRITE | AUTHWRITE | OWNERREAD | AUTHREAD | NO_DA
+        public.extend((0x2 | 0x4 | (1u32 << 17) | (1u32 << 18) | (1u32 << 25)).to_be_bytes());
+        public.extend(0u16.to_be_bytes());
+        public.extend((template.len() as u16).to_be_bytes());
+        let mut define = Vec::new();
+        define.extend(0u16.to_be_bytes()); // no auth value
+        define.extend((public.len() as u16).to_be_bytes());
+        define.extend(public);
+        let mut stream = self.connect();
+        command(&mut stream, 0x0000_012A, &[OWNER], &define); // NV_DefineSpace
+        let mut write = Vec::new();
+        write.extend((template.len() as u16).to_be_bytes());
+        write.extend(&template);
+        write.extend(0u16.to_be_bytes()); // offset
+        command(
+            &mut stream,
+            0x0000_0137,
+            &[OWNER, GCE_AK_TEMPLATE_RSA],
+            &write,
+        ); // NV_Write
     }
 }
 

@@ -10,6 +10,7 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::client::MoRef;
+use crate::disks::{self, EtcdDisk, EtcdFile, EtcdVolume, TemplateHardware, ETCD_KEY};
 use crate::vcenter::{extra_config, extra_config_xml, Properties, Vcenter};
 use crate::{VsphereError, CLUSTER_KEY, GROUP_KEY, SPEC_HASH_KEY, TOKEN_KEY};
 
@@ -38,6 +39,10 @@ pub struct GroupSpec {
     pub memory_mb: u64,
     /// The user data (nodeup's bootstrap script).
     pub user_data: String,
+    /// The boot disk's size (`rootVolumeSize`); `None` keeps the template's.
+    pub root_disk_gib: Option<u64>,
+    /// One data disk per etcd cluster (control-plane groups).
+    pub etcd: Vec<EtcdVolume>,
 }
 
 impl GroupSpec {
@@ -53,6 +58,26 @@ impl GroupSpec {
             &self.user_data,
         ] {
             h.update(part.as_bytes());
+            h.update([0]);
+        }
+        // Disks count only when asked for, so the hash of a VM made
+        // before kops-rs sized disks stays the same.
+        if let Some(gib) = self.root_disk_gib {
+            h.update(format!("root-disk={gib}").as_bytes());
+            h.update([0]);
+        }
+        for volume in &self.etcd {
+            h.update(
+                format!(
+                    "etcd={} member={} members={} gib={} version={}",
+                    volume.etcd,
+                    volume.member,
+                    volume.members.join(","),
+                    volume.size_gib,
+                    volume.version,
+                )
+                .as_bytes(),
+            );
             h.update([0]);
         }
         hex(&h.finalize())[..16].to_string()
@@ -72,6 +97,10 @@ pub struct Vm {
     pub spec_hash: String,
     /// Whether its one-time bootstrap token is still unused.
     pub has_token: bool,
+    /// The `<deviceChange>`s detaching its etcd disks (empty: none).
+    pub etcd_detach: String,
+    /// The datastore directories of its etcd disks.
+    pub etcd_dirs: Vec<String>,
 }
 
 /// The vCenter objects a placement names, looked up.
@@ -83,8 +112,16 @@ pub struct Resolved {
     pub pool: MoRef,
     pub datastore: MoRef,
     pub network: Option<(String, MoRef)>,
-    /// Template name → (VM, its current snapshot).
-    pub templates: BTreeMap<String, (MoRef, Option<MoRef>)>,
+    /// Template name → the template.
+    pub templates: BTreeMap<String, Template>,
+}
+
+/// A template VM as clones need it.
+pub struct Template {
+    pub vm: MoRef,
+    /// Its current snapshot (clones are linked to it).
+    pub snapshot: Option<MoRef>,
+    pub hardware: TemplateHardware,
 }
 
 /// What a run changed (or, dry, would change).
@@ -176,9 +213,12 @@ pub async fn resolve(
         }
         None => None,
     };
-    let mut templates = BTreeMap::new();
+    let mut templates: BTreeMap<String, Template> = BTreeMap::new();
     for group in groups {
-        if templates.contains_key(&group.template) {
+        if let Some(template) = templates.get(&group.template) {
+            template
+                .hardware
+                .grows(&group.template, &group.name, group.root_disk_gib)?;
             continue;
         }
         let template = vc
@@ -195,12 +235,25 @@ pub async fn resolve(
                     ),
                 )
             })?;
-        let snapshot = vc
-            .properties(&template, &["snapshot.currentSnapshot"])
-            .await?
+        let found = vc
+            .properties(
+                &template,
+                &["snapshot.currentSnapshot", "config.hardware.device"],
+            )
+            .await?;
+        let snapshot = found
             .get("snapshot.currentSnapshot")
             .and_then(MoRef::from_element);
-        templates.insert(group.template.clone(), (template, snapshot));
+        let hardware = TemplateHardware::from_devices(found.get("config.hardware.device"));
+        hardware.grows(&group.template, &group.name, group.root_disk_gib)?;
+        templates.insert(
+            group.template.clone(),
+            Template {
+                vm: template,
+                snapshot,
+                hardware,
+            },
+        );
     }
     let vm_folder_path = inventory_path(dc, "vm", &placement.folder);
     let folder = vc
@@ -240,6 +293,7 @@ async fn listing(
                 "config.uuid",
                 "runtime.powerState",
                 "guest.ipAddress",
+                "config.hardware.device",
             ],
         )
         .await?;
@@ -261,6 +315,10 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         return None;
     }
     let text = |name: &str| p.get(name).map(|e| e.text.trim().to_string());
+    let devices = p
+        .get("config.hardware.device")
+        .map(|d| d.children.as_slice())
+        .unwrap_or_default();
     Some(Vm {
         reference,
         name: text("name").unwrap_or_default(),
@@ -270,6 +328,8 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         ip: text("guest.ipAddress").filter(|ip| !ip.is_empty()),
         spec_hash: extra.get(SPEC_HASH_KEY).cloned().unwrap_or_default(),
         has_token: extra.contains_key(TOKEN_KEY),
+        etcd_detach: disks::detach_etcd_disks(devices),
+        etcd_dirs: disks::etcd_disk_dirs(devices),
     })
 }
 
@@ -397,6 +457,20 @@ pub async fn delete(
     for vm in &vms {
         destroy_vm(vc, vm).await?;
     }
+    // The etcd disks were kept apart from their VMs: they go with the
+    // cluster.
+    let mut dirs: Vec<&String> = vms.iter().flat_map(|v| &v.etcd_dirs).collect();
+    dirs.sort();
+    dirs.dedup();
+    if !dirs.is_empty() {
+        let datacenter_ref = vc
+            .find_path(datacenter)
+            .await?
+            .ok_or_else(|| VsphereError::protocol("the datacenter went away"))?;
+        for dir in dirs {
+            vc.delete_datastore_file(&datacenter_ref, dir).await?;
+        }
+    }
     let left = vc.properties(&folder, &["childEntity"]).await?;
     let empty = left
         .get("childEntity")
@@ -421,9 +495,14 @@ async fn make_folder(vc: &Vcenter, path: &str) -> Result<MoRef, VsphereError> {
     vc.create_folder(&parent_ref, name).await
 }
 
+/// Powers off and destroys a VM; its etcd disks are detached first, so
+/// their files stay for its replacement (or for `delete`).
 async fn destroy_vm(vc: &Vcenter, vm: &Vm) -> Result<(), VsphereError> {
     if vm.powered_on {
         vc.power_off(&vm.reference).await?;
+    }
+    if !vm.etcd_detach.is_empty() {
+        vc.reconfigure(&vm.reference, &vm.etcd_detach).await?;
     }
     vc.destroy(&vm.reference).await
 }
@@ -458,27 +537,48 @@ async fn clone(
     group: &GroupSpec,
     name: &str,
 ) -> Result<MoRef, VsphereError> {
-    let (template, snapshot) = resolved
+    let template = resolved
         .templates
         .get(&group.template)
         .ok_or_else(|| VsphereError::protocol("template not resolved"))?;
+    let etcd_files = etcd_files(vc, cluster, placement, resolved, &group.etcd).await?;
+    let (disk_change, etcd_disks) = template.hardware.disk_changes(
+        &group.template,
+        group.root_disk_gib,
+        &etcd_files,
+        &resolved.datastore,
+    )?;
+    // A linked clone's disk is a child of the snapshot's and cannot grow:
+    // a group asking for a larger disk gets full clones.
+    let grows = template
+        .hardware
+        .grows(&group.template, &group.name, group.root_disk_gib)?;
+    let snapshot = template.snapshot.as_ref().filter(|_| !grows);
+    let etcd_value = EtcdDisk::encode_all(&etcd_disks);
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let user_data = b64(&group.user_data);
     let metadata = b64(&metadata(name));
     let token = new_token();
     let hash = group.hash(placement);
-    let extra = extra_config_xml(&[
-        ("guestinfo.userdata", &user_data),
+    let mut values = vec![
+        ("guestinfo.userdata", user_data.as_str()),
         ("guestinfo.userdata.encoding", "base64"),
-        ("guestinfo.metadata", &metadata),
+        ("guestinfo.metadata", metadata.as_str()),
         ("guestinfo.metadata.encoding", "base64"),
-        (TOKEN_KEY, &token),
+        (TOKEN_KEY, token.as_str()),
         (CLUSTER_KEY, cluster),
-        (GROUP_KEY, &group.name),
-        (SPEC_HASH_KEY, &hash),
-    ]);
+        (GROUP_KEY, group.name.as_str()),
+        (SPEC_HASH_KEY, hash.as_str()),
+        // The disks' serial numbers (their vCenter UUIDs) are visible in
+        // the guest, as the vSphere CSI driver requires.
+        ("disk.EnableUUID", "TRUE"),
+    ];
+    if !etcd_disks.is_empty() {
+        values.push((ETCD_KEY, etcd_value.as_str()));
+    }
+    let extra = extra_config_xml(&values);
     let network_change = match &resolved.network {
-        Some((network_name, network)) => nic_change(vc, template, network_name, network).await?,
+        Some((network_name, network)) => nic_change(&template.hardware, network_name, network)?,
         None => String::new(),
     };
     let linked = if snapshot.is_some() {
@@ -488,27 +588,59 @@ async fn clone(
     };
     let spec = format!(
         "<location>{}{linked}{}</location><template>false</template>\
-         <config><numCPUs>{}</numCPUs><memoryMB>{}</memoryMB>{network_change}{extra}</config>\
+         <config><numCPUs>{}</numCPUs><memoryMB>{}</memoryMB>{network_change}{disk_change}{extra}</config>\
          <powerOn>false</powerOn>{}",
         resolved.datastore.xml("datastore"),
         resolved.pool.xml("pool"),
         group.cpus,
         group.memory_mb,
-        snapshot
-            .as_ref()
-            .map(|s| s.xml("snapshot"))
-            .unwrap_or_default(),
+        snapshot.map(|s| s.xml("snapshot")).unwrap_or_default(),
     );
-    let vm = vc.clone_vm(template, folder, name, &spec).await?;
+    let vm = vc.clone_vm(&template.vm, folder, name, &spec).await?;
     vc.power_on(&vm).await?;
     Ok(vm)
 }
 
+/// The etcd disk files of a control-plane VM: in the cluster's
+/// `kops-etcd/<cluster>` directory of the datastore (made when missing),
+/// each attached when a VM before this one left it, else created.
+async fn etcd_files(
+    vc: &Vcenter,
+    cluster: &str,
+    placement: &Placement,
+    resolved: &Resolved,
+    volumes: &[EtcdVolume],
+) -> Result<Vec<EtcdFile>, VsphereError> {
+    if volumes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let datastore = placement
+        .datastore
+        .rsplit('/')
+        .next()
+        .unwrap_or(&placement.datastore);
+    vc.make_directory(
+        &resolved.datacenter,
+        &disks::etcd_disk_dir(datastore, cluster),
+    )
+    .await?;
+    let mut files = Vec::new();
+    for volume in volumes {
+        let path = disks::etcd_disk_path(datastore, cluster, volume);
+        let exists = vc.disk_exists(&resolved.datacenter, &path).await?;
+        files.push(EtcdFile {
+            volume: volume.clone(),
+            path,
+            exists,
+        });
+    }
+    Ok(files)
+}
+
 /// A `<deviceChange>` moving the template's first NIC to `network`
 /// (a standard port group; a distributed one is not supported yet).
-async fn nic_change(
-    vc: &Vcenter,
-    template: &MoRef,
+fn nic_change(
+    template: &TemplateHardware,
     network_name: &str,
     network: &MoRef,
 ) -> Result<String, VsphereError> {
@@ -519,11 +651,9 @@ async fn nic_change(
             fix: "kops-rs attaches VMs to standard port groups only so far; name one in spec.cloudConfig.vSphereNetwork".into(),
         });
     }
-    let devices = vc.properties(template, &["config.hardware.device"]).await?;
-    let nic = devices
-        .get("config.hardware.device")
-        .into_iter()
-        .flat_map(|d| d.children.iter())
+    let nic = template
+        .devices
+        .iter()
         .find(|d| d.child("macAddress").is_some() || d.xsi_type().is_some_and(is_nic_type));
     let Some(nic) = nic else {
         return Ok(String::new());

@@ -16,6 +16,7 @@
 
 pub mod client;
 pub mod cluster;
+pub mod disks;
 pub mod proof;
 pub mod vcenter;
 pub mod xml;
@@ -61,6 +62,8 @@ const CHANGING: &[&str] = &[
     "PowerOffVM_Task",
     "Destroy_Task",
     "ReconfigVM_Task",
+    "MakeDirectory",
+    "DeleteDatastoreFile_Task",
 ];
 
 /// SOAP calls as one summary: the total, how many changed something, and
@@ -165,6 +168,9 @@ pub enum VsphereError {
         name: String,
         fix: String,
     },
+    /// What the spec asks cannot be made from what vCenter holds.
+    #[error("{message}\nhint: {fix}")]
+    Invalid { message: String, fix: String },
     #[error("vCenter refused {method}: {kind} {message}")]
     Fault {
         method: String,

@@ -16,6 +16,9 @@ struct ServiceContent {
     property_collector: MoRef,
     search_index: MoRef,
     session_manager: MoRef,
+    /// Datastore files and virtual disks (the etcd disks kept apart).
+    file_manager: Option<MoRef>,
+    virtual_disk_manager: Option<MoRef>,
 }
 
 /// Properties of one object, by property path.
@@ -57,6 +60,8 @@ impl Vcenter {
             property_collector: reference("propertyCollector")?,
             search_index: reference("searchIndex")?,
             session_manager: reference("sessionManager")?,
+            file_manager: reference("fileManager").ok(),
+            virtual_disk_manager: reference("virtualDiskManager").ok(),
         };
         let login = format!(
             "{}<userName>{}</userName><password>{}</password>",
@@ -255,12 +260,87 @@ impl Vcenter {
         vm: &MoRef,
         values: &[(&str, &str)],
     ) -> Result<(), VsphereError> {
-        let body = format!(
-            "{}<spec>{}</spec>",
-            vm.xml("_this"),
-            extra_config_xml(values)
-        );
+        self.reconfigure(vm, &extra_config_xml(values)).await
+    }
+
+    /// Applies `spec` (the inner XML of a VirtualMachineConfigSpec) to a VM.
+    pub async fn reconfigure(&self, vm: &MoRef, spec: &str) -> Result<(), VsphereError> {
+        let body = format!("{}<spec>{spec}</spec>", vm.xml("_this"));
         self.run_task("ReconfigVM_Task", &body).await.map(drop)
+    }
+
+    fn manager(&self, which: &Option<MoRef>, what: &str) -> Result<MoRef, VsphereError> {
+        which
+            .clone()
+            .ok_or_else(|| VsphereError::protocol(&format!("this vCenter has no {what}")))
+    }
+
+    /// Makes the datastore directory `path` (`[ds] dir/sub`) and its
+    /// parents; one that exists is fine.
+    pub async fn make_directory(&self, datacenter: &MoRef, path: &str) -> Result<(), VsphereError> {
+        let body = format!(
+            "{}<name>{}</name>{}<createParentDirectories>true</createParentDirectories>",
+            self.manager(&self.content.file_manager, "file manager")?
+                .xml("_this"),
+            escape(path),
+            datacenter.xml("datacenter"),
+        );
+        match self.client.call_or_fault("MakeDirectory", &body).await? {
+            Ok(_) => Ok(()),
+            Err(fault) if fault.kind.contains("FileAlreadyExists") => Ok(()),
+            Err(fault) => Err(VsphereError::Fault {
+                method: "MakeDirectory".into(),
+                kind: fault.kind,
+                message: fault.message,
+            }),
+        }
+    }
+
+    /// Whether the virtual disk `path` (`[ds] dir/disk.vmdk`) exists.
+    pub async fn disk_exists(&self, datacenter: &MoRef, path: &str) -> Result<bool, VsphereError> {
+        let body = format!(
+            "{}<name>{}</name>{}",
+            self.manager(&self.content.virtual_disk_manager, "virtual disk manager")?
+                .xml("_this"),
+            escape(path),
+            datacenter.xml("datacenter"),
+        );
+        match self
+            .client
+            .call_or_fault("QueryVirtualDiskUuid", &body)
+            .await?
+        {
+            Ok(_) => Ok(true),
+            Err(fault)
+                if fault.kind.contains("FileNotFound")
+                    || fault.kind.contains("CannotAccessFile") =>
+            {
+                Ok(false)
+            }
+            Err(fault) => Err(VsphereError::Fault {
+                method: "QueryVirtualDiskUuid".into(),
+                kind: fault.kind,
+                message: fault.message,
+            }),
+        }
+    }
+
+    /// Deletes a datastore file or directory (with what it holds).
+    pub async fn delete_datastore_file(
+        &self,
+        datacenter: &MoRef,
+        path: &str,
+    ) -> Result<(), VsphereError> {
+        let body = format!(
+            "{}<name>{}</name>{}",
+            self.manager(&self.content.file_manager, "file manager")?
+                .xml("_this"),
+            escape(path),
+            datacenter.xml("datacenter"),
+        );
+        self.run_task("DeleteDatastoreFile_Task", &body)
+            .await
+            .map(drop)
     }
 
     /// Starts a task and waits for it; its result, if any.

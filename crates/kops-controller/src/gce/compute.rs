@@ -82,6 +82,8 @@ pub struct NetworkInterface {
     #[serde(default)]
     pub access_configs: Vec<AccessConfig>,
     #[serde(default)]
+    pub ipv6_access_configs: Vec<AccessConfig>,
+    #[serde(default)]
     pub alias_ip_ranges: Vec<AliasIpRange>,
 }
 
@@ -90,6 +92,11 @@ pub struct NetworkInterface {
 pub struct AccessConfig {
     #[serde(default, rename = "natIP")]
     pub nat_ip: String,
+    /// The first address of the external IPv6 range (`ipv6AccessConfigs`).
+    #[serde(default)]
+    pub external_ipv6: String,
+    #[serde(default)]
+    pub external_ipv6_prefix_length: u32,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -11,23 +11,20 @@
 //! `kops.k8s.io/instancegroup`, and removes role labels the node's tags
 //! do not give.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
+use std::collections::BTreeMap;
 
-use super::compute::{CallError, Compute};
+use super::compute::CallError;
 use super::metadata::last_component;
-use super::{CLUSTER_NAME_KEY, INSTANCE_GROUP_KEY};
+use super::nodes::GceBinding;
+use super::INSTANCE_GROUP_KEY;
 use crate::verify::{escape, INSTANCE_GROUP_TAG};
 
 /// Labels the nodes of one Google Cloud cluster.
 pub struct GceLabeler {
     pub nodes: Api<Node>,
-    pub compute: Arc<Compute>,
-    pub project: String,
-    pub cluster: String,
+    pub binding: GceBinding,
 }
 
 /// The role label each of kops' role tags gives.
@@ -72,47 +69,12 @@ impl GceLabeler {
         name: &str,
         provider_id: &str,
     ) -> Result<(String, BTreeMap<String, String>), String> {
-        let parts: Vec<&str> = provider_id
-            .strip_prefix("gce://")
-            .map(|rest| rest.split('/').collect())
-            .unwrap_or_default();
-        let [project, zone, instance_name] = parts.as_slice() else {
-            return Err(format!(
-                "provider id `{}` is not gce://<project>/<zone>/<instance>",
-                escape(provider_id)
-            ));
-        };
-        if *project != self.project {
-            return Err(format!(
-                "provider id `{}` is not in project {}",
-                escape(provider_id),
-                self.project
-            ));
-        }
-        if *instance_name != name {
-            return Err(format!(
-                "provider id `{}` names another instance than the node",
-                escape(provider_id)
-            ));
-        }
+        let (zone, instance) = self.binding.instance(name, provider_id).await?;
+        let (project, zone) = (self.binding.project.as_str(), zone.as_str());
         let failed = |what: &str, e: CallError| match e {
             CallError::NotFound => format!("{what} does not exist"),
             CallError::Failed(reason) => reason,
         };
-        let instance = self
-            .compute
-            .instance(project, zone, name)
-            .await
-            .map_err(|e| failed(&format!("instance {zone}/{name}"), e))?;
-        if instance.status != "RUNNING" {
-            return Err(format!("instance {name} is {}", escape(&instance.status)));
-        }
-        if instance.metadata_value(CLUSTER_NAME_KEY) != Some(self.cluster.as_str()) {
-            return Err(format!(
-                "instance {name} is not part of cluster {}",
-                self.cluster
-            ));
-        }
         // The managed group that made it, and the template of its version.
         let created_by = instance.metadata_value("created-by").unwrap_or_default();
         let group_parts: Vec<&str> = created_by.split('/').collect();
@@ -121,12 +83,13 @@ impl GceLabeler {
                 "instance {name} was not made by a managed instance group"
             ));
         };
-        if group_zone != zone {
+        if *group_zone != zone {
             return Err(format!(
                 "instance {name} was made by a group of another zone"
             ));
         }
         let members = self
+            .binding
             .compute
             .managed_instances(project, zone, manager)
             .await
@@ -142,6 +105,7 @@ impl GceLabeler {
             .filter(|t| !t.is_empty())
             .ok_or_else(|| format!("instance {name} has no version in group {manager}"))?;
         let template = self
+            .binding
             .compute
             .instance_template(project, &template)
             .await
@@ -160,7 +124,7 @@ impl GceLabeler {
             .to_string();
 
         let mut labels = BTreeMap::new();
-        for (tag, label) in role_labels(&self.cluster) {
+        for (tag, label) in role_labels(&self.binding.cluster) {
             if instance.tags.items.contains(&tag) {
                 labels.insert(label.to_string(), String::new());
             }

@@ -12,8 +12,10 @@
 //! instance, as kops names GCE nodes.
 
 pub mod compute;
+pub mod ipam;
 pub mod labels;
 pub mod metadata;
+pub mod nodes;
 pub mod token;
 
 use std::time::{Duration, SystemTime};
@@ -59,9 +61,34 @@ impl GceVerifier {
     ) -> labels::GceLabeler {
         labels::GceLabeler {
             nodes,
+            binding: self.binding(),
+        }
+    }
+
+    /// The cloud IPAM sharing this verifier's Compute client.
+    pub fn ipam(&self, nodes: kube::Api<k8s_openapi::api::core::v1::Node>) -> ipam::GceIpam {
+        ipam::GceIpam {
+            nodes,
+            binding: self.binding(),
+            warned: Default::default(),
+        }
+    }
+
+    fn binding(&self) -> nodes::GceBinding {
+        nodes::GceBinding {
             compute: self.compute.clone(),
             project: self.options.project_id.clone(),
-            cluster: self.cluster.clone(),
+            cluster: self.cluster_metadata().to_string(),
+        }
+    }
+
+    /// The `cluster-name` metadata this cluster's instances carry: the
+    /// GCE options' cluster name, else the controller's.
+    fn cluster_metadata(&self) -> &str {
+        if self.options.cluster_name.is_empty() {
+            &self.cluster
+        } else {
+            &self.options.cluster_name
         }
     }
 
@@ -175,18 +202,14 @@ impl GceVerifier {
                 state: escape(&instance.status),
             });
         }
-        let want = if self.options.cluster_name.is_empty() {
-            &self.cluster
-        } else {
-            &self.options.cluster_name
-        };
+        let want = self.cluster_metadata();
         match instance.metadata_value(CLUSTER_NAME_KEY) {
             Some(cluster) if cluster == want => {}
             got => {
                 return Err(Refusal::WrongClusterMetadata {
                     instance: name.clone(),
                     got: got.map_or_else(|| "none".to_string(), |g| format!("`{}`", escape(g))),
-                    want: want.clone(),
+                    want: want.to_string(),
                 })
             }
         }

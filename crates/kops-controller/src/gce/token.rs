@@ -23,7 +23,7 @@ pub const TOKEN_PREFIX: &str = "x-gce-tpm ";
 pub const AUDIENCE: &str = "kops.k8s.io/node-bootstrap";
 
 /// Byte strings as Go's JSON encodes them: standard base64.
-mod bytes_b64 {
+pub(crate) mod bytes_b64 {
     use base64::Engine;
     use serde::{Deserialize, Deserializer, Serializer};
 

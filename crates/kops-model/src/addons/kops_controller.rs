@@ -8,7 +8,9 @@
 //! The configuration names how a node's identity is checked (on AWS the
 //! IAM roles whose instances may bootstrap, every node and API-server
 //! group's, and the region; on Google Cloud the project, region and
-//! cluster; on vSphere the vCenter and datacenter), the paths nodeup writes the service's certificate and signing
+//! cluster; on vSphere the vCenter and datacenter; on bare metal no cloud,
+//! the `Host` keys of enrolled machines),
+//! the paths nodeup writes the service's certificate and signing
 //! keys to, and the certificates it may issue (kube-proxy's only when
 //! kube-proxy runs).
 
@@ -53,7 +55,7 @@ pub fn config_json(model: &Model<'_>) -> Option<String> {
         .secret_store
         .clone()
         .unwrap_or_else(|| format!("{config_base}/secrets"));
-    // vSphere has no region; AWS and Google Cloud need one.
+    // vSphere and bare metal have no region; AWS and Google Cloud need one.
     let region = crate::iam::region(model);
     let mut roles: Vec<String> = model
         .groups
@@ -109,7 +111,8 @@ pub fn config_json(model: &Model<'_>) -> Option<String> {
     let cert_names: Vec<String> = cert_names.iter().map(|s| s.to_string()).collect();
     // How kops-controller checks a node's identity: on AWS, its instance
     // role; on Google Cloud, its instance in the project (kops' clock-skew
-    // allowance of five minutes).
+    // allowance of five minutes); on vSphere, its VM in the vCenter; on bare
+    // metal, its Host's key.
     let (cloud, provider) = if spec.cloud_provider.as_deref() == Some("vsphere") {
         // kops-rs' own (kops has no vSphere verifier): the vCenter and
         // datacenter a node's VM must be in, and the file the controller
@@ -125,6 +128,10 @@ pub fn config_json(model: &Model<'_>) -> Option<String> {
                 q(VSPHERE_CREDENTIALS_FILE)
             ),
         )
+    } else if spec.cloud_provider.as_deref() == Some("metal") {
+        // Bare metal: no cloud to ask; machines enrolled with `toolbox
+        // enroll` prove themselves with their key (`pki`).
+        ("metal", "{},\"pki\":{}".to_string())
     } else if spec.cloud_provider.as_deref() == Some("gce") {
         let region = region?;
         (
@@ -146,6 +153,13 @@ pub fn config_json(model: &Model<'_>) -> Option<String> {
                 q(&region)
             ),
         )
+    };
+    // With kops' `Metal` feature flag, machines enrolled with `toolbox
+    // enroll` are verified beside the cloud's nodes.
+    let provider = if cloud != "metal" && model.node_inputs().enrolled_hosts {
+        format!("{provider},\"pki\":{{}}")
+    } else {
+        provider
     };
     Some(format!(
         "{{\"clusterName\":{},\"cloud\":\"{cloud}\",\"configBase\":{},\"secretStore\":{},\"server\":{{\"Listen\":\":3988\",\"provider\":{provider},\"serverKeyPath\":{},\"serverCertificatePath\":{},\"caBasePath\":{},\"signingCAs\":{},\"certNames\":{}}}{}}}",
@@ -172,6 +186,58 @@ mod tests {
     use super::*;
     use crate::addons::tests::golden_cases;
     use crate::security::tests::model;
+
+    /// A bare-metal cluster's configuration is kops 1.37's for
+    /// `create cluster --cloud=metal` (no cloud verifier, `pki`).
+    #[test]
+    fn metal_configuration_is_kops() {
+        let cluster: kops_api::Cluster = serde_yaml_ng::from_str(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: metal.k8s.local\nspec:\n  cloudProvider: metal\n  configBase: /tmp/state/metal.k8s.local\n  subnets:\n  - {name: main, zone: main, type: Public, cidr: 10.0.0.0/16}\n",
+        )
+        .unwrap();
+        let model = Model {
+            cluster: &cluster,
+            groups: &[],
+            ssh_public_key: None,
+            node_inputs: None,
+            account_id: None,
+            config_base: "/tmp/state/metal.k8s.local",
+        };
+        assert_eq!(
+            config_json(&model).unwrap(),
+            r#"{"clusterName":"metal.k8s.local","cloud":"metal","configBase":"/tmp/state/metal.k8s.local","secretStore":"/tmp/state/metal.k8s.local/secrets","server":{"Listen":":3988","provider":{},"pki":{},"serverKeyPath":"/etc/kubernetes/kops-controller/pki/kops-controller.key","serverCertificatePath":"/etc/kubernetes/kops-controller/pki/kops-controller.crt","caBasePath":"/etc/kubernetes/kops-controller/pki","signingCAs":["kubernetes-ca"],"certNames":["kubelet","kubelet-server","kube-proxy"]}}"#
+        );
+    }
+
+    /// With kops' `Metal` feature flag at update, an AWS cluster's
+    /// controller verifies enrolled machines too (kops adds `pki`).
+    #[test]
+    fn the_metal_flag_adds_pki_beside_the_cloud() {
+        let cluster: kops_api::Cluster = serde_yaml_ng::from_str(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata:\n  name: a.example.com\nspec:\n  cloudProvider: aws\n  subnets:\n  - {name: us-east-1a, zone: us-east-1a, type: Public, cidr: 10.0.0.0/16}\n",
+        )
+        .unwrap();
+        let inputs = kops_nodeup::config::NodeInputs {
+            enrolled_hosts: true,
+            ..Default::default()
+        };
+        let mut model = Model {
+            cluster: &cluster,
+            groups: &[],
+            ssh_public_key: None,
+            node_inputs: None,
+            account_id: None,
+            config_base: "s3://b/a.example.com",
+        };
+        let without = config_json(&model).unwrap();
+        assert!(!without.contains(r#""pki":{}"#), "{without}");
+        model.node_inputs = Some(&inputs);
+        let with = config_json(&model).unwrap();
+        assert!(
+            with.contains(r#""Region":"us-east-1"}},"pki":{},"serverKeyPath""#),
+            "{with}"
+        );
+    }
 
     /// The ConfigMap's configuration is kops' in every AWS case.
     #[test]

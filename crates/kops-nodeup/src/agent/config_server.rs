@@ -82,6 +82,13 @@ pub enum Identity {
     /// The VM's BIOS UUID and an HMAC keyed with its one-time token
     /// ([`kops_vsphere::proof`]): one request only.
     Vsphere { bios_uuid: String, token: String },
+    /// A machine enrolled with `kops toolbox enroll` (bare metal): a token
+    /// signed with the machine key `toolbox enroll` made on it, naming its
+    /// `Host` object ([`kops_controller::hostkey`]).
+    HostKey {
+        host: String,
+        key: std::sync::Arc<kops_controller::hostkey::token::MachineKey>,
+    },
 }
 
 /// Asks kops-controller for the node config (checked against the hash the
@@ -257,6 +264,18 @@ async fn ask(
                     .bootstrap_gce(request, instance, signer.as_ref())
                     .await
             }
+            Identity::HostKey { host, key } => {
+                client
+                    .bootstrap_with(request, &|body| {
+                        kops_controller::hostkey::token::create_token(
+                            host,
+                            key,
+                            body,
+                            std::time::SystemTime::now(),
+                        )
+                    })
+                    .await
+            }
             Identity::Vsphere { bios_uuid, token } => {
                 client
                     .bootstrap_with(request, &|body| {
@@ -303,6 +322,14 @@ pub async fn controller_options(
     }
     if loaded.boot.cloud_provider == kops_vsphere::CLOUD {
         return vsphere_controller_options(base, cluster).await;
+    }
+    if loaded.boot.cloud_provider == kops_controller::config::METAL {
+        // kops' options for a bare-metal cluster: enrolled machines only.
+        return Ok(kops_controller::Options::for_metal(
+            cluster,
+            base,
+            &format!("{base}/secrets"),
+        ));
     }
     tracing::warn!(
         "no kops-controller configuration in {base}/addons; using the defaults for {cluster}"

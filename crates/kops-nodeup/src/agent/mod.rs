@@ -195,6 +195,8 @@ pub enum NodeupError {
     Gce { reason: String },
     #[error("vSphere: {reason}")]
     Vsphere { reason: String },
+    #[error("cannot read this machine's key `{path}`: {reason}\nhint: `kops toolbox enroll` makes it (and registers its public half as the machine's Host object); enroll the machine again")]
+    MachineKey { path: String, reason: String },
     #[error("cannot determine this node's name: {reason}\nhint: pass --node-name")]
     NodeName { reason: String },
     #[error("`{command}` failed: {reason}")]
@@ -337,6 +339,13 @@ async fn load_node(
     };
     let region = options.region.clone().ok_or(NodeupError::NoRegion)?;
     let identity = match (gce_instance, vsphere_vm) {
+        // A machine enrolled with `toolbox enroll`: its machine key.
+        _ if boot.cloud_provider == kops_controller::config::METAL => {
+            config_server::Identity::HostKey {
+                host: node_name.to_string(),
+                key: std::sync::Arc::new(machine_key(&options.root)?),
+            }
+        }
         (_, Some(vm)) => config_server::Identity::Vsphere {
             bios_uuid: vm.bios_uuid.clone(),
             token: vm.token.clone().ok_or_else(|| NodeupError::Vsphere {
@@ -391,6 +400,17 @@ async fn load_node(
     })
 }
 
+/// The key `toolbox enroll` made on this machine.
+fn machine_key(root: &Path) -> Result<kops_controller::hostkey::token::MachineKey, NodeupError> {
+    let path = files::under(root, kops_controller::hostkey::token::MACHINE_PRIVATE_KEY);
+    let failed = |reason: String| NodeupError::MachineKey {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| failed(e.to_string()))?;
+    kops_controller::hostkey::token::MachineKey::from_pem(&text).map_err(failed)
+}
+
 /// A node that knows who it is and has its config (and, for a worker,
 /// what kops-controller issued).
 #[derive(Debug, Clone)]
@@ -424,6 +444,11 @@ pub async fn join(options: &Options) -> Result<Joined, NodeupError> {
     } else {
         None
     };
+    // An enrolled machine has no cloud region (the AWS client of a
+    // worker is not used).
+    if boot.cloud_provider == kops_controller::config::METAL {
+        resolved.region.get_or_insert_with(String::new);
+    }
     // On vSphere, VMware Tools says which VM this is.
     let vsphere_vm = if boot.cloud_provider == kops_vsphere::CLOUD {
         let vm = vsphere_vm(options)?;
@@ -518,12 +543,22 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         _ => pki::Keystore::open(&loaded).await?,
     };
     keystore.load(&render::keyset_names(&loaded)).await?;
+    // A vSphere control-plane VM's etcd disks, as its guestinfo describes them.
+    let etcd_disks =
+        if loaded.boot.cloud_provider == kops_vsphere::CLOUD && loaded.role == Role::ControlPlane {
+            let tools = vsphere::Tools;
+            let guest: &dyn vsphere::Guest = options.vsphere_guest.as_deref().unwrap_or(&tools);
+            vsphere::etcd::disks(guest)?
+        } else {
+            Vec::new()
+        };
     let ctx = render::Context {
         loaded: &loaded,
         node_name: &node_name,
         node_ip: options.node_ip.as_deref(),
         region: options.region.as_deref(),
         root: &options.root,
+        etcd_disks: &etcd_disks,
     };
     planned.extend(render::node_files(&ctx, &keystore)?);
     if matches!(loaded.role, Role::ControlPlane | Role::ApiServer) {
@@ -551,6 +586,16 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
             root: options.root.display().to_string(),
         }
     } else {
+        // The etcd disks are formatted (once) and mounted before the
+        // kubelet starts etcd-manager.
+        for step in vsphere::etcd::prepare(
+            &options.root,
+            &loaded.config.cluster_name,
+            &etcd_disks,
+            &vsphere::etcd::System,
+        )? {
+            tracing::info!("{step}");
+        }
         render::start_services(&changes)?
     };
     Ok(Outcome {

@@ -23,6 +23,8 @@ pub struct Context<'a> {
     pub node_ip: Option<&'a str>,
     pub region: Option<&'a str>,
     pub root: &'a Path,
+    /// On a vSphere control-plane VM: its etcd disks (guestinfo).
+    pub etcd_disks: &'a [kops_vsphere::disks::EtcdDisk],
 }
 
 /// The files an asset installs.
@@ -647,6 +649,18 @@ fn pod_with_env(
     mounts: &[(&str, &str, &str, bool)],
     cpu: &str,
 ) -> String {
+    yaml(&pod_value(name, image, command, env, mounts, cpu))
+}
+
+/// [`pod_with_env`]'s pod, before it is written out.
+fn pod_value(
+    name: &str,
+    image: &str,
+    command: Vec<String>,
+    env: &[(&str, &str)],
+    mounts: &[(&str, &str, &str, bool)],
+    cpu: &str,
+) -> Value {
     let volume_name = |p: &str| p.trim_matches('/').replace(['/', '.'], "-");
     let mut pod = json!({
         "apiVersion": "v1",
@@ -676,7 +690,7 @@ fn pod_with_env(
             c.insert("securityContext".into(), json!({"privileged": true}));
         }
     }
-    yaml(&pod)
+    pod
 }
 
 /// The API server's token webhook configuration (a kubeconfig naming the
@@ -1027,9 +1041,16 @@ pub fn control_plane_files(
             _ => (4003 + index, 2382 + index, 3998 + index, 3990 + index),
         };
         let config_base = ctx.loaded.config_base.trim_end_matches('/');
-        let command = vec![
+        let on_vsphere = ctx.loaded.boot.cloud_provider == kops_vsphere::CLOUD;
+        let backups = format!("{}/{etcd}", super::vsphere::etcd::BACKUPS_DIR);
+        let backup_store = if on_vsphere {
+            format!("file://{backups}")
+        } else {
+            format!("{config_base}/backups/etcd/{etcd}")
+        };
+        let mut command = vec![
             "/ko-app/etcd-manager".to_string(),
-            format!("--backup-store={config_base}/backups/etcd/{etcd}"),
+            format!("--backup-store={backup_store}"),
             format!("--client-urls=https://__name__:{client}"),
             "--cluster-name=etcd".to_string(),
             "--containerized=true".to_string(),
@@ -1038,36 +1059,63 @@ pub fn control_plane_files(
             format!("--peer-urls=https://__name__:{peer}"),
             format!("--quarantine-client-urls=https://__name__:{quarantine}"),
             "--v=6".to_string(),
-            format!("--volume-name-tag=k8s.io/etcd/{etcd}"),
-            "--volume-provider=aws".to_string(),
-            format!("--volume-tag=k8s.io/etcd/{etcd}"),
-            "--volume-tag=k8s.io/role/control-plane=1".to_string(),
-            format!("--volume-tag=kubernetes.io/cluster/{cluster}=owned"),
         ];
+        let mut mounts = vec![
+            ("/", "/rootfs", "Directory", false),
+            ("/run", "/run", "DirectoryOrCreate", false),
+            (
+                pki.as_str(),
+                "/etc/kubernetes/pki/etcd-manager",
+                "DirectoryOrCreate",
+                false,
+            ),
+        ];
+        if on_vsphere {
+            command.extend(vsphere_etcd_flags(ctx, cluster, etcd)?);
+            mounts.push((
+                backups.as_str(),
+                backups.as_str(),
+                "DirectoryOrCreate",
+                false,
+            ));
+        } else {
+            command.extend([
+                format!("--volume-name-tag=k8s.io/etcd/{etcd}"),
+                "--volume-provider=aws".to_string(),
+                format!("--volume-tag=k8s.io/etcd/{etcd}"),
+                "--volume-tag=k8s.io/role/control-plane=1".to_string(),
+                format!("--volume-tag=kubernetes.io/cluster/{cluster}=owned"),
+            ]);
+        }
+        let mut pod = pod_value(
+            &format!("etcd-manager-{etcd}"),
+            ETCD_MANAGER_IMAGE,
+            command,
+            &ctx.region
+                .filter(|_| !on_vsphere)
+                .map(|r| vec![("AWS_REGION", r)])
+                .unwrap_or_default(),
+            &mounts,
+            "200m",
+        );
+        // The slim image has no etcd: each version's binaries come from
+        // the etcd images, mounted where etcd-manager looks for them.
+        let (etcd_mounts, etcd_volumes) =
+            crate::config::etcd_image_volumes(crate::config::DEFAULT_REGISTRY);
+        if let Some(list) = pod["spec"]["containers"][0]["volumeMounts"].as_array_mut() {
+            list.extend(etcd_mounts);
+        }
+        if let Some(list) = pod["spec"]["volumes"].as_array_mut() {
+            list.extend(etcd_volumes);
+        }
         out.push(PlannedFile::new(
             format!("/etc/kubernetes/manifests/etcd-manager-{etcd}.manifest"),
             0o644,
-            pod_with_env(
-                &format!("etcd-manager-{etcd}"),
-                ETCD_MANAGER_IMAGE,
-                command,
-                &ctx.region
-                    .map(|r| vec![("AWS_REGION", r)])
-                    .unwrap_or_default(),
-                &[
-                    ("/", "/rootfs", "Directory", false),
-                    ("/run", "/run", "DirectoryOrCreate", false),
-                    (
-                        &pki,
-                        "/etc/kubernetes/pki/etcd-manager",
-                        "DirectoryOrCreate",
-                        false,
-                    ),
-                ],
-                "200m",
-            ),
+            yaml(&pod),
         ));
     }
+    // On vSphere, the etcd disks are mounted again at boot by label.
+    out.extend(super::vsphere::etcd::mount_units(cluster, ctx.etcd_disks));
 
     // The addon applier (kops' channels): every minute it applies the
     // changed addons of the bootstrap channel and of the channels kops'
@@ -1301,6 +1349,34 @@ const CHANNELS_KUBECONFIG: &str = "/var/lib/kops/kubeconfig";
 const CHANNELS_CERT: &str = "/var/lib/kops/channels.crt";
 const CHANNELS_KEY: &str = "/var/lib/kops/channels.key";
 
+/// etcd-manager's flags on vSphere: the `external` volume provider (the
+/// disk nodeup mounted under `/mnt/disks`, see [`super::vsphere::etcd`])
+/// and a static config naming every member as its peer.
+fn vsphere_etcd_flags(
+    ctx: &Context<'_>,
+    cluster: &str,
+    etcd: &str,
+) -> Result<Vec<String>, NodeupError> {
+    use super::vsphere::etcd as disks;
+    let disk = ctx
+        .etcd_disks
+        .iter()
+        .find(|d| d.volume.etcd == etcd)
+        .ok_or_else(|| NodeupError::Vsphere {
+            reason: format!(
+                "this control-plane VM has no disk for etcd `{etcd}` (guestinfo.kops.etcd); replace it with `kops rolling-update cluster` so it is cloned with one"
+            ),
+        })?;
+    Ok(vec![
+        format!(
+            "--static-config={}",
+            disks::static_config(cluster, disk, ctx.node_ip)
+        ),
+        "--volume-provider=external".to_string(),
+        format!("--volume-tag={}", disks::volume_tag(cluster, etcd)),
+    ])
+}
+
 /// The etcd-manager image kops runs.
 pub const ETCD_MANAGER_IMAGE: &str = "registry.k8s.io/etcd-manager/etcd-manager-slim:v3.0.20260707";
 
@@ -1335,6 +1411,18 @@ pub fn start_services(changes: &[Change]) -> Result<ServiceAction, NodeupError> 
         run(&["sysctl", "--system"])?;
     }
     let mut units = Vec::new();
+    // The etcd disks' mount units (vSphere): nodeup mounted the disks;
+    // enabled, they mount them again at boot.
+    for change in changes {
+        if let Some(unit) = change
+            .path
+            .strip_prefix("/etc/systemd/system/")
+            .filter(|u| u.ends_with(".mount"))
+        {
+            run(&["systemctl", "enable", unit])?;
+            units.push(unit.to_string());
+        }
+    }
     for (unit, prefixes) in [
         (
             "containerd.service",

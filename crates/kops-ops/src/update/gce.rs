@@ -1,13 +1,17 @@
 //! `kops update cluster` on GCE: kops-gce's graph applied directly through
 //! Google's APIs (or compared, in a dry run), with the state-store files
-//! nodes read written first, as on AWS.
+//! nodes read written first, as on AWS. `--instance-group` and
+//! `--instance-group-roles` leave other groups' instance templates (and
+//! what is made from them) out of the run and their node configs as they
+//! are; `--phase` gives each kind kops' GCE lifecycle
+//! ([`options::gce_lifecycles`]); `--lifecycle-overrides` as on AWS.
 
 use std::sync::Arc;
 
 use kops_engine::{Executor, ExecutorOptions, Mode};
 use kops_model::Model;
 
-use super::{BoxedProgress, UpdateOutcome, UpdateRequest};
+use super::{options, BoxedProgress, UpdateOutcome, UpdateRequest};
 use crate::{OpsError, Registry};
 
 /// The GCE update; `cluster` is the stored spec, its instance groups
@@ -36,7 +40,7 @@ pub(super) async fn update(
     node_inputs.nodeup = Some(nodeup.sources.clone());
     node_inputs.base_url_images = nodeup.images.clone();
     let resolved = crate::render::gce::resolved(&cluster, &groups)?;
-    let warnings = kops_api::validation::warnings(&resolved);
+    let mut warnings = kops_api::validation::warnings(&resolved);
     let model = Model {
         cluster: &resolved,
         groups: &groups,
@@ -45,20 +49,65 @@ pub(super) async fn update(
         account_id: None,
         config_base: &config_base,
     };
+    let opts = &request.options;
     let graph = kops_gce::build(&kops_gce::GceModel {
         model: &model,
         project: &project,
         region: &region,
     })?;
+    // Groups not selected: their templates, and the managed groups (and
+    // what uses those) made from them, are not in the run.
+    let selected: Vec<String> = options::select_groups(
+        groups.clone(),
+        &opts.instance_groups,
+        &opts.instance_group_roles,
+    )
+    .iter()
+    .map(|g| g.name().to_string())
+    .collect();
+    let left_out: Vec<&str> = groups
+        .iter()
+        .map(|g| g.name())
+        .filter(|g| !selected.iter().any(|s| s == g))
+        .collect();
+    let left_out_templates: Vec<String> = left_out
+        .iter()
+        .map(|g| kops_gce::names::safe_object_name(g, cluster.name()))
+        .collect();
+    let graph = if left_out.is_empty() {
+        graph
+    } else {
+        graph.without(|k| k.kind == "InstanceTemplate" && left_out_templates.contains(&k.name))?
+    };
+    for kind in opts.lifecycle_overrides.keys() {
+        if !graph.iter().any(|(key, _)| key.kind == kind.as_str()) {
+            warnings.push(format!(
+                "--lifecycle-overrides: no task of kind `{kind}` in this cluster (kops matches task type names exactly, e.g. `FirewallRule`)"
+            ));
+        }
+    }
     // The files nodes read (node configs, the completed spec...), in the
-    // store before any instance can boot.
-    let files =
+    // store before any instance can boot; phases other than `cluster`
+    // leave them alone (kops' managed files are cluster-phase tasks), and
+    // only the selected groups' node configs are written.
+    let writes_files = matches!(opts.phase, None | Some(options::Phase::Cluster));
+    let files = if writes_files {
         crate::render::neutral_files(&model, &resolved).map_err(|e| OpsError::NotOnAws {
             cluster: cluster.name().to_string(),
             reason: e.to_string(),
-        })?;
+        })?
+    } else {
+        Vec::new()
+    };
+    let of_left_out_group = |path: &str| {
+        let parts: Vec<&str> = path.split('/').collect();
+        matches!(parts.as_slice(), ["igconfig", _, group, ..] if left_out.contains(group))
+    };
     let mut state_files = Vec::new();
-    for file in files.iter().filter(|f| f.base.is_none()) {
+    for file in files
+        .iter()
+        .filter(|f| f.base.is_none() && !of_left_out_group(&f.path))
+    {
         let key = format!("{}/{}", request.cluster, file.path);
         let current = registry
             .store()
@@ -96,7 +145,10 @@ pub(super) async fn update(
         region: region.clone(),
         cloud: Some(cloud.clone()),
     });
-    let mut executor = Executor::new(ExecutorOptions::default());
+    let kinds: Vec<&'static str> = graph.iter().map(|(k, _)| k.kind).collect();
+    let lifecycles =
+        options::gce_lifecycles(kinds, opts.phase, &opts.lifecycle_overrides, !request.apply);
+    let mut executor = Executor::new(ExecutorOptions::default()).with_lifecycles(lifecycles);
     if let Some(p) = request.progress {
         executor = executor.with_progress(BoxedProgress(p));
     }
@@ -114,6 +166,7 @@ pub(super) async fn update(
     Ok(UpdateOutcome {
         report,
         calls: cloud.calls(),
+        provider: "Google Cloud",
         region,
         tasks: graph.len(),
         longest_chain: graph.longest_chain()?,

@@ -71,6 +71,35 @@ impl Phase {
         }
     }
 
+    /// The phase of a Google Cloud task kind, as kops' GCE model builders
+    /// assign lifecycles: the network builder's (network, subnetworks, the
+    /// NAT router) are the network phase; the API load balancer's (health
+    /// checks, target pool, addresses, forwarding rules, backend services),
+    /// the firewall and external-access rules and the state bucket's IAM
+    /// members are the security phase; instance templates, managed groups,
+    /// etcd disks, service accounts and the project's bindings the cluster
+    /// phase.
+    pub fn of_gce_kind(kind: &str) -> Phase {
+        const NETWORK: &[&str] = &["Network", "Subnet", "Router"];
+        const SECURITY: &[&str] = &[
+            "FirewallRule",
+            "Address",
+            "ForwardingRule",
+            "HttpHealthCheck",
+            "HealthCheck",
+            "BackendService",
+            "TargetPool",
+            "StorageBucketIAM",
+        ];
+        if NETWORK.contains(&kind) {
+            Phase::Network
+        } else if SECURITY.contains(&kind) {
+            Phase::Security
+        } else {
+            Phase::Cluster
+        }
+    }
+
     /// The lifecycle kops gives the tasks of `phase` when it runs `self`:
     /// the other phases are ignored (network, security) or must exist
     /// (cluster: what it builds on must be there).
@@ -124,10 +153,51 @@ pub fn lifecycles<'a>(
     overrides: &BTreeMap<String, Lifecycle>,
     dry_run: bool,
 ) -> BTreeMap<String, Lifecycle> {
+    lifecycles_by(kinds, Phase::of_kind, phase, overrides, dry_run)
+}
+
+/// [`lifecycles`] for a Google Cloud cluster's kinds ([`Phase::of_gce_kind`]).
+/// As kops does on GCE, the state bucket's IAM members are a best effort:
+/// `WarnIfInsufficientAccess` whenever the security phase is not ignored
+/// (with or without `--phase`).
+pub fn gce_lifecycles<'a>(
+    kinds: impl IntoIterator<Item = &'a str>,
+    phase: Option<Phase>,
+    overrides: &BTreeMap<String, Lifecycle>,
+    dry_run: bool,
+) -> BTreeMap<String, Lifecycle> {
+    let kinds: Vec<&str> = kinds.into_iter().collect();
+    let mut out = lifecycles_by(
+        kinds.iter().copied(),
+        Phase::of_gce_kind,
+        phase,
+        &BTreeMap::new(),
+        dry_run,
+    );
+    const BUCKET_IAM: &str = "StorageBucketIAM";
+    if kinds.contains(&BUCKET_IAM) {
+        let security = phase.map_or(Lifecycle::Sync, |p| p.lifecycle(Phase::Security, dry_run));
+        if security != Lifecycle::Ignore {
+            out.insert(BUCKET_IAM.to_string(), Lifecycle::WarnIfInsufficientAccess);
+        }
+    }
+    for (kind, l) in overrides {
+        out.insert(kind.clone(), *l);
+    }
+    out
+}
+
+fn lifecycles_by<'a>(
+    kinds: impl IntoIterator<Item = &'a str>,
+    of_kind: fn(&str) -> Phase,
+    phase: Option<Phase>,
+    overrides: &BTreeMap<String, Lifecycle>,
+    dry_run: bool,
+) -> BTreeMap<String, Lifecycle> {
     let mut out = BTreeMap::new();
     if let Some(phase) = phase {
         for kind in kinds {
-            let l = phase.lifecycle(Phase::of_kind(kind), dry_run);
+            let l = phase.lifecycle(of_kind(kind), dry_run);
             if l != Lifecycle::Sync {
                 out.insert(kind.to_string(), l);
             }
@@ -248,6 +318,50 @@ mod tests {
         assert_eq!(l["VPC"], Lifecycle::ExistsAndValidates);
         assert!(Phase::parse("IAM").is_ok());
         assert!(Phase::parse("nodes").is_err());
+    }
+
+    #[test]
+    fn gce_phases_as_kops_assigns_them() {
+        let kinds = [
+            "Network",
+            "Router",
+            "FirewallRule",
+            "TargetPool",
+            "StorageBucketIAM",
+            "InstanceTemplate",
+            "ServiceAccount",
+        ];
+        let l = gce_lifecycles(kinds, Some(Phase::Network), &BTreeMap::new(), false);
+        assert_eq!(l.get("Network"), None);
+        assert_eq!(l.get("Router"), None);
+        for kind in [
+            "FirewallRule",
+            "TargetPool",
+            "StorageBucketIAM",
+            "InstanceTemplate",
+            "ServiceAccount",
+        ] {
+            assert_eq!(l[kind], Lifecycle::Ignore, "{kind}");
+        }
+        let l = gce_lifecycles(kinds, Some(Phase::Security), &BTreeMap::new(), false);
+        assert_eq!(l["Network"], Lifecycle::ExistsAndWarnIfChanges);
+        assert_eq!(l.get("FirewallRule"), None);
+        assert_eq!(l["StorageBucketIAM"], Lifecycle::WarnIfInsufficientAccess);
+        assert_eq!(l["InstanceTemplate"], Lifecycle::Ignore);
+        let l = gce_lifecycles(kinds, Some(Phase::Cluster), &BTreeMap::new(), true);
+        assert_eq!(l["Router"], Lifecycle::ExistsAndWarnIfChanges);
+        assert_eq!(l["TargetPool"], Lifecycle::ExistsAndWarnIfChanges);
+        assert_eq!(l["StorageBucketIAM"], Lifecycle::WarnIfInsufficientAccess);
+        assert_eq!(l.get("ServiceAccount"), None);
+        // Without --phase: only the bucket's members are a best effort.
+        let l = gce_lifecycles(kinds, None, &BTreeMap::new(), false);
+        assert_eq!(
+            l.into_iter().collect::<Vec<_>>(),
+            [(
+                "StorageBucketIAM".to_string(),
+                Lifecycle::WarnIfInsufficientAccess
+            )]
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub struct ToolboxEnrollArgs {
 }
 
 pub async fn run(global: &GlobalArgs, a: ToolboxEnrollArgs) -> Result<i32> {
-    if !feature_enabled("Metal") {
+    if !kops_ops::feature_enabled("Metal") {
         bail!("bare-metal support requires the Metal feature flag to be enabled\nhint: set KOPS_FEATURE_FLAGS=Metal");
     }
     let Some(cluster) = a.cluster.clone().filter(|c| !c.is_empty()) else {
@@ -89,21 +89,4 @@ pub async fn run(global: &GlobalArgs, a: ToolboxEnrollArgs) -> Result<i32> {
         request.instance_group
     ));
     Ok(0)
-}
-
-/// Whether kops' feature flag `name` is on in KOPS_FEATURE_FLAGS
-/// (comma-separated; `Name` or `+Name` turns it on, `-Name` off).
-fn feature_enabled(name: &str) -> bool {
-    let flags = std::env::var("KOPS_FEATURE_FLAGS").unwrap_or_default();
-    let mut on = false;
-    for flag in flags.split(',').map(str::trim) {
-        if let Some(f) = flag.strip_prefix('-') {
-            if f == name {
-                on = false;
-            }
-        } else if flag.strip_prefix('+').unwrap_or(flag) == name {
-            on = true;
-        }
-    }
-    on
 }

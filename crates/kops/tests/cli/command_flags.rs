@@ -580,6 +580,45 @@ fn delete_cluster_external_finds_resources_by_tag_and_leaves_the_state() {
     assert!(dir.path().join(format!("state/{name}/config")).exists());
 }
 
+/// kops' `--external` is AWS only (it builds an AWS client from
+/// `--region`, never reads the state store): a Google Cloud region is
+/// refused at once, in one line, with the state store left as it is,
+/// instead of asking AWS endpoints that do not exist for that region.
+#[test]
+fn delete_cluster_external_refuses_a_google_cloud_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = file_url(&dir.path().join("state"));
+    let started = std::time::Instant::now();
+    for args in [
+        &["--external", "--region", "us-test1"][..],
+        &["--external", "--region", "us-central1", "--yes"][..],
+        &["--external", "--region", "us-test1", "--state", &state][..],
+    ] {
+        let mut all = vec!["delete", "cluster", "minimal-gce.example.com"];
+        all.extend_from_slice(args);
+        let r = kops(&all);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("- --region: `us-")
+                && r.stderr
+                    .contains("is a Google Cloud region: --external looks on AWS only"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr
+                .contains("hint: delete a Google Cloud cluster from the state store"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "no AWS call was tried"
+    );
+    assert!(!dir.path().join("state").exists());
+}
+
 #[test]
 fn accepted_flags_of_clouds_and_plugins_kops_rs_does_not_serve_answer_in_one_line() {
     let r = kops(&[

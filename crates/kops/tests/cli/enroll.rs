@@ -334,6 +334,38 @@ fn enroll_worker_registers_its_host_then_runs_nodeup() {
         .written_under("/etc")
         .iter()
         .any(|w| w.starts_with("kubernetes/kops/config/")));
+    // It signs its requests with its machine key (cloudProvider metal) and
+    // asks kops-controller for its node config, which enroll wrote to the
+    // state store as `update cluster` does: the config its boot config pins.
+    assert!(ran.contains("CloudProvider: metal"), "{ran}");
+    assert!(ran.contains("ConfigServer:"), "{ran}");
+    let pinned = ran
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("NodeupConfigHash: "))
+        .expect("the boot config pins its node config")
+        .trim()
+        .to_string();
+    let stored = std::fs::read(
+        dir.path()
+            .join("state")
+            .join(CLUSTER)
+            .join("igconfig/node/nodes-main/nodeupconfig.yaml"),
+    )
+    .expect("the worker's node config is in the state store");
+    assert_eq!(kops_nodeup::config::config_hash(&stored), pinned);
+    // The control plane enrolled next gets the same config, for its
+    // kops-controller to hand out (it cannot read the state store).
+    let r = enroll(
+        &sshd,
+        &state,
+        &["--instance-group", "control-plane-main"],
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let copy = sshd
+        .written("/etc/kubernetes/kops/config/igconfig/node/nodes-main/nodeupconfig.yaml")
+        .expect("the workers' node config is copied to the control plane");
+    assert_eq!(kops_nodeup::config::config_hash(&copy), pinned);
 }
 
 #[test]

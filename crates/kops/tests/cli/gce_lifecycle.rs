@@ -1,8 +1,9 @@
 //! kops' GCE update cases applied directly, through the binary, against
 //! the GCE API test server (kops-testkit): apply, a second apply that
 //! changes nothing, `delete cluster` (its dry run, then `--yes`) leaving
-//! the project as it was, another cluster's resources and unrelated ones
-//! untouched, and the calls each makes.
+//! the project as it was (a Kubernetes Service's load balancer, made by
+//! the cloud controller manager, included), another cluster's resources
+//! and unrelated ones untouched, and the calls each makes.
 
 use std::collections::BTreeMap;
 
@@ -84,6 +85,14 @@ fn seed_others(api: &GceApi, project: &str) {
         &format!("{compute}/zones/us-test1-a/disks/a-etcd-main-{other}"),
         serde_json::json!({"sizeGb": "20", "labels": {"k8s-io-cluster-name": other}}),
     );
+    seed_service_load_balancer(
+        api,
+        project,
+        "a0f1e2d3c4b5a69788796a5b4c3d2e1f",
+        "0123456789abcdef",
+        &format!("{other}-k8s-io-role-node"),
+        &format!("compute/v1/{network}"),
+    );
     api.seed(
         &format!("{compute}/regions/us-test1/addresses/api-{other}"),
         serde_json::json!({"address": "203.0.113.200", "status": "RESERVED"}),
@@ -94,6 +103,59 @@ fn seed_others(api: &GceApi, project: &str) {
         serde_json::json!({"name": format!("projects/{project}/serviceAccounts/{email}"),
             "projectId": project, "email": email, "uniqueId": "100000000000000000042"}),
     );
+}
+
+/// The load balancer the GCP cloud controller manager makes for a Service
+/// of type LoadBalancer (`a<uid>` names, descriptions as it writes them):
+/// a `k8s-fw-` firewall rule for the nodes' `tag` on `network`, the
+/// forwarding rule, its target pool and the cluster's shared node HTTP
+/// health check `k8s-<cluster id>-node`, and that check's firewall rule.
+/// Returns the paths it made.
+fn seed_service_load_balancer(
+    api: &GceApi,
+    project: &str,
+    uid: &str,
+    cluster_id: &str,
+    tag: &str,
+    network: &str,
+) -> Vec<String> {
+    let compute = format!("compute/v1/projects/{project}");
+    let link = |path: &str| format!("{}/{path}", api.url());
+    let service = serde_json::json!({"kubernetes.io/service-name": "default/web"}).to_string();
+    let check = format!("{compute}/global/httpHealthChecks/k8s-{cluster_id}-node");
+    let pool = format!("{compute}/regions/us-test1/targetPools/{uid}");
+    let rule = format!("{compute}/regions/us-test1/forwardingRules/{uid}");
+    let firewall = format!("{compute}/global/firewalls/k8s-fw-{uid}");
+    let check_firewall = format!("{compute}/global/firewalls/k8s-{cluster_id}-node-http-hc");
+    api.seed(
+        &check,
+        serde_json::json!({"port": 10256, "requestPath": "/healthz",
+            "description": serde_json::json!({"kubernetes.io/service-name": format!("k8s-{cluster_id}-node")}).to_string()}),
+    );
+    api.seed(
+        &pool,
+        serde_json::json!({"healthChecks": [link(&check)], "sessionAffinity": "NONE",
+            "region": link(&format!("{compute}/regions/us-test1")), "description": service}),
+    );
+    api.seed(
+        &rule,
+        serde_json::json!({"IPAddress": "203.0.113.50", "IPProtocol": "TCP", "portRange": "80-80",
+            "loadBalancingScheme": "EXTERNAL", "target": link(&pool), "description": service}),
+    );
+    api.seed(
+        &firewall,
+        serde_json::json!({"network": link(network), "sourceRanges": ["0.0.0.0/0"],
+            "targetTags": [tag], "allowed": [{"IPProtocol": "tcp", "ports": ["80"]}],
+            "description": serde_json::json!({"kubernetes.io/service-name": "default/web",
+                "kubernetes.io/service-ip": "203.0.113.50"}).to_string()}),
+    );
+    api.seed(
+        &check_firewall,
+        serde_json::json!({"network": link(network), "sourceRanges": ["130.211.0.0/22", "35.191.0.0/16"],
+            "targetTags": [tag], "allowed": [{"IPProtocol": "tcp", "ports": ["10256"]}],
+            "description": serde_json::json!({"kubernetes.io/cluster-id": cluster_id}).to_string()}),
+    );
+    vec![check, pool, rule, firewall, check_firewall]
 }
 
 /// An A record in `zone` (as dns-controller publishes them).
@@ -243,8 +305,27 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
         &format!("api.internal.{name}"),
         "10.0.16.2",
     );
+    // A Service of type LoadBalancer, made by the cloud controller manager.
+    let network = created
+        .iter()
+        .find(|p| p.contains("/global/networks/"))
+        .expect("the cluster's network");
+    let safe = name.replace('.', "-");
+    let balancer = seed_service_load_balancer(
+        &api,
+        &project,
+        "a1b2c3d4e5f60718293a4b5c6d7e8f90",
+        "fedcba9876543210",
+        &format!("{safe}-k8s-io-role-node"),
+        network,
+    );
     let r = kops_on(&api, &["delete", "cluster", &name, "--state", &state]);
     assert_eq!(r.code, 0, "delete dry run: {}", r.stderr);
+    for made in &balancer {
+        let last = made.rsplit('/').next().unwrap();
+        assert!(r.stdout.contains(last), "{last} not listed:\n{}", r.stdout);
+    }
+    assert!(!r.stdout.contains("a0f1e2d3c4b5"), "{}", r.stdout);
     let dry = api.take_calls();
     assert!(
         !dry.iter().any(|c| c.is_write()),

@@ -21,16 +21,16 @@ use crate::common::kubelet::{self, FAST_ROLL};
 use crate::common::{command, file_url, Run};
 use crate::gce_lifecycle::{by_method, cluster_name, seed};
 
-struct Case {
-    api: GceApi,
+pub(crate) struct Case {
+    pub(crate) api: GceApi,
     kube: FakeApi,
-    name: String,
+    pub(crate) name: String,
     state: String,
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Case {
-    fn kops(&self, args: &[&str]) -> Run {
+    pub(crate) fn kops(&self, args: &[&str]) -> Run {
         let mut c = command(args);
         c.args(["--state", &self.state]);
         for (k, v) in self.api.env() {
@@ -47,7 +47,7 @@ impl Case {
         c.output().expect("run kops").into()
     }
 
-    fn kops_ok(&self, args: &[&str]) -> Run {
+    pub(crate) fn kops_ok(&self, args: &[&str]) -> Run {
         self.kops(args).expect_ok(args)
     }
 
@@ -128,7 +128,8 @@ impl Case {
         r
     }
 
-    fn set_machine_type(&self, group: &str, from: &str, to: &str) {
+    /// Changes a group's machine type in the state store only.
+    pub(crate) fn replace_machine_type(&self, group: &str, from: &str, to: &str) {
         let r = self.kops_ok(&["get", "ig", group, "--name", &self.name, "-o", "yaml"]);
         let yaml = r.stdout.replace(
             &format!("machineType: {from}"),
@@ -137,13 +138,17 @@ impl Case {
         let file = self.dir.path().join(format!("{group}.yaml"));
         std::fs::write(&file, yaml).unwrap();
         self.kops_ok(&["replace", "-f", file.to_str().unwrap()]);
+    }
+
+    fn set_machine_type(&self, group: &str, from: &str, to: &str) {
+        self.replace_machine_type(group, from, to);
         self.kops_ok(&["update", "cluster", &self.name, "--yes"]);
     }
 }
 
 /// The minimal_gce case applied; `None` (skipped) without kops' data or
 /// the test server's discovery documents.
-fn applied() -> Option<Case> {
+pub(crate) fn applied() -> Option<Case> {
     let shared = kops_testkit::shared_dir()?;
     let input = shared.join("conformance/kops/update_cluster/minimal_gce/in-v1alpha2.yaml");
     if !input.is_file() {

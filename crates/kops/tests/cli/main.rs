@@ -21,6 +21,7 @@ mod enroll;
 mod existing_network;
 mod gce_lifecycle;
 mod gce_roll;
+mod gce_update_options;
 mod gcs_store;
 mod get_assets;
 mod instance_group_options;

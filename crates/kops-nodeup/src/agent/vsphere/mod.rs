@@ -10,6 +10,8 @@
 //! kops-controller with its BIOS UUID and an HMAC keyed with the token
 //! ([`kops_vsphere::proof`]); the token never leaves the VM.
 
+pub mod etcd;
+
 use std::io::Read;
 
 use base64::Engine;

@@ -1,0 +1,259 @@
+//! The disks of cloned VMs on govmomi's vCenter simulator: a group's
+//! `rootVolumeSize` grows the boot disk in the clone spec, a control-plane
+//! group gets one thin disk per etcd cluster (described in the VM's
+//! `guestinfo.kops.etcd`), read back from the VM's hardware; a second
+//! update changes nothing. The etcd disks live in the datastore's
+//! `kops-etcd/<cluster>` directory: a rolled control-plane VM's replacement
+//! gets the same disk files, and `delete` removes them. (vcsim's template disk is smaller than 1 GiB,
+//! so the refusal of a shrinking disk is a unit test of `disks`.)
+
+use std::collections::BTreeMap;
+
+use kops_testkit::vcsim::{self, Vcsim};
+use kops_vsphere::cluster::{self, GroupSpec, Placement};
+use kops_vsphere::disks::{EtcdDisk, EtcdVolume, TemplateHardware, ETCD_KEY};
+use kops_vsphere::vcenter::{extra_config, Vcenter};
+use kops_vsphere::Credentials;
+
+const CLUSTER: &str = "disks.k8s.local";
+
+fn placement() -> Placement {
+    Placement {
+        datacenter: vcsim::DATACENTER.into(),
+        folder: "disks".into(),
+        resource_pool: vcsim::CLUSTER.into(),
+        datastore: vcsim::DATASTORE.into(),
+        network: Some(vcsim::NETWORK.into()),
+    }
+}
+
+fn group(name: &str, root: Option<u64>, etcd: Vec<EtcdVolume>) -> GroupSpec {
+    GroupSpec {
+        name: name.into(),
+        template: vcsim::TEMPLATE.into(),
+        count: 1,
+        cpus: 2,
+        memory_mb: 4096,
+        user_data: "#!/bin/bash\n".into(),
+        root_disk_gib: root,
+        etcd,
+    }
+}
+
+fn volume(etcd: &str, gib: u64) -> EtcdVolume {
+    EtcdVolume {
+        etcd: etcd.into(),
+        member: "a".into(),
+        members: vec!["a".into()],
+        size_gib: gib,
+        version: "3.6.12".into(),
+    }
+}
+
+async fn login(sim: &Vcsim) -> Vcenter {
+    let credentials = Credentials {
+        username: vcsim::USER.into(),
+        password: vcsim::PASSWORD.into(),
+    };
+    Vcenter::login(sim.url(), &credentials).await.unwrap()
+}
+
+/// Each VM of the folder: its disks as (controller key, unit, GiB, file)
+/// and its extraConfig.
+type Disks = Vec<(String, u32, u64, String)>;
+async fn vms(vc: &Vcenter) -> BTreeMap<String, (Disks, BTreeMap<String, String>)> {
+    let folder = vc.find_path("DC0/vm/disks").await.unwrap().unwrap();
+    let mut out = BTreeMap::new();
+    for (_, p) in vc
+        .children(
+            &folder,
+            "VirtualMachine",
+            &["name", "config.hardware.device", "config.extraConfig"],
+        )
+        .await
+        .unwrap()
+    {
+        let mut disks: Disks = p["config.hardware.device"]
+            .children
+            .iter()
+            .filter(|d| d.xsi_type() == Some("VirtualDisk"))
+            .map(|d| {
+                (
+                    d.text_at(&["controllerKey"]).unwrap().to_string(),
+                    d.text_at(&["unitNumber"]).unwrap().parse().unwrap(),
+                    d.text_at(&["capacityInKB"])
+                        .unwrap()
+                        .parse::<u64>()
+                        .unwrap()
+                        / (1024 * 1024),
+                    d.text_at(&["backing", "fileName"])
+                        .unwrap_or("")
+                        .to_string(),
+                )
+            })
+            .collect();
+        disks.sort_by_key(|d| d.1);
+        out.insert(
+            p["name"].text.clone(),
+            (disks, extra_config(p.get("config.extraConfig"))),
+        );
+    }
+    out
+}
+
+fn changing(calls: &BTreeMap<String, u64>) -> u64 {
+    [
+        "CreateFolder",
+        "CloneVM_Task",
+        "PowerOnVM_Task",
+        "PowerOffVM_Task",
+        "Destroy_Task",
+        "ReconfigVM_Task",
+        "MakeDirectory",
+        "DeleteDatastoreFile_Task",
+    ]
+    .iter()
+    .map(|m| calls.get(*m).copied().unwrap_or(0))
+    .sum()
+}
+
+#[tokio::test]
+async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
+    if !vcsim::vcsim_available() {
+        return;
+    }
+    let sim = Vcsim::start().unwrap();
+    let vc = login(&sim).await;
+    let template = vc
+        .find_path(&format!("DC0/vm/{}", vcsim::TEMPLATE))
+        .await
+        .unwrap()
+        .unwrap();
+    let hardware = TemplateHardware::from_devices(
+        vc.properties(&template, &["config.hardware.device"])
+            .await
+            .unwrap()
+            .get("config.hardware.device"),
+    );
+    let template_gib = hardware.boot_disk_gib().unwrap();
+    let root = template_gib + 30;
+    let groups = [
+        group(
+            "control-plane-a",
+            Some(root),
+            vec![volume("main", 20), volume("events", 25)],
+        ),
+        group("nodes", None, Vec::new()),
+    ];
+    let placement = placement();
+    let resolved = cluster::resolve(&vc, &placement, &groups).await.unwrap();
+    let changes = cluster::update(&vc, CLUSTER, &placement, resolved, &groups, true)
+        .await
+        .unwrap();
+    assert_eq!(changes.created.len(), 2, "{changes:?}");
+
+    let found = vms(&vc).await;
+    let (cp_disks, cp_extra) = &found["control-plane-a-1.disks.k8s.local"];
+    let boot_controller = cp_disks[0].0.clone();
+    assert_eq!(cp_disks[0].2, root, "boot disk grown: {cp_disks:?}");
+    // The etcd disks sit on the boot disk's controller at the next free
+    // units, with their sizes, and the guest is told where.
+    let etcd: Vec<(u32, u64)> = cp_disks[1..]
+        .iter()
+        .map(|(c, unit, gib, _)| {
+            assert_eq!(c, &boot_controller);
+            (*unit, *gib)
+        })
+        .collect();
+    let described = EtcdDisk::decode_all(&cp_extra[ETCD_KEY]).unwrap();
+    assert_eq!(
+        described
+            .iter()
+            .map(|d| (d.unit, d.volume.size_gib))
+            .collect::<Vec<_>>(),
+        etcd,
+        "{described:?}"
+    );
+    assert_eq!(etcd.iter().map(|e| e.1).collect::<Vec<_>>(), [20, 25]);
+    assert_eq!(described[0].volume.etcd, "main");
+    assert_eq!(described[1].volume.etcd, "events");
+    assert!(!etcd.iter().any(|e| e.0 == 7), "unit 7 is the controller's");
+    assert_eq!(cp_extra["disk.EnableUUID"], "TRUE");
+    // A worker keeps the template's one disk and has no etcd description.
+    let (node_disks, node_extra) = &found["nodes-1.disks.k8s.local"];
+    assert_eq!(node_disks.len(), 1, "{node_disks:?}");
+    assert_eq!(node_disks[0].2, template_gib);
+    assert!(!node_extra.contains_key(ETCD_KEY));
+    vc.logout().await;
+
+    // A second update (a new session, so its calls are its own) lists the
+    // VMs and changes nothing.
+    let vc = login(&sim).await;
+    let resolved = cluster::resolve(&vc, &placement, &groups).await.unwrap();
+    let changes = cluster::update(&vc, CLUSTER, &placement, resolved, &groups, true)
+        .await
+        .unwrap();
+    assert!(
+        changes.is_empty() && changes.stale.is_empty(),
+        "{changes:?}"
+    );
+    let calls = vc.client.calls();
+    assert_eq!(changing(&calls), 0, "{calls:?}");
+    eprintln!("second update: {calls:?}");
+
+    // The etcd disks are files of their own, kept across a replacement.
+    let files = |found: &BTreeMap<String, (Disks, BTreeMap<String, String>)>, vm: &str| {
+        found[vm].0[1..]
+            .iter()
+            .map(|d| d.3.clone())
+            .collect::<Vec<_>>()
+    };
+    let etcd_files = files(&found, "control-plane-a-1.disks.k8s.local");
+    assert_eq!(
+        etcd_files,
+        [
+            "[LocalDS_0] kops-etcd/disks.k8s.local/main-a.vmdk",
+            "[LocalDS_0] kops-etcd/disks.k8s.local/events-a.vmdk"
+        ]
+    );
+    let mut changed = groups.clone();
+    changed[0].user_data.push_str("# changed\n");
+    let folder = vc.find_path("DC0/vm/disks").await.unwrap().unwrap();
+    let uuid = cluster::list(&vc, &folder, CLUSTER)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|vm| vm.name == "control-plane-a-1.disks.k8s.local")
+        .expect("the control-plane VM")
+        .uuid;
+    let replaced = cluster::replace(&vc, CLUSTER, &placement, &changed, &uuid)
+        .await
+        .unwrap();
+    assert_eq!(
+        replaced,
+        Some((
+            "control-plane-a-1.disks.k8s.local".to_string(),
+            "control-plane-a-2.disks.k8s.local".to_string()
+        ))
+    );
+    let found = vms(&vc).await;
+    assert!(!found.contains_key("control-plane-a-1.disks.k8s.local"));
+    assert_eq!(
+        files(&found, "control-plane-a-2.disks.k8s.local"),
+        etcd_files
+    );
+    let datacenter = vc.find_path("DC0").await.unwrap().unwrap();
+    for file in &etcd_files {
+        assert!(vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
+    }
+
+    // delete removes the VMs and the etcd disks.
+    cluster::delete(&vc, CLUSTER, vcsim::DATACENTER, "disks", true)
+        .await
+        .unwrap();
+    for file in &etcd_files {
+        assert!(!vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
+    }
+
+    vc.logout().await;
+}
