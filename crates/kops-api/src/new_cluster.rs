@@ -180,6 +180,39 @@ impl VsphereOptions {
 /// sizing a group's VMs; the disk is the group's root volume size).
 pub const VSPHERE_DEFAULT_MACHINE_TYPE: &str = "2cpu-4gb";
 
+/// The vCenter's host and port as the in-cluster components name it
+/// (cloud-provider-vsphere's `[VirtualCenter "<host>"]`, whose credentials
+/// are `<host>.username`/`<host>.password` in its Secret): a server given as
+/// a URL (`https://vc.example.com/sdk`) is its host; the port defaults to
+/// 443; `insecure` for a plain `http://` URL (a test simulator).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VsphereServer {
+    pub host: String,
+    pub port: String,
+    pub insecure: bool,
+}
+
+impl VsphereServer {
+    pub fn parse(server: &str) -> VsphereServer {
+        let insecure = server.starts_with("http://");
+        let host = server
+            .split_once("://")
+            .map_or(server, |(_, rest)| rest)
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        let (host, port) = match host.rsplit_once(':') {
+            Some((h, p)) if p.parse::<u16>().is_ok() => (h, p),
+            _ => (host, "443"),
+        };
+        VsphereServer {
+            host: host.to_string(),
+            port: port.to_string(),
+            insecure,
+        }
+    }
+}
+
 /// A vSphere machine size `<cpus>cpu-<memory>gb` as (CPUs, memory in MiB).
 pub fn vsphere_machine_type(size: &str) -> Option<(u32, u64)> {
     let (cpus, memory) = size.trim().split_once("cpu-")?;
@@ -2402,6 +2435,20 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vsphere_servers_are_named_by_host() {
+        let s = super::VsphereServer::parse("http://127.0.0.1:8989/sdk");
+        assert_eq!(
+            (s.host.as_str(), s.port.as_str(), s.insecure),
+            ("127.0.0.1", "8989", true)
+        );
+        let s = super::VsphereServer::parse("vc.example.com");
+        assert_eq!(
+            (s.host.as_str(), s.port.as_str(), s.insecure),
+            ("vc.example.com", "443", false)
+        );
+    }
 
     fn opts(zones: &[&str]) -> NewClusterOptions {
         NewClusterOptions {

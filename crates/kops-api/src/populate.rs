@@ -1135,7 +1135,8 @@ fn service_ip(range: &str, n: u32) -> Option<String> {
 /// An image moved to the spec's registry mirror, as kops' asset builder
 /// does: `assets.containerProxy` replaces the registry host,
 /// `assets.containerRegistry` replaces the registry and keeps the name.
-fn remap_image(spec: &Map<String, Value>, image: &str) -> String {
+/// (`spec` is the cluster's spec as JSON.)
+pub fn remap_image(spec: &Map<String, Value>, image: &str) -> String {
     let assets = spec.get("assets");
     if let Some(proxy) = assets
         .and_then(|a| str_of(a, "containerProxy"))

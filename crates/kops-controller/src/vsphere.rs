@@ -17,8 +17,8 @@ use crate::config::VsphereOptions;
 use crate::verify::NodeIdentity;
 
 /// The Secret of `kube-system` holding the vCenter credentials in the
-/// vSphere cloud provider's format (`<server>.username`,
-/// `<server>.password`): the controller reads it when no credentials file
+/// vSphere cloud provider's format (`<host>.username`,
+/// `<host>.password`): the controller reads it when no credentials file
 /// is mounted; the cloud controller manager reads the same Secret.
 pub const CREDENTIALS_SECRET: &str = "vsphere-cloud-secret";
 
@@ -147,7 +147,11 @@ impl VsphereVerifier {
             })?;
         let data = secret.data.unwrap_or_default();
         let field = |suffix: &str| {
-            let key = format!("{}.{suffix}", self.server);
+            // Keyed by host, as the cloud controller manager reads it.
+            let key = format!(
+                "{}.{suffix}",
+                kops_api::new_cluster::VsphereServer::parse(&self.server).host
+            );
             data.get(&key)
                 .map(|v| String::from_utf8_lossy(&v.0).trim().to_string())
                 .filter(|v| !v.is_empty())

@@ -34,6 +34,9 @@ pub type Settings = BTreeMap<String, Value>;
 
 /// The pause image containerd's sandbox uses.
 pub const SANDBOX_IMAGE: &str = "registry.k8s.io/pause:3.10.1";
+/// kube-vip's image (kube-vip's releases on GitHub's registry), which holds
+/// a vSphere cluster's control-plane virtual IP.
+pub const KUBE_VIP_IMAGE: &str = "ghcr.io/kube-vip/kube-vip:v0.8.9";
 /// Where Kubernetes images come from unless `spec.assets.containerRegistry` says otherwise.
 pub const DEFAULT_REGISTRY: &str = "registry.k8s.io";
 
@@ -223,6 +226,15 @@ pub struct NodeupConfig {
     pub static_manifests: Vec<StaticManifest>,
     #[serde(rename = "usesNoneDNS", default)]
     pub uses_none_dns: bool,
+    /// vSphere: kube-vip's image on nodes that hold the control plane's
+    /// virtual IP, moved to `spec.assets.containerRegistry` (or
+    /// `containerProxy`) as the control plane's images are (kops-rs' own).
+    #[serde(
+        rename = "kubeVIPImage",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub kube_vip_image: Option<String>,
     #[serde(
         rename = "warmPoolImages",
         skip_serializing_if = "Vec::is_empty",
@@ -1165,6 +1177,12 @@ pub fn nodeup_config_with_inputs(
     } else {
         Vec::new()
     };
+    let kube_vip_image = (spec.cloud_provider.as_deref() == Some("vsphere")
+        && !apiserver_additional_ips.is_empty())
+    .then(|| {
+        let empty = serde_json::Map::new();
+        kops_api::populate::remap_image(spec_json.as_object().unwrap_or(&empty), KUBE_VIP_IMAGE)
+    });
     let image_names: &[&str] = match role {
         Role::ControlPlane => &BASE_URL_IMAGES,
         Role::ApiServer => &["kube-apiserver-healthcheck"],
@@ -1226,6 +1244,7 @@ pub fn nodeup_config_with_inputs(
         packages,
         static_manifests,
         uses_none_dns,
+        kube_vip_image,
         warm_pool_images: Vec::new(),
         extra,
     })

@@ -19,6 +19,7 @@ pub mod pki;
 pub mod render;
 pub mod update;
 pub mod vsphere;
+pub mod vsphere_instances;
 
 /// Whether kops' feature flag `name` is on in `KOPS_FEATURE_FLAGS`
 /// (comma-separated; `Name` or `+Name` turns it on, `-Name` off).

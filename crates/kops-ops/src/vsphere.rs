@@ -1,7 +1,7 @@
 //! vSphere's use cases: `update cluster` (the cluster's VMs brought to the
 //! groups' sizes, the state-store files written only when they differ),
-//! `get instances`, `rolling-update cluster --cloudonly` and
-//! `delete cluster`, over kops-vsphere. Credentials come from the
+//! `get instances` and `delete cluster`, over kops-vsphere (validate,
+//! rolling update and dump go through [`crate::vsphere_instances`]). Credentials come from the
 //! environment only ([`kops_vsphere::Credentials`]).
 
 use std::collections::BTreeMap;
@@ -11,6 +11,8 @@ use kops_vsphere::cluster::{self, Changes, GroupSpec, Placement, Vm};
 use kops_vsphere::disks::EtcdVolume;
 use kops_vsphere::vcenter::Vcenter;
 use kops_vsphere::Credentials;
+
+pub use kops_vsphere::calls_summary;
 
 use crate::{require_cluster, OpsError, Registry};
 
@@ -245,14 +247,14 @@ impl VsphereUpdate {
     }
 }
 
-struct Loaded {
-    cluster: Cluster,
-    groups: Vec<InstanceGroup>,
-    settings: Settings,
+pub(crate) struct Loaded {
+    pub(crate) cluster: Cluster,
+    pub(crate) groups: Vec<InstanceGroup>,
+    pub(crate) settings: Settings,
     specs: Vec<GroupSpec>,
 }
 
-async fn load(registry: &Registry, name: &str) -> Result<Loaded, OpsError> {
+pub(crate) async fn load(registry: &Registry, name: &str) -> Result<Loaded, OpsError> {
     let cluster = require_cluster(registry, name).await?;
     let groups = registry.list_instance_groups(name).await?;
     kops_api::validation::validate_all(&cluster, &groups)?;
@@ -457,7 +459,10 @@ fn config_base(registry: &Registry, cluster: &Cluster) -> String {
 
 /// The groups' specs as an update would make them now (nothing written),
 /// to tell which VMs are up to date.
-async fn current_specs(registry: &Registry, loaded: &Loaded) -> Result<Vec<GroupSpec>, OpsError> {
+pub(crate) async fn current_specs(
+    registry: &Registry,
+    loaded: &Loaded,
+) -> Result<Vec<GroupSpec>, OpsError> {
     let base = config_base(registry, &loaded.cluster);
     Ok(with_user_data(registry, loaded, &base, false).await?.0)
 }
@@ -494,21 +499,61 @@ pub async fn instances(
     Ok((result?, vc.client.calls()))
 }
 
-/// `rolling-update cluster --cloudonly --yes`: each VM whose group's spec
-/// changed is destroyed and cloned again, one at a time; (old, new) names.
-pub async fn roll(
-    registry: &Registry,
-    name: &str,
-) -> Result<(Vec<(String, String)>, BTreeMap<String, u64>), OpsError> {
-    let loaded = load(registry, name).await?;
-    let vc = connect(&loaded.settings).await?;
-    let result = async {
-        let specs = current_specs(registry, &loaded).await?;
-        Ok::<_, OpsError>(cluster::roll(&vc, name, &loaded.settings.placement, &specs).await?)
+/// A Secret an in-cluster component reads its vCenter credentials from.
+#[derive(Clone)]
+pub struct ComponentSecret {
+    pub namespace: &'static str,
+    pub name: &'static str,
+    /// Key → value (written as the Secret's `stringData`).
+    pub data: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for ComponentSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComponentSecret")
+            .field("namespace", &self.namespace)
+            .field("name", &self.name)
+            .field("keys", &self.data.keys().collect::<Vec<_>>())
+            .finish()
     }
-    .await;
-    vc.logout().await;
-    Ok((result?, vc.client.calls()))
+}
+
+/// The Secrets the cloud controller manager (and kops-controller) and the
+/// CSI driver read, filled from the environment's credentials (as
+/// `update` logs in with them): `kube-system/vsphere-cloud-secret`
+/// (`<host>.username`, `<host>.password`) and
+/// `vmware-system-csi/vsphere-config-secret` (`csi-vsphere.conf`). They
+/// go to the cluster's API only; never to the state store or a node.
+pub fn component_secrets(cluster: &Cluster) -> Result<Vec<ComponentSecret>, OpsError> {
+    let settings = settings(cluster)?;
+    let credentials = Credentials::from_env()?;
+    let server = kops_api::new_cluster::VsphereServer::parse(&settings.server);
+    let quoted = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
+    let csi = format!(
+        "[Global]\ncluster-id = {}\n\n[VirtualCenter {}]\ninsecure-flag = \"{}\"\nuser = {}\npassword = {}\nport = \"{}\"\ndatacenters = {}\n",
+        quoted(cluster.name()),
+        quoted(&server.host),
+        server.insecure,
+        quoted(&credentials.username),
+        quoted(&credentials.password),
+        server.port,
+        quoted(&settings.placement.datacenter),
+    );
+    Ok(vec![
+        ComponentSecret {
+            namespace: "kube-system",
+            name: kops_model::addons::VSPHERE_CPI_SECRET,
+            data: BTreeMap::from([
+                (format!("{}.username", server.host), credentials.username),
+                (format!("{}.password", server.host), credentials.password),
+            ]),
+        },
+        ComponentSecret {
+            namespace: "vmware-system-csi",
+            name: kops_model::addons::VSPHERE_CSI_SECRET,
+            data: BTreeMap::from([("csi-vsphere.conf".to_string(), csi)]),
+        },
+    ])
 }
 
 /// `delete cluster` on vSphere: the cluster's VMs (powered off first) and

@@ -12,8 +12,8 @@ pub enum RollError {
     #[error("Google Compute: {0}")]
     Gce(#[from] kops_ops::gce_instances::ApiError),
 
-    #[error("gce cloud provider does not support surging\nhint: pass --surge=false (GCE recreates an instance in its group; it cannot run beside it)")]
-    NoSurge,
+    #[error("{cloud} cloud provider does not support surging\nhint: pass --surge=false (it replaces an instance where it stands; the replacement cannot run beside it)")]
+    NoSurge { cloud: String },
 
     #[error("cluster `{cluster}` has no instance groups\nhint: `kops create instancegroup NAME --name {cluster}` adds one")]
     NoInstanceGroups { cluster: String },

@@ -28,6 +28,29 @@ pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
 /// The annotation of a mirror pod (a static pod's API copy).
 pub const ANNOTATION_MIRROR_POD: &str = "kubernetes.io/config.mirror";
 
+/// A client through the kubeconfig's (`path`, else `KUBECONFIG`, else
+/// `~/.kube/config`) context named `cluster`, and only that one (no
+/// falling back to the current context, which may be another cluster's);
+/// an error says why there is none.
+pub async fn cluster_client(path: Option<&Path>, cluster: &str) -> Result<Client, String> {
+    let kubeconfig = match path {
+        Some(p) => Kubeconfig::read_from(p),
+        None => Kubeconfig::read(),
+    }
+    .map_err(|e| format!("cannot read the kubeconfig: {e}"))?;
+    if !kubeconfig.contexts.iter().any(|c| c.name == cluster) {
+        return Err(format!("the kubeconfig has no context `{cluster}`"));
+    }
+    let options = KubeConfigOptions {
+        context: Some(cluster.to_string()),
+        ..Default::default()
+    };
+    let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| format!("context `{cluster}`: {e}"))?;
+    Client::try_from(config).map_err(|e| e.to_string())
+}
+
 /// What a roll and a validation need to know about a node.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeInfo {

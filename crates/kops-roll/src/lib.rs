@@ -7,16 +7,20 @@
 //! wait and validate between steps).
 //!
 //! The cloud and the Kubernetes API are reached through two small traits
-//! ([`Cloud`], [`Kubernetes`]) with one production implementation each (AWS
-//! through kops-aws, Kubernetes through kube-rs), so the scheduler is the
-//! same code in tests and benchmarks. This crate lives apart from kops-ops
-//! to keep kube-rs out of the other use cases. It never prints: progress is
-//! reported through [`Progress`] and results are returned as data.
+//! ([`Cloud`], [`Kubernetes`]): a cloud per provider (AWS through kops-aws,
+//! GCE and vSphere through kops-ops, chosen once by [`open_cloud`]) and
+//! Kubernetes through kube-rs, so the scheduler is the same code on every
+//! cloud, in tests and benchmarks. This crate lives apart from kops-ops to
+//! keep kube-rs out of the other use cases; [`secrets`] is the one write
+//! `update cluster` makes through the Kubernetes API. It never prints:
+//! progress is reported through [`Progress`] and results are returned as
+//! data.
 
 mod error;
 pub mod groups;
 pub mod k8s;
 pub mod rolling_update;
+pub mod secrets;
 pub mod skew;
 pub mod validate;
 
@@ -36,6 +40,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use kops_aws::delete::dump::ClusterDump;
 use kops_aws::instances::{GroupInstances, Instance, InstanceDetails};
 
 /// Receives what a long operation is doing (the binary prints it on stderr).
@@ -71,6 +76,15 @@ pub trait Cloud: Send + Sync {
     async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, RollError> {
         Ok(BTreeMap::new())
     }
+    /// `toolbox dump`: the cluster's cloud resources and instances.
+    async fn dump(&self) -> Result<ClusterDump, RollError> {
+        Ok(ClusterDump::default())
+    }
+    /// The cloud calls made so far as one status line, when the cloud
+    /// counts them.
+    fn calls_summary(&self) -> Option<String> {
+        None
+    }
 }
 
 /// [`Cloud`] on AWS.
@@ -101,6 +115,10 @@ impl Cloud for AwsGroups {
     async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, RollError> {
         Ok(kops_aws::instances::instance_details(&self.cloud, &self.cluster).await?)
     }
+
+    async fn dump(&self) -> Result<ClusterDump, RollError> {
+        Ok(kops_aws::delete::dump::dump_cluster(&self.cloud, &self.cluster).await?)
+    }
 }
 
 /// [`Cloud`] on GCE: managed instance groups; an instance is replaced by
@@ -117,7 +135,9 @@ impl Cloud for kops_ops::gce_instances::GceInstances {
     }
 
     async fn detach(&self, _group: &str, _instance: &Instance) -> Result<(), RollError> {
-        Err(RollError::NoSurge)
+        Err(RollError::NoSurge {
+            cloud: "gce".into(),
+        })
     }
 
     fn supports_surge(&self) -> bool {
@@ -131,11 +151,58 @@ impl Cloud for kops_ops::gce_instances::GceInstances {
     async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, RollError> {
         Ok(kops_ops::gce_instances::GceInstances::details(self).await?)
     }
+
+    async fn dump(&self) -> Result<ClusterDump, RollError> {
+        let d = kops_ops::gce_instances::GceInstances::dump(self).await?;
+        tracing::debug!(calls = ?self.calls(), "Google Compute calls");
+        Ok(d)
+    }
+}
+
+/// [`Cloud`] on vSphere: no groups of its own, each instance group's VMs
+/// found by their markers; a VM is replaced by destroying it and cloning
+/// its group's spec again. Like GCE, there is no surge: a VM cannot be
+/// taken out of its group while it runs (the group is its marker), so
+/// kops' default for clouds other than AWS holds (maxSurge 0) and asking
+/// for surge fails as on GCE.
+#[async_trait]
+impl Cloud for kops_ops::vsphere_instances::VsphereInstances {
+    async fn groups(&self) -> Result<Vec<GroupInstances>, RollError> {
+        Ok(kops_ops::vsphere_instances::VsphereInstances::groups(self).await?)
+    }
+
+    async fn terminate(&self, _group: &str, instance: &Instance) -> Result<(), RollError> {
+        self.replace(instance).await?;
+        Ok(())
+    }
+
+    async fn detach(&self, _group: &str, _instance: &Instance) -> Result<(), RollError> {
+        Err(RollError::NoSurge {
+            cloud: "vsphere".into(),
+        })
+    }
+
+    fn supports_surge(&self) -> bool {
+        false
+    }
+
+    async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, RollError> {
+        Ok(kops_ops::vsphere_instances::VsphereInstances::details(self).await?)
+    }
+
+    async fn dump(&self) -> Result<ClusterDump, RollError> {
+        Ok(kops_ops::vsphere_instances::VsphereInstances::dump(self).await?)
+    }
+
+    fn calls_summary(&self) -> Option<String> {
+        Some(self.summary())
+    }
 }
 
 /// The cluster's cloud as kops-roll reads it: the one dispatch on
 /// `spec.cloudProvider` (through [`kops_ops::cloud::Cloud`]).
 pub async fn open_cloud(
+    registry: &kops_ops::Registry,
     cluster: &kops_api::Cluster,
     sdk_config: Option<aws_config::SdkConfig>,
 ) -> Result<Arc<dyn Cloud>, RollError> {
@@ -151,13 +218,12 @@ pub async fn open_cloud(
                 cluster: cluster.name().to_string(),
             }))
         }
-        kops_ops::cloud::Cloud::Gce => {
-            Ok(Arc::new(kops_ops::gce_instances::GceInstances::open(cluster)?))
-        }
-        kops_ops::cloud::Cloud::Vsphere => Err(RollError::Ops(kops_ops::OpsError::NotOnAws {
-            cluster: cluster.name().to_string(),
-            reason: "on vSphere, `rolling-update cluster --cloudonly` and `get instances` read the cluster's VMs; validation and drains are not done there yet".into(),
-        })),
+        kops_ops::cloud::Cloud::Gce => Ok(Arc::new(kops_ops::gce_instances::GceInstances::open(
+            cluster,
+        )?)),
+        kops_ops::cloud::Cloud::Vsphere => Ok(Arc::new(
+            kops_ops::vsphere_instances::VsphereInstances::open(registry, cluster.name()).await?,
+        )),
     }
 }
 
@@ -184,6 +250,6 @@ pub(crate) async fn load_cluster(
             cluster: name.to_string(),
         });
     }
-    let cloud = open_cloud(&cluster, sdk_config).await?;
+    let cloud = open_cloud(registry, &cluster, sdk_config).await?;
     Ok((cluster, groups, cloud))
 }

@@ -901,6 +901,11 @@ impl RollingUpdatePlan {
         self.roller.options.force || self.groups.iter().any(|g| !g.need_update.is_empty())
     }
 
+    /// The cloud the roll reads and changes.
+    pub fn cloud(&self) -> Arc<dyn Cloud> {
+        self.roller.cloud.clone()
+    }
+
     /// Rolls the groups.
     pub async fn execute(self) -> Result<(), RollError> {
         self.roller.run(self.groups).await

@@ -17,8 +17,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 use kops_api::version::KubernetesVersion;
 use kube::api::ListParams;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Api, Client, Config};
+use kube::Api;
 
 /// How long the look-up may take before the spec's version is used.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -56,22 +55,7 @@ pub async fn control_plane_running_version(
     spec: &str,
 ) -> Result<String, String> {
     let ask = async {
-        let kubeconfig = match path {
-            Some(p) => Kubeconfig::read_from(p),
-            None => Kubeconfig::read(),
-        }
-        .map_err(|e| format!("cannot read the kubeconfig: {e}"))?;
-        if !kubeconfig.contexts.iter().any(|c| c.name == cluster) {
-            return Err(format!("the kubeconfig has no context `{cluster}`"));
-        }
-        let options = KubeConfigOptions {
-            context: Some(cluster.to_string()),
-            ..Default::default()
-        };
-        let config = Config::from_custom_kubeconfig(kubeconfig, &options)
-            .await
-            .map_err(|e| format!("context `{cluster}`: {e}"))?;
-        let client = Client::try_from(config).map_err(|e| e.to_string())?;
+        let client = crate::k8s::cluster_client(path, cluster).await?;
         let nodes = Api::<Node>::all(client)
             .list(&ListParams::default().labels("node-role.kubernetes.io/control-plane"))
             .await

@@ -324,6 +324,8 @@ pub struct ValidationOutcome {
     pub result: ValidationCluster,
     /// Attempts made.
     pub attempts: u32,
+    /// The cloud's calls as a status line, when it counts them.
+    pub cloud_calls: Option<String>,
 }
 
 /// One attempt's result, for a progress line.
@@ -376,6 +378,7 @@ pub async fn validate_cluster(
                 instance_groups,
                 result,
                 attempts,
+                cloud_calls: cloud.calls_summary(),
             });
         }
         tokio::time::sleep(request.interval).await;

@@ -1,7 +1,7 @@
 //! A cluster's VMs: where they go ([`Placement`]), what each group wants
 //! ([`GroupSpec`]), what exists (listed from the cluster's folder by
 //! marker) and the changes between the two: update (create missing VMs,
-//! destroy surplus ones), roll (replace VMs made from an older spec) and
+//! destroy surplus ones), replace one VM (a rolling update's step) and
 //! delete (everything of the cluster, powered off first).
 
 use std::collections::BTreeMap;
@@ -390,34 +390,49 @@ pub async fn update(
     Ok(changes)
 }
 
-/// Replaces, one at a time, each VM made from an older spec than its
-/// group's (destroy, then clone the replacement); the names replaced.
-pub async fn roll(
+/// Replaces the cluster's VM whose BIOS UUID is `uuid` (destroy, then
+/// clone its group's VM again under a name free in the folder, never the
+/// destroyed VM's, so its replacement joins as a new Kubernetes node);
+/// `groups` must hold its group. The (old, new) names, or `None` when no
+/// VM of the cluster has that UUID any more.
+pub async fn replace(
     vc: &Vcenter,
     cluster: &str,
     placement: &Placement,
     groups: &[GroupSpec],
-) -> Result<Vec<(String, String)>, VsphereError> {
-    let resolved = resolve(vc, placement, groups).await?;
-    let Some(folder) = resolved.folder.clone() else {
-        return Ok(Vec::new());
+    uuid: &str,
+) -> Result<Option<(String, String)>, VsphereError> {
+    let Some(folder) = vc
+        .find_path(&inventory_path(
+            &placement.datacenter,
+            "vm",
+            &placement.folder,
+        ))
+        .await?
+        .filter(|r| r.kind == "Folder")
+    else {
+        return Ok(None);
     };
-    let (existing, mut taken) = listing(vc, &folder, cluster).await?;
-    let mut replaced = Vec::new();
-    for group in groups {
-        let hash = group.hash(placement);
-        for vm in existing
-            .iter()
-            .filter(|v| v.group == group.name && v.spec_hash != hash)
-        {
-            destroy_vm(vc, vm).await?;
-            let name = free_name(cluster, &group.name, &taken);
-            taken.push(name.clone());
-            clone(vc, cluster, placement, &resolved, &folder, group, &name).await?;
-            replaced.push((vm.name.clone(), name));
-        }
-    }
-    Ok(replaced)
+    let (existing, taken) = listing(vc, &folder, cluster).await?;
+    let Some(vm) = existing.iter().find(|v| v.uuid.eq_ignore_ascii_case(uuid)) else {
+        return Ok(None);
+    };
+    let group = groups
+        .iter()
+        .find(|g| g.name == vm.group)
+        .ok_or_else(|| VsphereError::Missing {
+            what: "instance group",
+            name: vm.group.clone(),
+            fix: format!(
+                "VM `{}` belongs to a group the cluster no longer has; `kops delete instance` cannot replace it, delete the VM in vCenter",
+                vm.name
+            ),
+        })?;
+    let resolved = resolve(vc, placement, std::slice::from_ref(group)).await?;
+    destroy_vm(vc, vm).await?;
+    let name = free_name(cluster, &group.name, &taken);
+    clone(vc, cluster, placement, &resolved, &folder, group, &name).await?;
+    Ok(Some((vm.name.clone(), name)))
 }
 
 /// Powers off and destroys every VM of the cluster in its folder, then

@@ -34,6 +34,54 @@ pub const SPEC_HASH_KEY: &str = "kops.spec-hash";
 /// nodeup inside the VM, checked and then removed by kops-controller).
 pub const TOKEN_KEY: &str = "guestinfo.kops.bootstrap-token";
 
+/// The login user a template's name suggests (cloud images' default
+/// users: `ubuntu`, `debian`, Flatcar's `core`, `rocky`); `None` when it
+/// does not say.
+pub fn guess_ssh_user(template: &str) -> Option<&'static str> {
+    let name = template
+        .rsplit('/')
+        .next()
+        .unwrap_or(template)
+        .to_ascii_lowercase();
+    [
+        ("ubuntu", "ubuntu"),
+        ("debian", "debian"),
+        ("flatcar", "core"),
+        ("rocky", "rocky"),
+    ]
+    .into_iter()
+    .find(|(distribution, _)| name.contains(distribution))
+    .map(|(_, user)| user)
+}
+
+/// The methods that change something in vCenter.
+const CHANGING: &[&str] = &[
+    "CreateFolder",
+    "CloneVM_Task",
+    "PowerOnVM_Task",
+    "PowerOffVM_Task",
+    "Destroy_Task",
+    "ReconfigVM_Task",
+    "MakeDirectory",
+    "DeleteDatastoreFile_Task",
+];
+
+/// SOAP calls as one summary: the total, how many changed something, and
+/// the count per method.
+pub fn calls_summary(calls: &std::collections::BTreeMap<String, u64>) -> String {
+    let total: u64 = calls.values().sum();
+    let writes: u64 = calls
+        .iter()
+        .filter(|(method, _)| CHANGING.contains(&method.as_str()))
+        .map(|(_, n)| n)
+        .sum();
+    let each: Vec<String> = calls.iter().map(|(m, n)| format!("{m} {n}")).collect();
+    format!(
+        "{total} vSphere SOAP calls, {writes} changing: {}",
+        each.join(", ")
+    )
+}
+
 /// vCenter user name and password: from `VSPHERE_USERNAME` and
 /// `VSPHERE_PASSWORD`, or a file named by `VSPHERE_CREDENTIALS_FILE` (two
 /// lines: user, password). Never written anywhere by kops-rs.
@@ -87,6 +135,22 @@ impl Credentials {
                 "no vCenter credentials: set VSPHERE_USERNAME and VSPHERE_PASSWORD (or VSPHERE_CREDENTIALS_FILE)".into(),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ssh_users_follow_the_template_name() {
+        assert_eq!(
+            super::guess_ssh_user("ubuntu-2404-template"),
+            Some("ubuntu")
+        );
+        assert_eq!(
+            super::guess_ssh_user("/DC0/vm/t/flatcar-stable"),
+            Some("core")
+        );
+        assert_eq!(super::guess_ssh_user("kops-template"), None);
     }
 }
 

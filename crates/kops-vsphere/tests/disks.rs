@@ -218,15 +218,23 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     );
     let mut changed = groups.clone();
     changed[0].user_data.push_str("# changed\n");
-    let replaced = cluster::roll(&vc, CLUSTER, &placement, &changed)
+    let folder = vc.find_path("DC0/vm/disks").await.unwrap().unwrap();
+    let uuid = cluster::list(&vc, &folder, CLUSTER)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|vm| vm.name == "control-plane-a-1.disks.k8s.local")
+        .expect("the control-plane VM")
+        .uuid;
+    let replaced = cluster::replace(&vc, CLUSTER, &placement, &changed, &uuid)
         .await
         .unwrap();
     assert_eq!(
         replaced,
-        [(
+        Some((
             "control-plane-a-1.disks.k8s.local".to_string(),
             "control-plane-a-2.disks.k8s.local".to_string()
-        )]
+        ))
     );
     let found = vms(&vc).await;
     assert!(!found.contains_key("control-plane-a-1.disks.k8s.local"));

@@ -26,7 +26,7 @@ pub async fn live_instances(
 ) -> Result<Live> {
     let spec: Cluster = kops_ops::require_cluster(registry, cluster).await?;
     let groups: Vec<InstanceGroup> = registry.list_instance_groups(cluster).await?;
-    let cloud = kops_roll::open_cloud(&spec, None).await?;
+    let cloud = kops_roll::open_cloud(registry, &spec, None).await?;
     let asgs = cloud.groups().await?;
     let details = cloud.details().await?;
     let built = kops_roll::build_groups(cluster, &groups, &asgs, nodes);

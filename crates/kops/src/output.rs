@@ -94,25 +94,5 @@ pub fn status(text: &str) {
 /// vSphere SOAP calls as one summary: the total, how many changed
 /// something, and the count per method.
 pub fn vsphere_calls(calls: &std::collections::BTreeMap<String, u64>) -> String {
-    const WRITES: &[&str] = &[
-        "CreateFolder",
-        "CloneVM_Task",
-        "PowerOnVM_Task",
-        "PowerOffVM_Task",
-        "Destroy_Task",
-        "ReconfigVM_Task",
-        "MakeDirectory",
-        "DeleteDatastoreFile_Task",
-    ];
-    let total: u64 = calls.values().sum();
-    let writes: u64 = calls
-        .iter()
-        .filter(|(method, _)| WRITES.contains(&method.as_str()))
-        .map(|(_, n)| n)
-        .sum();
-    let each: Vec<String> = calls.iter().map(|(m, n)| format!("{m} {n}")).collect();
-    format!(
-        "{total} vSphere SOAP calls, {writes} changing: {}",
-        each.join(", ")
-    )
+    kops_ops::vsphere::calls_summary(calls)
 }

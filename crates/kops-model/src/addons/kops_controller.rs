@@ -8,7 +8,8 @@
 //! The configuration names how a node's identity is checked (on AWS the
 //! IAM roles whose instances may bootstrap, every node and API-server
 //! group's, and the region; on Google Cloud the project, region and
-//! cluster; on bare metal no cloud, the `Host` keys of enrolled machines),
+//! cluster; on vSphere the vCenter and datacenter; on bare metal no cloud,
+//! the `Host` keys of enrolled machines),
 //! the paths nodeup writes the service's certificate and signing
 //! keys to, and the certificates it may issue (kube-proxy's only when
 //! kube-proxy runs).
@@ -18,6 +19,10 @@ use serde_json::{json, Value};
 
 use super::template::{self, TemplateError};
 use crate::Model;
+
+/// Where kops-controller reads its vCenter credentials on vSphere when the
+/// operator mounts them (kops-controller's `VSPHERE_CREDENTIALS_FILE`).
+const VSPHERE_CREDENTIALS_FILE: &str = "/etc/kubernetes/kops-controller/vsphere/credentials";
 
 /// Where nodeup writes kops-controller's certificates and keys.
 const PKI_DIR: &str = "/etc/kubernetes/kops-controller/pki";
@@ -29,7 +34,11 @@ pub(super) fn objects(model: &Model<'_>) -> Result<Option<Vec<Value>>, TemplateE
     template::render(
         "kops_controller/manifest.yaml",
         include_str!("kops_controller/manifest.yaml"),
-        &json!({ "config": config }),
+        &json!({
+            "config": config,
+            "vsphere_secret": (model.cluster.spec.cloud_provider.as_deref() == Some("vsphere"))
+                .then_some(super::vsphere::CPI_SECRET),
+        }),
     )
     .map(Some)
 }
@@ -46,7 +55,8 @@ pub fn config_json(model: &Model<'_>) -> Option<String> {
         .secret_store
         .clone()
         .unwrap_or_else(|| format!("{config_base}/secrets"));
-    let region = crate::iam::region(model)?;
+    // vSphere and bare metal have no region; AWS and Google Cloud need one.
+    let region = crate::iam::region(model);
     let mut roles: Vec<String> = model
         .groups
         .iter()
@@ -101,12 +111,29 @@ pub fn config_json(model: &Model<'_>) -> Option<String> {
     let cert_names: Vec<String> = cert_names.iter().map(|s| s.to_string()).collect();
     // How kops-controller checks a node's identity: on AWS, its instance
     // role; on Google Cloud, its instance in the project (kops' clock-skew
-    // allowance of five minutes); on bare metal, its Host's key.
-    let (cloud, provider) = if spec.cloud_provider.as_deref() == Some("metal") {
+    // allowance of five minutes); on vSphere, its VM in the vCenter; on bare
+    // metal, its Host's key.
+    let (cloud, provider) = if spec.cloud_provider.as_deref() == Some("vsphere") {
+        // kops-rs' own (kops has no vSphere verifier): the vCenter and
+        // datacenter a node's VM must be in, and the file the controller
+        // reads its vCenter credentials from when it is mounted (else the
+        // cloud controller manager's Secret); never the credentials.
+        let config = spec.cloud_config.clone().unwrap_or_default();
+        (
+            "vsphere",
+            format!(
+                "{{\"vsphere\":{{\"server\":{},\"datacenter\":{},\"credentialsFile\":{}}}}}",
+                q(config.vsphere_server.as_deref().unwrap_or_default()),
+                q(config.vsphere_datacenter.as_deref().unwrap_or_default()),
+                q(VSPHERE_CREDENTIALS_FILE)
+            ),
+        )
+    } else if spec.cloud_provider.as_deref() == Some("metal") {
         // Bare metal: no cloud to ask; machines enrolled with `toolbox
         // enroll` prove themselves with their key (`pki`).
         ("metal", "{},\"pki\":{}".to_string())
     } else if spec.cloud_provider.as_deref() == Some("gce") {
+        let region = region?;
         (
             "gce",
             format!(
@@ -117,6 +144,7 @@ pub fn config_json(model: &Model<'_>) -> Option<String> {
             ),
         )
     } else {
+        let region = region?;
         (
             "aws",
             format!(

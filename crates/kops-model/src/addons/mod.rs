@@ -51,6 +51,7 @@ mod vsphere;
 use crate::Model;
 use serde_json::{json, Value};
 pub use template::TemplateError;
+pub use vsphere::{CPI_SECRET as VSPHERE_CPI_SECRET, CSI_SECRET as VSPHERE_CSI_SECRET};
 
 /// The manifest of the addon `key` for this cluster, when kops-rs renders
 /// it. An error is a template that does not render: a kops-rs bug, which

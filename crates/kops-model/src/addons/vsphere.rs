@@ -31,20 +31,11 @@ fn vcenter(model: &Model<'_>) -> (String, String) {
 /// The cloud controller manager's objects.
 pub(super) fn cloud_controller(model: &Model<'_>) -> Result<Option<Vec<Value>>, TemplateError> {
     let (server, datacenter) = vcenter(model);
-    // A server given as a URL (`https://host/sdk`) is its host to the
-    // cloud provider; a plain `http://` URL (a test simulator) is insecure.
-    let insecure = server.starts_with("http://");
-    let host = server
-        .split_once("://")
-        .map_or(server.as_str(), |(_, rest)| rest)
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let (host, port) = match host.rsplit_once(':') {
-        Some((h, p)) if p.parse::<u16>().is_ok() => (h.to_string(), p.to_string()),
-        _ => (host, "443".to_string()),
-    };
+    let kops_api::new_cluster::VsphereServer {
+        host,
+        port,
+        insecure,
+    } = kops_api::new_cluster::VsphereServer::parse(&server);
     let context = json!({
         "image": CPI_IMAGE,
         "server": host,

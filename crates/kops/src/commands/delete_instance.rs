@@ -130,7 +130,9 @@ pub async fn run(global: &GlobalArgs, a: DeleteInstanceArgs) -> Result<i32> {
     if surge && !live.cloud.supports_surge() {
         bail!(
             "failed to detach instance {id}: {}",
-            kops_roll::RollError::NoSurge
+            kops_roll::RollError::NoSurge {
+                cloud: live.cluster.spec.cloud_provider.clone().unwrap_or_default()
+            }
         );
     }
     // The roller surges only with the Kubernetes API; without it, detach here.

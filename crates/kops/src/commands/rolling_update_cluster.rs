@@ -87,9 +87,6 @@ pub struct RollingUpdateClusterArgs {
 pub async fn run(global: &GlobalArgs, a: RollingUpdateClusterArgs) -> Result<i32> {
     let registry = state(global).await?;
     let cluster = cluster_name(&registry, global, a.cluster_name.as_deref()).await?;
-    if kops_ops::vsphere::is_vsphere(&kops_ops::require_cluster(&registry, &cluster).await?) {
-        return roll_vsphere(&registry, &cluster, &a).await;
-    }
     let options = kops_roll::RollOptions {
         force: a.force,
         cloud_only: a.cloudonly,
@@ -169,16 +166,26 @@ pub async fn run(global: &GlobalArgs, a: RollingUpdateClusterArgs) -> Result<i32
         table.row(row);
     }
     print(&table.render());
+    let cloud = plan.cloud();
+    let calls = || {
+        if let Some(summary) = cloud.calls_summary() {
+            status(&format!("({summary})"));
+        }
+    };
     if !plan.needs_update() {
         print("\nNo rolling-update required.\n");
+        calls();
         return Ok(0);
     }
     if !a.yes {
         print("\nMust specify --yes to rolling-update.\n");
+        calls();
         return Ok(0);
     }
     let started = std::time::Instant::now();
-    plan.execute().await?;
+    let rolled = plan.execute().await;
+    calls();
+    rolled?;
     status(&format!(
         "Rolling update of cluster {cluster} completed in {:.1}s.",
         started.elapsed().as_secs_f64()
@@ -230,45 +237,4 @@ fn interactive_progress(cloud_only: bool) -> kops_roll::Progress {
             _ => {}
         }
     })
-}
-
-/// `rolling-update cluster` on vSphere: with `--cloudonly --yes`, each VM
-/// whose group's spec changed is destroyed and cloned again, one at a
-/// time. Draining and validating between VMs is not done on vSphere yet,
-/// so without --cloudonly it is refused; without --yes the VMs are listed.
-async fn roll_vsphere(
-    registry: &kops_ops::Registry,
-    cluster: &str,
-    a: &RollingUpdateClusterArgs,
-) -> Result<i32> {
-    if !a.yes {
-        let (vms, calls) = kops_ops::vsphere::instances(registry, cluster).await?;
-        let mut t = Table::new(&["NAME", "INSTANCE-GROUP", "STATUS"]);
-        for (vm, current) in &vms {
-            t.row(vec![
-                vm.name.clone(),
-                vm.group.clone(),
-                if *current { "Ready" } else { "NeedsUpdate" }.into(),
-            ]);
-        }
-        print(&t.render());
-        status(&format!(
-            "Must specify --yes to rolling-update ({}).",
-            crate::output::vsphere_calls(&calls)
-        ));
-        return Ok(0);
-    }
-    if !a.cloudonly {
-        anyhow::bail!("rolling-update on vSphere replaces VMs without draining or validating them so far\nhint: pass --cloudonly to replace them anyway");
-    }
-    let (replaced, calls) = kops_ops::vsphere::roll(registry, cluster).await?;
-    for (old, new) in &replaced {
-        status(&format!("Replaced VM {old} with {new}"));
-    }
-    status(&format!(
-        "Rolling update completed: {} VMs replaced ({}).",
-        replaced.len(),
-        crate::output::vsphere_calls(&calls)
-    ));
-    Ok(0)
 }

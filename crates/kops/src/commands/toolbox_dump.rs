@@ -76,19 +76,11 @@ pub async fn run(global: &GlobalArgs, a: ToolboxDumpArgs) -> Result<i32> {
     if !a.cloud_resources {
         return Ok(0);
     }
-    let d = match kops_ops::cloud::Cloud::of(&spec)? {
-        kops_ops::cloud::Cloud::Gce => {
-            let gce = kops_ops::gce_instances::GceInstances::open(&spec)?;
-            let d = gce.dump().await?;
-            tracing::debug!(calls = ?gce.calls(), "Google Compute calls");
-            d
-        }
-        _ => {
-            let region = kops_ops::update::cluster_region(&spec)?;
-            let cloud = kops_aws::AwsCloud::new(&region).await;
-            kops_aws::delete::dump::dump_cluster(&cloud, &cluster).await?
-        }
-    };
+    let cloud = kops_roll::open_cloud(&registry, &spec, None).await?;
+    let d = cloud.dump().await?;
+    if let Some(calls) = cloud.calls_summary() {
+        crate::output::status(&format!("({calls})"));
+    }
     let doc = dump_document(&d);
     match a.output.as_str() {
         "json" => print(&format!("{}\n", serde_json::to_string_pretty(&doc)?)),

@@ -362,6 +362,9 @@ async fn update_vsphere(
         }
     }
     print(&text);
+    if a.yes {
+        component_secrets(registry, cluster).await?;
+    }
     let summary = format!(
         "{}, {:.1}s",
         crate::output::vsphere_calls(&outcome.calls),
@@ -379,4 +382,36 @@ async fn update_vsphere(
         status(&format!("Must specify --yes to apply changes ({summary})."));
         Ok(if a.exit_code { 2 } else { 0 })
     }
+}
+
+/// vSphere: the vCenter credentials of the in-cluster components (cloud
+/// controller manager, kops-controller, CSI driver), written as Secrets
+/// through the cluster's kubeconfig context once its API answers; until
+/// then each `update --yes` says they are still to be written.
+async fn component_secrets(registry: &kops_ops::Registry, cluster: &str) -> Result<()> {
+    let spec = kops_ops::require_cluster(registry, cluster).await?;
+    let secrets = kops_ops::vsphere::component_secrets(&spec)?;
+    let names = || {
+        secrets
+            .iter()
+            .map(|s| format!("{}/{}", s.namespace, s.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match kops_roll::secrets::apply_secrets(None, cluster, &secrets).await {
+        kops_roll::secrets::SecretsOutcome::Applied(written) if written.is_empty() => {}
+        kops_roll::secrets::SecretsOutcome::Applied(written) => status(&format!(
+            "Wrote the vCenter credentials of the cluster's components: Secrets {}",
+            written.join(", ")
+        )),
+        kops_roll::secrets::SecretsOutcome::Unreachable(reason) => status(&format!(
+            "The cluster's Kubernetes API is not reachable yet ({reason}): the next `kops update cluster --yes` writes the Secrets {} once it answers",
+            names()
+        )),
+        kops_roll::secrets::SecretsOutcome::Refused(reason) => status(&format!(
+            "warning: the Secrets {} were not written: {reason}\nhint: check that the kubeconfig context `{cluster}` may write Secrets, then run `kops update cluster --yes` again",
+            names()
+        )),
+    }
+    Ok(())
 }

@@ -84,6 +84,9 @@ pub async fn run(global: &GlobalArgs, a: ValidateClusterArgs) -> Result<i32> {
     )
     .await?;
     let result = &outcome.result;
+    if let Some(calls) = &outcome.cloud_calls {
+        status(&format!("({calls})"));
+    }
     match a.output {
         Output::Table => print(&validation_table(&outcome)),
         Output::Json => print(&format!("{}\n", serde_json::to_string_pretty(result)?)),

@@ -12,28 +12,14 @@
 //! (same name, new id).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use kops_testkit::kube_api::FakeApi;
 use kops_testkit::GceApi;
 use serde_json::{json, Value};
 
+use crate::common::kubelet::{self, FAST_ROLL};
 use crate::common::{command, file_url, Run};
 use crate::gce_lifecycle::{by_method, cluster_name, seed};
-
-/// Flags that keep a roll quick: no sleeps between steps, fast re-checks.
-const FAST: &[&str] = &[
-    "--interval",
-    "0s",
-    "--post-drain-delay",
-    "0s",
-    "--validate-tick",
-    "100ms",
-    "--validate-success-pause",
-    "0s",
-    "--validation-timeout",
-    "30s",
-];
 
 pub(crate) struct Case {
     pub(crate) api: GceApi,
@@ -62,13 +48,7 @@ impl Case {
     }
 
     pub(crate) fn kops_ok(&self, args: &[&str]) -> Run {
-        let r = self.kops(args);
-        assert_eq!(
-            r.code, 0,
-            "kops {args:?}:\nstdout:\n{}\nstderr:\n{}",
-            r.stdout, r.stderr
-        );
-        r
+        self.kops(args).expect_ok(args)
     }
 
     /// The project's instances: name → (zone, numeric id, template name).
@@ -113,17 +93,7 @@ impl Case {
             .map(|(name, _)| name.clone())
             .collect();
         for name in stale {
-            self.kube.delete("api/v1", "nodes", "", &name);
-            for app in [
-                "kube-apiserver",
-                "kube-controller-manager",
-                "kube-scheduler",
-            ] {
-                self.kube
-                    .delete("api/v1", "pods", "kube-system", &format!("{app}-{name}"));
-            }
-            self.kube
-                .delete("api/v1", "pods", "default", &format!("app-{name}"));
+            kubelet::unregister(&self.kube, &name);
             known.remove(&name);
         }
         for (name, (zone, id, _)) in running {
@@ -135,57 +105,13 @@ impl Case {
             let control_plane = labels
                 .as_ref()
                 .is_some_and(|l| l.get("k8s-io-role-control-plane").is_some());
-            let mut node_labels = json!({"topology.kubernetes.io/zone": zone});
-            if control_plane {
-                node_labels["node-role.kubernetes.io/control-plane"] = json!("");
-            }
-            self.kube.put(
-                "api/v1",
-                "nodes",
-                "",
+            kubelet::register(
+                &self.kube,
                 &name,
-                json!({
-                    "apiVersion": "v1", "kind": "Node",
-                    "metadata": {"name": name, "labels": node_labels},
-                    "spec": {"providerID": format!("gce://testproject/{zone}/{name}")},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-                }),
+                &format!("gce://testproject/{zone}/{name}"),
+                json!({"topology.kubernetes.io/zone": zone}),
+                control_plane,
             );
-            let pod = |ns: &str, pod: &str, labels: Value, annotations: Value| {
-                self.kube.put(
-                    "api/v1",
-                    "pods",
-                    ns,
-                    pod,
-                    json!({
-                        "apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": pod, "namespace": ns, "labels": labels, "annotations": annotations},
-                        "spec": {"nodeName": name, "containers": [{"name": "c", "image": "x"}]},
-                        "status": {"phase": "Running", "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0, "image": "x", "imageID": ""}]},
-                    }),
-                );
-            };
-            if control_plane {
-                for app in [
-                    "kube-apiserver",
-                    "kube-controller-manager",
-                    "kube-scheduler",
-                ] {
-                    pod(
-                        "kube-system",
-                        &format!("{app}-{name}"),
-                        json!({"k8s-app": app}),
-                        json!({"kubernetes.io/config.mirror": "x"}),
-                    );
-                }
-            } else {
-                pod(
-                    "default",
-                    &format!("app-{name}"),
-                    json!({"app": "web"}),
-                    json!({}),
-                );
-            }
             known.insert(name, id);
         }
     }
@@ -193,21 +119,13 @@ impl Case {
     /// Runs `kops ARGS` while a thread keeps the nodes in step with the
     /// instances.
     fn kops_with_kubelet(&self, args: &[&str], known: &mut BTreeMap<String, String>) -> Run {
-        let done = &AtomicBool::new(false);
-        let mut mine = known.clone();
-        std::thread::scope(|s| {
-            let sync = s.spawn(move || {
-                while !done.load(Ordering::Relaxed) {
-                    self.sync_nodes(&mut mine);
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                mine
-            });
-            let r = self.kops(args);
-            done.store(true, Ordering::Relaxed);
-            *known = sync.join().unwrap();
-            r
-        })
+        let (r, synced) = kubelet::while_syncing(
+            known.clone(),
+            |mine| self.sync_nodes(mine),
+            || self.kops(args),
+        );
+        *known = synced;
+        r
     }
 
     /// Changes a group's machine type in the state store only.
@@ -331,7 +249,7 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     let r = case.kops_ok(
         &[
             &["rolling-update", "cluster", &name, "--cloudonly", "--yes"],
-            FAST,
+            FAST_ROLL,
         ]
         .concat(),
     );
@@ -374,7 +292,7 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     case.kube.take_requests();
     let before = case.instances();
     let r = case.kops_with_kubelet(
-        &[&["rolling-update", "cluster", &name, "--yes"], FAST].concat(),
+        &[&["rolling-update", "cluster", &name, "--yes"], FAST_ROLL].concat(),
         &mut known,
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
@@ -382,17 +300,7 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
     let replaced = case.instances();
     for instance in &needs {
         assert_ne!(replaced[instance].1, before[instance].1, "{}", r.stderr);
-        assert!(
-            requests.iter().any(|q| q.starts_with(&format!(
-                "POST /api/v1/namespaces/default/pods/app-{instance}/eviction"
-            ))),
-            "{requests:?}"
-        );
-        assert!(
-            r.stderr.contains(&format!("cordoned node {instance}")),
-            "{}",
-            r.stderr
-        );
+        kubelet::assert_drained(&requests, &r.stderr, instance);
     }
     assert!(r.stderr.contains("cluster validated"), "{}", r.stderr);
 
@@ -418,7 +326,7 @@ fn gce_cluster_validates_rolls_and_replaces_instances() {
                 "--yes",
                 "--surge=false",
             ][..],
-            &FAST[2..],
+            &FAST_ROLL[2..],
         ]
         .concat(),
         &mut known,

@@ -43,3 +43,4 @@ mod switch_from_kops;
 mod terraform_conformance;
 mod toolbox_dump;
 mod vsphere;
+mod vsphere_roll;

@@ -15,7 +15,7 @@ use kops_vsphere::vcenter::Vcenter;
 use crate::common::{command, file_url, tree, Run};
 
 /// Runs `kops ARGS` with the simulator's credentials.
-fn kops_vc(sim: &Vcsim, args: &[&str]) -> Run {
+pub(crate) fn kops_vc(sim: &Vcsim, args: &[&str]) -> Run {
     let mut c = command(args);
     for (k, v) in sim.env() {
         c.env(k, v);
@@ -23,7 +23,7 @@ fn kops_vc(sim: &Vcsim, args: &[&str]) -> Run {
     c.output().expect("run kops").into()
 }
 
-fn ok(sim: &Vcsim, args: &[&str]) -> Run {
+pub(crate) fn ok(sim: &Vcsim, args: &[&str]) -> Run {
     let r = kops_vc(sim, args);
     assert_eq!(
         r.code, 0,
@@ -34,7 +34,7 @@ fn ok(sim: &Vcsim, args: &[&str]) -> Run {
 }
 
 /// `kops update cluster CLUSTER --yes`, which must succeed.
-fn update_yes(sim: &Vcsim, cluster: &str, state: &str) -> Run {
+pub(crate) fn update_yes(sim: &Vcsim, cluster: &str, state: &str) -> Run {
     ok(
         sim,
         &["update", "cluster", cluster, "--yes", "--state", state],
@@ -42,7 +42,7 @@ fn update_yes(sim: &Vcsim, cluster: &str, state: &str) -> Run {
 }
 
 /// The SOAP call summary a vSphere command prints.
-fn calls(r: &Run) -> String {
+pub(crate) fn calls(r: &Run) -> String {
     r.stderr
         .lines()
         .find_map(|l| {
@@ -53,7 +53,7 @@ fn calls(r: &Run) -> String {
         .unwrap_or_else(|| panic!("no call summary in:\n{}", r.stderr))
 }
 
-fn create_args<'a>(
+pub(crate) fn create_args<'a>(
     sim: &'a Vcsim,
     name: &'a str,
     state: &'a str,
@@ -146,7 +146,7 @@ async fn named(vc: &Vcenter, folder: &MoRef, kind: &str) -> Vec<(MoRef, String)>
         .collect()
 }
 
-async fn login(sim: &Vcsim) -> Vcenter {
+pub(crate) async fn login(sim: &Vcsim) -> Vcenter {
     let credentials = kops_vsphere::Credentials {
         username: vcsim::USER.into(),
         password: vcsim::PASSWORD.into(),
@@ -154,7 +154,7 @@ async fn login(sim: &Vcsim) -> Vcenter {
     Vcenter::login(sim.url(), &credentials).await.unwrap()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -172,8 +172,22 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// Asserts that no file of the state store holds the simulator's user or
+/// password.
+pub(crate) fn no_credentials_in(store: &Path) {
+    for (file, bytes) in snapshot(store) {
+        let text = String::from_utf8_lossy(&bytes);
+        for secret in [vcsim::USER, vcsim::PASSWORD] {
+            assert!(
+                !text.contains(secret),
+                "`{secret}` in the state store's {file}"
+            );
+        }
+    }
+}
+
 /// Changes `group`'s spec with `change` (through `get -o yaml` and `replace`).
-fn edit_group(
+pub(crate) fn edit_group(
     sim: &Vcsim,
     dir: &Path,
     state: &str,
@@ -395,9 +409,10 @@ fn lifecycle_on_the_simulator() {
         "rolling-update --cloudonly (1 VM replaced)".into(),
         calls(&r),
     ));
-    assert!(
-        r.stderr
-            .contains("Replaced VM nodes-b-1.one.k8s.local with nodes-b-2.one.k8s.local"),
+    // The replacement takes a new name (a new Kubernetes node).
+    assert_eq!(
+        vms_of(&sim, "one.k8s.local"),
+        ["control-plane-a-1", "nodes-a-1", "nodes-b-2"],
         "{}",
         r.stderr
     );
@@ -429,15 +444,7 @@ fn lifecycle_on_the_simulator() {
     // No credential in the state store (addons included), the specs, the
     // node configs or the VMs' user data.
     let secrets = [vcsim::USER, vcsim::PASSWORD];
-    for (file, bytes) in snapshot(&store) {
-        let text = String::from_utf8_lossy(&bytes);
-        for secret in secrets {
-            assert!(
-                !text.contains(secret),
-                "`{secret}` in the state store's {file}"
-            );
-        }
-    }
+    no_credentials_in(&store);
     let specs = ok(
         &sim,
         &[

@@ -19,8 +19,8 @@ use base64::Engine;
 use super::{NodeupError, PlannedFile};
 use crate::config::NodeupConfig;
 
-/// kube-vip's image (kube-vip's releases on GitHub's registry).
-pub const KUBE_VIP_IMAGE: &str = "ghcr.io/kube-vip/kube-vip:v0.8.9";
+pub use crate::config::KUBE_VIP_IMAGE;
+
 /// Where the kubelet finds static pods.
 pub const KUBE_VIP_MANIFEST: &str = "/etc/kubernetes/manifests/kube-vip.yaml";
 
@@ -151,10 +151,12 @@ pub fn kube_vip(
         .and_then(|a| a.kube_api_server.get("securePort"))
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(443);
-    let manifest =
-        kube_vip_manifest(vip, port, kubeconfig, files).map_err(|e| NodeupError::Vsphere {
+    let image = config.kube_vip_image.as_deref().unwrap_or(KUBE_VIP_IMAGE);
+    let manifest = kube_vip_manifest(vip, port, image, kubeconfig, files).map_err(|e| {
+        NodeupError::Vsphere {
             reason: format!("kube-vip manifest: {e}"),
-        })?;
+        }
+    })?;
     Ok(Some(PlannedFile::new(KUBE_VIP_MANIFEST, 0o644, manifest)))
 }
 
@@ -162,6 +164,7 @@ pub fn kube_vip(
 pub fn kube_vip_manifest(
     vip: &str,
     port: u64,
+    image: &str,
     kubeconfig: &str,
     files: &[&str],
 ) -> Result<String, kops_template::Error> {
@@ -180,7 +183,7 @@ pub fn kube_vip_manifest(
             "address": vip,
             "port": port.to_string(),
             "cidr": cidr,
-            "image": KUBE_VIP_IMAGE,
+            "image": image,
             "kubeconfig": kubeconfig,
             "files": files,
         }),
@@ -243,8 +246,14 @@ mod tests {
 
     #[test]
     fn kube_vip_holds_the_vip_in_arp_mode() {
-        let text =
-            kube_vip_manifest("10.0.0.100", 443, "/var/lib/kops/kubeconfig", &["/a.crt"]).unwrap();
+        let text = kube_vip_manifest(
+            "10.0.0.100",
+            443,
+            KUBE_VIP_IMAGE,
+            "/var/lib/kops/kubeconfig",
+            &["/a.crt"],
+        )
+        .unwrap();
         let pod: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
         assert_eq!(pod["kind"], "Pod");
         assert_eq!(pod["spec"]["hostNetwork"], true);

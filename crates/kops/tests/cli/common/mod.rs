@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod kubelet;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -11,6 +13,18 @@ pub struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl Run {
+    /// The run, after asserting it succeeded (`args` name it in the failure).
+    pub fn expect_ok(self, args: &[&str]) -> Run {
+        assert_eq!(
+            self.code, 0,
+            "kops {args:?}:\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
 }
 
 impl From<Output> for Run {
