@@ -13,6 +13,8 @@
 //! before any `Host` is read: a token for another audience, a stale one, an
 //! oversized one.
 
+mod common;
+
 use kops_controller::test_support::{self, ServingPki};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -73,7 +75,7 @@ struct Machine {
 
 #[test]
 fn an_enrolled_machine_joins_and_impostors_are_refused() {
-    run_with_logs(joins);
+    common::run_with_logs(joins);
 }
 
 /// Forged tokens that pass every cheap check (fresh, kops' audience, the
@@ -82,7 +84,7 @@ fn an_enrolled_machine_joins_and_impostors_are_refused() {
 /// caller gets 503. Nothing is held in the replay cache afterwards.
 #[test]
 fn forged_tokens_cannot_flood_the_api() {
-    run_with_logs(flood);
+    common::run_with_logs(flood);
 }
 
 async fn flood(logs: Logs) {
@@ -199,28 +201,6 @@ impl ControlPlane {
         )
         .unwrap()
     }
-}
-
-/// Logs captured from the controller, and a two-thread runtime for it and
-/// its callers.
-fn run_with_logs<F, Fut>(test: F)
-where
-    F: FnOnce(Logs) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let logs = Logs::default();
-    let writer = logs.clone();
-    tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_env_filter("kops_controller=info")
-        .init();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(test(logs));
 }
 
 async fn joins(logs: Logs) {

@@ -11,6 +11,8 @@
 //! forged token (its real token stays), a VM of another cluster with its
 //! own valid token.
 
+mod common;
+
 use kops_controller::test_support::{self, ServingPki};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -120,19 +122,7 @@ fn a_vsphere_worker_joins_and_others_are_refused() {
     if !vcsim::vcsim_available() {
         return;
     }
-    let logs = Logs::default();
-    let writer = logs.clone();
-    tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_env_filter("kops_controller=info")
-        .init();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(joins(logs));
+    common::run_with_logs(joins);
 }
 
 async fn joins(logs: Logs) {
