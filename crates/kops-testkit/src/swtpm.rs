@@ -70,10 +70,16 @@ impl Swtpm {
             Err(e) => return skip(&format!("swtpm did not start: {e}")),
         };
         let tpm = Swtpm { child, dir };
+        // The socket file appears when swtpm binds it, before it listens:
+        // ready is when a connection is accepted (closing it frees swtpm
+        // for the next one).
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !socket.exists() {
+        while UnixStream::connect(&socket).is_err() {
             if Instant::now() > deadline {
-                panic!("swtpm did not open {} in 10 s", socket.display());
+                panic!(
+                    "swtpm did not accept connections on {} in 10 s",
+                    socket.display()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -282,13 +282,22 @@ fn enroll_control_plane_copies_its_config_and_runs_nodeup_over_ssh() {
             "{expected} not in {written:#?}"
         );
     }
-    // The script's temporary directory is gone.
-    let leftovers: Vec<_> = std::fs::read_dir("/tmp")
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("kops-enroll."))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // The script's temporary directory is gone. /tmp is the host's, shared
+    // with the other enroll tests running beside this one, whose scripts'
+    // directories come and go within seconds: one that stays is a leak.
+    let leftovers = || -> Vec<_> {
+        std::fs::read_dir("/tmp")
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("kops-enroll."))
+            .map(|e| e.path())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !leftovers().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(leftovers().is_empty(), "{:?}", leftovers());
 }
 
 #[test]
