@@ -204,6 +204,21 @@ pub struct CloudConfiguration {
         skip_serializing_if = "Option::is_none"
     )]
     pub vsphere_control_plane_vip: Option<String>,
+    /// vSphere (kops-rs): a static address (`IP/prefix`) per control-plane
+    /// instance group, given to its VM through cloud-init's network config;
+    /// etcd's members find each other at these (required for more than one
+    /// etcd member).
+    #[serde(
+        rename = "vSphereControlPlaneAddresses",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub vsphere_control_plane_addresses: Option<std::collections::BTreeMap<String, String>>,
+    /// vSphere (kops-rs): the default gateway of the control-plane VMs' static addresses.
+    #[serde(rename = "vSphereGateway", skip_serializing_if = "Option::is_none")]
+    pub vsphere_gateway: Option<String>,
+    /// vSphere (kops-rs): the DNS servers of the control-plane VMs' static addresses.
+    #[serde(rename = "vSphereNameservers", skip_serializing_if = "Option::is_none")]
+    pub vsphere_nameservers: Option<Vec<String>>,
     /// vSphere (kops 1.17): credentials in the spec. Read so an old spec loads; kops-rs refuses to use them (see VSPHERE_USERNAME).
     #[serde(rename = "vSphereUsername", skip_serializing_if = "Option::is_none")]
     pub vsphere_username: Option<String>,

@@ -22,6 +22,7 @@ pub mod set;
 pub mod switch;
 pub mod validation;
 pub mod version;
+pub mod vsphere;
 
 /// The kops release kops-rs follows: the version of kops' own images it
 /// deploys (`registry.k8s.io/kops/...`: dns-controller, kops-channels,

@@ -155,6 +155,11 @@ pub struct VsphereOptions {
     pub folder: Option<String>,
     pub network: Option<String>,
     pub control_plane_vip: Option<String>,
+    /// Static `IP/prefix` addresses of the control-plane VMs, one per
+    /// control-plane group in name order.
+    pub control_plane_addresses: Vec<String>,
+    pub gateway: Option<String>,
+    pub nameservers: Vec<String>,
 }
 
 impl VsphereOptions {
@@ -172,8 +177,66 @@ impl VsphereOptions {
         .into_iter()
         .filter(|(_, v)| v.is_some())
         .map(|(flag, _)| flag)
+        .chain(
+            [
+                (
+                    "--vsphere-control-plane-addresses",
+                    !self.control_plane_addresses.is_empty(),
+                ),
+                ("--vsphere-gateway", self.gateway.is_some()),
+                ("--vsphere-nameservers", !self.nameservers.is_empty()),
+            ]
+            .into_iter()
+            .filter(|(_, given)| *given)
+            .map(|(flag, _)| flag),
+        )
         .collect()
     }
+}
+
+/// `--vsphere-control-plane-addresses`: one address per control-plane
+/// group, in the groups' name order, kept in the spec by group name.
+fn assign_vsphere_addresses(
+    cluster: &mut Cluster,
+    groups: &[InstanceGroup],
+    addresses: &[String],
+) -> Result<(), Vec<FieldError>> {
+    let addresses = clean_list(addresses);
+    if addresses.is_empty() {
+        return Ok(());
+    }
+    let mut control_plane: Vec<&str> = groups
+        .iter()
+        .filter(|g| g.is_control_plane())
+        .map(|g| g.name())
+        .collect();
+    control_plane.sort();
+    if addresses.len() != control_plane.len() {
+        return Err(vec![FieldError::new(
+            "--vsphere-control-plane-addresses",
+            format!(
+                "gives {} addresses for {} control-plane groups ({})",
+                addresses.len(),
+                control_plane.len(),
+                control_plane.join(", ")
+            ),
+        )
+        .hint(
+            "give one `IP/prefix` address per control-plane VM (--control-plane-count)",
+        )]);
+    }
+    let config = cluster
+        .spec
+        .cloud_config
+        .get_or_insert_with(CloudConfiguration::default);
+    config.vsphere_control_plane_addresses = Some(
+        control_plane
+            .iter()
+            .map(|g| g.to_string())
+            .zip(addresses)
+            .collect(),
+    );
+    Ok(())
 }
 
 /// vSphere's default machine type: `<cpus>cpu-<memory>gb` (kops-rs' way of
@@ -1900,6 +1963,8 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             vsphere_folder: get(&v.folder),
             vsphere_network: get(&v.network),
             vsphere_control_plane_vip: get(&v.control_plane_vip),
+            vsphere_gateway: get(&v.gateway),
+            vsphere_nameservers: Some(clean_list(&v.nameservers)).filter(|l| !l.is_empty()),
             ..Default::default()
         });
     }
@@ -2395,6 +2460,10 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
         spec.master_public_name = Some(public_name.to_string());
     }
 
+    if f.cloud == Cloud::Vsphere {
+        assign_vsphere_addresses(&mut cluster, &groups, &o.vsphere.control_plane_addresses)?;
+    }
+
     // --unset and --set.
     let is_group_path = |p: &str| p.trim_start().starts_with("instancegroup.");
     let (group_unsets, cluster_unsets): (Vec<String>, Vec<String>) =
@@ -2519,6 +2588,61 @@ mod tests {
             );
             assert!(group.spec.mixed_instances_policy.is_none());
         }
+    }
+
+    #[test]
+    fn vsphere_control_plane_addresses_go_to_the_groups_in_order() {
+        let mut o = vsphere_opts();
+        o.control_plane_count = Some(3);
+        o.vsphere.control_plane_addresses = vec![
+            "10.0.0.11/24".into(),
+            "10.0.0.12/24".into(),
+            "10.0.0.13/24".into(),
+        ];
+        o.vsphere.gateway = Some("10.0.0.1".into());
+        o.vsphere.nameservers = vec!["10.0.0.2".into(), "10.0.0.3".into()];
+        let built = new_cluster(&o).unwrap();
+        let config = built.cluster.spec.cloud_config.clone().unwrap();
+        let addresses = config.vsphere_control_plane_addresses.clone().unwrap();
+        let groups: Vec<&str> = built
+            .instance_groups
+            .iter()
+            .filter(|g| g.is_control_plane())
+            .map(|g| g.name())
+            .collect();
+        assert_eq!(groups.len(), 3);
+        for (group, address) in groups
+            .iter()
+            .zip(["10.0.0.11/24", "10.0.0.12/24", "10.0.0.13/24"])
+        {
+            assert_eq!(addresses[*group], address);
+        }
+        assert_eq!(config.vsphere_gateway.as_deref(), Some("10.0.0.1"));
+        assert_eq!(config.vsphere_nameservers.unwrap().len(), 2);
+        crate::validation::validate_all(&built.cluster, &built.instance_groups).unwrap();
+
+        // Three members without addresses: one line naming the field.
+        o.vsphere.control_plane_addresses.clear();
+        o.vsphere.gateway = None;
+        o.vsphere.nameservers.clear();
+        let built = new_cluster(&o).unwrap();
+        let e = crate::validation::validate_all(&built.cluster, &built.instance_groups)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("vSphereControlPlaneAddresses: has no address for")
+                && e.contains("--vsphere-control-plane-addresses"),
+            "{e}"
+        );
+        // A count that is not the groups'.
+        o.vsphere.control_plane_addresses = vec!["10.0.0.11/24".into()];
+        let errors = errors_of(&o);
+        assert!(
+            errors[0]
+                .to_string()
+                .contains("gives 1 addresses for 3 control-plane groups"),
+            "{errors:?}"
+        );
     }
 
     #[test]

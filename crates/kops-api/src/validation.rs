@@ -565,6 +565,9 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
     if cloud == "gce" {
         crate::gce::validate_cluster(cluster, &mut errors);
     }
+    if cloud == "vsphere" {
+        crate::vsphere::validate_cluster(cluster, &mut errors);
+    }
     check_quantities(
         &mut errors,
         "spec",
@@ -1317,6 +1320,9 @@ pub fn validate_all(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<(), V
                 }
             }
         }
+    }
+    if !groups.is_empty() && cluster.spec.cloud_provider.as_deref() == Some("vsphere") {
+        crate::vsphere::validate_groups(cluster, groups, &mut errors);
     }
     into_result(format!("cluster `{}`", cluster.name()), errors)
 }

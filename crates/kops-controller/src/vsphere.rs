@@ -292,6 +292,7 @@ mod tests {
             user_data: "#!/bin/bash\n".into(),
             root_disk_gib: None,
             etcd: Vec::new(),
+            network: None,
         }];
         let resolved = cluster::resolve(vc, &placement, &groups).await.unwrap();
         cluster::update(vc, cluster, &placement, resolved, &groups, true)

@@ -638,6 +638,7 @@ async fn vsphere_control_plane_runs_etcd_manager_on_its_disks() {
                 etcd: etcd.into(),
                 member: "a".into(),
                 members: vec!["a".into()],
+                addresses: Vec::new(),
                 size_gib: 20,
                 version: "3.6.12".into(),
             },
@@ -718,4 +719,59 @@ async fn vsphere_control_plane_runs_etcd_manager_on_its_disks() {
         "{e}"
     );
     assert!(!env.dir.join("bare").exists());
+
+    // HA: three members, each at its control-plane group's static
+    // address; etcd-manager maps the peers' names to them.
+    let ha = |addresses: Vec<String>| {
+        let disks: Vec<EtcdDisk> = disks
+            .iter()
+            .map(|d| {
+                let mut d = d.clone();
+                d.volume.members = vec!["a".into(), "b".into(), "c".into()];
+                d.volume.addresses = addresses.clone();
+                d
+            })
+            .collect();
+        Arc::new(Guestinfo(BTreeMap::from([(
+            ETCD_KEY.to_string(),
+            EtcdDisk::encode_all(&disks),
+        )])))
+    };
+    let mut three = options(&env, "three");
+    three.region = None;
+    three.node_name = opts.node_name.clone();
+    three.vsphere_guest = Some(ha(vec![
+        "10.0.0.11".into(),
+        "10.0.0.12".into(),
+        "10.0.0.13".into(),
+    ]));
+    agent::run(&three).await.unwrap();
+    let (command, _) = pod_command(
+        &env.dir
+            .join("three/etc/kubernetes/manifests/etcd-manager-main.manifest"),
+    );
+    let want = "--static-config={\"etcdVersion\":\"3.6.12\",\"nodes\":[\
+        {\"id\":\"nodeup.example.com--main--a\",\"ip\":[\"10.0.0.11\"]},\
+        {\"id\":\"nodeup.example.com--main--b\",\"ip\":[\"10.0.0.12\"]},\
+        {\"id\":\"nodeup.example.com--main--c\",\"ip\":[\"10.0.0.13\"]}]}";
+    assert!(
+        command.iter().any(|c| c == want),
+        "{want} not in {command:?}"
+    );
+    assert!(command
+        .iter()
+        .any(|c| c == "--dns-suffix=.internal.nodeup.example.com"));
+    // Three members and no addresses (a VM cloned before they were
+    // given): no member could reach another, so nodeup stops and says
+    // what to do, writing nothing.
+    let mut dhcp = options(&env, "dhcp");
+    dhcp.region = None;
+    dhcp.vsphere_guest = Some(ha(Vec::new()));
+    let e = agent::run(&dhcp).await.unwrap_err().to_string();
+    assert!(
+        e.contains("has 3 members but guestinfo.kops.etcd gives 0 addresses")
+            && e.contains("vSphereControlPlaneAddresses"),
+        "{e}"
+    );
+    assert!(!env.dir.join("dhcp").exists());
 }

@@ -110,6 +110,7 @@ async fn workers(vc: &Vcenter, cluster: &str, count: usize, boot: &BootConfig) {
         user_data: script,
         root_disk_gib: None,
         etcd: Vec::new(),
+        network: None,
     }];
     let resolved = cluster::resolve(vc, &placement, &groups).await.unwrap();
     cluster::update(vc, cluster, &placement, resolved, &groups, true)

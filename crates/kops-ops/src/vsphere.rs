@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use kops_api::vsphere::StaticNetwork;
 use kops_api::{Cluster, InstanceGroup, Role};
 use kops_vsphere::cluster::{self, Changes, GroupSpec, Placement, Vm};
 use kops_vsphere::disks::EtcdVolume;
@@ -154,7 +155,11 @@ fn root_disk_gib(group: &InstanceGroup) -> Result<Option<u64>, OpsError> {
 /// with a member on the group (`etcdMembers[].instanceGroup`), sized as
 /// the member's `volumeSize` (kops' default 20 GiB). A member is one VM,
 /// so such a group must have one VM.
-fn etcd_volumes(cluster: &Cluster, group: &InstanceGroup) -> Result<Vec<EtcdVolume>, OpsError> {
+fn etcd_volumes(
+    cluster: &Cluster,
+    group: &InstanceGroup,
+    networks: &BTreeMap<String, StaticNetwork>,
+) -> Result<Vec<EtcdVolume>, OpsError> {
     if group.role() != Some(Role::ControlPlane) {
         return Ok(Vec::new());
     }
@@ -174,6 +179,22 @@ fn etcd_volumes(cluster: &Cluster, group: &InstanceGroup) -> Result<Vec<EtcdVolu
             etcd: etcd.name.clone(),
             member: member.name.clone(),
             members: etcd.etcd_members.iter().map(|m| m.name.clone()).collect(),
+            // Every member's group has an address, or none is listed (a
+            // single member on DHCP; validation refuses more without).
+            addresses: etcd
+                .etcd_members
+                .iter()
+                .map(|m| {
+                    Some(
+                        networks
+                            .get(m.instance_group.as_deref()?)?
+                            .address
+                            .addr()
+                            .to_string(),
+                    )
+                })
+                .collect::<Option<Vec<String>>>()
+                .unwrap_or_default(),
             version: kops_model::files::etcd_version(cluster, etcd.version.as_deref()),
             size_gib: u64::try_from(size).ok().filter(|s| *s > 0).ok_or_else(|| {
                 spec_error(
@@ -200,6 +221,7 @@ fn etcd_volumes(cluster: &Cluster, group: &InstanceGroup) -> Result<Vec<EtcdVolu
 /// The groups as GroupSpecs without user data (enough to look up their
 /// templates).
 fn group_specs(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<Vec<GroupSpec>, OpsError> {
+    let networks = kops_api::vsphere::control_plane_networks(cluster).map_err(OpsError::Flags)?;
     groups
         .iter()
         .filter(|g| g.role() != Some(Role::Bastion))
@@ -225,7 +247,12 @@ fn group_specs(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<Vec<GroupS
                 memory_mb,
                 user_data: String::new(),
                 root_disk_gib: root_disk_gib(g)?,
-                etcd: etcd_volumes(cluster, g)?,
+                etcd: etcd_volumes(cluster, g, &networks)?,
+                network: networks.get(g.name()).map(|n| cluster::StaticNetwork {
+                    address: n.address.to_string(),
+                    gateway: n.gateway.to_string(),
+                    nameservers: n.nameservers.iter().map(ToString::to_string).collect(),
+                }),
             })
         })
         .collect()
@@ -640,20 +667,39 @@ mod tests {
             .unwrap()
         };
         let cp = group("  role: Master\n  minSize: 1\n  rootVolume: {size: 60}\n");
-        let volumes = etcd_volumes(&c, &cp).unwrap();
+        let none = BTreeMap::new();
+        let volumes = etcd_volumes(&c, &cp, &none).unwrap();
         let summary: Vec<(&str, &str, u64)> = volumes
             .iter()
             .map(|v| (v.etcd.as_str(), v.member.as_str(), v.size_gib))
             .collect();
         assert_eq!(summary, [("main", "a", 8), ("events", "a", 20)]);
         assert_eq!(volumes[0].members, ["a", "b"]);
+        assert!(volumes[0].addresses.is_empty());
+        // With the groups' static addresses, every member's is listed.
+        let c = cluster(
+            "    vSphereServer: vc\n    vSphereControlPlaneAddresses: {cp-a: 10.0.0.11/24, cp-b: 10.0.0.12/24}\n    vSphereGateway: 10.0.0.1\n    vSphereNameservers: [10.0.0.2]\n  etcdClusters:\n  - {name: main, etcdMembers: [{name: a, instanceGroup: cp-a}, {name: b, instanceGroup: cp-b}]}\n",
+        );
+        let networks = kops_api::vsphere::control_plane_networks(&c).unwrap();
+        let volumes = etcd_volumes(&c, &cp, &networks).unwrap();
+        assert_eq!(volumes[0].addresses, ["10.0.0.11", "10.0.0.12"]);
+        let specs = group_specs(
+            &c,
+            &[group("  role: Master\n  minSize: 1\n  image: tmpl\n")],
+        )
+        .unwrap();
+        let network = specs[0].network.as_ref().unwrap();
+        assert_eq!(
+            (network.address.as_str(), network.gateway.as_str()),
+            ("10.0.0.11/24", "10.0.0.1")
+        );
         assert_eq!(root_disk_gib(&cp).unwrap(), Some(60));
         // Workers get no etcd disk; kops' older rootVolumeSize is read too.
         let worker = group("  role: Node\n  rootVolumeSize: 50\n");
-        assert!(etcd_volumes(&c, &worker).unwrap().is_empty());
+        assert!(etcd_volumes(&c, &worker, &none).unwrap().is_empty());
         assert_eq!(root_disk_gib(&worker).unwrap(), Some(50));
         // One member is one VM.
-        let e = etcd_volumes(&c, &group("  role: Master\n  minSize: 3\n"))
+        let e = etcd_volumes(&c, &group("  role: Master\n  minSize: 3\n"), &none)
             .unwrap_err()
             .to_string();
         assert!(

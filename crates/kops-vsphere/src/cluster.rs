@@ -43,6 +43,19 @@ pub struct GroupSpec {
     pub root_disk_gib: Option<u64>,
     /// One data disk per etcd cluster (control-plane groups).
     pub etcd: Vec<EtcdVolume>,
+    /// The VM's static address (a control-plane group of one VM); `None`:
+    /// DHCP.
+    pub network: Option<StaticNetwork>,
+}
+
+/// A VM's static address, given to it by cloud-init's network config in
+/// `guestinfo.metadata` (its first NIC, matched by MAC address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticNetwork {
+    /// `IP/prefix`.
+    pub address: String,
+    pub gateway: String,
+    pub nameservers: Vec<String>,
 }
 
 impl GroupSpec {
@@ -75,6 +88,21 @@ impl GroupSpec {
                     volume.members.join(","),
                     volume.size_gib,
                     volume.version,
+                )
+                .as_bytes(),
+            );
+            if !volume.addresses.is_empty() {
+                h.update(format!(" addresses={}", volume.addresses.join(",")).as_bytes());
+            }
+            h.update([0]);
+        }
+        if let Some(network) = &self.network {
+            h.update(
+                format!(
+                    "address={} gateway={} nameservers={}",
+                    network.address,
+                    network.gateway,
+                    network.nameservers.join(",")
                 )
                 .as_bytes(),
             );
@@ -523,9 +551,34 @@ pub fn new_token() -> String {
     hex(&bytes)
 }
 
-/// The cloud-init VMware metadata of a VM (JSON).
-pub fn metadata(name: &str) -> String {
-    format!("{{\"instance-id\":\"{name}\",\"local-hostname\":\"{name}\"}}")
+/// The cloud-init VMware metadata of a VM (JSON): its name, and with a
+/// static address the network config (version 2) of its NIC with MAC
+/// address `mac`: the address, the default route and the DNS servers, no
+/// DHCP.
+pub fn metadata(name: &str, network: Option<(&StaticNetwork, &str)>) -> String {
+    let mut metadata = serde_json::json!({"instance-id": name, "local-hostname": name});
+    if let Some((network, mac)) = network {
+        let default_route = if network.gateway.contains(':') {
+            "::/0"
+        } else {
+            "0.0.0.0/0"
+        };
+        metadata["network"] = serde_json::json!({
+            "version": 2,
+            "ethernets": {
+                "nic0": {
+                    "match": {"macaddress": mac},
+                    "set-name": "eth0",
+                    "dhcp4": false,
+                    "dhcp6": false,
+                    "addresses": [network.address],
+                    "routes": [{"to": default_route, "via": network.gateway}],
+                    "nameservers": {"addresses": network.nameservers},
+                },
+            },
+        });
+    }
+    metadata.to_string()
 }
 
 async fn clone(
@@ -557,13 +610,13 @@ async fn clone(
     let etcd_value = EtcdDisk::encode_all(&etcd_disks);
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let user_data = b64(&group.user_data);
-    let metadata = b64(&metadata(name));
+    let first_metadata = b64(&metadata(name, None));
     let token = new_token();
     let hash = group.hash(placement);
     let mut values = vec![
         ("guestinfo.userdata", user_data.as_str()),
         ("guestinfo.userdata.encoding", "base64"),
-        ("guestinfo.metadata", metadata.as_str()),
+        ("guestinfo.metadata", first_metadata.as_str()),
         ("guestinfo.metadata.encoding", "base64"),
         (TOKEN_KEY, token.as_str()),
         (CLUSTER_KEY, cluster),
@@ -597,8 +650,40 @@ async fn clone(
         snapshot.map(|s| s.xml("snapshot")).unwrap_or_default(),
     );
     let vm = vc.clone_vm(&template.vm, folder, name, &spec).await?;
+    if let Some(network) = &group.network {
+        // The network config matches the clone's NIC by the MAC address
+        // vCenter generated for it: read it, then give the metadata
+        // before the first boot.
+        let devices = vc.properties(&vm, &["config.hardware.device"]).await?;
+        let mac = devices
+            .get("config.hardware.device")
+            .and_then(|d| first_nic(&d.children))
+            .and_then(|nic| nic.text_at(&["macAddress"]))
+            .map(str::to_string)
+            .ok_or_else(|| VsphereError::Missing {
+                what: "network adapter",
+                name: group.template.clone(),
+                fix: format!(
+                    "instance group `{}` has a static address, which needs a network adapter: add one to the template",
+                    group.name
+                ),
+            })?;
+        let with_network = b64(&metadata(name, Some((network, &mac))));
+        vc.reconfigure(
+            &vm,
+            &extra_config_xml(&[("guestinfo.metadata", with_network.as_str())]),
+        )
+        .await?;
+    }
     vc.power_on(&vm).await?;
     Ok(vm)
+}
+
+/// A VM's first network adapter among its devices.
+fn first_nic(devices: &[crate::xml::Element]) -> Option<&crate::xml::Element> {
+    devices
+        .iter()
+        .find(|d| d.child("macAddress").is_some() || d.xsi_type().is_some_and(is_nic_type))
 }
 
 /// The etcd disk files of a control-plane VM: in the cluster's
@@ -651,11 +736,7 @@ fn nic_change(
             fix: "kops-rs attaches VMs to standard port groups only so far; name one in spec.cloudConfig.vSphereNetwork".into(),
         });
     }
-    let nic = template
-        .devices
-        .iter()
-        .find(|d| d.child("macAddress").is_some() || d.xsi_type().is_some_and(is_nic_type));
-    let Some(nic) = nic else {
+    let Some(nic) = first_nic(&template.devices) else {
         return Ok(String::new());
     };
     let kind = nic.xsi_type().unwrap_or("VirtualVmxnet3");

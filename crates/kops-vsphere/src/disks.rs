@@ -27,6 +27,9 @@ pub struct EtcdVolume {
     pub member: String,
     /// Every member of the etcd cluster (the static peer list).
     pub members: Vec<String>,
+    /// The members' static addresses, in `members`' order (empty when the
+    /// control-plane VMs take DHCP addresses: one member only).
+    pub addresses: Vec<String>,
     pub size_gib: u64,
     /// The etcd version the cluster runs (etcd-manager's static config).
     pub version: String,
@@ -45,12 +48,13 @@ pub struct EtcdDisk {
 impl EtcdDisk {
     /// The guestinfo value for a VM's disks: one `;`-separated entry per
     /// disk, each `etcd=<name> member=<m> members=<a,b,c> bus=<n> unit=<n>
-    /// gib=<n> version=<etcd version>`.
+    /// gib=<n> version=<etcd version>`, and `addresses=<ip,ip,ip>` when
+    /// the members have static addresses.
     pub fn encode_all(disks: &[EtcdDisk]) -> String {
         disks
             .iter()
             .map(|d| {
-                format!(
+                let mut entry = format!(
                     "etcd={} member={} members={} bus={} unit={} gib={} version={}",
                     d.volume.etcd,
                     d.volume.member,
@@ -59,7 +63,11 @@ impl EtcdDisk {
                     d.unit,
                     d.volume.size_gib,
                     d.volume.version,
-                )
+                );
+                if !d.volume.addresses.is_empty() {
+                    entry.push_str(&format!(" addresses={}", d.volume.addresses.join(",")));
+                }
+                entry
             })
             .collect::<Vec<_>>()
             .join(";")
@@ -89,6 +97,9 @@ impl EtcdDisk {
                     etcd: field("etcd")?.to_string(),
                     member: field("member")?.to_string(),
                     members: field("members")?.split(',').map(str::to_string).collect(),
+                    addresses: field("addresses")
+                        .map(|a| a.split(',').map(str::to_string).collect())
+                        .unwrap_or_default(),
                     size_gib: number("gib")?,
                     version: field("version")?.to_string(),
                 },
@@ -404,6 +415,7 @@ mod tests {
             etcd: etcd.into(),
             member: "a".into(),
             members: vec!["a".into(), "b".into(), "c".into()],
+            addresses: vec!["10.0.0.11".into(), "10.0.0.12".into(), "10.0.0.13".into()],
             size_gib: 20,
             version: "3.6.12".into(),
         }
@@ -426,9 +438,15 @@ mod tests {
         let text = EtcdDisk::encode_all(&disks);
         assert_eq!(
             text,
-            "etcd=main member=a members=a,b,c bus=0 unit=1 gib=20 version=3.6.12;etcd=events member=a members=a,b,c bus=0 unit=2 gib=20 version=3.6.12"
+            "etcd=main member=a members=a,b,c bus=0 unit=1 gib=20 version=3.6.12 addresses=10.0.0.11,10.0.0.12,10.0.0.13;\
+             etcd=events member=a members=a,b,c bus=0 unit=2 gib=20 version=3.6.12 addresses=10.0.0.11,10.0.0.12,10.0.0.13"
         );
         assert_eq!(EtcdDisk::decode_all(&text).unwrap(), disks);
+        // A VM cloned before members had addresses has none.
+        let older =
+            EtcdDisk::decode_all("etcd=main member=a members=a bus=0 unit=1 gib=20 version=3.6.12")
+                .unwrap();
+        assert!(older[0].volume.addresses.is_empty());
         let e = EtcdDisk::decode_all("etcd=main member=a bus=0 unit=x gib=2").unwrap_err();
         assert!(e.contains("members"), "{e}");
     }

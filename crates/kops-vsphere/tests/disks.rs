@@ -37,6 +37,7 @@ fn group(name: &str, root: Option<u64>, etcd: Vec<EtcdVolume>) -> GroupSpec {
         user_data: "#!/bin/bash\n".into(),
         root_disk_gib: root,
         etcd,
+        network: None,
     }
 }
 
@@ -45,6 +46,7 @@ fn volume(etcd: &str, gib: u64) -> EtcdVolume {
         etcd: etcd.into(),
         member: "a".into(),
         members: vec!["a".into()],
+        addresses: Vec::new(),
         size_gib: gib,
         version: "3.6.12".into(),
     }

@@ -1371,6 +1371,7 @@ fn vsphere_etcd_flags(
         format!(
             "--static-config={}",
             disks::static_config(cluster, disk, ctx.node_ip)
+                .map_err(|reason| NodeupError::Vsphere { reason })?
         ),
         "--volume-provider=external".to_string(),
         format!("--volume-tag={}", disks::volume_tag(cluster, etcd)),

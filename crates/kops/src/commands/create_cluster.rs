@@ -474,6 +474,15 @@ pub struct VsphereFlags {
     /// vSphere: the virtual IP kube-vip holds for the API server.
     #[arg(long, value_name = "IP")]
     pub vsphere_control_plane_vip: Option<String>,
+    /// vSphere: static addresses (`IP/prefix`) of the control-plane VMs, one per control-plane group in name order; required for more than one.
+    #[arg(long, value_name = "IP/PREFIX", value_delimiter = ',')]
+    pub vsphere_control_plane_addresses: Vec<String>,
+    /// vSphere: the default gateway of the control-plane VMs' static addresses.
+    #[arg(long, value_name = "IP")]
+    pub vsphere_gateway: Option<String>,
+    /// vSphere: the DNS servers of the control-plane VMs' static addresses.
+    #[arg(long, value_name = "IP", value_delimiter = ',')]
+    pub vsphere_nameservers: Vec<String>,
 }
 
 impl From<VsphereFlags> for kops_api::new_cluster::VsphereOptions {
@@ -487,6 +496,9 @@ impl From<VsphereFlags> for kops_api::new_cluster::VsphereOptions {
             folder: f.vsphere_folder,
             network: f.vsphere_network,
             control_plane_vip: f.vsphere_control_plane_vip,
+            control_plane_addresses: f.vsphere_control_plane_addresses,
+            gateway: f.vsphere_gateway,
+            nameservers: f.vsphere_nameservers,
         }
     }
 }

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use kops_testkit::cloud_init;
 use kops_testkit::vcsim::{self, Vcsim};
 use kops_vsphere::client::MoRef;
 use kops_vsphere::vcenter::Vcenter;
@@ -137,6 +138,35 @@ fn guestinfo(sim: &Vcsim) -> BTreeMap<String, BTreeMap<String, String>> {
     })
 }
 
+/// The MAC address of each VM's first network adapter in the shared
+/// folder, by VM name.
+fn nic_macs(sim: &Vcsim) -> BTreeMap<String, String> {
+    runtime().block_on(async {
+        let vc = login(sim).await;
+        let folder = vc.find_path("DC0/vm/kops-clusters").await.unwrap().unwrap();
+        let mut out = BTreeMap::new();
+        for (_, p) in vc
+            .children(
+                &folder,
+                "VirtualMachine",
+                &["name", "config.hardware.device"],
+            )
+            .await
+            .unwrap()
+        {
+            let mac = p["config.hardware.device"]
+                .children
+                .iter()
+                .find_map(|d| d.text_at(&["macAddress"]))
+                .unwrap_or_default()
+                .to_string();
+            out.insert(p["name"].text.clone(), mac);
+        }
+        vc.logout().await;
+        out
+    })
+}
+
 async fn named(vc: &Vcenter, folder: &MoRef, kind: &str) -> Vec<(MoRef, String)> {
     vc.children(folder, kind, &["name"])
         .await
@@ -259,7 +289,28 @@ fn lifecycle_on_the_simulator() {
 
     // Two clusters in one folder: one control plane and three.
     ok(&sim, &create_args(&sim, "one.k8s.local", &state, "1"));
-    ok(&sim, &create_args(&sim, "three.k8s.local", &state, "3"));
+    // Three control-plane VMs need static addresses (etcd's members find
+    // each other there): without them `create` refuses in one line.
+    let r = kops_vc(&sim, &create_args(&sim, "three.k8s.local", &state, "3"));
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("vSphereControlPlaneAddresses: has no address for")
+            && r.stderr.contains("--vsphere-control-plane-addresses"),
+        "{}",
+        r.stderr
+    );
+    assert!(!store.join("three.k8s.local").exists(), "create wrote");
+    let mut three = create_args(&sim, "three.k8s.local", &state, "3");
+    three.extend([
+        "--vsphere-control-plane-addresses",
+        "10.0.0.11/24,10.0.0.12/24,10.0.0.13/24",
+        "--vsphere-gateway",
+        "10.0.0.1",
+        "--vsphere-nameservers",
+        "10.0.0.2",
+    ]);
+    ok(&sim, &three);
     let r = update_yes(&sim, "one.k8s.local", &state);
     steps.push((
         "update --yes (1 control plane, 2 node groups)".into(),
@@ -284,8 +335,83 @@ fn lifecycle_on_the_simulator() {
             "nodes-b-1"
         ]
     );
-    // Each VM carries its boot data for cloud-init and a one-time token.
+    // Each control-plane VM boots with its static address: cloud-init's
+    // own VMware data source reads its guestinfo and renders the address,
+    // default route and DNS server on the NIC with the VM's MAC address;
+    // its etcd disks list every member's address. Workers keep DHCP.
     let info = guestinfo(&sim);
+    let macs = nic_macs(&sim);
+    if cloud_init::cloud_init_available() {
+        for (vm, address) in [
+            ("control-plane-a-1-1.three.k8s.local", "10.0.0.11/24"),
+            ("control-plane-a-2-1.three.k8s.local", "10.0.0.12/24"),
+            ("control-plane-b-1-1.three.k8s.local", "10.0.0.13/24"),
+        ] {
+            let view = cloud_init::read_guestinfo(&info[vm]).unwrap();
+            assert_eq!(view.hostname.as_deref(), Some(vm));
+            let network = view.network.expect("a network config");
+            let netplan = &network.netplan;
+            for want in [address, macs[vm].as_str(), "via: 10.0.0.1", "- 10.0.0.2"] {
+                assert!(netplan.contains(want), "{vm}: no `{want}` in\n{netplan}");
+            }
+            assert!(netplan.contains("dhcp4: false"), "{netplan}");
+            let networkd = &network.networkd["eth0"];
+            assert!(
+                networkd.contains(&format!("Address={address}"))
+                    && networkd.contains("Gateway=10.0.0.1"),
+                "{networkd}"
+            );
+        }
+        let view = cloud_init::read_guestinfo(&info["nodes-a-1.three.k8s.local"]).unwrap();
+        assert!(view.network.is_none(), "{view:?}");
+        assert!(view.user_data.unwrap_or_default().contains("nodeup"));
+    }
+    for vm in [
+        "control-plane-a-1-1.three.k8s.local",
+        "control-plane-b-1-1.three.k8s.local",
+    ] {
+        // In the members' order (a-1, b-1, a-2), each its group's address.
+        let etcd = &info[vm]["guestinfo.kops.etcd"];
+        let want = "members=a-1,b-1,a-2 bus=0 unit=1 gib=20 version=3.6.12 addresses=10.0.0.11,10.0.0.13,10.0.0.12";
+        assert!(etcd.contains(want), "{vm}: {etcd}");
+    }
+    let r = update_yes(&sim, "three.k8s.local", &state);
+    assert!(calls(&r).contains(", 0 changing"), "{}", r.stderr);
+    // A control-plane VM's replacement gets the same address, on its own
+    // NIC.
+    let r = ok(
+        &sim,
+        &[
+            "rolling-update",
+            "cluster",
+            "three.k8s.local",
+            "--instance-group",
+            "control-plane-a-2",
+            "--force",
+            "--cloudonly",
+            "--yes",
+            "--state",
+            &state,
+        ],
+    );
+    steps.push((
+        "rolling-update --cloudonly --force (1 control-plane VM, static address)".into(),
+        calls(&r),
+    ));
+    let replaced = "control-plane-a-2-2.three.k8s.local";
+    let info = guestinfo(&sim);
+    assert!(info.contains_key(replaced), "{}", r.stderr);
+    assert!(!info.contains_key("control-plane-a-2-1.three.k8s.local"));
+    if cloud_init::cloud_init_available() {
+        let view = cloud_init::read_guestinfo(&info[replaced]).unwrap();
+        let netplan = view.network.expect("a network config").netplan;
+        assert!(
+            netplan.contains("10.0.0.12/24") && netplan.contains(&nic_macs(&sim)[replaced]),
+            "{netplan}"
+        );
+    }
+
+    // Each VM carries its boot data for cloud-init and a one-time token.
     let vm = &info["nodes-a-1.one.k8s.local"];
     assert_eq!(vm["guestinfo.userdata.encoding"], "base64");
     assert_eq!(vm["kops.instancegroup"], "nodes-a");

@@ -65,28 +65,42 @@ pub fn label(etcd: &str) -> String {
 }
 
 /// etcd-manager's `--static-config` for the etcd cluster of `disk`: every
-/// member with its address. This VM's member is at `own_address` (its
-/// node address, else loopback); the others at
-/// `etcd-<member>.internal.<cluster>`, which must resolve on the node (see
-/// the README: kops-rs does not yet publish those addresses).
-pub fn static_config(cluster: &str, disk: &EtcdDisk, own_address: Option<&str>) -> String {
-    let nodes: Vec<serde_json::Value> = disk
-        .volume
+/// member with its address. The members' static addresses come with the
+/// disk (`spec.cloudConfig.vSphereControlPlaneAddresses`); etcd-manager
+/// maps each peer's name under `--dns-suffix` to them in `/etc/hosts`. A
+/// cluster of one member without them runs at this VM's own address (its
+/// node address, else loopback). More than one member without addresses
+/// is an error: no member could reach another.
+pub fn static_config(
+    cluster: &str,
+    disk: &EtcdDisk,
+    own_address: Option<&str>,
+) -> Result<String, String> {
+    let volume = &disk.volume;
+    let addresses: Vec<String> = if volume.addresses.len() == volume.members.len() {
+        volume.addresses.clone()
+    } else if volume.members.len() == 1 && volume.addresses.is_empty() {
+        vec![own_address.unwrap_or("127.0.0.1").to_string()]
+    } else {
+        return Err(format!(
+            "etcd `{}` has {} members but {ETCD_KEY} gives {} addresses; give each control-plane group an address (spec.cloudConfig.vSphereControlPlaneAddresses), run `kops update cluster --yes` and replace this VM with `kops rolling-update cluster`",
+            volume.etcd,
+            volume.members.len(),
+            volume.addresses.len()
+        ));
+    };
+    let nodes: Vec<serde_json::Value> = volume
         .members
         .iter()
-        .map(|member| {
-            let address = if *member == disk.volume.member {
-                own_address.unwrap_or("127.0.0.1").to_string()
-            } else {
-                format!("etcd-{member}.internal.{cluster}")
-            };
+        .zip(addresses)
+        .map(|(member, address)| {
             serde_json::json!({
-                "id": peer_id(cluster, &disk.volume.etcd, member),
+                "id": peer_id(cluster, &volume.etcd, member),
                 "ip": [address],
             })
         })
         .collect();
-    serde_json::json!({"etcdVersion": disk.volume.version, "nodes": nodes}).to_string()
+    Ok(serde_json::json!({"etcdVersion": volume.version, "nodes": nodes}).to_string())
 }
 
 /// systemd's name for the mount unit of `path` (`systemd-escape --path`).
@@ -289,6 +303,7 @@ mod tests {
                 etcd: etcd.into(),
                 member: member.into(),
                 members: vec!["a".into(), "b".into(), "c".into()],
+                addresses: vec!["10.0.0.11".into(), "10.0.0.12".into(), "10.0.0.13".into()],
                 size_gib: gib,
                 version: "3.6.12".into(),
             },
@@ -455,14 +470,34 @@ mod tests {
             "/etc/systemd/system/mnt-disks-c1.k8s.local\\x2d\\x2dmain\\x2d\\x2da.mount"
         );
         let config: serde_json::Value =
-            serde_json::from_str(&static_config("c1.k8s.local", &d, Some("10.0.0.5"))).unwrap();
+            serde_json::from_str(&static_config("c1.k8s.local", &d, Some("10.0.0.5")).unwrap())
+                .unwrap();
+        // Every member at its static address (this VM's too).
         assert_eq!(
             config,
             serde_json::json!({"etcdVersion": "3.6.12", "nodes": [
-                {"id": "c1.k8s.local--main--a", "ip": ["10.0.0.5"]},
-                {"id": "c1.k8s.local--main--b", "ip": ["etcd-b.internal.c1.k8s.local"]},
-                {"id": "c1.k8s.local--main--c", "ip": ["etcd-c.internal.c1.k8s.local"]},
+                {"id": "c1.k8s.local--main--a", "ip": ["10.0.0.11"]},
+                {"id": "c1.k8s.local--main--b", "ip": ["10.0.0.12"]},
+                {"id": "c1.k8s.local--main--c", "ip": ["10.0.0.13"]},
             ]})
+        );
+        // One member on DHCP: its own address.
+        let mut single = d.clone();
+        single.volume.members = vec!["a".into()];
+        single.volume.addresses.clear();
+        let config: serde_json::Value = serde_json::from_str(
+            &static_config("c1.k8s.local", &single, Some("10.0.0.5")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(config["nodes"][0]["ip"][0], "10.0.0.5");
+        // Three members without addresses cannot find each other.
+        let mut dhcp = d.clone();
+        dhcp.volume.addresses.clear();
+        let e = static_config("c1.k8s.local", &dhcp, Some("10.0.0.5")).unwrap_err();
+        assert!(
+            e.contains("has 3 members but guestinfo.kops.etcd gives 0 addresses")
+                && e.contains("vSphereControlPlaneAddresses"),
+            "{e}"
         );
     }
 }

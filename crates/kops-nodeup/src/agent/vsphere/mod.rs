@@ -293,7 +293,7 @@ mod tests {
 
     #[test]
     fn the_vm_is_named_by_its_metadata() {
-        let metadata = kops_vsphere::cluster::metadata("nodes-1.a.k8s.local");
+        let metadata = kops_vsphere::cluster::metadata("nodes-1.a.k8s.local", None);
         let guest = Values(BTreeMap::from([
             (
                 "guestinfo.metadata".to_string(),
