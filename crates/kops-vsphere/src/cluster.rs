@@ -244,9 +244,7 @@ pub async fn resolve(
     let mut templates: BTreeMap<String, Template> = BTreeMap::new();
     for group in groups {
         if let Some(template) = templates.get(&group.template) {
-            template
-                .hardware
-                .grows(&group.template, &group.name, group.root_disk_gib)?;
+            fits(&template.hardware, group)?;
             continue;
         }
         let template = vc
@@ -273,7 +271,7 @@ pub async fn resolve(
             .get("snapshot.currentSnapshot")
             .and_then(MoRef::from_element);
         let hardware = TemplateHardware::from_devices(found.get("config.hardware.device"));
-        hardware.grows(&group.template, &group.name, group.root_disk_gib)?;
+        fits(&hardware, group)?;
         templates.insert(
             group.template.clone(),
             Template {
@@ -297,6 +295,22 @@ pub async fn resolve(
         network,
         templates,
     })
+}
+
+/// Whether a group can be cloned from a template: its disk grows (never
+/// shrinks), and a static address has a network adapter to go on.
+fn fits(hardware: &TemplateHardware, group: &GroupSpec) -> Result<(), VsphereError> {
+    hardware.grows(&group.template, &group.name, group.root_disk_gib)?;
+    if group.network.is_some() && first_nic(&hardware.devices).is_none() {
+        return Err(VsphereError::Invalid {
+            message: format!(
+                "instance group `{}` has a static address, but its template `{}` has no network adapter",
+                group.name, group.template
+            ),
+            fix: "add a network adapter to the template, or remove the group from spec.cloudConfig.vSphereControlPlaneAddresses".into(),
+        });
+    }
+    Ok(())
 }
 
 /// The cluster's VMs in `folder` (those carrying its marker).
@@ -650,33 +664,63 @@ async fn clone(
         snapshot.map(|s| s.xml("snapshot")).unwrap_or_default(),
     );
     let vm = vc.clone_vm(&template.vm, folder, name, &spec).await?;
+    if let Err(e) = start_clone(vc, &vm, group, name).await {
+        // A clone that never booted is not left behind half-made: it goes,
+        // its etcd disks detached first (they may hold a member's data).
+        if let Err(cleanup) = discard(vc, &vm).await {
+            tracing::warn!("could not remove the unfinished VM `{name}`: {cleanup}");
+        }
+        return Err(e);
+    }
+    Ok(vm)
+}
+
+/// A fresh clone's last steps: its static network config (matched to the
+/// MAC address vCenter generated for its NIC, read back) before the
+/// first boot, then the power-on.
+async fn start_clone(
+    vc: &Vcenter,
+    vm: &MoRef,
+    group: &GroupSpec,
+    name: &str,
+) -> Result<(), VsphereError> {
     if let Some(network) = &group.network {
-        // The network config matches the clone's NIC by the MAC address
-        // vCenter generated for it: read it, then give the metadata
-        // before the first boot.
-        let devices = vc.properties(&vm, &["config.hardware.device"]).await?;
+        let devices = vc.properties(vm, &["config.hardware.device"]).await?;
         let mac = devices
             .get("config.hardware.device")
             .and_then(|d| first_nic(&d.children))
             .and_then(|nic| nic.text_at(&["macAddress"]))
-            .map(str::to_string)
-            .ok_or_else(|| VsphereError::Missing {
-                what: "network adapter",
-                name: group.template.clone(),
-                fix: format!(
-                    "instance group `{}` has a static address, which needs a network adapter: add one to the template",
-                    group.name
-                ),
+            .ok_or_else(|| {
+                VsphereError::protocol("the clone has no network adapter with a MAC address")
             })?;
-        let with_network = b64(&metadata(name, Some((network, &mac))));
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let with_network = b64(&metadata(name, Some((network, mac))));
         vc.reconfigure(
-            &vm,
+            vm,
             &extra_config_xml(&[("guestinfo.metadata", with_network.as_str())]),
         )
         .await?;
     }
-    vc.power_on(&vm).await?;
-    Ok(vm)
+    vc.power_on(vm).await
+}
+
+/// Destroys a clone that did not start, keeping its etcd disk files.
+async fn discard(vc: &Vcenter, vm: &MoRef) -> Result<(), VsphereError> {
+    let found = vc
+        .properties(vm, &["config.hardware.device", "runtime.powerState"])
+        .await?;
+    if found.get("runtime.powerState").map(|p| p.text.trim()) == Some("poweredOn") {
+        vc.power_off(vm).await?;
+    }
+    let devices = found
+        .get("config.hardware.device")
+        .map(|d| d.children.as_slice())
+        .unwrap_or_default();
+    let detach = disks::detach_etcd_disks(devices);
+    if !detach.is_empty() {
+        vc.reconfigure(vm, &detach).await?;
+    }
+    vc.destroy(vm).await
 }
 
 /// A VM's first network adapter among its devices.
@@ -783,4 +827,74 @@ fn is_nic_type(kind: &str) -> bool {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kops_testkit::vcsim::{self, Vcsim};
+
+    /// A clone that did not start goes, but its etcd disk file stays for
+    /// the next clone of its member.
+    #[tokio::test]
+    async fn an_unstarted_clone_is_discarded_and_its_etcd_disk_kept() {
+        if !vcsim::vcsim_available() {
+            return;
+        }
+        let sim = Vcsim::start().unwrap();
+        let credentials = crate::Credentials {
+            username: vcsim::USER.into(),
+            password: vcsim::PASSWORD.into(),
+        };
+        let vc = Vcenter::login(sim.url(), &credentials).await.unwrap();
+        let placement = Placement {
+            datacenter: vcsim::DATACENTER.into(),
+            folder: "discard".into(),
+            resource_pool: vcsim::CLUSTER.into(),
+            datastore: vcsim::DATASTORE.into(),
+            network: None,
+        };
+        let volume = EtcdVolume {
+            etcd: "main".into(),
+            member: "a".into(),
+            members: vec!["a".into()],
+            addresses: Vec::new(),
+            size_gib: 1,
+            version: "3.6.12".into(),
+        };
+        let groups = [GroupSpec {
+            name: "cp".into(),
+            template: vcsim::TEMPLATE.into(),
+            count: 1,
+            cpus: 1,
+            memory_mb: 1024,
+            user_data: "#!/bin/sh\n".into(),
+            root_disk_gib: None,
+            etcd: vec![volume.clone()],
+            network: None,
+        }];
+        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+        update(
+            &vc,
+            "discard.k8s.local",
+            &placement,
+            resolved,
+            &groups,
+            true,
+        )
+        .await
+        .unwrap();
+        let folder = vc.find_path("DC0/vm/discard").await.unwrap().unwrap();
+        let vms = list(&vc, &folder, "discard.k8s.local").await.unwrap();
+        assert_eq!(vms.len(), 1);
+        discard(&vc, &vms[0].reference).await.unwrap();
+        assert!(list(&vc, &folder, "discard.k8s.local")
+            .await
+            .unwrap()
+            .is_empty());
+        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
+        let path = disks::etcd_disk_path(vcsim::DATASTORE, "discard.k8s.local", &volume);
+        assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
+        vc.logout().await;
+    }
 }
