@@ -567,6 +567,7 @@ pub async fn delete(
         name,
         &settings.placement.datacenter,
         &settings.placement.folder,
+        &settings.placement.datastore,
         apply,
     )
     .await;
