@@ -103,6 +103,20 @@ async fn vms(vc: &Vcenter) -> BTreeMap<String, (Disks, BTreeMap<String, String>)
     out
 }
 
+/// `delete cluster`'s vSphere part for the test's cluster; the VMs named.
+async fn delete_all(vc: &Vcenter) -> Vec<String> {
+    cluster::delete(
+        vc,
+        CLUSTER,
+        vcsim::DATACENTER,
+        "disks",
+        vcsim::DATASTORE,
+        true,
+    )
+    .await
+    .unwrap()
+}
+
 fn changing(calls: &BTreeMap<String, u64>) -> u64 {
     [
         "CreateFolder",
@@ -250,30 +264,12 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     }
 
     // delete removes the VMs and the etcd disks.
-    cluster::delete(
-        &vc,
-        CLUSTER,
-        vcsim::DATACENTER,
-        "disks",
-        vcsim::DATASTORE,
-        true,
-    )
-    .await
-    .unwrap();
+    delete_all(&vc).await;
     for file in &etcd_files {
         assert!(!vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
     }
     // Again, with nothing left: nothing to do, no error.
-    let names = cluster::delete(
-        &vc,
-        CLUSTER,
-        vcsim::DATACENTER,
-        "disks",
-        vcsim::DATASTORE,
-        true,
-    )
-    .await
-    .unwrap();
+    let names = delete_all(&vc).await;
     assert!(names.is_empty());
 
     // VMs removed by hand (their etcd disks detached first, as an operator
@@ -301,16 +297,7 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     for file in &etcd_files {
         assert!(vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
     }
-    cluster::delete(
-        &vc,
-        CLUSTER,
-        vcsim::DATACENTER,
-        "disks",
-        vcsim::DATASTORE,
-        true,
-    )
-    .await
-    .unwrap();
+    delete_all(&vc).await;
     for file in &etcd_files {
         assert!(!vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
     }
