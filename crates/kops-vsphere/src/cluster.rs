@@ -160,6 +160,11 @@ pub struct Changes {
     pub destroyed: Vec<String>,
     /// VMs made from an older spec (a rolling update replaces them).
     pub stale: Vec<String>,
+    /// VMs that never started (powered off with their bootstrap token
+    /// unused: an update interrupted between the clone and the power-on):
+    /// destroyed and cloned again, so they are in `destroyed` and their
+    /// groups' clones in `created` too.
+    pub unfinished: Vec<String>,
 }
 
 impl Changes {
@@ -395,7 +400,14 @@ pub async fn update(
         None => Default::default(),
     };
     let mut to_create: Vec<(&GroupSpec, String)> = Vec::new();
-    let mut to_destroy: Vec<&Vm> = Vec::new();
+    // A VM powered off with its token unused never booted (kops-controller
+    // removes the token when the node joins): an interrupted update left
+    // it between the clone and the power-on. It is made again.
+    let (unfinished, existing): (Vec<Vm>, Vec<Vm>) = existing
+        .into_iter()
+        .partition(|v| !v.powered_on && v.has_token && groups.iter().any(|g| g.name == v.group));
+    changes.unfinished = unfinished.iter().map(|v| v.name.clone()).collect();
+    let mut to_destroy: Vec<&Vm> = unfinished.iter().collect();
     for group in groups {
         let hash = group.hash(placement);
         let mut mine: Vec<&Vm> = existing.iter().filter(|v| v.group == group.name).collect();
@@ -423,10 +435,18 @@ pub async fn update(
         Some(folder) => folder.clone(),
         None => make_folder(vc, &resolved.vm_folder_path).await?,
     };
+    // Unfinished VMs go first: their etcd disks are detached for the
+    // clones that take their place.
+    let (first, rest): (Vec<&Vm>, Vec<&Vm>) = to_destroy
+        .into_iter()
+        .partition(|v| changes.unfinished.contains(&v.name));
+    for vm in first {
+        destroy_vm(vc, vm).await?;
+    }
     for (group, name) in &to_create {
         clone(vc, cluster, placement, &resolved, &folder, group, name).await?;
     }
-    for vm in to_destroy {
+    for vm in rest {
         destroy_vm(vc, vm).await?;
     }
     Ok(changes)
@@ -847,7 +867,7 @@ mod tests {
     /// A clone that did not start goes, but its etcd disk file stays for
     /// the next clone of its member.
     #[tokio::test]
-    async fn an_unstarted_clone_is_discarded_and_its_etcd_disk_kept() {
+    async fn an_unstarted_clone_is_discarded_or_made_again_and_its_etcd_disk_kept() {
         if !vcsim::vcsim_available() {
             return;
         }
@@ -905,6 +925,57 @@ mod tests {
         let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
         let path = disks::etcd_disk_path(vcsim::DATASTORE, "discard.k8s.local", &volume);
         assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
+
+        // An update killed between the clone and the power-on leaves a VM
+        // powered off with its token: the next update makes it again
+        // (its etcd disk kept), and one after that changes nothing.
+        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+        update(
+            &vc,
+            "discard.k8s.local",
+            &placement,
+            resolved,
+            &groups,
+            true,
+        )
+        .await
+        .unwrap();
+        let left = list(&vc, &folder, "discard.k8s.local").await.unwrap();
+        vc.power_off(&left[0].reference).await.unwrap();
+        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+        let changes = update(
+            &vc,
+            "discard.k8s.local",
+            &placement,
+            resolved,
+            &groups,
+            true,
+        )
+        .await
+        .unwrap();
+        assert_eq!(changes.unfinished, [left[0].name.clone()], "{changes:?}");
+        assert_eq!(changes.destroyed, changes.unfinished, "{changes:?}");
+        assert_eq!(changes.created.len(), 1, "{changes:?}");
+        let now = list(&vc, &folder, "discard.k8s.local").await.unwrap();
+        assert_eq!(now.len(), 1);
+        assert!(now[0].powered_on && now[0].uuid != left[0].uuid, "{now:?}");
+        assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
+        assert_eq!(now[0].etcd_dirs, left[0].etcd_dirs);
+        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+        let changes = update(
+            &vc,
+            "discard.k8s.local",
+            &placement,
+            resolved,
+            &groups,
+            true,
+        )
+        .await
+        .unwrap();
+        assert!(
+            changes.is_empty() && changes.unfinished.is_empty(),
+            "{changes:?}"
+        );
         vc.logout().await;
     }
 }

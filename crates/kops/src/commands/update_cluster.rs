@@ -353,6 +353,18 @@ async fn update_vsphere(
             }
         }
     }
+    if !changes.unfinished.is_empty() {
+        text.push_str(&format!(
+            "{} (powered off, never joined: left by an interrupted update):\n",
+            verb(
+                "Replaced VMs that never started",
+                "Will replace VMs that never started"
+            )
+        ));
+        for name in &changes.unfinished {
+            text.push_str(&format!("  {name}\n"));
+        }
+    }
     if !changes.stale.is_empty() {
         text.push_str(
             "VMs made from an older spec (`kops rolling-update cluster` replaces them):\n",
