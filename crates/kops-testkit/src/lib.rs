@@ -12,6 +12,7 @@
 
 pub mod cloud_init;
 pub mod fake_gcs;
+pub mod fault_proxy;
 pub mod file_server;
 pub mod gce_api;
 pub mod gce_metadata;

@@ -20,6 +20,20 @@ use crate::VsphereError;
 
 /// How long one SOAP call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many times a call that did not reach the SOAP service is sent.
+pub const ATTEMPTS: u32 = 6;
+/// The wait before the second attempt (doubled each time, up to
+/// [`MAX_PAUSE`]).
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+const MAX_PAUSE: Duration = Duration::from_secs(3);
+
+/// One request's outcome.
+enum Exchange {
+    /// vCenter's answer or fault.
+    Answer(Result<Element, Fault>),
+    /// It did not reach the SOAP service (why): it may be sent again.
+    Again(String),
+}
 
 /// A managed object reference (`type` and value, e.g. `Folder` `group-v3`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -112,22 +126,51 @@ impl Client {
     }
 
     /// [`Client::call`], a fault given back to the caller to judge.
+    ///
+    /// A call that did not reach vCenter's SOAP service is sent again
+    /// (up to [`ATTEMPTS`] times, waiting longer each time): a dropped or
+    /// refused connection, and an answer that is no SOAP envelope with
+    /// HTTP 429 or 5xx (a busy or restarting vCenter, a proxy in front of
+    /// it). A SOAP fault is vCenter's answer and is never repeated. Sent
+    /// again after a connection dropped mid-answer, a call vCenter did
+    /// carry out fails as a repeat would (a clone's name taken, a VM
+    /// already powered on), which the next `update` reconciles by listing.
     pub async fn call_or_fault(
         &self,
         method: &str,
         inner: &str,
     ) -> Result<Result<Element, Fault>, VsphereError> {
-        if let Ok(mut calls) = self.calls.lock() {
-            *calls.entry(method.to_string()).or_default() += 1;
-        }
-        let body = format!(
+        let body = Bytes::from(format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
              <soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\" \
              xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\" \
              xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\">\
              <soapenv:Body><{method} xmlns=\"urn:vim25\">{inner}</{method}></soapenv:Body>\
              </soapenv:Envelope>"
-        );
+        ));
+        let mut pause = FIRST_PAUSE;
+        for attempt in 1..=ATTEMPTS {
+            if let Ok(mut calls) = self.calls.lock() {
+                *calls.entry(method.to_string()).or_default() += 1;
+            }
+            match self.exchange(body.clone()).await? {
+                Exchange::Answer(answer) => return Ok(answer),
+                Exchange::Again(reason) if attempt < ATTEMPTS => {
+                    tracing::debug!("{method} to {}: {reason}; trying again", self.server);
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_PAUSE);
+                }
+                Exchange::Again(reason) => {
+                    return Err(self.unreachable(format!("{reason} ({ATTEMPTS} attempts)")))
+                }
+            }
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    /// One request and its answer: the SOAP answer or fault, or why the
+    /// call may be sent again.
+    async fn exchange(&self, body: Bytes) -> Result<Exchange, VsphereError> {
         let mut request = Request::post(&self.url)
             .header("content-type", "text/xml; charset=utf-8")
             .header("soapaction", "urn:vim25/7.0");
@@ -136,7 +179,7 @@ impl Client {
             request = request.header("cookie", cookie);
         }
         let request = request
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(body))
             .map_err(|e| self.unreachable(format!("bad request: {e}")))?;
         let exchange = async {
             let response = self.http.request(request).await.map_err(|e| {
@@ -154,10 +197,13 @@ impl Client {
                 .to_bytes();
             Ok::<_, String>((parts, body))
         };
-        let (parts, body) = tokio::time::timeout(CALL_TIMEOUT, exchange)
-            .await
-            .map_err(|_| self.unreachable(format!("no answer within {CALL_TIMEOUT:?}")))?
-            .map_err(|reason| self.unreachable(reason))?;
+        let (parts, body) = match tokio::time::timeout(CALL_TIMEOUT, exchange).await {
+            Err(_) => {
+                return Err(self.unreachable(format!("no answer within {CALL_TIMEOUT:?}")));
+            }
+            Ok(Err(reason)) => return Ok(Exchange::Again(reason)),
+            Ok(Ok(answer)) => answer,
+        };
         if let Some(session) = parts
             .headers
             .get_all("set-cookie")
@@ -170,13 +216,21 @@ impl Client {
                 *cookie = Some(pair);
             }
         }
+        let status = parts.status.as_u16();
         let text = String::from_utf8_lossy(&body);
-        let envelope = xml::parse(&text).map_err(|e| {
-            self.unreachable(format!(
-                "HTTP {} with no SOAP answer ({e}); is it a vCenter?",
-                parts.status.as_u16()
-            ))
-        })?;
+        let envelope = match xml::parse(&text) {
+            Ok(envelope) => envelope,
+            Err(_) if status == 429 || status >= 500 => {
+                return Ok(Exchange::Again(format!(
+                    "HTTP {status} without a SOAP answer"
+                )));
+            }
+            Err(e) => {
+                return Err(self.unreachable(format!(
+                    "HTTP {status} with no SOAP answer ({e}); is it a vCenter?"
+                )));
+            }
+        };
         let soap_body = envelope
             .child("Body")
             .ok_or_else(|| self.unreachable("a SOAP answer without a body".into()))?;
@@ -195,14 +249,14 @@ impl Client {
                 .unwrap_or("")
                 .trim()
                 .to_string();
-            return Ok(Err(Fault { kind, message }));
+            return Ok(Exchange::Answer(Err(Fault { kind, message })));
         }
         let answer = soap_body
             .children
             .first()
             .cloned()
             .ok_or_else(|| self.unreachable("an empty SOAP body".into()))?;
-        Ok(Ok(answer))
+        Ok(Exchange::Answer(Ok(answer)))
     }
 
     fn unreachable(&self, reason: String) -> VsphereError {
