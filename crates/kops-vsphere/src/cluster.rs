@@ -481,20 +481,25 @@ pub async fn replace(
 }
 
 /// Powers off and destroys every VM of the cluster in its folder, then
-/// the folder when nothing else is in it; the VM names destroyed. A
-/// missing datacenter or folder means nothing to delete.
+/// the folder when nothing else is in it, and the cluster's etcd disk
+/// directory (`kops-etcd/<cluster>` on `datastore`, and any other its VMs
+/// had disks in); the VM names destroyed. A missing datacenter or folder
+/// means no VM to delete; the etcd directory is still removed when it is
+/// there (VMs deleted by hand leave it).
 pub async fn delete(
     vc: &Vcenter,
     cluster: &str,
     datacenter: &str,
     folder: &str,
+    datastore: &str,
     apply: bool,
 ) -> Result<Vec<String>, VsphereError> {
     let path = inventory_path(datacenter, "vm", folder);
-    let Some(folder) = vc.find_path(&path).await?.filter(|r| r.kind == "Folder") else {
-        return Ok(Vec::new());
+    let folder = vc.find_path(&path).await?.filter(|r| r.kind == "Folder");
+    let vms = match &folder {
+        Some(folder) => list(vc, folder, cluster).await?,
+        None => Vec::new(),
     };
-    let vms = list(vc, &folder, cluster).await?;
     let names = vms.iter().map(|v| v.name.clone()).collect();
     if !apply {
         return Ok(names);
@@ -504,18 +509,23 @@ pub async fn delete(
     }
     // The etcd disks were kept apart from their VMs: they go with the
     // cluster.
+    let datastore = datastore.rsplit('/').next().unwrap_or(datastore);
+    let own = disks::etcd_disk_dir(datastore, cluster);
     let mut dirs: Vec<&String> = vms.iter().flat_map(|v| &v.etcd_dirs).collect();
+    dirs.push(&own);
     dirs.sort();
     dirs.dedup();
-    if !dirs.is_empty() {
-        let datacenter_ref = vc
-            .find_path(datacenter)
-            .await?
-            .ok_or_else(|| VsphereError::protocol("the datacenter went away"))?;
+    if let Some(datacenter_ref) = vc.find_path(datacenter).await? {
         for dir in dirs {
-            vc.delete_datastore_file(&datacenter_ref, dir).await?;
+            match vc.delete_datastore_file(&datacenter_ref, dir).await {
+                Err(VsphereError::Fault { kind, .. }) if kind == "FileNotFound" => {}
+                other => other?,
+            }
         }
     }
+    let Some(folder) = folder else {
+        return Ok(names);
+    };
     let left = vc.properties(&folder, &["childEntity"]).await?;
     let empty = left
         .get("childEntity")

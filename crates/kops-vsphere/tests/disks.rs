@@ -103,6 +103,20 @@ async fn vms(vc: &Vcenter) -> BTreeMap<String, (Disks, BTreeMap<String, String>)
     out
 }
 
+/// `delete cluster`'s vSphere part for the test's cluster; the VMs named.
+async fn delete_all(vc: &Vcenter) -> Vec<String> {
+    cluster::delete(
+        vc,
+        CLUSTER,
+        vcsim::DATACENTER,
+        "disks",
+        vcsim::DATASTORE,
+        true,
+    )
+    .await
+    .unwrap()
+}
+
 fn changing(calls: &BTreeMap<String, u64>) -> u64 {
     [
         "CreateFolder",
@@ -250,9 +264,40 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     }
 
     // delete removes the VMs and the etcd disks.
-    cluster::delete(&vc, CLUSTER, vcsim::DATACENTER, "disks", true)
+    delete_all(&vc).await;
+    for file in &etcd_files {
+        assert!(!vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
+    }
+    // Again, with nothing left: nothing to do, no error.
+    let names = delete_all(&vc).await;
+    assert!(names.is_empty());
+
+    // VMs removed by hand (their etcd disks detached first, as an operator
+    // keeping the data would) leave the disk files: `delete cluster`
+    // still removes them, though no VM names them.
+    // (A group of another name: vcsim 0.24 keeps a destroyed VM's
+    // directory and fails the disks of a new VM of the same name.)
+    let again = [group(
+        "control-plane-z",
+        None,
+        vec![volume("main", 20), volume("events", 25)],
+    )];
+    let resolved = cluster::resolve(&vc, &placement, &again).await.unwrap();
+    cluster::update(&vc, CLUSTER, &placement, resolved, &again, true)
         .await
         .unwrap();
+    let folder = vc.find_path("DC0/vm/disks").await.unwrap().unwrap();
+    for vm in cluster::list(&vc, &folder, CLUSTER).await.unwrap() {
+        vc.power_off(&vm.reference).await.unwrap();
+        vc.reconfigure(&vm.reference, &vm.etcd_detach)
+            .await
+            .unwrap();
+        vc.destroy(&vm.reference).await.unwrap();
+    }
+    for file in &etcd_files {
+        assert!(vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
+    }
+    delete_all(&vc).await;
     for file in &etcd_files {
         assert!(!vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
     }

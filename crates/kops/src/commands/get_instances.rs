@@ -30,10 +30,6 @@ pub async fn run(global: &GlobalArgs, args: GetInstancesArgs, output: GetOutput)
     }
     let registry = state(global).await?;
     let cluster = cluster_name(&registry, global, args.cluster_name.as_deref()).await?;
-    let spec = kops_ops::require_cluster(&registry, &cluster).await?;
-    if kops_ops::vsphere::is_vsphere(&spec) {
-        return vsphere_instances(&registry, &cluster, output).await;
-    }
     // As kops: without the Kubernetes API the list still comes, without node names.
     let (kubeconfig, _guard) = kubeconfig_for(&args.kube, args.kubeconfig.as_deref(), &cluster)?;
     let nodes = match kube_nodes(kubeconfig.as_deref(), &cluster).await {
@@ -47,6 +43,11 @@ pub async fn run(global: &GlobalArgs, args: GetInstancesArgs, output: GetOutput)
         }
     };
     let live = live_instances(&registry, &cluster, &nodes).await?;
+    // vSphere counts its SOAP calls (its instance ids are the VMs' BIOS
+    // UUIDs, the `vsphere://` provider IDs of their nodes).
+    if let Some(summary) = live.cloud.calls_summary() {
+        status(&summary);
+    }
     let mut rows = Vec::new();
     for g in &live.groups {
         let mut members: Vec<&CloudInstance> = g.members().collect();
@@ -162,58 +163,4 @@ fn kops_order_json(rows: &[serde_json::Value]) -> String {
         })
         .collect();
     format!("[{}]", objects.join(","))
-}
-
-/// `get instances` on vSphere: the cluster's VMs from its folder, their
-/// provider IDs (`vsphere://<BIOS UUID>`) and whether each is up to date.
-async fn vsphere_instances(
-    registry: &kops_ops::Registry,
-    cluster: &str,
-    output: GetOutput,
-) -> Result<i32> {
-    let (vms, calls) = kops_ops::vsphere::instances(registry, cluster).await?;
-    let rows: Vec<serde_json::Value> = vms
-        .iter()
-        .map(|(vm, current)| {
-            serde_json::json!({
-                "id": vm.name,
-                "providerID": format!("vsphere://{}", vm.uuid),
-                "instanceGroup": vm.group,
-                "status": if *current { "UpToDate" } else { "NeedsUpdate" },
-                "state": if vm.powered_on { "poweredOn" } else { "poweredOff" },
-                "internalIP": vm.ip,
-            })
-        })
-        .collect();
-    match output {
-        GetOutput::Json => print(&format!("{}\n", serde_json::to_string_pretty(&rows)?)),
-        GetOutput::Yaml => print(&serde_yaml_ng::to_string(&rows)?),
-        _ => {
-            let mut t = Table::new(&[
-                "ID",
-                "NODE-NAME",
-                "STATUS",
-                "ROLES",
-                "STATE",
-                "INTERNAL-IP",
-                "INSTANCE-GROUP",
-                "MACHINE-TYPE",
-            ]);
-            for (vm, current) in &vms {
-                t.row(vec![
-                    format!("vsphere://{}", vm.uuid),
-                    vm.name.clone(),
-                    if *current { "UpToDate" } else { "NeedsUpdate" }.into(),
-                    String::new(),
-                    if vm.powered_on { "" } else { "poweredOff" }.into(),
-                    vm.ip.clone().unwrap_or_default(),
-                    vm.group.clone(),
-                    String::new(),
-                ]);
-            }
-            print(&t.render());
-        }
-    }
-    status(&crate::output::vsphere_calls(&calls));
-    Ok(0)
 }

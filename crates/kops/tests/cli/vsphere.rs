@@ -510,15 +510,23 @@ fn lifecycle_on_the_simulator() {
     );
     let r = ok(
         &sim,
-        &["get", "instances", "one.k8s.local", "--state", &state],
+        &[
+            "get",
+            "instances",
+            "one.k8s.local",
+            "-o",
+            "json",
+            "--state",
+            &state,
+        ],
     );
-    assert!(
-        r.stdout
-            .lines()
-            .any(|l| l.contains("nodes-b-1.one") && l.contains("NeedsUpdate")),
-        "{}",
-        r.stdout
-    );
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&r.stdout).unwrap();
+    let stale: Vec<&str> = rows
+        .iter()
+        .filter(|row| row["status"] == "NeedsUpdate")
+        .map(|row| row["instanceGroup"].as_str().unwrap())
+        .collect();
+    assert_eq!(stale, ["nodes-b"], "{}", r.stdout);
     let r = ok(
         &sim,
         &[

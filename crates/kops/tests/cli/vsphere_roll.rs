@@ -304,6 +304,24 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
         assert!(r.stdout.contains(vm.as_str()), "{}", r.stdout);
     }
     steps.push(("validate cluster (3 VMs, valid)".into(), calls(&r)));
+    // `get instances` reads the same listing: each VM by its BIOS UUID,
+    // with its node's name from the API, its group, role and address.
+    let r = case.kops_ok(&["get", "instances", CLUSTER, "-o", "json"]);
+    let rows: Vec<Value> = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(rows.len(), first.len(), "{}", r.stdout);
+    for (vm, (uuid, _)) in &first {
+        let row = rows
+            .iter()
+            .find(|row| row["nodeName"] == vm.as_str())
+            .unwrap_or_else(|| panic!("no row for {vm}: {}", r.stdout));
+        assert_eq!(row["id"], uuid.to_ascii_lowercase(), "{row}");
+        assert_eq!(row["status"], "UpToDate", "{row}");
+        assert!(
+            vm.starts_with(row["instanceGroup"].as_str().unwrap()),
+            "{row}"
+        );
+    }
+    steps.push(("get instances (3 VMs, node names)".into(), calls(&r)));
 
     // Once the API answers, `update --yes` writes the components' vCenter
     // credentials there (and only there), then leaves them alone.
