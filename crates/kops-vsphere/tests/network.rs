@@ -274,9 +274,16 @@ async fn clones_attach_to_a_distributed_port_group() {
         "{changes:?}"
     );
 
-    cluster::delete(&vc, CLUSTER, vcsim::DATACENTER, "net", true)
-        .await
-        .unwrap();
+    cluster::delete(
+        &vc,
+        CLUSTER,
+        vcsim::DATACENTER,
+        "net",
+        vcsim::DATASTORE,
+        true,
+    )
+    .await
+    .unwrap();
     vc.logout().await;
 }
 
