@@ -1,7 +1,14 @@
 // Command vcsim-kops serves govmomi's vCenter simulator for kops-rs' tests:
 // the VPX model (datacenter DC0, cluster DC0_C0 with three hosts, datastore
-// LocalDS_0, networks "VM Network" and DC0_DVPG0) plus a template VM,
-// "kops-template", with one snapshot (so clones can be linked clones).
+// LocalDS_0, the standard network "VM Network", the distributed switch DVS0
+// with the port groups DC0_DVPG0 (the model VMs' and the template's NIC)
+// and DC0_DVPG1, and its uplink port group DVS0-DVUplinks-<n>) plus a
+// template VM, "kops-template", with one snapshot (so clones can be linked
+// clones).
+//
+// The uplink port group is marked as vCenter marks one (the switch's
+// config.uplinkPortgroup, the port group's config.uplink and its
+// SYSTEM/DVS.UPLINKPG tag); govmomi 0.24's simulator makes it without them.
 //
 // It listens on 127.0.0.1 (plain HTTP; the port from -port, or a free one),
 // accepts only the user and password given by -user/-password, prints
@@ -15,6 +22,7 @@ import (
 	"log"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/find"
@@ -30,9 +38,11 @@ func main() {
 	flag.Parse()
 
 	model := simulator.VPX()
+	model.Portgroup = 2
 	if err := model.Create(); err != nil {
 		log.Fatalf("creating the model: %v", err)
 	}
+	markUplinks()
 	model.Service.Listen = &url.URL{
 		Host: fmt.Sprintf("127.0.0.1:%d", *port),
 		User: url.UserPassword(*user, *password),
@@ -99,4 +109,23 @@ func addTemplate(u *url.URL) error {
 		return err
 	}
 	return template.MarkAsTemplate(ctx)
+}
+
+// markUplinks marks each distributed switch's uplink port group (the one
+// the simulator names <switch>-DVUplinks-<n>) the way vCenter reports it.
+func markUplinks() {
+	for _, entity := range simulator.Map.All("DistributedVirtualSwitch") {
+		dvs := entity.(*simulator.DistributedVirtualSwitch)
+		var uplinks []types.ManagedObjectReference
+		for _, ref := range dvs.Portgroup {
+			pg, ok := simulator.Map.Get(ref).(*simulator.DistributedVirtualPortgroup)
+			if !ok || !strings.HasPrefix(pg.Name, dvs.Name+"-DVUplinks") {
+				continue
+			}
+			pg.Config.Uplink = types.NewBool(true)
+			pg.Tag = append(pg.Tag, types.Tag{Key: "SYSTEM/DVS.UPLINKPG"})
+			uplinks = append(uplinks, ref)
+		}
+		dvs.Config.GetDVSConfigInfo().UplinkPortgroup = uplinks
+	}
 }

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::client::MoRef;
 use crate::disks::{self, EtcdDisk, EtcdFile, EtcdVolume, TemplateHardware, ETCD_KEY};
+use crate::network::{first_nic, Network};
 use crate::vcenter::{extra_config, extra_config_xml, Properties, Vcenter};
 use crate::{VsphereError, CLUSTER_KEY, GROUP_KEY, SPEC_HASH_KEY, TOKEN_KEY};
 
@@ -24,7 +25,8 @@ pub struct Placement {
     /// inventory path).
     pub resource_pool: String,
     pub datastore: String,
-    /// The network of the VMs' first NIC; `None` keeps the template's.
+    /// The network of the VMs' first NIC (a standard or distributed port
+    /// group); `None` keeps the template's.
     pub network: Option<String>,
 }
 
@@ -139,7 +141,8 @@ pub struct Resolved {
     pub folder: Option<MoRef>,
     pub pool: MoRef,
     pub datastore: MoRef,
-    pub network: Option<(String, MoRef)>,
+    /// The VMs' network, when the placement names one.
+    pub network: Option<Network>,
     /// Template name → the template.
     pub templates: BTreeMap<String, Template>,
 }
@@ -242,7 +245,7 @@ pub async fn resolve(
                         "name an existing network of the datacenter in spec.cloudConfig.vSphereNetwork (--vsphere-network)",
                     )
                 })?;
-            Some((name.clone(), reference))
+            Some(Network::lookup(vc, name, reference).await?)
         }
         None => None,
     };
@@ -674,10 +677,11 @@ async fn clone(
         values.push((ETCD_KEY, etcd_value.as_str()));
     }
     let extra = extra_config_xml(&values);
-    let network_change = match &resolved.network {
-        Some((network_name, network)) => nic_change(&template.hardware, network_name, network)?,
-        None => String::new(),
-    };
+    let network_change = resolved
+        .network
+        .as_ref()
+        .map(|network| network.nic_change(&template.hardware.devices))
+        .unwrap_or_default();
     let linked = if snapshot.is_some() {
         "<diskMoveType>createNewChildDiskBacking</diskMoveType>"
     } else {
@@ -753,13 +757,6 @@ async fn discard(vc: &Vcenter, vm: &MoRef) -> Result<(), VsphereError> {
     vc.destroy(vm).await
 }
 
-/// A VM's first network adapter among its devices.
-fn first_nic(devices: &[crate::xml::Element]) -> Option<&crate::xml::Element> {
-    devices
-        .iter()
-        .find(|d| d.child("macAddress").is_some() || d.xsi_type().is_some_and(is_nic_type))
-}
-
 /// The etcd disk files of a control-plane VM: in the cluster's
 /// `kops-etcd/<cluster>` directory of the datastore (made when missing),
 /// each attached when a VM before this one left it, else created.
@@ -796,65 +793,6 @@ async fn etcd_files(
     Ok(files)
 }
 
-/// A `<deviceChange>` moving the template's first NIC to `network`
-/// (a standard port group; a distributed one is not supported yet).
-fn nic_change(
-    template: &TemplateHardware,
-    network_name: &str,
-    network: &MoRef,
-) -> Result<String, VsphereError> {
-    if network.kind != "Network" {
-        return Err(VsphereError::Missing {
-            what: "standard network",
-            name: network_name.to_string(),
-            fix: "kops-rs attaches VMs to standard port groups only so far; name one in spec.cloudConfig.vSphereNetwork".into(),
-        });
-    }
-    let Some(nic) = first_nic(&template.devices) else {
-        return Ok(String::new());
-    };
-    let kind = nic.xsi_type().unwrap_or("VirtualVmxnet3");
-    let key = nic.text_at(&["key"]).unwrap_or("4000");
-    let controller = nic
-        .text_at(&["controllerKey"])
-        .map(|c| format!("<controllerKey>{c}</controllerKey>"))
-        .unwrap_or_default();
-    let unit = nic
-        .text_at(&["unitNumber"])
-        .map(|c| format!("<unitNumber>{c}</unitNumber>"))
-        .unwrap_or_default();
-    // The label and summary come along: vcsim 0.24 fails an edit without
-    // them (vCenter does not mind either way).
-    let info = format!(
-        "<deviceInfo><label>{}</label><summary>{}</summary></deviceInfo>",
-        crate::xml::escape(
-            nic.text_at(&["deviceInfo", "label"])
-                .unwrap_or("Network adapter 1")
-        ),
-        crate::xml::escape(network_name),
-    );
-    Ok(format!(
-        "<deviceChange><operation>edit</operation><device xsi:type=\"{kind}\"><key>{key}</key>{info}\
-         <backing xsi:type=\"VirtualEthernetCardNetworkBackingInfo\"><deviceName>{}</deviceName>{}</backing>\
-         {controller}{unit}<addressType>generated</addressType></device></deviceChange>",
-        crate::xml::escape(network_name),
-        network.xml("network"),
-    ))
-}
-
-fn is_nic_type(kind: &str) -> bool {
-    matches!(
-        kind,
-        "VirtualE1000"
-            | "VirtualE1000e"
-            | "VirtualPCNet32"
-            | "VirtualVmxnet"
-            | "VirtualVmxnet2"
-            | "VirtualVmxnet3"
-            | "VirtualSriovEthernetCard"
-    )
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -863,6 +801,32 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use kops_testkit::vcsim::{self, Vcsim};
+
+    /// A VM's `kops.spec-hash` names its network by the name given, as
+    /// before distributed port groups: VMs made on a standard network keep
+    /// their hash (a changed one would roll every VM).
+    #[test]
+    fn the_spec_hash_of_a_standard_network_is_unchanged() {
+        let placement = Placement {
+            datacenter: "DC0".into(),
+            folder: "k8s".into(),
+            resource_pool: "Cluster1".into(),
+            datastore: "ds1".into(),
+            network: Some("VM Network".into()),
+        };
+        let group = GroupSpec {
+            name: "nodes".into(),
+            template: "ubuntu-2404-template".into(),
+            count: 2,
+            cpus: 2,
+            memory_mb: 4096,
+            user_data: "#!/bin/bash\n".into(),
+            root_disk_gib: None,
+            etcd: Vec::new(),
+            network: None,
+        };
+        assert_eq!(group.hash(&placement), "7dfb5065bbdb17f6");
+    }
 
     /// A clone that did not start goes, but its etcd disk file stays for
     /// the next clone of its member.

@@ -17,6 +17,7 @@
 pub mod client;
 pub mod cluster;
 pub mod disks;
+pub mod network;
 pub mod proof;
 pub mod vcenter;
 pub mod xml;

@@ -43,4 +43,5 @@ mod switch_from_kops;
 mod terraform_conformance;
 mod toolbox_dump;
 mod vsphere;
+mod vsphere_network;
 mod vsphere_roll;

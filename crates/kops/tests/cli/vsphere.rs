@@ -95,7 +95,7 @@ pub(crate) fn create_args<'a>(
 
 /// What the simulator's datacenter holds: every VM and folder under its VM
 /// folder (one level of folders down), by path.
-fn inventory(sim: &Vcsim) -> Vec<String> {
+pub(crate) fn inventory(sim: &Vcsim) -> Vec<String> {
     runtime().block_on(async {
         let vc = login(sim).await;
         let root = vc.find_path("DC0/vm").await.unwrap().unwrap();
