@@ -182,6 +182,37 @@ fn parse(cluster: &Cluster, errors: &mut Vec<FieldError>) -> BTreeMap<String, St
     out
 }
 
+/// What the spec allows but will likely not work: a control-plane
+/// virtual IP outside the network of every control-plane address (kube-vip
+/// announces it by ARP on the control-plane VMs' network, so elsewhere
+/// it is reachable only if routed there).
+pub fn warnings(cluster: &Cluster) -> Vec<String> {
+    let Ok(networks) = control_plane_networks(cluster) else {
+        return Vec::new();
+    };
+    let vip = cluster
+        .spec
+        .cloud_config
+        .as_ref()
+        .and_then(|c| c.vsphere_control_plane_vip.as_deref())
+        .and_then(|v| v.trim().parse::<IpAddr>().ok());
+    match vip {
+        Some(vip)
+            if !networks.is_empty() && !networks.values().any(|n| n.address.contains(&vip)) =>
+        {
+            let nets: std::collections::BTreeSet<String> = networks
+                .values()
+                .map(|n| n.address.trunc().to_string())
+                .collect();
+            vec![format!(
+                "spec.cloudConfig.vSphereControlPlaneVIP `{vip}` is outside the control-plane VMs' network ({}): kube-vip announces it by ARP there, so nodes reach it only if it is routed to that network",
+                nets.into_iter().collect::<Vec<_>>().join(", ")
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The checks of the fields on their own (no instance groups needed).
 pub fn validate_cluster(cluster: &Cluster, errors: &mut Vec<FieldError>) {
     parse(cluster, errors);
@@ -352,5 +383,17 @@ mod tests {
         assert!(messages(&c)[0].contains("not in the same network as the gateway"));
         let c = cluster(&[], Some("10.0.0.1"), &[]);
         assert!(messages(&c)[0].contains("are used only with"));
+    }
+
+    #[test]
+    fn warns_of_a_vip_outside_the_control_plane_network() {
+        let c = cluster(&[("cp-1", "10.0.0.11/24")], Some("10.0.0.1"), &["10.0.0.2"]);
+        assert!(warnings(&c).is_empty());
+        let c = cluster(&[("cp-1", "10.1.0.11/24")], Some("10.1.0.1"), &["10.1.0.2"]);
+        let w = warnings(&c);
+        assert!(
+            w[0].contains("`10.0.0.100` is outside") && w[0].contains("10.1.0.0/24"),
+            "{w:?}"
+        );
     }
 }

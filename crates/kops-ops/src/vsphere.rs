@@ -267,6 +267,8 @@ pub struct VsphereUpdate {
     pub state_writes: Vec<String>,
     /// SOAP calls by method.
     pub calls: BTreeMap<String, u64>,
+    /// What the spec allows but will likely not work (printed, not fatal).
+    pub warnings: Vec<String>,
 }
 
 impl VsphereUpdate {
@@ -439,6 +441,7 @@ pub async fn update(
     vc.logout().await;
     let mut outcome = result?;
     outcome.calls = vc.client.calls();
+    outcome.warnings = kops_api::vsphere::warnings(&loaded.cluster);
     Ok(outcome)
 }
 
@@ -472,7 +475,7 @@ async fn update_with(
     Ok(VsphereUpdate {
         changes,
         state_writes,
-        calls: BTreeMap::new(),
+        ..Default::default()
     })
 }
 

@@ -328,6 +328,9 @@ async fn update_vsphere(
 ) -> Result<i32> {
     let started = std::time::Instant::now();
     let outcome = kops_ops::vsphere::update(registry, cluster, a.yes).await?;
+    for warning in &outcome.warnings {
+        status(&format!("warning: {warning}"));
+    }
     let changes = &outcome.changes;
     let mut text = String::new();
     let verb = |done: &'static str, planned: &'static str| if a.yes { done } else { planned };
