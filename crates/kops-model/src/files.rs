@@ -1307,8 +1307,8 @@ mod tests {
     /// gVisor's RuntimeClass as kops 1.37.0-alpha.1 wrote it for a cluster
     /// with one gVisor worker group (`update cluster --target terraform`
     /// on moto, `data/aws_s3_object_<cluster>-addons-gvisor...`), and its
-    /// channel entry there. `tests/gvisor_kops.rs` compares with a live
-    /// kops when one is built.
+    /// channel entry there. The `kops` binary's test `gvisor_kops` compares
+    /// with a live kops when one is built.
     const KOPS_GVISOR_MANIFEST: &str = "apiVersion: node.k8s.io/v1\nhandler: runsc\nkind: RuntimeClass\nmetadata:\n  labels:\n    addon.kops.k8s.io/name: gvisor.addons.k8s.io\n    app.kubernetes.io/managed-by: kops\n    k8s-addon: gvisor.addons.k8s.io\n  name: gvisor\nscheduling:\n  nodeSelector:\n    kops.k8s.io/gvisor: \"1\"";
     const KOPS_GVISOR_HASH: &str =
         "2517c2feb8936012e2b57c9196a2d8a552a57832b48b6dca76b91150c907db5b";
