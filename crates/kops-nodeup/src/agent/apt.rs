@@ -118,7 +118,7 @@ pub async fn source_files(
         // apt reads armored keys from `.asc` files, binary ones from `.gpg`.
         let extension = match key.first() {
             _ if key.starts_with(b"-----BEGIN PGP PUBLIC KEY BLOCK-----") => "asc",
-            Some(tag) if matches!(tag, 0x98..=0x9a | 0xc6) => "gpg",
+            Some(0x98..=0x9a | 0xc6) => "gpg",
             _ => {
                 return Err(failed(
                     "the download is not an OpenPGP public key".to_string(),
