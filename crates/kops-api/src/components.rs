@@ -136,9 +136,32 @@ pub struct ContainerdConfig {
     pub packages: Option<ContainerdPackages>,
     #[serde(rename = "nvidiaGPU", skip_serializing_if = "Option::is_none")]
     pub nvidia_gpu: Option<Extra>,
+    /// The gVisor sandbox (`runsc`); kops allows it on worker groups only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gvisor: Option<GVisorConfig>,
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+/// gVisor's sandboxed runtime: nodeup installs `runsc` (Debian and Ubuntu)
+/// and registers it with containerd as the `runsc` handler, which the
+/// `gvisor` RuntimeClass names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GVisorConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// How the sandbox intercepts system calls: `systrap` (the default,
+    /// which runs in any VM) or `kvm` (needs `/dev/kvm`, so bare metal or
+    /// nested virtualisation). kops passes it on unchecked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// gVisor's platform when `platform` is not set.
+pub const GVISOR_DEFAULT_PLATFORM: &str = "systrap";
 
 /// Custom containerd packages.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

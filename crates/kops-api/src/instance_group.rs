@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::default_api_version;
-use crate::components::KubeletConfig;
+use crate::components::{ContainerdConfig, GVisorConfig, KubeletConfig};
 use crate::meta::{Extra, ObjectMeta, LABEL_CLUSTER_NAME};
 
 /// A group of machines that share a role and a launch template.
@@ -70,7 +70,32 @@ impl InstanceGroup {
     pub fn is_control_plane(&self) -> bool {
         self.role() == Some(Role::ControlPlane)
     }
+
+    /// The group's `spec.containerd.gvisor`, as written.
+    pub fn gvisor(&self) -> Option<&GVisorConfig> {
+        self.spec.containerd.as_ref()?.gvisor.as_ref()
+    }
+
+    /// Whether the group's nodes run gVisor: a worker group that enables
+    /// it (validation refuses it on other roles).
+    pub fn has_gvisor(&self) -> bool {
+        self.role() == Some(Role::Node) && self.gvisor().and_then(|g| g.enabled) == Some(true)
+    }
+
+    /// The group's node labels as kops completes them: `spec.nodeLabels`,
+    /// and [`LABEL_GVISOR`] on groups that run gVisor (the `gvisor`
+    /// RuntimeClass schedules onto it).
+    pub fn node_labels(&self) -> BTreeMap<String, String> {
+        let mut labels = self.spec.node_labels.clone().unwrap_or_default();
+        if self.has_gvisor() {
+            labels.insert(LABEL_GVISOR.to_string(), "1".to_string());
+        }
+        labels
+    }
 }
+
+/// The label of nodes that run gVisor.
+pub const LABEL_GVISOR: &str = "kops.k8s.io/gvisor";
 
 /// The role of an instance group's machines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -168,6 +193,9 @@ pub struct InstanceGroupSpec {
     pub associate_public_ip: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compress_user_data: Option<bool>,
+    /// The group's containerd settings, laid over the cluster's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containerd: Option<ContainerdConfig>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_credits: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -314,4 +342,69 @@ pub struct VolumeSpec {
     pub throughput: Option<i64>,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SANDBOXED: &str = "apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata:
+  labels:
+    kops.k8s.io/cluster: c.example.com
+  name: sandboxed
+spec:
+  containerd:
+    gvisor:
+      enabled: true
+      futureSetting: kept
+      platform: kvm
+    logLevel: debug
+  machineType: m5.metal
+  nodeLabels:
+    team: a
+  role: Node
+";
+
+    #[test]
+    fn gvisor_settings_load_and_are_written_back_as_read() {
+        let ig: InstanceGroup = crate::manifest::parse_one("ig.yaml", SANDBOXED).unwrap();
+        let gvisor = ig.gvisor().unwrap();
+        assert_eq!(gvisor.enabled, Some(true));
+        assert_eq!(gvisor.platform.as_deref(), Some("kvm"));
+        assert_eq!(gvisor.extra["futureSetting"], "kept");
+        assert_eq!(
+            ig.spec.containerd.as_ref().unwrap().extra["logLevel"],
+            "debug"
+        );
+        assert_eq!(crate::manifest::to_yaml(&ig), SANDBOXED);
+    }
+
+    #[test]
+    fn workers_that_run_gvisor_get_its_node_label() {
+        let mut ig: InstanceGroup = crate::manifest::parse_one("ig.yaml", SANDBOXED).unwrap();
+        assert!(ig.has_gvisor());
+        let labels = ig.node_labels();
+        assert_eq!(labels.get(LABEL_GVISOR).map(String::as_str), Some("1"));
+        assert_eq!(labels.get("team").map(String::as_str), Some("a"));
+        // The spec itself keeps only what the user wrote.
+        assert_eq!(ig.spec.node_labels.as_ref().unwrap().len(), 1);
+
+        ig.spec.role = Some("Master".into());
+        assert!(!ig.has_gvisor(), "control planes never run it");
+        assert!(!ig.node_labels().contains_key(LABEL_GVISOR));
+        ig.spec.role = Some("Node".into());
+        ig.spec
+            .containerd
+            .as_mut()
+            .unwrap()
+            .gvisor
+            .as_mut()
+            .unwrap()
+            .enabled = Some(false);
+        assert!(!ig.has_gvisor());
+        ig.spec.containerd = None;
+        assert!(!ig.has_gvisor() && ig.gvisor().is_none());
+    }
 }

@@ -33,7 +33,7 @@ pub mod vsphere;
 pub const KOPS_VERSION: &str = "1.37.0-alpha.1";
 
 pub use cluster::{Cluster, ClusterSpec, ClusterSubnetSpec, SubnetType};
-pub use instance_group::{InstanceGroup, InstanceGroupSpec, Role};
+pub use instance_group::{InstanceGroup, InstanceGroupSpec, Role, LABEL_GVISOR};
 pub use manifest::{parse_objects, to_yaml, ManifestError, Object};
 pub use meta::{ObjectMeta, API_VERSION, LABEL_CLUSTER_NAME, LABEL_INSTANCE_GROUP};
 pub use validation::{FieldError, ValidationError};

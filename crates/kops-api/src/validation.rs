@@ -391,6 +391,14 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
         );
     }
 
+    // kops installs gVisor per group, never cluster-wide.
+    if spec.containerd.as_ref().is_some_and(|c| c.gvisor.is_some()) {
+        errors.push(
+            FieldError::new("spec.containerd.gvisor", "gVisor is set per instance group, not on the cluster")
+                .hint("remove it here and set `spec.containerd.gvisor.enabled: true` on the worker groups that should run it"),
+        );
+    }
+
     let cloud = spec.cloud_provider.as_deref().unwrap_or("");
     if cloud.is_empty() {
         errors.push(
@@ -1059,6 +1067,20 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
             );
         }
     }
+    if let Some(role) = role.filter(|r| *r != Role::Node) {
+        if ig.gvisor().and_then(|g| g.enabled) == Some(true) {
+            errors.push(
+                FieldError::new(
+                    "spec.containerd.gvisor",
+                    format!(
+                        "gVisor runs on worker groups only, not on a `{}` group",
+                        role.as_str()
+                    ),
+                )
+                .hint("remove it here, or enable it on a group with `role: Node`"),
+            );
+        }
+    }
     if let Some(min) = spec.min_size {
         if min < 0 {
             errors.push(FieldError::new("spec.minSize", "must not be negative").value(min));
@@ -1443,6 +1465,38 @@ spec:
             serde_json::json!({"nodeLocalDNS": {"enabled": true, "localIP": "169.254.20.10"}}),
         );
         assert!(!problems(&cluster, &ig).contains("kubeDNS"));
+    }
+
+    #[test]
+    fn gvisor_is_refused_on_the_cluster_and_on_groups_that_are_not_workers() {
+        let (mut cluster, mut ig) = complex();
+        let gvisor = |enabled: bool| {
+            serde_json::from_value(serde_json::json!({"gvisor": {"enabled": enabled}})).unwrap()
+        };
+        ig.spec.containerd = Some(gvisor(true));
+        assert_eq!(problems(&cluster, &ig), "", "a worker group may run it");
+
+        // Cluster-wide, even switched off: kops forbids the block there.
+        cluster.spec.containerd = Some(gvisor(false));
+        let text = problems(&cluster, &ig);
+        assert_eq!(text.matches("\n- ").count(), 1, "{text}");
+        assert!(
+            text.contains("- spec.containerd.gvisor: gVisor is set per instance group, not on the cluster\n    hint: remove it here and set `spec.containerd.gvisor.enabled: true` on the worker groups"),
+            "{text}"
+        );
+        cluster.spec.containerd = None;
+
+        for role in ["Master", "Bastion", "APIServer"] {
+            ig.spec.role = Some(role.into());
+            let text = problems(&cluster, &ig);
+            assert!(
+                text.contains(&format!("instancegroup/nodes: spec.containerd.gvisor: gVisor runs on worker groups only, not on a `{role}` group\n    hint: remove it here, or enable it on a group with `role: Node`")),
+                "{text}"
+            );
+        }
+        // Switched off, it is allowed anywhere a group is (kops checks `enabled`).
+        ig.spec.containerd = Some(gvisor(false));
+        assert!(!problems(&cluster, &ig).contains("gvisor"));
     }
 
     #[test]

@@ -115,9 +115,7 @@ fn node_labels(group: &InstanceGroup, role: Role) -> BTreeMap<String, String> {
     for k in own {
         labels.insert((*k).to_string(), String::new());
     }
-    for (k, v) in group.spec.node_labels.iter().flatten() {
-        labels.insert(k.clone(), v.clone());
-    }
+    labels.extend(group.node_labels());
     labels
 }
 

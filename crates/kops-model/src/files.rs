@@ -506,26 +506,20 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
             "k8s-1.17",
         ));
     }
-    let nvidia = model.groups.iter().any(|g| {
-        g.spec
-            .extra
-            .get("containerd")
-            .and_then(|c| c.get("nvidiaGPU"))
+    let gpu = |c: Option<&kops_api::components::ContainerdConfig>| {
+        c.and_then(|c| c.nvidia_gpu.as_ref())
             .and_then(|n| n.get("enabled"))
             .and_then(Value::as_bool)
             == Some(true)
-    }) || spec
-        .containerd
-        .as_ref()
-        .and_then(|c| serde_json::to_value(c).ok())
-        .and_then(|c| {
-            c.get("nvidiaGPU")
-                .and_then(|n| n.get("enabled"))
-                .and_then(Value::as_bool)
-        })
-        == Some(true);
+    };
+    let nvidia = model.groups.iter().any(|g| gpu(g.spec.containerd.as_ref()))
+        || gpu(spec.containerd.as_ref());
     if nvidia {
         out.push(Addon::new("nvidia.addons.k8s.io", "k8s-1.16"));
+    }
+    // The `gvisor` RuntimeClass, when a worker group runs gVisor.
+    if model.groups.iter().any(InstanceGroup::has_gvisor) {
+        out.push(Addon::new("gvisor.addons.k8s.io", "k8s-1.20"));
     }
     if enabled(
         spec.aws_load_balancer_controller
@@ -1308,6 +1302,69 @@ mod tests {
                 json!({"role.kubernetes.io/networking": "1"})
             );
         }
+    }
+
+    /// gVisor's RuntimeClass as kops 1.37.0-alpha.1 wrote it for a cluster
+    /// with one gVisor worker group (`update cluster --target terraform`
+    /// on moto, `data/aws_s3_object_<cluster>-addons-gvisor...`), and its
+    /// channel entry there. The `kops` binary's test `gvisor_kops` compares
+    /// with a live kops when one is built.
+    const KOPS_GVISOR_MANIFEST: &str = "apiVersion: node.k8s.io/v1\nhandler: runsc\nkind: RuntimeClass\nmetadata:\n  labels:\n    addon.kops.k8s.io/name: gvisor.addons.k8s.io\n    app.kubernetes.io/managed-by: kops\n    k8s-addon: gvisor.addons.k8s.io\n  name: gvisor\nscheduling:\n  nodeSelector:\n    kops.k8s.io/gvisor: \"1\"";
+    const KOPS_GVISOR_HASH: &str =
+        "2517c2feb8936012e2b57c9196a2d8a552a57832b48b6dca76b91150c907db5b";
+
+    #[test]
+    fn gvisor_addon_is_listed_and_rendered_as_kops_does() {
+        let (cluster, mut groups) = crate::addons::tests::cluster();
+        let listed = |groups: &[InstanceGroup]| -> Vec<Value> {
+            let m = model(&cluster, groups);
+            let files = state_files(&m, "", Vec::new()).unwrap();
+            let channel = files
+                .iter()
+                .find(|f| f.path == "addons/bootstrap-channel.yaml")
+                .unwrap();
+            let channel: Value = serde_yaml_ng::from_slice(&channel.contents).unwrap();
+            channel["spec"]["addons"].as_array().unwrap().clone()
+        };
+        let gvisor_entry = |entries: &[Value]| {
+            entries
+                .iter()
+                .position(|a| a["name"] == "gvisor.addons.k8s.io")
+        };
+        assert_eq!(gvisor_entry(&listed(&groups)), None, "no group runs it");
+
+        let mut sandboxed = InstanceGroup::new(cluster.name(), "sandboxed", Role::Node);
+        sandboxed.spec.containerd =
+            Some(serde_json::from_value(json!({"gvisor": {"enabled": true}})).unwrap());
+        groups.push(sandboxed.clone());
+        let entries = listed(&groups);
+        let at = gvisor_entry(&entries).expect("listed");
+        assert_eq!(
+            entries[at],
+            json!({
+                "id": "k8s-1.20",
+                "manifest": "gvisor.addons.k8s.io/k8s-1.20.yaml",
+                "manifestHash": KOPS_GVISOR_HASH,
+                "name": "gvisor.addons.k8s.io",
+                "selector": {"k8s-addon": "gvisor.addons.k8s.io"},
+            })
+        );
+        // kops' order: after the termination handler, before the storage classes.
+        let name = |i: usize| entries[i]["name"].as_str().unwrap().to_string();
+        assert_eq!(name(at - 1), "node-termination-handler.aws");
+        assert_eq!(name(at + 1), "storage-aws.addons.k8s.io");
+
+        let m = model(&cluster, &groups);
+        let manifest = crate::addons::manifest(&m, "gvisor.addons.k8s.io")
+            .unwrap()
+            .unwrap();
+        assert_eq!(manifest.trim(), KOPS_GVISOR_MANIFEST);
+
+        // Only workers run it: the same block on a control-plane group lists nothing.
+        sandboxed.spec.role = Some("Master".into());
+        let last = groups.len() - 1;
+        groups[last] = sandboxed;
+        assert_eq!(gvisor_entry(&listed(&groups)), None);
     }
 
     /// A 512-bit self-signed `CN=service-account` certificate made for this

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use base64::Engine;
+use kops_api::components::{GVisorConfig, GVISOR_DEFAULT_PLATFORM};
 use kops_api::{Cluster, InstanceGroup, Role};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -126,6 +127,9 @@ pub struct NodeupConfig {
     /// cluster's, then kops' own (the kube-scheduler config).
     #[serde(rename = "FileAssets", skip_serializing_if = "Vec::is_empty", default)]
     pub file_assets: Vec<Value>,
+    /// gVisor on a worker group that enables it, its platform completed.
+    #[serde(rename = "GVisor", skip_serializing_if = "Option::is_none", default)]
+    pub gvisor: Option<GVisorConfig>,
     /// The group's hooks then the cluster's (`null` when none, as kops writes).
     #[serde(rename = "Hooks", default)]
     pub hooks: Vec<Option<Vec<Value>>>,
@@ -760,8 +764,8 @@ pub fn nodeup_config_with_inputs(
             group_taints.push("nvidia.com/gpu:NoSchedule".into());
         }
     }
-    for (k, v) in group.spec.node_labels.iter().flatten() {
-        labels.insert(k.clone(), json!(v));
+    for (k, v) in group.node_labels() {
+        labels.insert(k, json!(v));
     }
     let mut taints: std::collections::BTreeSet<String> = strings_at(
         &Value::Object(kubelet.clone().into_iter().collect()),
@@ -808,10 +812,21 @@ pub fn nodeup_config_with_inputs(
         _ => Some(object_at(&completed, "kubeProxy")),
     };
 
-    // containerd as the completed spec has it (the group's laid over it).
+    // containerd as the completed spec has it (the group's laid over it);
+    // gVisor's settings only on a group that runs it.
     let mut containerd = object_at(&completed, "containerd");
     if let Some(Value::Object(c)) = group_json.get("containerd") {
         overlay(&mut containerd, c.clone().into_iter().collect());
+    }
+    let gvisor = group.has_gvisor().then(|| {
+        let mut gvisor = group.gvisor().cloned().unwrap_or_default();
+        if gvisor.platform.as_deref().is_none_or(str::is_empty) {
+            gvisor.platform = Some(GVISOR_DEFAULT_PLATFORM.to_string());
+        }
+        gvisor
+    });
+    if gvisor.is_none() {
+        containerd.remove("gvisor");
     }
     let nvidia_gpu = containerd
         .get("nvidiaGPU")
@@ -1219,6 +1234,7 @@ pub fn nodeup_config_with_inputs(
         enable_lifecycle_hook: warm_pool_lifecycle_hook(&spec_json, &group_json, role),
         etcd_cluster_names,
         file_assets,
+        gvisor,
         hooks,
         install_cni_assets,
         keypair_ids,

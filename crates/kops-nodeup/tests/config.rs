@@ -322,3 +322,73 @@ fn additional_user_data_makes_a_multipart_document_like_kops() {
     assert!(!bastion.contains("nodeup.sh"), "{bastion}");
     assert!(bastion.contains("filename=\"myscript.sh\""), "{bastion}");
 }
+
+/// A worker group with gVisor: the node config carries kops' `GVisor`
+/// (platform completed), keeps the group's block in `containerdConfig`
+/// and labels the kubelet `kops.k8s.io/gvisor=1`; the text of each field
+/// is what kops 1.37.0-alpha.1 wrote for such a group
+/// (`data/aws_s3_object_nodeupconfig-sandboxed_content`). Other groups
+/// carry none of it.
+#[test]
+fn gvisor_fields_match_kops() {
+    let (cluster, mut groups) = minimal("");
+    let mut sandboxed = groups[1].clone();
+    sandboxed.metadata.name = "sandboxed".into();
+    sandboxed.spec.containerd =
+        Some(serde_json::from_value(serde_json::json!({"gvisor": {"enabled": true}})).unwrap());
+    groups.push(sandboxed);
+    let rendered = |group: &InstanceGroup| {
+        let config = config::nodeup_config(&cluster, group, CONFIG_BASE).unwrap();
+        config::render_yaml(&config)
+    };
+    let yaml = rendered(&groups[3]);
+    // A top-level key and the indented lines under it.
+    let block = |name: &str| -> String {
+        let mut lines = yaml.lines().skip_while(|l| *l != format!("{name}:"));
+        let mut out = format!(
+            "{}\n",
+            lines
+                .next()
+                .unwrap_or_else(|| panic!("no {name} in\n{yaml}"))
+        );
+        for line in lines.take_while(|l| l.starts_with(' ') || l.starts_with('-')) {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
+    };
+    assert_eq!(
+        block("GVisor"),
+        "GVisor:\n  enabled: true\n  platform: systrap\n"
+    );
+    assert!(
+        block("containerdConfig")
+            .starts_with("containerdConfig:\n  gvisor:\n    enabled: true\n  logLevel: info\n"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("  nodeLabels:\n    kops.k8s.io/gvisor: \"1\"\n    node-role.kubernetes.io/node: \"\"\n"),
+        "{yaml}"
+    );
+
+    // A platform of the group's own is kept.
+    let mut kvm = groups[3].clone();
+    kvm.spec.containerd = Some(
+        serde_json::from_value(serde_json::json!({"gvisor": {"enabled": true, "platform": "kvm"}}))
+            .unwrap(),
+    );
+    assert!(rendered(&kvm).contains("\nGVisor:\n  enabled: true\n  platform: kvm\n"));
+
+    // Switched off, the block leaves containerdConfig too, as in kops.
+    let mut off = groups[3].clone();
+    off.spec.containerd =
+        Some(serde_json::from_value(serde_json::json!({"gvisor": {"enabled": false}})).unwrap());
+    for group in [&groups[0], &groups[1], &off] {
+        let yaml = rendered(group);
+        assert!(
+            !yaml.to_lowercase().contains("gvisor"),
+            "{}:\n{yaml}",
+            group.name()
+        );
+    }
+}

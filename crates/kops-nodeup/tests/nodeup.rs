@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kops_api::{Cluster, InstanceGroup, Object};
-use kops_nodeup::agent::{self, ChangeKind, NodeupError, Options, ServiceAction};
+use kops_nodeup::agent::{self, ChangeKind, NodeupError, Options, PackageAction, ServiceAction};
 use kops_nodeup::{bootstrap, config, Arch};
 use sha2::{Digest, Sha256};
 
@@ -455,6 +455,130 @@ async fn control_plane_with_a_token_webhook() {
 #[tokio::test]
 async fn worker_node() {
     first_and_second_run(1, "worker_tree").await;
+}
+
+/// A worker group running gVisor (platform `kvm`).
+fn gvisor_spec() -> String {
+    format!(
+        "{SPEC}---
+apiVersion: kops.k8s.io/v1alpha2
+kind: InstanceGroup
+metadata: {{name: sandboxed, labels: {{kops.k8s.io/cluster: nodeup.example.com}}}}
+spec: {{role: Node, image: ami-1, machineType: m5.metal, subnets: [us-test-1a], containerd: {{gvisor: {{enabled: true, platform: kvm}}}}}}
+"
+    )
+}
+
+/// A stand-in for gVisor's armored signing key, served by the test.
+const GVISOR_KEY: &str =
+    "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBF-test-key\n-----END PGP PUBLIC KEY BLOCK-----\n";
+
+/// The gVisor worker's environment: the key served, the root an Ubuntu
+/// (or, with `os`, another system's `/etc/os-release`).
+async fn gvisor_worker(os: &str) -> (Env, Options) {
+    let env = setup_spec(&gvisor_spec(), 2).await;
+    env.server
+        .files
+        .lock()
+        .unwrap()
+        .insert("/gvisor/archive.key".into(), GVISOR_KEY.as_bytes().to_vec());
+    let mut opts = options(&env, "root");
+    opts.gvisor_keyring_url = format!("{}/gvisor/archive.key", env.server.base);
+    std::fs::create_dir_all(env.dir.join("root/etc")).unwrap();
+    std::fs::write(env.dir.join("root/etc/os-release"), os).unwrap();
+    (env, opts)
+}
+
+/// On Ubuntu: gVisor's apt repository (its key, the list pinned to it and
+/// to the node's architecture), containerd's `runsc` runtime pointing at
+/// the shim's configuration, which sets the group's platform; `runsc`
+/// itself is left to apt on the real node (`--root` is not `/` here).
+#[tokio::test]
+async fn gvisor_worker_gets_the_repository_and_the_runtime() {
+    let (env, opts) = gvisor_worker("NAME=\"Ubuntu\"\nID=ubuntu\n").await;
+    let outcome = agent::run(&opts).await.unwrap();
+    assert_eq!(
+        outcome.packages,
+        PackageAction::Skipped {
+            packages: vec!["runsc".into()]
+        }
+    );
+    let root = env.dir.join("root");
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    assert_eq!(read("etc/apt/keyrings/gvisor.asc"), GVISOR_KEY);
+    assert_eq!(
+        read("etc/apt/sources.list.d/gvisor.list"),
+        "deb [arch=amd64 signed-by=/etc/apt/keyrings/gvisor.asc] https://storage.googleapis.com/gvisor/releases release main\n"
+    );
+    let containerd = read("etc/containerd/config.toml");
+    assert!(
+        containerd.ends_with(
+            "\n[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runsc]\n  runtime_type = \"io.containerd.runsc.v1\"\n\n\
+             [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runsc.options]\n  TypeUrl = \"io.containerd.runsc.v1.options\"\n  ConfigPath = \"/etc/containerd/runsc.toml\"\n"
+        ),
+        "{containerd}"
+    );
+    assert_eq!(
+        read("etc/containerd/runsc.toml"),
+        "# Written by kops-rs nodeup.\n[runsc_config]\n  platform = \"kvm\"\n"
+    );
+    // A second run changes nothing (the key is fetched again to compare).
+    let again = agent::run(&opts).await.unwrap();
+    assert_eq!(again.changed(), 0, "{:#?}", again.changes);
+}
+
+/// Elsewhere (Amazon Linux here) nothing comes from apt, as in kops; the
+/// runtime is registered all the same.
+#[tokio::test]
+async fn gvisor_worker_off_debian_gets_no_repository() {
+    let (env, opts) = gvisor_worker("ID=\"amzn\"\nID_LIKE=\"centos rhel fedora\"\n").await;
+    let outcome = agent::run(&opts).await.unwrap();
+    assert_eq!(
+        outcome.packages,
+        PackageAction::NotDebian {
+            packages: vec!["runsc".into()]
+        }
+    );
+    let root = env.dir.join("root");
+    assert!(!root.join("etc/apt").exists());
+    assert!(root.join("etc/containerd/runsc.toml").is_file());
+}
+
+/// A worker without gVisor and the control plane get none of it.
+#[tokio::test]
+async fn nodes_without_gvisor_get_none_of_it() {
+    for group in [0, 1] {
+        let env = setup_spec(&gvisor_spec(), group).await;
+        let opts = options(&env, "root");
+        let outcome = agent::run(&opts).await.unwrap();
+        assert_eq!(outcome.packages, PackageAction::None);
+        let root = env.dir.join("root");
+        assert!(!root.join("etc/containerd/runsc.toml").exists());
+        let containerd = std::fs::read_to_string(root.join("etc/containerd/config.toml")).unwrap();
+        assert!(!containerd.contains("runsc"), "{containerd}");
+    }
+}
+
+/// A key URL that serves something else (an error page) is refused
+/// before anything is written.
+#[tokio::test]
+async fn a_bad_gvisor_key_is_refused_before_anything_is_written() {
+    let (env, opts) = gvisor_worker("ID=debian\n").await;
+    env.server.files.lock().unwrap().insert(
+        "/gvisor/archive.key".into(),
+        b"<html>blocked</html>".to_vec(),
+    );
+    let err = agent::run(&opts).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("apt repository `gvisor`: cannot use the signing key from `http://"),
+        "{text}"
+    );
+    assert!(text.contains("not an OpenPGP public key"), "{text}");
+    assert!(
+        !env.dir.join("root/etc/containerd").exists(),
+        "nothing written"
+    );
 }
 
 #[tokio::test]

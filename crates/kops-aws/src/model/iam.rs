@@ -347,15 +347,9 @@ impl Facts {
     /// Whether instances of `role` run NVIDIA GPUs (cluster-wide or in one of its groups).
     fn gpu(&self, model: &Model<'_>, role: Role) -> bool {
         self.cluster_gpu
-            || model.groups_with(role).any(|g| {
-                g.spec
-                    .extra
-                    .get("containerd")
-                    .and_then(|c| c.get("nvidiaGPU"))
-                    .and_then(|n| n.get("enabled"))
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false)
-            })
+            || model
+                .groups_with(role)
+                .any(|g| g.spec.containerd.as_ref().is_some_and(gpu_enabled))
     }
 
     /// Whether a group of `role` has a warm pool with a lifecycle hook.

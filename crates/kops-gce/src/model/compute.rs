@@ -161,7 +161,8 @@ fn autoscaler_env(group: &InstanceGroup) -> String {
         "ubuntu"
     };
     let mut env = format!("os_distribution={os};arch=amd64;os=linux");
-    if let Some(labels) = group.spec.node_labels.as_ref().filter(|l| !l.is_empty()) {
+    let labels = group.node_labels();
+    if !labels.is_empty() {
         let joined: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         env.push_str(&format!(";node_labels={}", joined.join(",")));
     }

@@ -423,9 +423,7 @@ fn node_labels(model: &Model<'_>, group: &InstanceGroup) -> BTreeMap<String, Str
     for k in own {
         labels.insert((*k).to_string(), String::new());
     }
-    for (k, v) in group.spec.node_labels.iter().flatten() {
-        labels.insert(k.clone(), v.clone());
-    }
+    labels.extend(group.node_labels());
     labels.retain(|k, _| !reserved_label(k));
     labels
 }

@@ -8,8 +8,8 @@
 //! its content depends on the cluster, a module building the template's
 //! context from the model. Addons whose content never changes (the default
 //! CPU request `limit-range`, the API server's access to kubelets
-//! `kubelet-api.rbac`, the storage classes `storage-aws`) are a template
-//! alone. An addon without a renderer is written to the state store as a
+//! `kubelet-api.rbac`, the storage classes `storage-aws`, gVisor's
+//! RuntimeClass `gvisor`) are a template alone. An addon without a renderer is written to the state store as a
 //! placeholder comment.
 
 mod amazon_vpc;
@@ -63,6 +63,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
             fixed(key, include_str!("kubelet_api_rbac/manifest.yaml"))?
         }
         "storage-aws.addons.k8s.io" => fixed(key, include_str!("storage_aws/manifest.yaml"))?,
+        "gvisor.addons.k8s.io" => fixed(key, include_str!("gvisor/manifest.yaml"))?,
         "storage-gce.addons.k8s.io" => Some(template::render(
             key,
             include_str!("storage_gce/manifest.yaml"),

@@ -10,6 +10,8 @@
 //! an unreachable mirror) leaves the root untouched; a second run with the
 //! same inputs writes nothing.
 
+pub mod apt;
+mod command;
 mod config_server;
 mod fetch;
 mod files;
@@ -29,6 +31,8 @@ use crate::assets::{Arch, Asset, AssetKind};
 use crate::bootstrap::BootConfig;
 use crate::config::{self, NodeupConfig};
 
+pub use apt::PackageAction;
+pub use command::{Ran, Runner, System};
 pub use fetch::Fetcher;
 pub use files::{Change, ChangeKind, PlannedFile};
 
@@ -68,6 +72,9 @@ pub struct Options {
     /// On vSphere: how the guest reads its VM's guestinfo and BIOS UUID;
     /// `None` is VMware Tools ([`vsphere::Tools`]).
     pub vsphere_guest: Option<std::sync::Arc<dyn vsphere::Guest>>,
+    /// Where gVisor's apt signing key is downloaded from
+    /// ([`apt::GVISOR_KEYRING_URL`]; tests serve their own).
+    pub gvisor_keyring_url: String,
 }
 
 impl Options {
@@ -86,6 +93,7 @@ impl Options {
             gce_signing_key: None,
             tpm: tpm::DEFAULT_DEVICE.to_string(),
             vsphere_guest: None,
+            gvisor_keyring_url: apt::GVISOR_KEYRING_URL.to_string(),
         }
     }
 }
@@ -101,6 +109,8 @@ pub struct Outcome {
     /// Assets downloaded (not already installed).
     pub downloaded: Vec<String>,
     pub services: ServiceAction,
+    /// Packages from apt repositories (gVisor's `runsc`).
+    pub packages: PackageAction,
 }
 
 impl Outcome {
@@ -201,6 +211,12 @@ pub enum NodeupError {
     NodeName { reason: String },
     #[error("`{command}` failed: {reason}")]
     Service { command: String, reason: String },
+    #[error("apt repository `{name}`: cannot use the signing key from `{url}`: {reason}\nhint: the node must reach it over HTTPS (a proxy or firewall may be in the way)")]
+    AptSource {
+        name: String,
+        url: String,
+        reason: String,
+    },
 }
 
 impl From<config::ConfigError> for NodeupError {
@@ -236,6 +252,15 @@ pub struct Loaded {
     /// The registry credentials kops-controller handed a worker
     /// (`dockerconfig` secret).
     pub docker_config: Option<Vec<u8>>,
+}
+
+impl Loaded {
+    /// gVisor's settings when this node runs it: a worker whose node
+    /// config enables it (kops checks the boot config's role too).
+    pub fn gvisor(&self) -> Option<&kops_api::components::GVisorConfig> {
+        let gvisor = self.config.gvisor.as_ref()?;
+        (self.role == Role::Node && gvisor.enabled == Some(true)).then_some(gvisor)
+    }
 }
 
 /// Reads the boot config: the file the user data wrote or, when there is
@@ -499,6 +524,7 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
                 changes: Vec::new(),
                 downloaded: Vec::new(),
                 services: ServiceAction::AlreadyRegistered,
+                packages: PackageAction::None,
             });
         }
         joined => joined?,
@@ -570,6 +596,13 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         keystore.load(&controller.server.signing_cas).await?;
         planned.extend(render::kops_controller_files(&ctx, &keystore, &controller)?);
     }
+    // Packages from apt repositories (gVisor): their sources planned here,
+    // the packages installed once the files are written.
+    let wanted = apt::wanted(&loaded, &options.gvisor_keyring_url);
+    let debian = apt::debian_family(&options.root);
+    if !wanted.is_empty() && debian {
+        planned.extend(apt::source_files(&fetcher, arch, &wanted).await?);
+    }
     if let Some(secret) = &loaded.docker_config {
         planned.push(files::PlannedFile::secret(
             "/root/.docker/config.json",
@@ -577,8 +610,27 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         ));
     }
 
-    // 3. Write what differs.
+    // 3. Write what differs, install packages, start services.
     let changes = files::apply(&options.root, planned, options.dry_run)?;
+    let package_names = || wanted.packages.iter().map(|p| p.to_string()).collect();
+    let packages = if wanted.is_empty() {
+        PackageAction::None
+    } else if !debian {
+        tracing::warn!(
+            "gVisor is enabled but this system is not Debian or Ubuntu: runsc is not installed, and pods of the `gvisor` RuntimeClass will not start here"
+        );
+        PackageAction::NotDebian {
+            packages: package_names(),
+        }
+    } else if options.dry_run || options.root != Path::new("/") {
+        PackageAction::Skipped {
+            packages: package_names(),
+        }
+    } else {
+        PackageAction::Installed {
+            packages: apt::install(&System, &wanted)?,
+        }
+    };
     let services = if options.dry_run {
         ServiceAction::SkippedDryRun
     } else if options.root != Path::new("/") {
@@ -605,6 +657,7 @@ pub async fn run(options: &Options) -> Result<Outcome, NodeupError> {
         changes,
         downloaded,
         services,
+        packages,
     })
 }
 

@@ -122,6 +122,34 @@ fn kubeconfig(server: &str, ca_file: &str, cert_file: &str, key_file: &str, user
     }))
 }
 
+/// The shim configuration of gVisor's runtime.
+const GVISOR_SHIM_CONFIG: &str = "/etc/containerd/runsc.toml";
+
+/// containerd's `runsc` runtime, the handler of the `gvisor` RuntimeClass.
+/// kops registers the runtime type alone; without the options naming its
+/// configuration, gVisor's shim reads none, and the platform would be lost.
+const GVISOR_RUNTIME: &str = "\n[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runsc]\n  runtime_type = \"io.containerd.runsc.v1\"\n\n\
+     [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runsc.options]\n  TypeUrl = \"io.containerd.runsc.v1.options\"\n  ConfigPath = \"/etc/containerd/runsc.toml\"\n";
+
+/// gVisor's platform, on a node that runs it.
+fn gvisor_platform(loaded: &Loaded) -> Option<&str> {
+    Some(
+        loaded
+            .gvisor()?
+            .platform
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .unwrap_or(kops_api::components::GVISOR_DEFAULT_PLATFORM),
+    )
+}
+
+/// The shim's configuration: runsc's flags (`[runsc_config]`), the
+/// platform here. A JSON string is a valid TOML basic string.
+fn gvisor_shim_config(platform: &str) -> String {
+    let quoted = serde_json::to_string(platform).unwrap_or_default();
+    format!("# Written by kops-rs nodeup.\n[runsc_config]\n  platform = {quoted}\n")
+}
+
 /// Files every node gets.
 pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, NodeupError> {
     let config = &ctx.loaded.config;
@@ -159,17 +187,26 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
     let containerd = config.containerd_config.clone().unwrap_or_default();
     let sandbox = str_of(&containerd, "sandboxImage").unwrap_or(crate::config::SANDBOX_IMAGE);
     let log_level = str_of(&containerd, "logLevel").unwrap_or("info");
+    let mut containerd_toml = format!(
+        "# Written by kops-rs nodeup.\nversion = 3\n\n[debug]\n  level = \"{log_level}\"\n\n\
+         [plugins.\"io.containerd.cri.v1.images\".pinned_images]\n  sandbox = \"{sandbox}\"\n\n\
+         [plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n\n\
+         [plugins.\"io.containerd.cri.v1.runtime\".cni]\n  bin_dir = \"/opt/cni/bin\"\n  conf_dir = \"/etc/cni/net.d\"\n\n\
+         [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\n\
+         [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc.options]\n  BinaryName = \"/usr/local/sbin/runc\"\n  SystemdCgroup = true\n"
+    );
+    if let Some(platform) = gvisor_platform(ctx.loaded) {
+        containerd_toml.push_str(GVISOR_RUNTIME);
+        out.push(PlannedFile::new(
+            GVISOR_SHIM_CONFIG,
+            0o644,
+            gvisor_shim_config(platform),
+        ));
+    }
     out.push(PlannedFile::new(
         "/etc/containerd/config.toml",
         0o644,
-        format!(
-            "# Written by kops-rs nodeup.\nversion = 3\n\n[debug]\n  level = \"{log_level}\"\n\n\
-             [plugins.\"io.containerd.cri.v1.images\".pinned_images]\n  sandbox = \"{sandbox}\"\n\n\
-             [plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n\n\
-             [plugins.\"io.containerd.cri.v1.runtime\".cni]\n  bin_dir = \"/opt/cni/bin\"\n  conf_dir = \"/etc/cni/net.d\"\n\n\
-             [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n\n\
-             [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc.options]\n  BinaryName = \"/usr/local/sbin/runc\"\n  SystemdCgroup = true\n"
-        ),
+        containerd_toml,
     ));
     out.push(PlannedFile::new(
         "/etc/systemd/system/containerd.service",

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use kops_nodeup::agent::{self, ChangeKind, Options, ServiceAction};
+use kops_nodeup::agent::{self, ChangeKind, Options, PackageAction, ServiceAction};
 use kops_nodeup::Arch;
 
 #[derive(Parser, Debug)]
@@ -319,6 +319,28 @@ async fn run(args: Args) -> anyhow::Result<()> {
         eprintln!("{changed} file(s) would change (dry run: nothing written)");
     } else {
         eprintln!("{changed} file(s) changed");
+    }
+    match &outcome.packages {
+        PackageAction::None => {}
+        PackageAction::NotDebian { packages } => eprintln!(
+            "packages not installed ({}): apt packages are installed on Debian and Ubuntu only",
+            packages.join(", ")
+        ),
+        PackageAction::Skipped { packages } => eprintln!(
+            "packages not installed ({}): {}",
+            packages.join(", "),
+            if args.dry_run {
+                "dry run"
+            } else {
+                "--root is not `/`"
+            }
+        ),
+        PackageAction::Installed { packages } if packages.is_empty() => {
+            eprintln!("packages already installed")
+        }
+        PackageAction::Installed { packages } => {
+            eprintln!("packages installed: {}", packages.join(", "))
+        }
     }
     match &outcome.services {
         ServiceAction::SkippedNotRoot { root } => eprintln!(

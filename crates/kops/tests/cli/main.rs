@@ -24,6 +24,7 @@ mod gce_roll;
 mod gce_update_options;
 mod gcs_store;
 mod get_assets;
+mod gvisor_kops;
 mod instance_group_options;
 mod irsa_lifecycle;
 mod kube_flags;

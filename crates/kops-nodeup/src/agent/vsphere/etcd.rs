@@ -140,35 +140,7 @@ pub fn mount_units(cluster: &str, disks: &[EtcdDisk]) -> Vec<PlannedFile> {
         .collect()
 }
 
-/// What a command run answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ran {
-    pub code: i32,
-    pub stdout: String,
-}
-
-/// Runs the disk commands (`blkid`, `mkfs.ext4`, `mountpoint`, `mount`);
-/// tests record them instead.
-pub trait Runner {
-    fn run(&self, args: &[&str]) -> Result<Ran, String>;
-}
-
-/// The machine's own commands.
-#[derive(Debug, Clone, Copy)]
-pub struct System;
-
-impl Runner for System {
-    fn run(&self, args: &[&str]) -> Result<Ran, String> {
-        let output = std::process::Command::new(args[0])
-            .args(&args[1..])
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", args[0]))?;
-        Ok(Ran {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).trim().to_string(),
-        })
-    }
-}
+pub use crate::agent::command::{Ran, Runner, System};
 
 /// The block device of `disk`: the SCSI disk (channel 0, LUN 0) whose
 /// target is the disk's unit, read from `<root>/sys/block`; when several
@@ -331,6 +303,7 @@ mod tests {
             Ok(Ran {
                 code,
                 stdout: stdout.into(),
+                ..Default::default()
             })
         }
     }
