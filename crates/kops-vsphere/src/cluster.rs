@@ -989,6 +989,37 @@ mod tests {
         let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
         let path = disks::etcd_disk_path(vcsim::DATASTORE, "discard.k8s.local", &volume);
         assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
+
+        // The next clone of the member finds the file no VM holds (one
+        // datastore search) and attaches it, grown to a larger size
+        // before its first boot. (vcsim's search gives no capacity: the
+        // clone's attached disk is read back instead.)
+        let mut grown = groups.clone();
+        grown[0].etcd[0].size_gib = 2;
+        let before = vc.client.calls();
+        let resolved = resolve(&vc, &placement, &grown).await.unwrap();
+        update(&vc, "discard.k8s.local", &placement, resolved, &grown, true)
+            .await
+            .unwrap();
+        let calls = vc.client.calls();
+        let count =
+            |m: &str| calls.get(m).copied().unwrap_or(0) - before.get(m).copied().unwrap_or(0);
+        let made: BTreeMap<&str, u64> = calls
+            .keys()
+            .map(|m| (m.as_str(), count(m)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        eprintln!("update re-cloning the member, its disk grown: {made:?}");
+        assert_eq!(count("SearchDatastore_Task"), 1);
+        assert_eq!(
+            count("MakeDirectory"),
+            0,
+            "the directory holds the kept file"
+        );
+        assert_eq!(count("ReconfigVM_Task"), 1, "the growth");
+        let vms = list(&vc, &folder, "discard.k8s.local").await.unwrap();
+        assert_eq!(vms.len(), 1);
+        assert_eq!(vms[0].etcd_sizes, [(path.clone(), 2 * 1024 * 1024)]);
         vc.logout().await;
     }
 }
