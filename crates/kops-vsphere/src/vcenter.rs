@@ -470,3 +470,35 @@ pub fn extra_config(value: Option<&Element>) -> BTreeMap<String, String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A datastore search's result as vCenter gives it (capacities
+    /// included; govmomi's simulator leaves them out).
+    #[test]
+    fn a_search_result_gives_each_disk_its_path_and_capacity() {
+        let xml = r#"<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="x" xmlns:xsi="y"><soapenv:Body><R>
+            <val xsi:type="HostDatastoreBrowserSearchResults"><datastore type="Datastore">datastore-1</datastore>
+              <folderPath>[ds1] kops-etcd/c1.k8s.local/</folderPath>
+              <file xsi:type="VmDiskFileInfo"><path>main-a.vmdk</path><capacityKb>20971520</capacityKb></file>
+              <file xsi:type="VmDiskFileInfo"><path>events-a.vmdk</path></file>
+            </val></R></soapenv:Body></soapenv:Envelope>"#;
+        let root = crate::xml::parse(xml).unwrap();
+        let found = search_results(root.find("val").unwrap());
+        assert_eq!(
+            found.into_iter().collect::<Vec<_>>(),
+            [
+                (
+                    "[ds1] kops-etcd/c1.k8s.local/events-a.vmdk".to_string(),
+                    None
+                ),
+                (
+                    "[ds1] kops-etcd/c1.k8s.local/main-a.vmdk".to_string(),
+                    Some(20971520)
+                ),
+            ]
+        );
+    }
+}
