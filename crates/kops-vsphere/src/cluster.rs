@@ -131,6 +131,8 @@ pub struct Vm {
     pub etcd_detach: String,
     /// The datastore directories of its etcd disks.
     pub etcd_dirs: Vec<String>,
+    /// Its etcd disks' files and capacities (KiB).
+    pub etcd_sizes: Vec<(String, u64)>,
 }
 
 /// The vCenter objects a placement names, looked up.
@@ -380,6 +382,7 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         has_token: extra.contains_key(TOKEN_KEY),
         etcd_detach: disks::detach_etcd_disks(devices),
         etcd_dirs: disks::etcd_disk_dirs(devices),
+        etcd_sizes: disks::etcd_disk_sizes(devices),
     })
 }
 
@@ -431,6 +434,19 @@ pub async fn update(
     changes.folder_created = resolved.folder.is_none();
     changes.created = to_create.iter().map(|(_, n)| n.clone()).collect();
     changes.destroyed = to_destroy.iter().map(|v| v.name.clone()).collect();
+    // A volumeSize below a kept disk's is refused before anything is made
+    // (dry run too): the listed VMs' disks at no cost, the disks no VM
+    // holds once a clone needs them.
+    // (An unfinished VM's disks are kept for its clone too.)
+    let listed: Vec<Vm> = existing.iter().chain(&unfinished).cloned().collect();
+    let mut kept = KeptDisks::new(cluster, placement, &listed);
+    for group in groups {
+        kept.refuse_shrinks(&group.etcd)?;
+    }
+    let mut etcd_files = Vec::new();
+    for (group, _) in &to_create {
+        etcd_files.push(kept.files(vc, &resolved.datastore, &group.etcd).await?);
+    }
     if !apply || changes.is_empty() {
         return Ok(changes);
     }
@@ -446,8 +462,11 @@ pub async fn update(
     for vm in first {
         destroy_vm(vc, vm).await?;
     }
-    for (group, name) in &to_create {
-        clone(vc, cluster, placement, &resolved, &folder, group, name).await?;
+    for ((group, name), files) in to_create.iter().zip(&etcd_files) {
+        clone(
+            vc, cluster, placement, &resolved, &folder, group, name, files,
+        )
+        .await?;
     }
     for vm in rest {
         destroy_vm(vc, vm).await?;
@@ -494,9 +513,17 @@ pub async fn replace(
             ),
         })?;
     let resolved = resolve(vc, placement, std::slice::from_ref(group)).await?;
+    // The replaced VM holds its member's disks: their sizes are known from
+    // the listing, a shrink refused before the VM goes.
+    let files = KeptDisks::new(cluster, placement, &existing)
+        .files(vc, &resolved.datastore, &group.etcd)
+        .await?;
     destroy_vm(vc, vm).await?;
     let name = free_name(cluster, &group.name, &taken);
-    clone(vc, cluster, placement, &resolved, &folder, group, &name).await?;
+    clone(
+        vc, cluster, placement, &resolved, &folder, group, &name, &files,
+    )
+    .await?;
     Ok(Some((vm.name.clone(), name)))
 }
 
@@ -628,6 +655,11 @@ pub fn metadata(name: &str, network: Option<(&StaticNetwork, &str)>) -> String {
     metadata.to_string()
 }
 
+/// Clones one VM of `group` as `name`, with its etcd disk files
+/// (`etcd_files`, from [`KeptDisks::files`]): new ones made in the
+/// cluster's `kops-etcd/<cluster>` directory (made when missing), kept
+/// ones attached and grown before the first boot.
+#[allow(clippy::too_many_arguments)]
 async fn clone(
     vc: &Vcenter,
     cluster: &str,
@@ -636,16 +668,23 @@ async fn clone(
     folder: &MoRef,
     group: &GroupSpec,
     name: &str,
+    etcd_files: &[EtcdFile],
 ) -> Result<MoRef, VsphereError> {
     let template = resolved
         .templates
         .get(&group.template)
         .ok_or_else(|| VsphereError::protocol("template not resolved"))?;
-    let etcd_files = etcd_files(vc, cluster, placement, resolved, &group.etcd).await?;
+    if etcd_files.iter().any(|f| !f.exists) {
+        vc.make_directory(
+            &resolved.datacenter,
+            &disks::etcd_disk_dir(datastore_name(placement), cluster),
+        )
+        .await?;
+    }
     let (disk_change, etcd_disks) = template.hardware.disk_changes(
         &group.template,
         group.root_disk_gib,
-        &etcd_files,
+        etcd_files,
         &resolved.datastore,
     )?;
     // A linked clone's disk is a child of the snapshot's and cannot grow:
@@ -698,7 +737,7 @@ async fn clone(
         snapshot.map(|s| s.xml("snapshot")).unwrap_or_default(),
     );
     let vm = vc.clone_vm(&template.vm, folder, name, &spec).await?;
-    if let Err(e) = start_clone(vc, &vm, group, name).await {
+    if let Err(e) = start_clone(vc, &vm, group, name, etcd_files).await {
         // A clone that never booted is not left behind half-made: it goes,
         // its etcd disks detached first (they may hold a member's data).
         if let Err(cleanup) = discard(vc, &vm).await {
@@ -709,31 +748,43 @@ async fn clone(
     Ok(vm)
 }
 
-/// A fresh clone's last steps: its static network config (matched to the
-/// MAC address vCenter generated for its NIC, read back) before the
-/// first boot, then the power-on.
+/// A fresh clone's last steps before its first boot, in one
+/// reconfiguration (its devices read back once): its kept etcd disks
+/// grown to their volumes' sizes (an edit of the attached disk's
+/// capacity, as vCenter grows a powered-off VM's disk), its static
+/// network config (matched to the MAC address vCenter generated for its
+/// NIC); then the power-on.
 async fn start_clone(
     vc: &Vcenter,
     vm: &MoRef,
     group: &GroupSpec,
     name: &str,
+    etcd_files: &[EtcdFile],
 ) -> Result<(), VsphereError> {
-    if let Some(network) = &group.network {
-        let devices = vc.properties(vm, &["config.hardware.device"]).await?;
-        let mac = devices
+    let grow: Vec<EtcdFile> = etcd_files.iter().filter(|f| f.grows()).cloned().collect();
+    if group.network.is_some() || !grow.is_empty() {
+        let found = vc.properties(vm, &["config.hardware.device"]).await?;
+        let devices = found
             .get("config.hardware.device")
-            .and_then(|d| first_nic(&d.children))
-            .and_then(|nic| nic.text_at(&["macAddress"]))
-            .ok_or_else(|| {
-                VsphereError::protocol("the clone has no network adapter with a MAC address")
-            })?;
-        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        let with_network = b64(&metadata(name, Some((network, mac))));
-        vc.reconfigure(
-            vm,
-            &extra_config_xml(&[("guestinfo.metadata", with_network.as_str())]),
-        )
-        .await?;
+            .map(|d| d.children.as_slice())
+            .unwrap_or_default();
+        let mut spec = disks::grow_etcd_disks(devices, &grow)?;
+        if let Some(network) = &group.network {
+            let mac = first_nic(devices)
+                .and_then(|nic| nic.text_at(&["macAddress"]))
+                .ok_or_else(|| {
+                    VsphereError::protocol("the clone has no network adapter with a MAC address")
+                })?;
+            let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+            let with_network = b64(&metadata(name, Some((network, mac))));
+            spec.push_str(&extra_config_xml(&[(
+                "guestinfo.metadata",
+                with_network.as_str(),
+            )]));
+        }
+        if !spec.is_empty() {
+            vc.reconfigure(vm, &spec).await?;
+        }
     }
     vc.power_on(vm).await
 }
@@ -757,40 +808,85 @@ async fn discard(vc: &Vcenter, vm: &MoRef) -> Result<(), VsphereError> {
     vc.destroy(vm).await
 }
 
-/// The etcd disk files of a control-plane VM: in the cluster's
-/// `kops-etcd/<cluster>` directory of the datastore (made when missing),
-/// each attached when a VM before this one left it, else created.
-async fn etcd_files(
-    vc: &Vcenter,
-    cluster: &str,
-    placement: &Placement,
-    resolved: &Resolved,
-    volumes: &[EtcdVolume],
-) -> Result<Vec<EtcdFile>, VsphereError> {
-    if volumes.is_empty() {
-        return Ok(Vec::new());
-    }
-    let datastore = placement
+/// The datastore's name (the last part of an inventory path).
+fn datastore_name(placement: &Placement) -> &str {
+    placement
         .datastore
         .rsplit('/')
         .next()
-        .unwrap_or(&placement.datastore);
-    vc.make_directory(
-        &resolved.datacenter,
-        &disks::etcd_disk_dir(datastore, cluster),
-    )
-    .await?;
-    let mut files = Vec::new();
-    for volume in volumes {
-        let path = disks::etcd_disk_path(datastore, cluster, volume);
-        let exists = vc.disk_exists(&resolved.datacenter, &path).await?;
-        files.push(EtcdFile {
-            volume: volume.clone(),
-            path,
-            exists,
-        });
+        .unwrap_or(&placement.datastore)
+}
+
+/// What is known of a cluster's kept etcd disk files: those attached to
+/// its listed VMs, with their capacities (read with the listing: no
+/// call), and, read once when a clone needs a file no listed VM holds,
+/// the disks of its `kops-etcd/<cluster>` directory (one datastore
+/// search, with their capacities where the server gives them).
+struct KeptDisks {
+    datastore: String,
+    cluster: String,
+    attached: BTreeMap<String, u64>,
+    in_directory: Option<BTreeMap<String, Option<u64>>>,
+}
+
+impl KeptDisks {
+    fn new(cluster: &str, placement: &Placement, vms: &[Vm]) -> KeptDisks {
+        KeptDisks {
+            datastore: datastore_name(placement).to_string(),
+            cluster: cluster.to_string(),
+            attached: vms.iter().flat_map(|v| v.etcd_sizes.clone()).collect(),
+            in_directory: None,
+        }
     }
-    Ok(files)
+
+    /// Refuses a volume smaller than its disk held by a listed VM.
+    fn refuse_shrinks(&self, volumes: &[EtcdVolume]) -> Result<(), VsphereError> {
+        for volume in volumes {
+            let path = disks::etcd_disk_path(&self.datastore, &self.cluster, volume);
+            if let Some(capacity) = self.attached.get(&path) {
+                disks::refuse_shrink(volume, &path, *capacity)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The disk files of a control-plane VM's volumes: each kept (with
+    /// its capacity when known) or to be made; a volume below its kept
+    /// disk's size is refused.
+    async fn files(
+        &mut self,
+        vc: &Vcenter,
+        datastore: &MoRef,
+        volumes: &[EtcdVolume],
+    ) -> Result<Vec<EtcdFile>, VsphereError> {
+        let mut files = Vec::new();
+        for volume in volumes {
+            let path = disks::etcd_disk_path(&self.datastore, &self.cluster, volume);
+            let (exists, capacity_kib) = match self.attached.get(&path) {
+                Some(capacity) => (true, Some(*capacity)),
+                None => {
+                    if self.in_directory.is_none() {
+                        let dir = disks::etcd_disk_dir(&self.datastore, &self.cluster);
+                        self.in_directory = Some(vc.virtual_disks(datastore, &dir).await?);
+                    }
+                    match self.in_directory.as_ref().and_then(|d| d.get(&path)) {
+                        Some(capacity) => (true, *capacity),
+                        None => (false, None),
+                    }
+                }
+            };
+            if let Some(capacity) = capacity_kib {
+                disks::refuse_shrink(volume, &path, capacity)?;
+            }
+            files.push(EtcdFile {
+                volume: volume.clone(),
+                path,
+                exists,
+                capacity_kib,
+            });
+        }
+        Ok(files)
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -890,33 +986,46 @@ mod tests {
         let path = disks::etcd_disk_path(vcsim::DATASTORE, "discard.k8s.local", &volume);
         assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
 
+        // The next clone of the member finds the file no VM holds (one
+        // datastore search) and attaches it, grown to a larger size
+        // before its first boot. (vcsim's search gives no capacity: the
+        // clone's attached disk is read back instead.)
+        let mut grown = groups.clone();
+        grown[0].etcd[0].size_gib = 2;
+        let before = vc.client.calls();
+        let resolved = resolve(&vc, &placement, &grown).await.unwrap();
+        update(&vc, "discard.k8s.local", &placement, resolved, &grown, true)
+            .await
+            .unwrap();
+        let calls = vc.client.calls();
+        let count =
+            |m: &str| calls.get(m).copied().unwrap_or(0) - before.get(m).copied().unwrap_or(0);
+        let made: BTreeMap<&str, u64> = calls
+            .keys()
+            .map(|m| (m.as_str(), count(m)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        eprintln!("update re-cloning the member, its disk grown: {made:?}");
+        assert_eq!(count("SearchDatastore_Task"), 1);
+        assert_eq!(
+            count("MakeDirectory"),
+            0,
+            "the directory holds the kept file"
+        );
+        assert_eq!(count("ReconfigVM_Task"), 1, "the growth");
+        let vms = list(&vc, &folder, "discard.k8s.local").await.unwrap();
+        assert_eq!(vms.len(), 1);
+        assert_eq!(vms[0].etcd_sizes, [(path.clone(), 2 * 1024 * 1024)]);
+
         // An update killed between the clone and the power-on leaves a VM
         // powered off with its token: the next update makes it again
         // (its etcd disk kept), and one after that changes nothing.
-        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        update(
-            &vc,
-            "discard.k8s.local",
-            &placement,
-            resolved,
-            &groups,
-            true,
-        )
-        .await
-        .unwrap();
         let left = list(&vc, &folder, "discard.k8s.local").await.unwrap();
         vc.power_off(&left[0].reference).await.unwrap();
-        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        let changes = update(
-            &vc,
-            "discard.k8s.local",
-            &placement,
-            resolved,
-            &groups,
-            true,
-        )
-        .await
-        .unwrap();
+        let resolved = resolve(&vc, &placement, &grown).await.unwrap();
+        let changes = update(&vc, "discard.k8s.local", &placement, resolved, &grown, true)
+            .await
+            .unwrap();
         assert_eq!(changes.unfinished, [left[0].name.clone()], "{changes:?}");
         assert_eq!(changes.destroyed, changes.unfinished, "{changes:?}");
         assert_eq!(changes.created.len(), 1, "{changes:?}");
@@ -925,17 +1034,10 @@ mod tests {
         assert!(now[0].powered_on && now[0].uuid != left[0].uuid, "{now:?}");
         assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
         assert_eq!(now[0].etcd_dirs, left[0].etcd_dirs);
-        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        let changes = update(
-            &vc,
-            "discard.k8s.local",
-            &placement,
-            resolved,
-            &groups,
-            true,
-        )
-        .await
-        .unwrap();
+        let resolved = resolve(&vc, &placement, &grown).await.unwrap();
+        let changes = update(&vc, "discard.k8s.local", &placement, resolved, &grown, true)
+            .await
+            .unwrap();
         assert!(
             changes.is_empty() && changes.unfinished.is_empty(),
             "{changes:?}"

@@ -148,29 +148,102 @@ fn etcd_devices(devices: &[Element]) -> impl Iterator<Item = &Element> {
     })
 }
 
+/// The etcd disks attached to a VM (`config.hardware.device`): each
+/// file and its capacity in KiB (read with the VM's devices, so known at
+/// no cost when the VM is listed).
+pub fn etcd_disk_sizes(devices: &[Element]) -> Vec<(String, u64)> {
+    etcd_devices(devices)
+        .filter_map(|d| {
+            Some((
+                d.text_at(&["backing", "fileName"])?.to_string(),
+                d.text_at(&["capacityInKB"])?.trim().parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
 /// A VirtualMachineConfigSpec's `<deviceChange>`s detaching a VM's etcd
 /// disks (their files kept, so the VM can be destroyed and its
 /// replacement attach them); empty when it has none.
 pub fn detach_etcd_disks(devices: &[Element]) -> String {
     etcd_devices(devices)
-        .map(|d| {
-            let text = |path: &[&str]| d.text_at(path).map(escape).unwrap_or_default();
-            format!(
-                "<deviceChange><operation>remove</operation><device xsi:type=\"VirtualDisk\"><key>{}</key>\
-                 <deviceInfo><label>{}</label><summary>{}</summary></deviceInfo>\
-                 <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName>{}</fileName><diskMode>{}</diskMode></backing>\
-                 <controllerKey>{}</controllerKey><unitNumber>{}</unitNumber><capacityInKB>{}</capacityInKB></device></deviceChange>",
-                text(&["key"]),
-                text(&["deviceInfo", "label"]),
-                text(&["deviceInfo", "summary"]),
-                text(&["backing", "fileName"]),
-                d.text_at(&["backing", "diskMode"]).map(escape).unwrap_or_else(|| "persistent".into()),
-                text(&["controllerKey"]),
-                text(&["unitNumber"]),
-                text(&["capacityInKB"]),
-            )
-        })
+        .map(|d| etcd_device_change(d, "remove", None))
         .collect()
+}
+
+/// The `<deviceChange>`s growing a fresh clone's attached etcd disks
+/// (`devices` read back from it) to their volumes' sizes, for those of
+/// `files` kept smaller than asked, or of a size not known before the
+/// clone. A disk found larger than asked is refused ([`refuse_shrink`]):
+/// the caller removes the clone.
+pub fn grow_etcd_disks(devices: &[Element], files: &[EtcdFile]) -> Result<String, VsphereError> {
+    let mut xml = String::new();
+    for device in etcd_devices(devices) {
+        let Some(file) = files
+            .iter()
+            .find(|f| device.text_at(&["backing", "fileName"]) == Some(f.path.as_str()))
+        else {
+            continue;
+        };
+        let have: u64 = device
+            .text_at(&["capacityInKB"])
+            .and_then(|c| c.trim().parse().ok())
+            .unwrap_or(0);
+        refuse_shrink(&file.volume, &file.path, have)?;
+        let want = file.volume.size_gib * KIB_PER_GIB;
+        if have < want {
+            xml.push_str(&etcd_device_change(device, "edit", Some(want)));
+        }
+    }
+    Ok(xml)
+}
+
+/// An error when a kept etcd disk of `capacity_kib` is larger than its
+/// member's `volumeSize` asks: etcd disks grow, never shrink.
+pub fn refuse_shrink(
+    volume: &EtcdVolume,
+    path: &str,
+    capacity_kib: u64,
+) -> Result<(), VsphereError> {
+    if capacity_kib <= volume.size_gib * KIB_PER_GIB {
+        return Ok(());
+    }
+    let field = format!(
+        "spec.etcdClusters[{}].etcdMembers[{}].volumeSize",
+        volume.etcd, volume.member
+    );
+    let have = capacity_kib.div_ceil(KIB_PER_GIB);
+    Err(VsphereError::Invalid {
+        message: format!(
+            "{field} is {} GiB, but the kept disk `{path}` holds {have} GiB: etcd disks do not shrink",
+            volume.size_gib
+        ),
+        fix: format!("set {field} to {have} or more"),
+    })
+}
+
+/// One etcd disk of a VM as a `<deviceChange>` of `operation`, its
+/// capacity changed to `capacity_kib` when given.
+fn etcd_device_change(d: &Element, operation: &str, capacity_kib: Option<u64>) -> String {
+    let text = |path: &[&str]| d.text_at(path).map(escape).unwrap_or_default();
+    let capacity = capacity_kib
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| text(&["capacityInKB"]));
+    // The label and summary come along: vcsim 0.24 fails an edit without
+    // them (vCenter does not mind either way).
+    format!(
+        "<deviceChange><operation>{operation}</operation><device xsi:type=\"VirtualDisk\"><key>{}</key>\
+         <deviceInfo><label>{}</label><summary>{}</summary></deviceInfo>\
+         <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName>{}</fileName><diskMode>{}</diskMode></backing>\
+         <controllerKey>{}</controllerKey><unitNumber>{}</unitNumber><capacityInKB>{capacity}</capacityInKB></device></deviceChange>",
+        text(&["key"]),
+        text(&["deviceInfo", "label"]),
+        text(&["deviceInfo", "summary"]),
+        text(&["backing", "fileName"]),
+        d.text_at(&["backing", "diskMode"]).map(escape).unwrap_or_else(|| "persistent".into()),
+        text(&["controllerKey"]),
+        text(&["unitNumber"]),
+    )
 }
 
 /// An etcd volume's disk file and whether it exists already (a VM made
@@ -180,6 +253,21 @@ pub struct EtcdFile {
     pub volume: EtcdVolume,
     pub path: String,
     pub exists: bool,
+    /// The existing file's capacity in KiB, when known before the clone
+    /// (from the VM it was attached to, or the datastore's browser).
+    pub capacity_kib: Option<u64>,
+}
+
+impl EtcdFile {
+    /// Whether the clone must grow this disk once attached: a kept file
+    /// smaller than the volume asks, or of unknown size (then read back
+    /// from the clone).
+    pub fn grows(&self) -> bool {
+        self.exists
+            && self
+                .capacity_kib
+                .is_none_or(|c| c < self.volume.size_gib * KIB_PER_GIB)
+    }
 }
 
 /// What the clone needs of a template's hardware.
@@ -316,10 +404,16 @@ impl TemplateHardware {
             })?;
             // New devices take negative keys, unique within the spec.
             let key = -101 - i64::try_from(index).unwrap_or(0);
-            let create = if file.exists {
-                ""
+            // A new file is made at the volume's size; a kept one is
+            // attached at its own (0 when unknown, as govc attaches: the
+            // server takes the file's), grown after the clone when smaller.
+            let (create, capacity_kib) = if file.exists {
+                ("", file.capacity_kib.unwrap_or(0))
             } else {
-                "<fileOperation>create</fileOperation>"
+                (
+                    "<fileOperation>create</fileOperation>",
+                    volume.size_gib * KIB_PER_GIB,
+                )
             };
             let _ = write!(
                 xml,
@@ -328,10 +422,9 @@ impl TemplateHardware {
                  <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName>{}</fileName>{}\
                  <diskMode>persistent</diskMode><thinProvisioned>true</thinProvisioned></backing>\
                  <controllerKey>{controller_key}</controllerKey><unitNumber>{unit}</unitNumber>\
-                 <capacityInKB>{}</capacityInKB></device></deviceChange>",
+                 <capacityInKB>{capacity_kib}</capacityInKB></device></deviceChange>",
                 escape(&file.path),
                 datastore.xml("datastore"),
-                volume.size_gib * KIB_PER_GIB,
             );
             placed.push(EtcdDisk {
                 volume: volume.clone(),
@@ -485,11 +578,13 @@ mod tests {
                         volume: volume("main"),
                         path: etcd_disk_path("ds", "c", &volume("main")),
                         exists: false,
+                        capacity_kib: None,
                     },
                     EtcdFile {
                         volume: volume("events"),
                         path: "[ds] kops-etcd/c/events-a.vmdk".into(),
                         exists: true,
+                        capacity_kib: Some(10 * KIB_PER_GIB),
                     },
                 ],
                 &ds,
@@ -511,8 +606,88 @@ mod tests {
             xml.contains("<fileName>[ds] kops-etcd/c/main-a.vmdk</fileName>"),
             "{xml}"
         );
+        // The new disk is made at its volume's 20 GiB, the kept one is
+        // attached at its own 10 GiB (grown after the clone).
+        assert!(
+            xml.contains("<capacityInKB>20971520</capacityInKB>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<capacityInKB>10485760</capacityInKB>"),
+            "{xml}"
+        );
         // Without a size, the boot disk is left alone.
         let (xml, _) = hw.disk_changes("t", None, &[], &ds).unwrap();
         assert!(xml.is_empty());
+    }
+
+    #[test]
+    fn kept_etcd_disks_grow_to_the_volume_size_and_never_shrink() {
+        let xml = r#"<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="x" xmlns:xsi="y"><soapenv:Body><R><val>
+            <VirtualDevice xsi:type="VirtualDisk"><key>2000</key><deviceInfo><label>Hard disk 1</label><summary>x</summary></deviceInfo>
+              <backing xsi:type="VirtualDiskFlatVer2BackingInfo"><fileName>[ds] t/t.vmdk</fileName><diskMode>persistent</diskMode></backing>
+              <controllerKey>1000</controllerKey><unitNumber>0</unitNumber><capacityInKB>20971520</capacityInKB></VirtualDevice>
+            <VirtualDevice xsi:type="VirtualDisk"><key>2001</key><deviceInfo><label>Hard disk 2</label><summary>y</summary></deviceInfo>
+              <backing xsi:type="VirtualDiskFlatVer2BackingInfo"><fileName>[ds] kops-etcd/c/main-a.vmdk</fileName><diskMode>persistent</diskMode></backing>
+              <controllerKey>1000</controllerKey><unitNumber>1</unitNumber><capacityInKB>10485760</capacityInKB></VirtualDevice>
+            <VirtualDevice xsi:type="VirtualDisk"><key>2002</key><deviceInfo><label>Hard disk 3</label><summary>z</summary></deviceInfo>
+              <backing xsi:type="VirtualDiskFlatVer2BackingInfo"><fileName>[ds] kops-etcd/c/events-a.vmdk</fileName><diskMode>persistent</diskMode></backing>
+              <controllerKey>1000</controllerKey><unitNumber>2</unitNumber><capacityInKB>20971520</capacityInKB></VirtualDevice>
+            </val></R></soapenv:Body></soapenv:Envelope>"#;
+        let root = crate::xml::parse(xml).unwrap();
+        let devices = &root.find("val").unwrap().children;
+        assert_eq!(
+            etcd_disk_sizes(devices),
+            [
+                ("[ds] kops-etcd/c/main-a.vmdk".to_string(), 10485760),
+                ("[ds] kops-etcd/c/events-a.vmdk".to_string(), 20971520),
+            ]
+        );
+        let file = |etcd: &str| EtcdFile {
+            volume: volume(etcd),
+            path: format!("[ds] kops-etcd/c/{etcd}-a.vmdk"),
+            exists: true,
+            capacity_kib: None,
+        };
+        // main (10 GiB) grows to 20, events (20 GiB) stays: one edit, of
+        // the attached device, its file and unit kept.
+        let grow = grow_etcd_disks(devices, &[file("main"), file("events")]).unwrap();
+        assert_eq!(
+            grow.matches("<operation>edit</operation>").count(),
+            1,
+            "{grow}"
+        );
+        assert!(
+            grow.contains("<key>2001</key>")
+                && grow.contains("<fileName>[ds] kops-etcd/c/main-a.vmdk</fileName>")
+                && grow.contains("<unitNumber>1</unitNumber><capacityInKB>20971520</capacityInKB>"),
+            "{grow}"
+        );
+        assert!(file("main").grows());
+        assert!(!EtcdFile {
+            capacity_kib: Some(20 * KIB_PER_GIB),
+            ..file("main")
+        }
+        .grows());
+        assert!(!EtcdFile {
+            exists: false,
+            ..file("main")
+        }
+        .grows());
+        // A disk larger than asked is refused, naming the field and the fix.
+        let mut small = file("events");
+        small.volume.size_gib = 10;
+        let e = grow_etcd_disks(devices, &[small]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "spec.etcdClusters[events].etcdMembers[a].volumeSize is 10 GiB, but the kept disk `[ds] kops-etcd/c/events-a.vmdk` holds 20 GiB: etcd disks do not shrink\nhint: set spec.etcdClusters[events].etcdMembers[a].volumeSize to 20 or more"
+        );
+        // Detaching keeps each device's capacity.
+        let detach = detach_etcd_disks(devices);
+        assert_eq!(detach.matches("<operation>remove</operation>").count(), 2);
+        assert!(
+            detach.contains("<capacityInKB>10485760</capacityInKB>"),
+            "{detach}"
+        );
     }
 }

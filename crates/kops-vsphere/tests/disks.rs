@@ -4,8 +4,10 @@
 //! `guestinfo.kops.etcd`), read back from the VM's hardware; a second
 //! update changes nothing. The etcd disks live in the datastore's
 //! `kops-etcd/<cluster>` directory: a rolled control-plane VM's replacement
-//! gets the same disk files, and `delete` removes them. (vcsim's template disk is smaller than 1 GiB,
-//! so the refusal of a shrinking disk is a unit test of `disks`.)
+//! gets the same disk files, grown when its member's `volumeSize` grew
+//! (a smaller one is refused with nothing made), and `delete` removes
+//! them. (vcsim's template disk is smaller than 1 GiB, so the refusal of a
+//! shrinking boot disk is a unit test of `disks`.)
 
 use std::collections::BTreeMap;
 
@@ -133,6 +135,26 @@ fn changing(calls: &BTreeMap<String, u64>) -> u64 {
     .sum()
 }
 
+/// The calls made since `before`.
+fn since(now: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    now.iter()
+        .map(|(m, n)| (m.clone(), n - before.get(m).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+/// The BIOS UUID of the cluster's VM `name`.
+async fn uuid_of(vc: &Vcenter, name: &str) -> String {
+    let folder = vc.find_path("DC0/vm/disks").await.unwrap().unwrap();
+    cluster::list(vc, &folder, CLUSTER)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|vm| vm.name == name)
+        .expect("the VM")
+        .uuid
+}
+
 #[tokio::test]
 async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     if !vcsim::vcsim_available() {
@@ -232,19 +254,25 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
             "[LocalDS_0] kops-etcd/disks.k8s.local/events-a.vmdk"
         ]
     );
-    let mut changed = groups.clone();
-    changed[0].user_data.push_str("# changed\n");
-    let folder = vc.find_path("DC0/vm/disks").await.unwrap().unwrap();
-    let uuid = cluster::list(&vc, &folder, CLUSTER)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|vm| vm.name == "control-plane-a-1.disks.k8s.local")
-        .expect("the control-plane VM")
-        .uuid;
-    let replaced = cluster::replace(&vc, CLUSTER, &placement, &changed, &uuid)
+    // A larger volumeSize (with a changed user data): `update` sees the
+    // VM as outdated and makes nothing; the roll attaches the same files
+    // and grows the smaller one before the replacement's first boot.
+    let mut grown = groups.clone();
+    grown[0].user_data.push_str("# changed\n");
+    grown[0].etcd[0].size_gib = 30;
+    let resolved = cluster::resolve(&vc, &placement, &grown).await.unwrap();
+    let changes = cluster::update(&vc, CLUSTER, &placement, resolved, &grown, true)
         .await
         .unwrap();
+    assert!(changes.is_empty(), "{changes:?}");
+    assert_eq!(changes.stale, ["control-plane-a-1.disks.k8s.local"]);
+    let uuid = uuid_of(&vc, "control-plane-a-1.disks.k8s.local").await;
+    let before = vc.client.calls();
+    let replaced = cluster::replace(&vc, CLUSTER, &placement, &grown, &uuid)
+        .await
+        .unwrap();
+    let roll = since(&vc.client.calls(), &before);
+    eprintln!("roll growing one etcd disk: {roll:?}");
     assert_eq!(
         replaced,
         Some((
@@ -252,16 +280,73 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
             "control-plane-a-2.disks.k8s.local".to_string()
         ))
     );
+    // The kept disks' sizes come from the listing (no datastore search,
+    // no directory made); the growth is one ReconfigVM_Task more than
+    // the detach (and the clone's devices read back).
+    assert!(!roll.contains_key("SearchDatastore_Task"), "{roll:?}");
+    assert!(!roll.contains_key("MakeDirectory"), "{roll:?}");
+    assert_eq!(
+        roll.get("ReconfigVM_Task"),
+        Some(&2),
+        "detach, grow: {roll:?}"
+    );
     let found = vms(&vc).await;
     assert!(!found.contains_key("control-plane-a-1.disks.k8s.local"));
+    let (disks, extra) = &found["control-plane-a-2.disks.k8s.local"];
     assert_eq!(
         files(&found, "control-plane-a-2.disks.k8s.local"),
         etcd_files
     );
+    assert_eq!(
+        disks[1..].iter().map(|d| d.2).collect::<Vec<_>>(),
+        [30, 25],
+        "{disks:?}"
+    );
+    let described = EtcdDisk::decode_all(&extra[ETCD_KEY]).unwrap();
+    assert_eq!(described[0].volume.size_gib, 30);
     let datacenter = vc.find_path("DC0").await.unwrap().unwrap();
     for file in &etcd_files {
         assert!(vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
     }
+    vc.logout().await;
+
+    // A second update changes nothing.
+    let vc = login(&sim).await;
+    let resolved = cluster::resolve(&vc, &placement, &grown).await.unwrap();
+    let changes = cluster::update(&vc, CLUSTER, &placement, resolved, &grown, true)
+        .await
+        .unwrap();
+    assert!(
+        changes.is_empty() && changes.stale.is_empty(),
+        "{changes:?}"
+    );
+    assert_eq!(changing(&vc.client.calls()), 0);
+    vc.logout().await;
+
+    // A smaller volumeSize is refused by update (dry run or not) and by
+    // the roll, before anything is made: the simulator is untouched.
+    let vc = login(&sim).await;
+    let as_it_was = vms(&vc).await;
+    let mut shrunk = grown.clone();
+    shrunk[0].etcd[0].size_gib = 20;
+    let refusal = "spec.etcdClusters[main].etcdMembers[a].volumeSize is 20 GiB, but the kept disk \
+                   `[LocalDS_0] kops-etcd/disks.k8s.local/main-a.vmdk` holds 30 GiB: etcd disks do not shrink\n\
+                   hint: set spec.etcdClusters[main].etcdMembers[a].volumeSize to 30 or more";
+    for apply in [false, true] {
+        let resolved = cluster::resolve(&vc, &placement, &shrunk).await.unwrap();
+        let e = cluster::update(&vc, CLUSTER, &placement, resolved, &shrunk, apply)
+            .await
+            .unwrap_err();
+        assert_eq!(e.to_string(), refusal);
+    }
+    let uuid = uuid_of(&vc, "control-plane-a-2.disks.k8s.local").await;
+    let e = cluster::replace(&vc, CLUSTER, &placement, &shrunk, &uuid)
+        .await
+        .unwrap_err();
+    assert_eq!(e.to_string(), refusal);
+    let calls = vc.client.calls();
+    assert_eq!(changing(&calls), 0, "{calls:?}");
+    assert_eq!(vms(&vc).await, as_it_was);
 
     // delete removes the VMs and the etcd disks.
     delete_all(&vc).await;

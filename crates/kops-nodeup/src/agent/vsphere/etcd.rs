@@ -12,7 +12,9 @@
 //! holding the data directory `mnt/`. On a disk it has just formatted,
 //! the first member (by name) also gets etcd-manager's
 //! `please-create-new-cluster` marker, so a new cluster is created once.
-//! A systemd mount unit mounts it again at boot, by label.
+//! A systemd mount unit mounts it again at boot, by label. A kept disk
+//! that `update` grew for a larger `volumeSize` gets its file system grown
+//! too, online, once mounted (`resize2fs`).
 
 use std::path::{Path, PathBuf};
 
@@ -145,7 +147,8 @@ pub use crate::agent::command::{Ran, Runner, System};
 /// The block device of `disk`: the SCSI disk (channel 0, LUN 0) whose
 /// target is the disk's unit, read from `<root>/sys/block`; when several
 /// controllers have one there, the one of the disk's size. (A disk kept
-/// from an earlier VM keeps its size when `volumeSize` changes later.)
+/// from an earlier VM has that size too: the clone grows a kept disk to a
+/// larger `volumeSize` before the VM boots, and refuses a smaller one.)
 pub fn find_device(root: &Path, disk: &EtcdDisk) -> Result<String, String> {
     let block = root.join("sys/block");
     let want_sectors = disk.volume.size_gib * 1024 * 1024 * 2;
@@ -251,6 +254,11 @@ pub fn prepare(
             }
             steps.push(format!("mounted {device} at {at}"));
         }
+        // A file system just made fills its disk; a kept one may sit on a
+        // disk grown since.
+        if !fresh {
+            steps.extend(grow_file_system(root, disk, &device, &label, runner).map_err(fail)?);
+        }
         let data = under(&format!("{at}/mnt"));
         std::fs::create_dir_all(&data).map_err(|e| fail(format!("cannot make {at}/mnt: {e}")))?;
         let first = disk.volume.members.iter().min() == Some(&disk.volume.member);
@@ -261,6 +269,83 @@ pub fn prepare(
         }
     }
     Ok(steps)
+}
+
+/// The sectors (512 bytes) of block device `device` (`/dev/sdX`, or a
+/// `/dev/disk/by-label` link to one), read from `<root>/sys`.
+fn device_sectors(root: &Path, device: &str) -> Result<u64, String> {
+    let path = root.join(device.trim_start_matches('/'));
+    let name = match std::fs::read_link(&path) {
+        Ok(target) => target.file_name().map(|n| n.to_string_lossy().into_owned()),
+        Err(_) => Path::new(device)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned()),
+    }
+    .ok_or_else(|| format!("cannot tell which block device {device} is"))?;
+    ["sys/class/block", "sys/block"]
+        .iter()
+        .find_map(|dir| std::fs::read_to_string(root.join(dir).join(&name).join("size")).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| format!("cannot read the size of {device} ({name}) in /sys"))
+}
+
+/// An ext4 file system's label, block count and block size, from
+/// `dumpe2fs -h`.
+fn file_system(text: &str) -> Option<(String, u64, u64)> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim_start().strip_prefix(':'))
+            .map(str::trim)
+    };
+    let label = field("Filesystem volume name")?.to_string();
+    let blocks: u64 = field("Block count")?.parse().ok()?;
+    let block_size: u64 = field("Block size")?.parse().ok()?;
+    Some((label, blocks, block_size.max(1)))
+}
+
+/// Grows the mounted ext4 file system on `device` (online, `resize2fs`)
+/// when its disk holds at least one block more than it does: a kept disk
+/// grown for a larger `volumeSize`. A file system without the disk's
+/// label `label` is left alone (an error). The step taken, if any.
+fn grow_file_system(
+    root: &Path,
+    disk: &EtcdDisk,
+    device: &str,
+    label: &str,
+    runner: &dyn Runner,
+) -> Result<Option<String>, String> {
+    let disk_bytes = device_sectors(root, device)? * 512;
+    let read = runner.run(&["dumpe2fs", "-h", device])?;
+    let Some((found, blocks, block_size)) = file_system(&read.stdout).filter(|_| read.code == 0)
+    else {
+        return Err(format!(
+            "dumpe2fs on {device} for etcd `{}` failed (exit {}); is it the ext4 file system nodeup made?",
+            disk.volume.etcd, read.code
+        ));
+    };
+    if found != label {
+        return Err(format!(
+            "{device} for etcd `{}` holds a file system labelled `{found}`, not {label}; nodeup leaves it alone",
+            disk.volume.etcd
+        ));
+    }
+    // Not a whole block more: nothing to grow (mkfs rounds down).
+    if disk_bytes / block_size <= blocks {
+        return Ok(None);
+    }
+    let grown = runner.run(&["resize2fs", device])?;
+    if grown.code != 0 {
+        return Err(format!(
+            "resize2fs on {device} for etcd `{}` failed (exit {})",
+            disk.volume.etcd, grown.code
+        ));
+    }
+    const GIB: u64 = 1 << 30;
+    Ok(Some(format!(
+        "grew the file system on {device} from {} to {} GiB",
+        blocks * block_size / GIB,
+        disk_bytes / GIB
+    )))
 }
 
 #[cfg(test)]
@@ -290,11 +375,29 @@ mod tests {
         ran: RefCell<Vec<String>>,
         /// blkid's answer: exit code and TYPE.
         blkid: (i32, &'static str),
+        /// dumpe2fs' answer: the label (else the device's by-label name)
+        /// and the file system's GiB (else 20).
+        fs: (Option<&'static str>, u64),
     }
 
     impl Runner for Recorder {
         fn run(&self, args: &[&str]) -> Result<Ran, String> {
             self.ran.borrow_mut().push(args.join(" "));
+            if args[0] == "dumpe2fs" {
+                let label = self
+                    .fs
+                    .0
+                    .unwrap_or_else(|| args[2].rsplit('/').next().unwrap_or_default());
+                let gib = if self.fs.1 == 0 { 20 } else { self.fs.1 };
+                return Ok(Ran {
+                    code: 0,
+                    stdout: format!(
+                        "Filesystem volume name:   {label}\nBlock count:              {}\nBlock size:               4096",
+                        gib * 262144
+                    ),
+                    ..Default::default()
+                });
+            }
             let (code, stdout) = match args[0] {
                 "blkid" => self.blkid,
                 "mountpoint" => (1, ""),
@@ -316,6 +419,15 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::os::unix::fs::symlink(&devices, dir.join("device")).unwrap();
         std::fs::write(dir.join("size"), format!("{}\n", gib * 1024 * 1024 * 2)).unwrap();
+    }
+
+    /// `/dev/disk/by-label/<label>` pointing at block device `name`
+    /// (`/dev/<name>` a plain file).
+    fn labelled(root: &Path, label: &str, name: &str) {
+        let dir = root.join("dev/disk/by-label");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(root.join("dev").join(name), "").unwrap();
+        std::os::unix::fs::symlink(format!("../../{name}"), dir.join(label)).unwrap();
     }
 
     #[test]
@@ -352,10 +464,10 @@ mod tests {
             assert!(data.join(NEW_CLUSTER_MARKER).is_file(), "{etcd}");
         }
 
-        // Next boot: the label exists, nothing is formatted or marked again.
-        std::fs::create_dir_all(root.join("dev/disk/by-label")).unwrap();
-        for etcd in ["main", "events"] {
-            std::fs::write(root.join("dev/disk/by-label").join(label(etcd)), "").unwrap();
+        // Next boot: the label exists, nothing is formatted or marked
+        // again, and the file systems fill their disks.
+        for (etcd, name) in [("main", "sdb"), ("events", "sdc")] {
+            labelled(root, &label(etcd), name);
             std::fs::remove_file(root.join(format!(
                 "mnt/disks/c1.k8s.local--{etcd}--a/mnt/{NEW_CLUSTER_MARKER}"
             )))
@@ -370,12 +482,74 @@ mod tests {
                 "mount -t ext4 -o noatime /dev/disk/by-label/kops-etcd-main /mnt/disks/c1.k8s.local--main--a",
             ]
         );
-        assert!(!again.ran.borrow().iter().any(|c| c.starts_with("mkfs")));
+        assert_eq!(
+            again.ran.borrow()[2],
+            "dumpe2fs -h /dev/disk/by-label/kops-etcd-main"
+        );
+        assert!(!again
+            .ran
+            .borrow()
+            .iter()
+            .any(|c| c.starts_with("mkfs") || c.starts_with("resize2fs")));
         assert!(!root
             .join(format!(
                 "mnt/disks/c1.k8s.local--main--a/mnt/{NEW_CLUSTER_MARKER}"
             ))
             .exists());
+    }
+
+    #[test]
+    fn a_grown_disk_gets_its_file_system_grown_online_and_only_then() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
+        // The kept disk, grown from 20 to 30 GiB by the clone; another
+        // controller's disk at the same target is told apart by size.
+        block(root, "sdb", "2:0:1:0", 30);
+        block(root, "sdd", "3:0:1:0", 20);
+        let grown = disk("main", "a", 1, 30);
+        assert_eq!(find_device(root, &grown).unwrap(), "/dev/sdb");
+        labelled(root, "kops-etcd-main", "sdb");
+        let runner = Recorder::default();
+        let steps = prepare(root, "c1.k8s.local", std::slice::from_ref(&grown), &runner).unwrap();
+        assert_eq!(
+            runner.ran.borrow().clone(),
+            [
+                "mountpoint -q /mnt/disks/c1.k8s.local--main--a",
+                "mount -t ext4 -o noatime /dev/disk/by-label/kops-etcd-main /mnt/disks/c1.k8s.local--main--a",
+                "dumpe2fs -h /dev/disk/by-label/kops-etcd-main",
+                "resize2fs /dev/disk/by-label/kops-etcd-main",
+            ]
+        );
+        assert_eq!(
+            steps.last().unwrap(),
+            "grew the file system on /dev/disk/by-label/kops-etcd-main from 20 to 30 GiB"
+        );
+
+        // Grown already (the next boot): read, not resized.
+        let done = Recorder {
+            fs: (None, 30),
+            ..Default::default()
+        };
+        prepare(root, "c1.k8s.local", std::slice::from_ref(&grown), &done).unwrap();
+        assert_eq!(
+            done.ran.borrow().last().unwrap(),
+            "dumpe2fs -h /dev/disk/by-label/kops-etcd-main"
+        );
+
+        // A file system of another label is never resized.
+        let foreign = Recorder {
+            fs: (Some("data"), 20),
+            ..Default::default()
+        };
+        let e = prepare(root, "c1.k8s.local", &[grown], &foreign)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("labelled `data`, not kops-etcd-main"), "{e}");
+        assert!(!foreign
+            .ran
+            .borrow()
+            .iter()
+            .any(|c| c.starts_with("resize2fs")));
     }
 
     #[test]
