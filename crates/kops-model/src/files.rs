@@ -1206,25 +1206,27 @@ mod tests {
         );
     }
 
-    /// The channel entry of the network plugin of `cluster` (`addons`'
-    /// small cluster with `networking` replaced).
-    fn network_entry(networking: &str) -> Value {
-        let (cluster, groups) = crate::addons::tests::cluster();
-        let mut cluster = cluster;
-        cluster.spec.networking = Some(serde_yaml_ng::from_str(networking).unwrap());
-        let m = model(&cluster, &groups);
+    /// The bootstrap channel's addon entries for `cluster` and `groups`.
+    fn channel_addons(cluster: &Cluster, groups: &[InstanceGroup]) -> Vec<Value> {
+        let m = model(cluster, groups);
         let files = state_files(&m, "", Vec::new()).unwrap();
         let channel = files
             .iter()
             .find(|f| f.path == "addons/bootstrap-channel.yaml")
             .unwrap();
         let channel: Value = serde_yaml_ng::from_slice(&channel.contents).unwrap();
-        channel["spec"]["addons"]
-            .as_array()
-            .unwrap()
-            .iter()
+        channel["spec"]["addons"].as_array().unwrap().clone()
+    }
+
+    /// The channel entry of the network plugin of `cluster` (`addons`'
+    /// small cluster with `networking` replaced).
+    fn network_entry(networking: &str) -> Value {
+        let (cluster, groups) = crate::addons::tests::cluster();
+        let mut cluster = cluster;
+        cluster.spec.networking = Some(serde_yaml_ng::from_str(networking).unwrap());
+        channel_addons(&cluster, &groups)
+            .into_iter()
             .find(|a| a["name"].as_str().unwrap().starts_with("networking."))
-            .cloned()
             .unwrap_or_else(|| panic!("no network plugin for {networking}"))
     }
 
@@ -1316,16 +1318,7 @@ mod tests {
     #[test]
     fn gvisor_addon_is_listed_and_rendered_as_kops_does() {
         let (cluster, mut groups) = crate::addons::tests::cluster();
-        let listed = |groups: &[InstanceGroup]| -> Vec<Value> {
-            let m = model(&cluster, groups);
-            let files = state_files(&m, "", Vec::new()).unwrap();
-            let channel = files
-                .iter()
-                .find(|f| f.path == "addons/bootstrap-channel.yaml")
-                .unwrap();
-            let channel: Value = serde_yaml_ng::from_slice(&channel.contents).unwrap();
-            channel["spec"]["addons"].as_array().unwrap().clone()
-        };
+        let listed = |groups: &[InstanceGroup]| channel_addons(&cluster, groups);
         let gvisor_entry = |entries: &[Value]| {
             entries
                 .iter()

@@ -67,15 +67,20 @@ const CHANGING: &[&str] = &[
     "DeleteDatastoreFile_Task",
 ];
 
+/// How many of `calls` (by method) changed something in vCenter.
+pub fn changing_calls(calls: &std::collections::BTreeMap<String, u64>) -> u64 {
+    calls
+        .iter()
+        .filter(|(method, _)| CHANGING.contains(&method.as_str()))
+        .map(|(_, n)| n)
+        .sum()
+}
+
 /// SOAP calls as one summary: the total, how many changed something, and
 /// the count per method.
 pub fn calls_summary(calls: &std::collections::BTreeMap<String, u64>) -> String {
     let total: u64 = calls.values().sum();
-    let writes: u64 = calls
-        .iter()
-        .filter(|(method, _)| CHANGING.contains(&method.as_str()))
-        .map(|(_, n)| n)
-        .sum();
+    let writes = changing_calls(calls);
     let each: Vec<String> = calls.iter().map(|(m, n)| format!("{m} {n}")).collect();
     format!(
         "{total} vSphere SOAP calls, {writes} changing: {}",

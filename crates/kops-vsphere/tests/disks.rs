@@ -119,22 +119,6 @@ async fn delete_all(vc: &Vcenter) -> Vec<String> {
     .unwrap()
 }
 
-fn changing(calls: &BTreeMap<String, u64>) -> u64 {
-    [
-        "CreateFolder",
-        "CloneVM_Task",
-        "PowerOnVM_Task",
-        "PowerOffVM_Task",
-        "Destroy_Task",
-        "ReconfigVM_Task",
-        "MakeDirectory",
-        "DeleteDatastoreFile_Task",
-    ]
-    .iter()
-    .map(|m| calls.get(*m).copied().unwrap_or(0))
-    .sum()
-}
-
 /// The calls made since `before`.
 fn since(now: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
     now.iter()
@@ -236,7 +220,7 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
         "{changes:?}"
     );
     let calls = vc.client.calls();
-    assert_eq!(changing(&calls), 0, "{calls:?}");
+    assert_eq!(kops_vsphere::changing_calls(&calls), 0, "{calls:?}");
     eprintln!("second update: {calls:?}");
 
     // The etcd disks are files of their own, kept across a replacement.
@@ -320,7 +304,7 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
         changes.is_empty() && changes.stale.is_empty(),
         "{changes:?}"
     );
-    assert_eq!(changing(&vc.client.calls()), 0);
+    assert_eq!(kops_vsphere::changing_calls(&vc.client.calls()), 0);
     vc.logout().await;
 
     // A smaller volumeSize is refused by update (dry run or not) and by
@@ -345,7 +329,7 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
         .unwrap_err();
     assert_eq!(e.to_string(), refusal);
     let calls = vc.client.calls();
-    assert_eq!(changing(&calls), 0, "{calls:?}");
+    assert_eq!(kops_vsphere::changing_calls(&calls), 0, "{calls:?}");
     assert_eq!(vms(&vc).await, as_it_was);
 
     // delete removes the VMs and the etcd disks.

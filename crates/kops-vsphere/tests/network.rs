@@ -122,22 +122,6 @@ async fn port_group(vc: &Vcenter, name: &str) -> (String, String) {
     (p["key"].text.clone(), uuid)
 }
 
-fn changing(calls: &BTreeMap<String, u64>) -> u64 {
-    [
-        "CreateFolder",
-        "CloneVM_Task",
-        "PowerOnVM_Task",
-        "PowerOffVM_Task",
-        "Destroy_Task",
-        "ReconfigVM_Task",
-        "MakeDirectory",
-        "DeleteDatastoreFile_Task",
-    ]
-    .iter()
-    .map(|m| calls.get(*m).copied().unwrap_or(0))
-    .sum()
-}
-
 /// The calls `resolve` makes for a placement (a session of its own).
 async fn resolve_calls(sim: &Vcsim, placement: &Placement, groups: &[GroupSpec]) -> u64 {
     let vc = login(sim).await;
@@ -218,7 +202,7 @@ async fn clones_attach_to_a_distributed_port_group() {
         "{changes:?}"
     );
     let calls = vc.client.calls();
-    assert_eq!(changing(&calls), 0, "{calls:?}");
+    assert_eq!(kops_vsphere::changing_calls(&calls), 0, "{calls:?}");
     eprintln!(
         "second update (DC0_DVPG1): {}",
         kops_vsphere::calls_summary(&calls)

@@ -138,9 +138,8 @@ fn guestinfo(sim: &Vcsim) -> BTreeMap<String, BTreeMap<String, String>> {
     })
 }
 
-/// The MAC address of each VM's first network adapter in the shared
-/// folder, by VM name.
-fn nic_macs(sim: &Vcsim) -> BTreeMap<String, String> {
+/// Each VM's first network adapter in the shared folder, by VM name.
+pub(crate) fn first_nics(sim: &Vcsim) -> BTreeMap<String, kops_vsphere::xml::Element> {
     runtime().block_on(async {
         let vc = login(sim).await;
         let folder = vc.find_path("DC0/vm/kops-clusters").await.unwrap().unwrap();
@@ -154,17 +153,31 @@ fn nic_macs(sim: &Vcsim) -> BTreeMap<String, String> {
             .await
             .unwrap()
         {
-            let mac = p["config.hardware.device"]
+            if let Some(nic) = p["config.hardware.device"]
                 .children
                 .iter()
-                .find_map(|d| d.text_at(&["macAddress"]))
-                .unwrap_or_default()
-                .to_string();
-            out.insert(p["name"].text.clone(), mac);
+                .find(|d| d.child("macAddress").is_some())
+            {
+                out.insert(p["name"].text.clone(), nic.clone());
+            }
         }
         vc.logout().await;
         out
     })
+}
+
+/// The MAC address of each VM's first network adapter in the shared
+/// folder, by VM name.
+fn nic_macs(sim: &Vcsim) -> BTreeMap<String, String> {
+    first_nics(sim)
+        .into_iter()
+        .map(|(vm, nic)| {
+            (
+                vm,
+                nic.text_at(&["macAddress"]).unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
 }
 
 async fn named(vc: &Vcenter, folder: &MoRef, kind: &str) -> Vec<(MoRef, String)> {

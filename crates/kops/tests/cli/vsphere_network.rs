@@ -9,7 +9,9 @@ use kops_testkit::vcsim::{self, Vcsim};
 use kops_vsphere::client::MoRef;
 
 use crate::common::file_url;
-use crate::vsphere::{calls, create_args, inventory, kops_vc, login, ok, runtime, update_yes};
+use crate::vsphere::{
+    calls, create_args, first_nics, inventory, kops_vc, login, ok, runtime, update_yes,
+};
 
 const DISTRIBUTED: &str = "DC0_DVPG1";
 
@@ -24,40 +26,19 @@ fn on_network<'a>(sim: &'a Vcsim, name: &'a str, state: &'a str, network: &'a st
 /// Each VM's first NIC in the clusters' folder: (VM, backing type, port
 /// group key, switch UUID).
 fn nic_ports(sim: &Vcsim) -> Vec<(String, String, String, String)> {
-    runtime().block_on(async {
-        let vc = login(sim).await;
-        let folder = vc.find_path("DC0/vm/kops-clusters").await.unwrap().unwrap();
-        let mut out: Vec<_> = vc
-            .children(
-                &folder,
-                "VirtualMachine",
-                &["name", "config.hardware.device"],
+    first_nics(sim)
+        .into_iter()
+        .map(|(vm, nic)| {
+            let backing = nic.child("backing").expect("a backing");
+            let text = |path: &[&str]| backing.text_at(path).unwrap_or_default().to_string();
+            (
+                vm,
+                backing.xsi_type().unwrap_or_default().to_string(),
+                text(&["port", "portgroupKey"]),
+                text(&["port", "switchUuid"]),
             )
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(_, p)| {
-                let nic = p["config.hardware.device"]
-                    .children
-                    .iter()
-                    .find(|d| d.child("macAddress").is_some())
-                    .expect("a network adapter")
-                    .child("backing")
-                    .expect("a backing")
-                    .clone();
-                let text = |path: &[&str]| nic.text_at(path).unwrap_or_default().to_string();
-                (
-                    p["name"].text.clone(),
-                    nic.xsi_type().unwrap_or_default().to_string(),
-                    text(&["port", "portgroupKey"]),
-                    text(&["port", "switchUuid"]),
-                )
-            })
-            .collect();
-        vc.logout().await;
-        out.sort();
-        out
-    })
+        })
+        .collect()
 }
 
 /// The key of port group `name` and its switch's UUID and uplink port
