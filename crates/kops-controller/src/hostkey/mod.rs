@@ -87,31 +87,17 @@ impl HostKeyVerifier {
     /// Checks `authorization` for a request with `body`.
     pub async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
         let (token, data) = token::decode(authorization).map_err(Refusal::Malformed)?;
-        if data.audience != crate::gce::token::AUDIENCE {
-            return Err(Refusal::WrongAudience {
-                got: escape(&data.audience),
-                want: crate::gce::token::AUDIENCE.to_string(),
-            });
-        }
         let now = SystemTime::now();
         let skew = self.max_skew;
-        let signed = u64::try_from(data.timestamp)
-            .ok()
-            .map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s));
-        let in_window = signed.is_some_and(|t| {
-            let ahead = t.duration_since(now).unwrap_or_default();
-            let behind = now.duration_since(t).unwrap_or_default();
-            ahead <= skew && behind <= skew
-        });
-        let Some(signed) = signed.filter(|_| in_window) else {
-            return Err(Refusal::Expired {
-                signed: data.timestamp.to_string(),
-                window: skew.as_secs() / 60,
-            });
-        };
-        if data.request_hash != Sha256::digest(body).as_slice() {
-            return Err(Refusal::BodyMismatch);
-        }
+        let signed = crate::signed_token::check_claim(
+            &data.audience,
+            crate::gce::token::AUDIENCE,
+            data.timestamp,
+            &data.request_hash,
+            body,
+            now,
+            skew,
+        )?;
         if !is_object_name(&data.instance) {
             return Err(Refusal::Malformed(format!(
                 "`{}` is not a valid Host name",
