@@ -15,7 +15,10 @@ use kops_testkit::vcsim::{self, Vcsim};
 use kops_vsphere::cluster::{self, GroupSpec, Placement};
 use kops_vsphere::disks::{EtcdDisk, EtcdVolume, TemplateHardware, ETCD_KEY};
 use kops_vsphere::vcenter::{extra_config, Vcenter};
-use kops_vsphere::Credentials;
+
+mod common;
+
+use common::{login, no_op_update};
 
 const CLUSTER: &str = "disks.k8s.local";
 
@@ -52,14 +55,6 @@ fn volume(etcd: &str, gib: u64) -> EtcdVolume {
         size_gib: gib,
         version: "3.6.12".into(),
     }
-}
-
-async fn login(sim: &Vcsim) -> Vcenter {
-    let credentials = Credentials {
-        username: vcsim::USER.into(),
-        password: vcsim::PASSWORD.into(),
-    };
-    Vcenter::login(sim.url(), &credentials).await.unwrap()
 }
 
 /// Each VM of the folder: its disks as (controller key, unit, GiB, file)
@@ -210,17 +205,7 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
 
     // A second update (a new session, so its calls are its own) lists the
     // VMs and changes nothing.
-    let vc = login(&sim).await;
-    let resolved = cluster::resolve(&vc, &placement, &groups).await.unwrap();
-    let changes = cluster::update(&vc, CLUSTER, &placement, resolved, &groups, true)
-        .await
-        .unwrap();
-    assert!(
-        changes.is_empty() && changes.stale.is_empty(),
-        "{changes:?}"
-    );
-    let calls = vc.client.calls();
-    assert_eq!(kops_vsphere::changing_calls(&calls), 0, "{calls:?}");
+    let (vc, calls) = no_op_update(&sim, CLUSTER, &placement, &groups).await;
     eprintln!("second update: {calls:?}");
 
     // The etcd disks are files of their own, kept across a replacement.
@@ -295,16 +280,7 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     vc.logout().await;
 
     // A second update changes nothing.
-    let vc = login(&sim).await;
-    let resolved = cluster::resolve(&vc, &placement, &grown).await.unwrap();
-    let changes = cluster::update(&vc, CLUSTER, &placement, resolved, &grown, true)
-        .await
-        .unwrap();
-    assert!(
-        changes.is_empty() && changes.stale.is_empty(),
-        "{changes:?}"
-    );
-    assert_eq!(kops_vsphere::changing_calls(&vc.client.calls()), 0);
+    let (vc, _) = no_op_update(&sim, CLUSTER, &placement, &grown).await;
     vc.logout().await;
 
     // A smaller volumeSize is refused by update (dry run or not) and by

@@ -12,7 +12,11 @@ use kops_testkit::vcsim::{self, Vcsim};
 use kops_vsphere::client::MoRef;
 use kops_vsphere::cluster::{self, GroupSpec, Placement};
 use kops_vsphere::vcenter::Vcenter;
-use kops_vsphere::{Credentials, VsphereError};
+use kops_vsphere::VsphereError;
+
+mod common;
+
+use common::{login, no_op_update};
 
 const CLUSTER: &str = "net.k8s.local";
 const DISTRIBUTED: &str = "DC0_DVPG1";
@@ -39,14 +43,6 @@ fn group(name: &str, count: usize) -> GroupSpec {
         etcd: Vec::new(),
         network: None,
     }
-}
-
-async fn login(sim: &Vcsim) -> Vcenter {
-    let credentials = Credentials {
-        username: vcsim::USER.into(),
-        password: vcsim::PASSWORD.into(),
-    };
-    Vcenter::login(sim.url(), &credentials).await.unwrap()
 }
 
 /// What a NIC is backed by, as read from a VM.
@@ -192,17 +188,7 @@ async fn clones_attach_to_a_distributed_port_group() {
     }
 
     // A second update (its own session) changes nothing.
-    let vc = login(&sim).await;
-    let resolved = cluster::resolve(&vc, &distributed, &groups).await.unwrap();
-    let changes = cluster::update(&vc, CLUSTER, &distributed, resolved, &groups, true)
-        .await
-        .unwrap();
-    assert!(
-        changes.is_empty() && changes.stale.is_empty(),
-        "{changes:?}"
-    );
-    let calls = vc.client.calls();
-    assert_eq!(kops_vsphere::changing_calls(&calls), 0, "{calls:?}");
+    let (vc, calls) = no_op_update(&sim, CLUSTER, &distributed, &groups).await;
     eprintln!(
         "second update (DC0_DVPG1): {}",
         kops_vsphere::calls_summary(&calls)
