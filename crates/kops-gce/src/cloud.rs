@@ -2,7 +2,7 @@
 //! Cloud DNS, IAM and Resource Manager over kops-state's HTTP client (hyper
 //! and rustls, already built for the `gs://` store) with its Application
 //! Default Credentials. A thin JSON layer rather than the
-//! google-cloud-rust clients: see the README's GCE section for the build
+//! google-cloud-rust clients: see docs/gce.md for the build
 //! cost that decided it.
 //!
 //! - Endpoints: gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`, `_DNS`,

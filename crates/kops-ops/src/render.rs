@@ -132,7 +132,7 @@ pub(crate) struct CloudRender {
     pub warnings: Vec<String>,
 }
 
-/// vSphere clusters have no file target (see the README).
+/// vSphere clusters have no file target (see docs/vsphere.md).
 fn no_vsphere_render() -> OpsError {
     crate::flag_error(
         "--target",

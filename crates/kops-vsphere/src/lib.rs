@@ -12,7 +12,7 @@
 //! The client is this crate's own: a SOAP envelope per call for the dozen
 //! vCenter methods used ([`vcenter`]), over the hyper/rustls stack the
 //! workspace already builds, read with `xmlparser` (already in the lock
-//! file). See the README for why not `vim_rs`.
+//! file). See docs/vsphere.md for why not `vim_rs`.
 
 pub mod client;
 pub mod cluster;

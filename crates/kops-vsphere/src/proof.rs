@@ -9,7 +9,7 @@
 //! finds the VM by BIOS UUID in vCenter, requires the cluster's marker,
 //! reads the token from the VM's extraConfig, checks the MAC, then removes
 //! the token from the VM before answering: a second request with the same
-//! token (a replay) finds none. See the README for why this is safe.
+//! token (a replay) finds none. See docs/vsphere.md for why this is safe.
 
 use aws_lc_rs::{constant_time, hmac};
 

@@ -827,7 +827,7 @@ fn a_kops_cluster_switches_upgrades_rolls_and_goes_back() {
     let r = s.ok("kops plan", s.go(&["update", "cluster", NAME]));
     let plan = planned(&r.stdout);
     eprintln!("kops plans on the switched cluster:\n{}", r.stdout);
-    // What the README says kops plans: its nodeup in every group's launch
+    // What docs/switching-from-kops.md says kops plans: its nodeup in every group's launch
     // template (bastions have none), the control-plane node configs (its
     // images), its own kops-controller addon and the channel's hash of it,
     // and the workers' policy without kops-rs' nodeup grant.
@@ -891,7 +891,7 @@ fn a_kops_cluster_switches_upgrades_rolls_and_goes_back() {
 
     // 8. kops deletes it. kops refuses to remove a cluster whose store
     // folder holds files it does not know: kops-rs' uploaded nodeup goes
-    // first (the README says so).
+    // first (docs/switching-from-kops.md says so).
     let r = s.go(&["delete", "cluster", NAME, "--yes"]);
     if r.code != 0 {
         assert!(

@@ -3,7 +3,7 @@
 //! scale up and down, a user-data change rolled with `rolling-update
 //! --cloudonly`, delete leaving everything else as it was; bad input
 //! leaving the simulator untouched; no credential anywhere kops-rs writes.
-//! Each step's SOAP calls are printed (the README's numbers).
+//! Each step's SOAP calls are printed (docs/vsphere.md's numbers).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! group of the switch DVS0) puts every VM's NIC on a port of it (read back:
 //! port group key and switch UUID), a second update changes nothing, and
 //! the switch's uplink port group is refused in one line and a hint with
-//! nothing made. Each step's SOAP calls are printed (the README's numbers).
+//! nothing made. Each step's SOAP calls are printed (docs/vsphere.md's numbers).
 
 use kops_testkit::vcsim::{self, Vcsim};
 use kops_vsphere::client::MoRef;
@@ -81,7 +81,7 @@ fn vsphere_cluster_on_a_distributed_port_group() {
     let state = file_url(&tmp.path().join("state"));
     let mut steps: Vec<(&str, String)> = Vec::new();
 
-    // One control plane and two node groups, as the README's first row.
+    // One control plane and two node groups, as docs/vsphere.md's first row.
     ok(&sim, &on_network(&sim, "dv.k8s.local", &state, DISTRIBUTED));
     let r = update_yes(&sim, "dv.k8s.local", &state);
     steps.push(("update --yes (1 control plane, 2 node groups)", calls(&r)));
