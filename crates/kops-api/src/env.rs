@@ -90,6 +90,30 @@ pub fn forwarded_env(
     out
 }
 
+/// Whether kops' feature flag `name` is on in `KOPS_FEATURE_FLAGS`
+/// (comma-separated; `Name` or `+Name` turns it on, `-Name` off).
+pub fn feature_enabled(name: &str) -> bool {
+    feature_in(
+        &std::env::var("KOPS_FEATURE_FLAGS").unwrap_or_default(),
+        name,
+    )
+}
+
+/// [`feature_enabled`] over a given flag list.
+pub fn feature_in(flags: &str, name: &str) -> bool {
+    let mut on = false;
+    for flag in flags.split(',').map(str::trim) {
+        if let Some(f) = flag.strip_prefix('-') {
+            if f == name {
+                on = false;
+            }
+        } else if flag.strip_prefix('+').unwrap_or(flag) == name {
+            on = true;
+        }
+    }
+    on
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

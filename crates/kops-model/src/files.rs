@@ -155,14 +155,7 @@ pub fn state_files_keeping(
             spec,
         ));
         for group in &control_plane {
-            let manifest = etcd_manager_manifest(
-                model,
-                &etcd.name,
-                index,
-                etcd.cpu_request.as_deref(),
-                etcd.memory_request.as_deref(),
-                &component_env,
-            );
+            let manifest = etcd_manager_manifest(model, etcd, index, &component_env);
             files.push(StateFile::new(
                 format!("manifests-etcdmanager-{}-{}", etcd.name, group.name()),
                 format!("manifests/etcd/{}-{}.yaml", etcd.name, group.name()),
@@ -658,30 +651,47 @@ pub fn gcp_pd_csi_driver(model: &Model<'_>) -> bool {
         .unwrap_or(true)
 }
 
-/// The ports of an etcd cluster: kops' fixed ones for `main` and `events`,
-/// others after them.
+/// The ports of an etcd cluster (client, peer, gRPC, quarantine): kops'
+/// fixed ones for the clusters it knows, others after them.
 fn etcd_ports(name: &str, index: usize) -> (u32, u32, u32, u32) {
-    match name {
-        "main" => (3996, 4001, 3994, 2380),
-        "events" => (3997, 4002, 3995, 2381),
-        _ => {
+    match kops_nodeup::config::etcd_ports(name) {
+        Some(p) => (p.client, p.peer, p.grpc, p.quarantine),
+        None => {
             let i = index as u32;
-            (3998 + i, 4003 + i, 3992u32.saturating_sub(i), 2382 + i)
+            (4007 + i, 2390 + i, 4010 + i, 4020 + i)
         }
     }
 }
 
 fn etcd_manager_manifest(
     model: &Model<'_>,
-    etcd: &str,
+    spec: &kops_api::cluster::EtcdClusterSpec,
     index: usize,
-    cpu: Option<&str>,
-    memory: Option<&str>,
     component_env: &[(String, String)],
 ) -> String {
+    let etcd = spec.name.as_str();
+    let manager = spec.manager.as_ref();
     let cluster = model.cluster;
     let name = model.name();
-    let (grpc, client, quarantine, peer) = etcd_ports(etcd, index);
+    let (client, peer, grpc, quarantine) = etcd_ports(etcd, index);
+    // Where etcd's clients reach it: with kops' APIServerNodes feature (on
+    // by KOPS_FEATURE_FLAGS, and always on for a cluster with API server
+    // groups, which kops refuses without it) each cluster has its own name,
+    // published by dns-controller from the pod's annotation; otherwise the
+    // member's own name, but Cilium's etcd is reached through the API's
+    // internal name, where the Cilium addon looks for it.
+    let api_server_nodes = kops_api::env::feature_enabled("APIServerNodes")
+        || model
+            .groups
+            .iter()
+            .any(|g| matches!(g.role(), Some(Role::ApiServer)));
+    let client_host = if api_server_nodes {
+        format!("{etcd}.etcd.internal.{name}")
+    } else if etcd == "cilium" {
+        crate::dns::api_internal_name(model)
+    } else {
+        "__name__".to_string()
+    };
     let cluster_name = if etcd == "main" {
         "etcd".to_string()
     } else {
@@ -695,11 +705,11 @@ fn etcd_manager_manifest(
     } else {
         format!("/var/log/etcd-{etcd}.log")
     };
-    let registry = registry(cluster);
+    let registry = kops_nodeup::config::DEFAULT_REGISTRY;
     // kops' order: the system-component variables sorted by name, then
     // etcd-manager's own.
     let mut env = env_list(component_env);
-    env.push(json!({"name": "ETCD_MANAGER_DAILY_BACKUPS_RETENTION", "value": "90d"}));
+    env.extend(manager_env(manager));
     let mut mounts = vec![
         json!({"mountPath": "/rootfs", "name": "rootfs"}),
         json!({"mountPath": "/run", "name": "run"}),
@@ -710,7 +720,30 @@ fn etcd_manager_manifest(
         json!({"hostPath": {"path": "/run", "type": "DirectoryOrCreate"}, "name": "run"}),
         json!({"hostPath": {"path": format!("/etc/kubernetes/pki/etcd-manager-{etcd}"), "type": "DirectoryOrCreate"}, "name": "pki"}),
     ];
-    let (etcd_mounts, etcd_volumes) = kops_nodeup::config::etcd_image_volumes(&registry);
+    // etcd's binaries: every version kops bundles, or only the spec's
+    // version from the spec's own image (backups that need another
+    // version's binaries cannot be restored then, as with kops).
+    let (etcd_mounts, mut etcd_volumes) = match spec.image.as_deref().filter(|i| !i.is_empty()) {
+        Some(image) => {
+            let version = spec.version.as_deref().unwrap_or_default();
+            let version = version.trim_start_matches('v');
+            let volume = format!("etcd-v{}", version.replace('.', "-"));
+            (
+                vec![json!({"mountPath": format!("/opt/etcd-v{version}"), "name": volume})],
+                vec![json!({
+                    "image": {"pullPolicy": "IfNotPresent", "reference": image},
+                    "name": volume,
+                })],
+            )
+        }
+        None => kops_nodeup::config::etcd_image_volumes(registry),
+    };
+    // The etcd images go through the cluster's registry mirror or proxy too.
+    for volume in &mut etcd_volumes {
+        if let Some(Value::String(image)) = volume.pointer_mut("/image/reference") {
+            *image = crate::addons::remap_image(model, image);
+        }
+    }
     mounts.extend(etcd_mounts);
     volumes.extend(etcd_volumes);
     mounts.push(json!({"mountPath": log, "name": "varlogetcd"}));
@@ -722,36 +755,45 @@ fn etcd_manager_manifest(
         "--also-stdout",
         "/ko-app/etcd-manager",
         format!("--backup-store={}/backups/etcd/{etcd}", model.config_base),
-        format!("--client-urls=https://__name__:{client}"),
+        format!("--client-urls=https://{client_host}:{client}"),
         format!("--cluster-name={cluster_name}"),
         "--containerized=true",
         format!("--dns-suffix=.internal.{name}"),
         format!("--grpc-port={grpc}"),
         format!("--peer-urls=https://__name__:{peer}"),
         format!("--quarantine-client-urls=https://__name__:{quarantine}"),
-        "--v=6",
+        format!("--v={}", manager.and_then(|m| m.log_level).unwrap_or(6)),
     ]);
     if let Value::Array(list) = &mut args {
         list.extend(volume_args(cluster, etcd));
     }
+    let mut metadata = json!({
+        "labels": {"k8s-app": format!("etcd-manager-{etcd}")},
+        "name": format!("etcd-manager-{etcd}"),
+        "namespace": "kube-system",
+    });
+    if api_server_nodes {
+        metadata["annotations"] = json!({"dns.alpha.kubernetes.io/internal": client_host});
+    }
+    // The spec's `manager.image` replaces etcd-manager's own image.
+    let manager_image = manager
+        .and_then(|m| m.image.clone())
+        .filter(|i| !i.is_empty())
+        .unwrap_or_else(|| format!("{registry}/etcd-manager/etcd-manager-slim:v3.0.20260707"));
     let pod = json!({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "labels": {"k8s-app": format!("etcd-manager-{etcd}")},
-            "name": format!("etcd-manager-{etcd}"),
-            "namespace": "kube-system",
-        },
+        "metadata": metadata,
         "spec": {
             "containers": [{
                 "args": args,
                 "command": ["/go-runner"],
                 "env": env,
-                "image": format!("{registry}/etcd-manager/etcd-manager-slim:v3.0.20260707"),
+                "image": crate::addons::remap_image(model, &manager_image),
                 "name": "etcd-manager",
                 "resources": {"requests": {
-                    "cpu": cpu.unwrap_or(if etcd == "main" { "200m" } else { "100m" }),
-                    "memory": memory.unwrap_or("100Mi"),
+                    "cpu": spec.cpu_request.as_deref().unwrap_or("200m"),
+                    "memory": spec.memory_request.as_deref().unwrap_or("100Mi"),
                 }},
                 "securityContext": {"privileged": true},
                 "volumeMounts": mounts,
@@ -765,6 +807,39 @@ fn etcd_manager_manifest(
         "status": {},
     });
     kops_api::manifest::to_yaml(&pod)
+}
+
+/// etcd-manager's own variables from the spec's `manager`, in kops' order:
+/// the daily backups' retention (kops' assignments make it 90 days when
+/// the spec has none), the metrics and plain-HTTP client URLs, then the
+/// user's `env` as given.
+fn manager_env(manager: Option<&kops_api::cluster::EtcdManagerSpec>) -> Vec<Value> {
+    let days = manager.and_then(|m| m.backup_retention_days).unwrap_or(90);
+    let mut out =
+        vec![json!({"name": "ETCD_MANAGER_DAILY_BACKUPS_RETENTION", "value": format!("{days}d")})];
+    let Some(manager) = manager else {
+        return out;
+    };
+    for (field, name) in [
+        ("listenMetricsURLs", "ETCD_LISTEN_METRICS_URLS"),
+        ("listenClientHTTPURLs", "ETCD_LISTEN_CLIENT_HTTP_URLS"),
+    ] {
+        let urls: Vec<&str> = manager
+            .extra
+            .get(field)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !urls.is_empty() {
+            out.push(json!({"name": name, "value": urls.join(",")}));
+        }
+    }
+    for var in manager.env.iter().flatten() {
+        out.push(json!({"name": var.name, "value": var.value.clone().unwrap_or_default()}));
+    }
+    out
 }
 
 /// How etcd-manager finds its volumes: by the tags (AWS) or labels
@@ -1184,12 +1259,20 @@ mod tests {
                   \x20   - name: S3_SECRET_ACCESS_KEY\n      value: test\n";
         let plain = "- name: AWS_REGION\n      value: us-east-1\n";
         let retention = "    - name: ETCD_MANAGER_DAILY_BACKUPS_RETENTION\n";
-        let etcd = etcd_manager_manifest(&m, "main", 0, None, None, &env_of(&vars));
+        let main = kops_api::cluster::EtcdClusterSpec {
+            name: "main".into(),
+            manager: Some(kops_api::cluster::EtcdManagerSpec {
+                backup_retention_days: Some(90),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let etcd = etcd_manager_manifest(&m, &main, 0, &env_of(&vars));
         assert!(
             etcd.contains(&format!("    env:\n    {s3}{retention}")),
             "{etcd}"
         );
-        let etcd = etcd_manager_manifest(&m, "main", 0, None, None, &env_of(&|_| None));
+        let etcd = etcd_manager_manifest(&m, &main, 0, &env_of(&|_| None));
         assert!(
             etcd.contains(&format!("    env:\n    {plain}{retention}")),
             "{etcd}"

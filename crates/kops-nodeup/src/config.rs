@@ -46,6 +46,34 @@ pub const DEFAULT_REGISTRY: &str = "registry.k8s.io";
 /// path, `/opt/etcd-v<minor>.<patch>`, where etcd-manager looks for etcd.
 pub const ETCD_MINORS: [(&str, u32); 3] = [("3.5", 31), ("3.6", 12), ("3.7", 0)];
 
+/// The ports of one etcd cluster as kops fixes them (its well-known ports):
+/// client, peer, etcd-manager's gRPC and the quarantined client port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EtcdPorts {
+    pub client: u32,
+    pub peer: u32,
+    pub grpc: u32,
+    pub quarantine: u32,
+}
+
+/// kops' ports for each etcd cluster it knows (`main`, `events`, `cilium`,
+/// `leases`); `None` for any other name, which kops refuses.
+pub fn etcd_ports(name: &str) -> Option<EtcdPorts> {
+    let (client, peer, grpc, quarantine) = match name {
+        "main" => (4001, 2380, 3996, 3994),
+        "events" => (4002, 2381, 3997, 3995),
+        "cilium" => (4003, 2382, 3991, 3992),
+        "leases" => (4004, 2383, 4006, 4005),
+        _ => return None,
+    };
+    Some(EtcdPorts {
+        client,
+        peer,
+        grpc,
+        quarantine,
+    })
+}
+
 /// The volume mounts and image volumes ([`ETCD_MINORS`]) that give
 /// etcd-manager's slim image the etcd binaries, from `registry`.
 pub fn etcd_image_volumes(registry: &str) -> (Vec<Value>, Vec<Value>) {

@@ -24,18 +24,7 @@ pub mod vsphere_instances;
 /// Whether kops' feature flag `name` is on in `KOPS_FEATURE_FLAGS`
 /// (comma-separated; `Name` or `+Name` turns it on, `-Name` off).
 pub fn feature_enabled(name: &str) -> bool {
-    let flags = std::env::var("KOPS_FEATURE_FLAGS").unwrap_or_default();
-    let mut on = false;
-    for flag in flags.split(',').map(str::trim) {
-        if let Some(f) = flag.strip_prefix('-') {
-            if f == name {
-                on = false;
-            }
-        } else if flag.strip_prefix('+').unwrap_or(flag) == name {
-            on = true;
-        }
-    }
-    on
+    kops_api::env::feature_enabled(name)
 }
 
 use std::collections::BTreeSet;

@@ -142,7 +142,7 @@ fn remap_images(model: &Model<'_>, value: &mut Value) {
     }
 }
 
-fn remap_image(model: &Model<'_>, image: &str) -> String {
+pub(crate) fn remap_image(model: &Model<'_>, image: &str) -> String {
     let assets = model.cluster.spec.assets.as_ref();
     let mut image = image.to_string();
     if let Some(proxy) = assets.and_then(|a| a.container_proxy.as_deref()) {

@@ -1072,10 +1072,13 @@ pub fn control_plane_files(
             out.push(PlannedFile::new(format!("{pki}/{file}.crt"), 0o644, cert));
             out.push(PlannedFile::secret(format!("{pki}/{file}.key"), key));
         }
-        let (client, peer, grpc, quarantine) = match etcd.as_str() {
-            "main" => (4001, 2380, 3996, 3994),
-            "events" => (4002, 2381, 3997, 3995),
-            _ => (4003 + index, 2382 + index, 3998 + index, 3990 + index),
+        let (client, peer, grpc, quarantine) = match crate::config::etcd_ports(etcd) {
+            Some(p) => (p.client, p.peer, p.grpc, p.quarantine),
+            // A name kops does not know: ports after kops' own.
+            None => {
+                let i = index as u32;
+                (4007 + i, 2390 + i, 4010 + i, 4020 + i)
+            }
         };
         let config_base = ctx.loaded.config_base.trim_end_matches('/');
         let on_vsphere = ctx.loaded.boot.cloud_provider == kops_vsphere::CLOUD;

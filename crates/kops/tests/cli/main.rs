@@ -18,6 +18,7 @@ mod command_flags;
 mod create_gce;
 mod edit;
 mod enroll;
+mod etcd_manifests;
 mod existing_network;
 mod gce_lifecycle;
 mod gce_roll;
