@@ -44,7 +44,7 @@ impl ClientError {
     pub fn is_transient(&self) -> bool {
         match self {
             ClientError::Unreachable { .. } => true,
-            ClientError::Refused { status, .. } => *status >= 500,
+            ClientError::Refused { status, .. } => *status >= 500 || *status == 429,
             _ => false,
         }
     }

@@ -1,5 +1,12 @@
 //! How many connections the controller holds, and which one gives way.
 //!
+//! When all are held, the one to close is chosen among those not serving
+//! a verified node, past their grace: an idle one before one reading or
+//! waiting on a request (busy but unverified), one of the peer address
+//! holding the most slots before others, the oldest first. So a flood of
+//! slow or idle connections from a few addresses gives way to a node, and
+//! a node whose request is being answered is never cut off.
+//!
 //! Port 3988 is reachable by every machine in the cluster's network, and
 //! on clusters without DNS it sits on the API load balancer, which may
 //! face the internet. Each connection costs a file descriptor and a task,
@@ -12,7 +19,8 @@
 //! within milliseconds, gets through however many idle connections an
 //! attacker holds; the timeouts in [`crate::server`] end the rest.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,8 +37,11 @@ pub const GRACE: Duration = Duration::from_secs(1);
 
 struct Entry {
     opened: Instant,
-    /// Serving a request: never the one to give way.
+    peer: IpAddr,
+    /// Reading or verifying a request: gives way after idle ones.
     busy: bool,
+    /// Serving a verified node: never the one to give way.
+    verified: bool,
     close: Arc<Notify>,
 }
 
@@ -57,17 +68,28 @@ impl Connections {
         })
     }
 
-    /// A slot for a new connection, taking one from the oldest idle
-    /// connection past its grace when all are held; `None`: close it.
-    pub fn admit(self: &Arc<Self>) -> Option<Slot> {
+    /// A slot for a new connection from `peer`, taking one from another
+    /// connection past its grace when all are held (see the module
+    /// text); `None`: close it.
+    pub fn admit(self: &Arc<Self>, peer: IpAddr) -> Option<Slot> {
         let mut guard = self.table.lock().unwrap_or_else(|e| e.into_inner());
         let (next, table) = &mut *guard;
         if table.len() >= self.max {
             let now = Instant::now();
-            // Ids grow with time: the first idle one is the oldest.
+            let mut held: HashMap<IpAddr, usize> = HashMap::new();
+            for entry in table.values() {
+                *held.entry(entry.peer).or_default() += 1;
+            }
             let victim = table
                 .iter()
-                .find(|(_, e)| !e.busy && now.duration_since(e.opened) >= self.grace)
+                .filter(|(_, e)| !e.verified && now.duration_since(e.opened) >= self.grace)
+                .min_by_key(|(id, e)| {
+                    (
+                        e.busy,
+                        std::cmp::Reverse(held.get(&e.peer).copied().unwrap_or(0)),
+                        **id,
+                    )
+                })
                 .map(|(id, _)| *id)?;
             if let Some(entry) = table.remove(&victim) {
                 entry.close.notify_one();
@@ -79,7 +101,9 @@ impl Connections {
             *next,
             Entry {
                 opened: Instant::now(),
+                peer: peer.to_canonical(),
                 busy: false,
+                verified: false,
                 close: close.clone(),
             },
         );
@@ -101,15 +125,28 @@ impl Connections {
 }
 
 impl Slot {
-    /// Marks the connection as serving a request (or idle again).
+    /// Marks the connection as reading and verifying a request, or idle
+    /// again (no longer verified either).
     pub fn set_busy(&self, busy: bool) {
+        self.update(|entry| {
+            entry.busy = busy;
+            entry.verified = false;
+        });
+    }
+
+    /// Marks the connection as serving a node whose request verified.
+    pub fn set_verified(&self) {
+        self.update(|entry| entry.verified = true);
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Entry)) {
         let mut guard = self
             .connections
             .table
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         if let Some(entry) = guard.1.get_mut(&self.id) {
-            entry.busy = busy;
+            change(entry);
         }
     }
 
@@ -134,29 +171,60 @@ impl Drop for Slot {
 mod tests {
     use super::*;
 
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([127, 0, 0, last])
+    }
+
     #[tokio::test]
-    async fn the_oldest_idle_connection_gives_way() {
-        let connections = Connections::new(2, Duration::ZERO);
-        let first = connections.admit().unwrap();
-        let second = connections.admit().unwrap();
-        second.set_busy(true);
-        let third = connections.admit().unwrap();
-        // The first was idle: told to close, its slot taken.
-        tokio::time::timeout(Duration::from_secs(1), first.closed())
+    async fn idle_then_unverified_connections_give_way() {
+        let connections = Connections::new(3, Duration::ZERO);
+        let idle = connections.admit(ip(2)).unwrap();
+        let busy = connections.admit(ip(2)).unwrap();
+        busy.set_busy(true);
+        let node = connections.admit(ip(3)).unwrap();
+        node.set_busy(true);
+        node.set_verified();
+        // The idle one goes first.
+        let fourth = connections.admit(ip(4)).unwrap();
+        tokio::time::timeout(Duration::from_secs(1), idle.closed())
             .await
             .unwrap();
-        assert_eq!(connections.len(), 2);
-        // Both held ones busy: a new connection is refused.
-        third.set_busy(true);
-        assert!(connections.admit().is_none());
-        drop(second);
-        assert!(connections.admit().is_some());
+        assert_eq!(connections.len(), 3);
+        // Then the busy, unverified one; never the verified node.
+        fourth.set_busy(true);
+        let fifth = connections.admit(ip(5)).unwrap();
+        tokio::time::timeout(Duration::from_secs(1), busy.closed())
+            .await
+            .unwrap();
+        fourth.set_verified();
+        fifth.set_verified();
+        assert!(connections.admit(ip(6)).is_none());
+        drop(node);
+        assert!(connections.admit(ip(6)).is_some());
+    }
+
+    #[tokio::test]
+    async fn the_peer_holding_most_slots_gives_way() {
+        let connections = Connections::new(3, Duration::ZERO);
+        let node = connections.admit(ip(1)).unwrap();
+        node.set_busy(true);
+        let a = connections.admit(ip(2)).unwrap();
+        let b = connections.admit(ip(2)).unwrap();
+        a.set_busy(true);
+        b.set_busy(true);
+        let _new = connections.admit(ip(3)).unwrap();
+        // The node's connection is the oldest, but 127.0.0.2 holds two.
+        tokio::time::timeout(Duration::from_secs(1), a.closed())
+            .await
+            .unwrap();
+        drop(b);
+        drop(node);
     }
 
     #[test]
     fn a_fresh_connection_keeps_its_slot() {
         let connections = Connections::new(1, Duration::from_secs(60));
-        let _first = connections.admit().unwrap();
-        assert!(connections.admit().is_none());
+        let _first = connections.admit(ip(1)).unwrap();
+        assert!(connections.admit(ip(1)).is_none());
     }
 }

@@ -24,6 +24,7 @@
 pub mod client;
 pub mod config;
 pub mod connections;
+pub mod fairness;
 pub mod gce;
 pub mod hostkey;
 pub mod ipam;

@@ -29,7 +29,58 @@ pub struct Proxy {
 /// The proxy for `destination`, from `lookup` (the environment):
 /// `HTTPS_PROXY` for an `https://` URL, `HTTP_PROXY` for `http://`, unless
 /// `NO_PROXY` names the host (`*`, the host, or a domain it is in).
-pub fn proxy_for(destination: &Uri, lookup: &dyn Fn(&str) -> Option<String>) -> Option<Proxy> {
+/// A proxy reached over TLS (`https://`) or another protocol (`socks5://`)
+/// is refused: this client speaks plain HTTP to its proxy, and would send
+/// the proxy's credentials in clear to what was meant to be a TLS peer.
+pub fn proxy_for(
+    destination: &Uri,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Proxy>, String> {
+    let Some(setting) = proxy_setting(destination, lookup) else {
+        return Ok(None);
+    };
+    let (name, setting) = setting;
+    let setting = setting.trim();
+    let scheme = setting
+        .split_once("://")
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    match scheme.as_deref() {
+        None | Some("http") => {}
+        Some(other) => {
+            return Err(format!(
+                "{name}: a `{}://` proxy is not supported (kops-controller reaches its proxy over plain HTTP, and the tunnel inside is TLS); set {name} to the proxy's `http://host:port`",
+                crate::verify::escape(other)
+            ))
+        }
+    }
+    let rest = setting.split_once("://").map_or(setting, |(_, rest)| rest);
+    let rest = rest.split('/').next().unwrap_or_default();
+    let (userinfo, hostport) = match rest.rsplit_once('@') {
+        Some((user, hostport)) => (Some(user), hostport),
+        None => (None, rest),
+    };
+    let Ok(uri) = format!("http://{hostport}").parse::<Uri>() else {
+        return Err(format!(
+            "{name}: `{}` is not a proxy's `http://host:port`",
+            crate::verify::escape(hostport)
+        ));
+    };
+    let authorization = userinfo.map(|user| {
+        use base64::Engine;
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(user)
+        )
+    });
+    Ok(Some(Proxy { uri, authorization }))
+}
+
+/// The variable naming `destination`'s proxy and its value, unless none
+/// is set or `NO_PROXY` excepts the host.
+fn proxy_setting(
+    destination: &Uri,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Option<(&'static str, String)> {
     let var = |name: &str| {
         lookup(name)
             .or_else(|| lookup(&name.to_ascii_lowercase()))
@@ -53,29 +104,11 @@ pub fn proxy_for(destination: &Uri, lookup: &dyn Fn(&str) -> Option<String>) -> 
     if excepted {
         return None;
     }
-    let setting = match destination.scheme_str() {
-        Some("https") => var("HTTPS_PROXY"),
-        _ => var("HTTP_PROXY"),
-    }?;
-    let setting = setting.trim();
-    let rest = setting
-        .strip_prefix("http://")
-        .or_else(|| setting.strip_prefix("https://"))
-        .unwrap_or(setting);
-    let rest = rest.split('/').next().unwrap_or_default();
-    let (userinfo, hostport) = match rest.rsplit_once('@') {
-        Some((user, hostport)) => (Some(user), hostport),
-        None => (None, rest),
+    let name = match destination.scheme_str() {
+        Some("https") => "HTTPS_PROXY",
+        _ => "HTTP_PROXY",
     };
-    let uri: Uri = format!("http://{hostport}").parse().ok()?;
-    let authorization = userinfo.map(|user| {
-        use base64::Engine;
-        format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(user)
-        )
-    });
-    Some(Proxy { uri, authorization })
+    Some((name, var(name)?))
 }
 
 /// Connects directly, or through a proxy with CONNECT.
@@ -166,7 +199,7 @@ mod tests {
     fn proxies_come_from_the_environment() {
         let sts: Uri = "https://sts.us-east-1.amazonaws.com/".parse().unwrap();
         let vars = [("HTTPS_PROXY", "http://user:secret@proxy.internal:3128")];
-        let proxy = proxy_for(&sts, &env(&vars)).unwrap();
+        let proxy = proxy_for(&sts, &env(&vars)).unwrap().unwrap();
         assert_eq!(
             proxy.uri,
             "http://proxy.internal:3128/".parse::<Uri>().unwrap()
@@ -178,6 +211,7 @@ mod tests {
         let vars = [("https_proxy", "proxy.internal:3128")];
         assert!(proxy_for(&sts, &env(&vars))
             .unwrap()
+            .unwrap()
             .authorization
             .is_none());
         // Excepted, or for the other scheme.
@@ -188,13 +222,32 @@ mod tests {
             "sts.us-east-1.amazonaws.com",
         ] {
             let vars = [("HTTPS_PROXY", "proxy:3128"), ("NO_PROXY", no_proxy)];
-            assert_eq!(proxy_for(&sts, &env(&vars)), None, "{no_proxy}");
+            assert_eq!(proxy_for(&sts, &env(&vars)), Ok(None), "{no_proxy}");
         }
         let vars = [
             ("HTTPS_PROXY", "proxy:3128"),
             ("NO_PROXY", "example.com,zonaws.com"),
         ];
-        assert!(proxy_for(&sts, &env(&vars)).is_some());
-        assert_eq!(proxy_for(&sts, &env(&[("HTTP_PROXY", "proxy:3128")])), None);
+        assert!(proxy_for(&sts, &env(&vars)).unwrap().is_some());
+        assert_eq!(
+            proxy_for(&sts, &env(&[("HTTP_PROXY", "proxy:3128")])),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn tls_and_other_proxies_are_refused_without_their_credentials() {
+        let sts: Uri = "https://sts.us-east-1.amazonaws.com/".parse().unwrap();
+        for setting in [
+            "https://user:secret@proxy.internal:3128",
+            "HTTPS://proxy.internal:3128",
+            "socks5://user:secret@proxy.internal:1080",
+        ] {
+            let vars = [("HTTPS_PROXY", setting)];
+            let refused = proxy_for(&sts, &env(&vars)).unwrap_err();
+            assert!(refused.starts_with("HTTPS_PROXY: a `"), "{refused}");
+            assert!(refused.contains("is not supported"), "{refused}");
+            assert!(!refused.contains("secret"), "{refused}");
+        }
     }
 }

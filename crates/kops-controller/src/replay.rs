@@ -40,12 +40,26 @@ pub enum Denied {
 
 /// Signatures of tokens being checked or accepted, with when each stops
 /// being valid anyway.
-#[derive(Default)]
 pub struct ReplayCache {
     entries: Mutex<HashMap<[u8; 32], SystemTime>>,
+    capacity: usize,
+}
+
+impl Default for ReplayCache {
+    fn default() -> Self {
+        ReplayCache::with_capacity(MAX_ENTRIES)
+    }
 }
 
 impl ReplayCache {
+    /// A cache of at most `capacity` signatures.
+    pub fn with_capacity(capacity: usize) -> ReplayCache {
+        ReplayCache {
+            entries: Mutex::default(),
+            capacity,
+        }
+    }
+
     /// Claims `signature` until `until`: refused when it is already held.
     pub fn claim(
         &self,
@@ -59,9 +73,9 @@ impl ReplayCache {
                 return Err(Denied::Replay);
             }
         }
-        if entries.len() >= MAX_ENTRIES {
+        if entries.len() >= self.capacity {
             entries.retain(|_, expires| *expires > now);
-            if entries.len() >= MAX_ENTRIES {
+            if entries.len() >= self.capacity {
                 return Err(Denied::Busy);
             }
         }

@@ -39,8 +39,19 @@ pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a request's head may take to arrive, and how long a
 /// kept-alive connection may wait for its next request.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a request's body may take to arrive.
+/// The longest a request's body may take to arrive.
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// The slowest a request's body may arrive: its deadline is one second
+/// plus its declared length at this rate, at most [`BODY_READ_TIMEOUT`]
+/// (a node's 2 KiB body: 1.5 s; it comes within milliseconds).
+pub const MIN_BODY_RATE: u64 = 4 * 1024;
+
+/// How long the body of a request declaring `length` bytes may take.
+pub fn body_deadline(length: Option<u64>) -> Duration {
+    let length = length.unwrap_or(MAX_BODY as u64);
+    let at_min_rate = Duration::from_millis(1_000 + length * 1_000 / MIN_BODY_RATE);
+    at_min_rate.min(BODY_READ_TIMEOUT)
+}
 /// How long a connection is kept, whatever it does.
 const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
 
@@ -134,6 +145,8 @@ pub struct Controller {
     /// How nodes are bound to their instances (labels, pod ranges; AWS).
     binding: Option<crate::nodes::Binding>,
     connections: Arc<Connections>,
+    /// Per-peer limits and the line before any verifier runs.
+    gate: crate::fairness::Gate,
 }
 
 impl Controller {
@@ -153,6 +166,7 @@ impl Controller {
             options,
             binding: verifier.binding(),
             connections: Connections::new(MAX_CONNECTIONS, crate::connections::GRACE),
+            gate: crate::fairness::Gate::default(),
             host_keys,
             verifier,
             keys,
@@ -306,7 +320,7 @@ impl Controller {
             let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
             // Past the cap, a new connection is closed at once unless an
             // idle one gives way (see crate::connections).
-            let Some(slot) = self.connections.admit() else {
+            let Some(slot) = self.connections.admit(peer.ip()) else {
                 drop(stream);
                 continue;
             };
@@ -331,7 +345,7 @@ impl Controller {
                         let slot = in_service.clone();
                         async move {
                             slot.set_busy(true);
-                            let response = this.handle(req, peer).await;
+                            let response = this.handle(req, peer, &slot).await;
                             slot.set_busy(false);
                             Ok::<_, std::convert::Infallible>(response)
                         }
@@ -353,15 +367,25 @@ impl Controller {
         }
     }
 
-    async fn handle(&self, req: Request<Incoming>, peer: SocketAddr) -> Response<Full<Bytes>> {
+    async fn handle(
+        &self,
+        req: Request<Incoming>,
+        peer: SocketAddr,
+        slot: &crate::connections::Slot,
+    ) -> Response<Full<Bytes>> {
         match (req.method().as_str(), req.uri().path()) {
             (_, "/healthz") => reply(StatusCode::OK, "ok"),
-            ("POST", "/bootstrap") => self.bootstrap(req, peer).await,
+            ("POST", "/bootstrap") => self.bootstrap(req, peer, slot).await,
             _ => reply(StatusCode::NOT_FOUND, "not found"),
         }
     }
 
-    async fn bootstrap(&self, req: Request<Incoming>, peer: SocketAddr) -> Response<Full<Bytes>> {
+    async fn bootstrap(
+        &self,
+        req: Request<Incoming>,
+        peer: SocketAddr,
+        slot: &crate::connections::Slot,
+    ) -> Response<Full<Bytes>> {
         // Cheap checks first: the size of what is claimed, then the body,
         // read with a limit and a deadline, then its form; only then STS.
         let declared = req
@@ -380,7 +404,7 @@ impl Controller {
             .unwrap_or_default()
             .to_string();
         let reading = Limited::new(req.into_body(), MAX_BODY).collect();
-        let body = match tokio::time::timeout(BODY_READ_TIMEOUT, reading).await {
+        let body = match tokio::time::timeout(body_deadline(declared), reading).await {
             Ok(Ok(b)) => b.to_bytes(),
             Ok(Err(e)) => {
                 tracing::info!("bootstrap from {peer}: cannot read the body: {e}");
@@ -411,8 +435,34 @@ impl Controller {
             );
             return reply(StatusCode::BAD_REQUEST, "unexpected apiVersion");
         }
-        let identity = match self.verify(&authorization, &body).await {
-            Ok(id) => id,
+        // Each peer (and each claimed identity) gets its share of the
+        // verifications before any cloud call (see crate::fairness).
+        let claim = claimed_identity(&authorization);
+        let mut pass = match self.gate.admit(peer.ip(), claim.as_deref()) {
+            Ok(pass) => pass,
+            Err(turned) => {
+                tracing::info!("bootstrap from {peer} turned away: {turned}");
+                return reply(StatusCode::TOO_MANY_REQUESTS, "try again later");
+            }
+        };
+        let verifying = async {
+            pass.turn().await;
+            self.verify(&authorization, &body).await
+        };
+        let verified = tokio::time::timeout(crate::fairness::VERIFY_DEADLINE, verifying).await;
+        drop(pass);
+        let Ok(verified) = verified else {
+            tracing::warn!(
+                "bootstrap from {peer}: not verified within {} s; the node is told to retry",
+                crate::fairness::VERIFY_DEADLINE.as_secs()
+            );
+            return reply(StatusCode::SERVICE_UNAVAILABLE, "try again later");
+        };
+        let identity = match verified {
+            Ok(id) => {
+                slot.set_verified();
+                id
+            }
             Err(refusal) => {
                 tracing::warn!("bootstrap from {peer} refused: {refusal}");
                 return if refusal.is_transient() {
@@ -607,6 +657,19 @@ impl Controller {
             node_secrets,
         })
     }
+}
+
+/// The identity an AWS token claims before STS says whose it is: the
+/// access key of its signature's credential (one instance's role session).
+fn claimed_identity(authorization: &str) -> Option<String> {
+    if !authorization.starts_with(crate::protocol::AWS_TOKEN_PREFIX_V1) {
+        return None;
+    }
+    let headers = crate::protocol::TokenHeaders::decode(authorization).ok()?;
+    let signed = headers.get("authorization")?;
+    let credential = signed.split("Credential=").nth(1)?;
+    let key = credential.split('/').next()?;
+    (!key.is_empty() && key.len() <= 128).then(|| format!("aws:{key}"))
 }
 
 /// Why a verified node's request was not answered.

@@ -20,10 +20,14 @@ use crate::protocol::{
 };
 use crate::replay::{Denied, ReplayCache, StsLimiter};
 
-/// How old a token may be (STS accepts a signature for 15 minutes).
-pub const MAX_TOKEN_AGE: Duration = Duration::from_secs(15 * 60);
-/// How far in the future a token's date may be (clock skew).
-const MAX_CLOCK_SKEW: Duration = Duration::from_secs(5 * 60);
+/// How old a token may be. STS accepts a signature for 15 minutes; a
+/// node signs its token just before it sends it, so the controller takes
+/// 5: the replay cache is per process, and a shorter window is a shorter
+/// time in which a leaked token could be replayed to another replica.
+pub const MAX_TOKEN_AGE: Duration = Duration::from_secs(5 * 60);
+/// How far in the future a token's date may be (clock skew; instances
+/// keep time with the hypervisor's clock service).
+const MAX_CLOCK_SKEW: Duration = Duration::from_secs(2 * 60);
 
 /// The instance tag naming a machine's instance group.
 pub const INSTANCE_GROUP_TAG: &str = "kops.k8s.io/instancegroup";
@@ -237,7 +241,7 @@ pub(crate) fn http_client(url: &str, what: &str) -> Result<StsHttp, String> {
     let uri: http::Uri = url
         .parse()
         .map_err(|e| format!("{what} URL `{url}`: {e}"))?;
-    let proxy = crate::proxy::proxy_for(&uri, &|name| std::env::var(name).ok());
+    let proxy = crate::proxy::proxy_for(&uri, &|name| std::env::var(name).ok())?;
     if let Some(proxy) = &proxy {
         tracing::info!("{what} calls go through the proxy {}", proxy.uri);
     }
@@ -271,6 +275,13 @@ impl AwsVerifier {
             seen: ReplayCache::default(),
             sts_limit: StsLimiter::default(),
         })
+    }
+
+    /// The same verifier remembering at most `capacity` signatures (tests
+    /// reach the bound with a few tokens).
+    pub fn with_replay_capacity(mut self, capacity: usize) -> AwsVerifier {
+        self.seen = ReplayCache::with_capacity(capacity);
+        self
     }
 
     /// The EC2 client (shared with the node labeller).

@@ -899,3 +899,99 @@ async fn vsphere_control_plane_runs_etcd_manager_on_its_disks() {
     );
     assert!(!env.dir.join("dhcp").exists());
 }
+
+/// With a custom S3 state store (MinIO on vSphere and bare metal), the
+/// store's secret key reaches kops-controller and the addon applier, and
+/// nothing else: every file nodeup writes on a control-plane node that
+/// holds it, or a private key, is readable by root alone (0600), and the
+/// units (world-readable, printed by `systemctl show`) name only the
+/// environment file.
+#[tokio::test]
+async fn no_credential_outside_root_only_files() {
+    const SECRET: &str = "s3-secret-Zq8x$w";
+    // What a file holding it shows: the environment file quotes `$`.
+    const MARK: &str = "s3-secret-Zq8x";
+    // This test's process only (nextest runs each test in its own).
+    std::env::set_var("S3_ENDPOINT", "http://127.0.0.1:9000");
+    std::env::set_var("S3_ACCESS_KEY_ID", "minio-access");
+    std::env::set_var("S3_SECRET_ACCESS_KEY", SECRET);
+    let env = setup(0).await;
+    agent::run(&options(&env, "root")).await.unwrap();
+    let root = env.dir.join("root");
+    let mut holding = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o7777;
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            let rel = path.strip_prefix(&root).unwrap().display().to_string();
+            let credential = text.contains(MARK) || text.contains("PRIVATE KEY");
+            assert!(
+                !credential || mode & 0o077 == 0,
+                "/{rel} holds a credential at mode {mode:04o}"
+            );
+            if text.contains(MARK) {
+                holding.push(format!("/{rel} {mode:04o}"));
+            }
+            if rel.ends_with(".service") {
+                assert!(!text.contains("S3_"), "/{rel} names the store's variables");
+            }
+        }
+    }
+    holding.sort();
+    assert_eq!(
+        holding,
+        [
+            "/etc/sysconfig/kops-channels 0600",
+            "/etc/sysconfig/kops-controller 0600"
+        ]
+    );
+    for (unit, file) in [
+        ("kops-controller.service", "kops-controller"),
+        ("kops-channels.service", "kops-channels"),
+    ] {
+        let text = std::fs::read_to_string(root.join("etc/systemd/system").join(unit)).unwrap();
+        assert!(
+            text.contains(&format!("EnvironmentFile=/etc/sysconfig/{file}\n")),
+            "{text}"
+        );
+    }
+    // kops-controller runs as its own user in systemd's sandbox, with
+    // room for its 1,024 connections, and owns the files it reads.
+    let unit =
+        std::fs::read_to_string(root.join("etc/systemd/system/kops-controller.service")).unwrap();
+    for line in [
+        "User=10011",
+        "Group=10011",
+        "NoNewPrivileges=yes",
+        "CapabilityBoundingSet=",
+        "ProtectSystem=strict",
+        "PrivateTmp=yes",
+        "LimitNOFILE=65536",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "no `{line}` in\n{unit}");
+    }
+    for file in [
+        "etc/kubernetes/kops-controller/config/config.yaml",
+        "etc/kubernetes/kops-controller/pki/kops-controller.key",
+        "etc/kubernetes/kops-controller/pki/kubernetes-ca.key",
+        "etc/kubernetes/kops-controller/kubeconfig",
+        "etc/kubernetes/kops-controller/client.key",
+    ] {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(root.join(file)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (10011, 10011), "/{file}");
+    }
+    let env_file = std::fs::read_to_string(root.join("etc/sysconfig/kops-controller")).unwrap();
+    assert!(
+        env_file.contains("S3_SECRET_ACCESS_KEY=\"s3-secret-Zq8x\\$w\"\n"),
+        "{env_file}"
+    );
+}

@@ -26,15 +26,30 @@ pub struct GceBinding {
 }
 
 /// The project, zone and instance name of a provider id
-/// (`gce://<project>/<zone>/<instance>`).
+/// (`gce://<project>/<zone>/<instance>`). Kubelet chooses the provider id,
+/// and the zone and name go into a Compute URL: each must be a resource
+/// name as Compute's are (RFC 1035: a lowercase letter, then up to 62
+/// lowercase letters, digits and hyphens, not ending with a hyphen).
 pub fn provider_parts(provider_id: &str) -> Option<(&str, &str, &str)> {
     let parts: Vec<&str> = provider_id.strip_prefix("gce://")?.split('/').collect();
     match parts.as_slice() {
-        [project, zone, name] if !project.is_empty() && !zone.is_empty() && !name.is_empty() => {
+        [project, zone, name]
+            if !project.is_empty() && is_resource_name(zone) && is_resource_name(name) =>
+        {
             Some((project, zone, name))
         }
         _ => None,
     }
+}
+
+/// Whether `text` is a Compute resource name (a zone's, an instance's).
+pub fn is_resource_name(text: &str) -> bool {
+    let b = text.as_bytes();
+    (1..=63).contains(&b.len())
+        && b[0].is_ascii_lowercase()
+        && b[b.len() - 1] != b'-'
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
 impl GceBinding {
@@ -101,6 +116,12 @@ mod tests {
             "gce:///us-test1-a/n",
             "aws:///us-east-1a/i-0123",
             "gce://p//n",
+            "gce://p/us-test1-a?x=1/n",
+            "gce://p/..%2f..%2fzones%2fz/n",
+            "gce://p/US-TEST1-A/n",
+            "gce://p/us-test1-a-/n",
+            "gce://p/us test1/n",
+            "gce://p/us-test1-a/n#f",
         ] {
             assert_eq!(provider_parts(bad), None, "{bad}");
         }

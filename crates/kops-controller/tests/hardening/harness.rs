@@ -57,6 +57,10 @@ where
         .block_on(test(moto));
 }
 
+/// Makes the AWS verifier of [`Cluster::start_with`].
+pub type VerifierEdit =
+    Box<dyn FnOnce(kops_controller::VerifierParts) -> kops_controller::AwsVerifier>;
+
 pub struct Cluster {
     pub name: String,
     pub sdk: aws_config::SdkConfig,
@@ -95,6 +99,18 @@ fn write(path: &Path, text: &str) {
 impl Cluster {
     /// Starts `name`'s controller on 127.0.0.1.
     pub async fn start(moto: &kops_testkit::Moto, name: &str, enable_cloud_ipam: bool) -> Cluster {
+        Cluster::start_with(moto, name, enable_cloud_ipam, None).await
+    }
+
+    /// [`Cluster::start`] with the AWS verifier made by `verifier` from
+    /// what the controller would give it (its STS endpoint changed, its
+    /// replay cache smaller).
+    pub async fn start_with(
+        moto: &kops_testkit::Moto,
+        name: &str,
+        enable_cloud_ipam: bool,
+        verifier: Option<VerifierEdit>,
+    ) -> Cluster {
         let logs = logs();
         let sdk = aws_config::defaults(BehaviorVersion::latest())
             .endpoint_url(moto.endpoint())
@@ -135,11 +151,38 @@ impl Cluster {
         );
         options.enable_cloud_ipam = enable_cloud_ipam;
         pki.configure(&mut options);
-        let controller = Arc::new(
-            kops_controller::build_with(options, &sdk)
+        let controller = match verifier {
+            None => kops_controller::build_with(options, &sdk)
                 .await
                 .unwrap_or_else(|e| panic!("kops-controller: {e}")),
-        );
+            Some(edit) => {
+                let parts = kops_controller::VerifierParts {
+                    cluster: name.to_string(),
+                    account: ACCOUNT.to_string(),
+                    partition: "aws".to_string(),
+                    nodes_roles: vec![format!("nodes.{name}")],
+                    region: REGION.to_string(),
+                    sts_url: protocol::sts_url(REGION),
+                    use_ip_based_node_names: false,
+                    accept_kops_node_tokens: false,
+                    ec2: aws_sdk_ec2::Client::new(&sdk),
+                };
+                let verifier = edit(parts);
+                let keys = kops_controller::SigningKeys::load(
+                    &options.server.ca_base_path,
+                    &options.server.signing_cas,
+                )
+                .unwrap();
+                Controller::new(
+                    options,
+                    kops_controller::Verifier::Aws(Box::new(verifier)),
+                    keys,
+                )
+                .await
+                .unwrap_or_else(|e| panic!("kops-controller: {e}"))
+            }
+        };
+        let controller = Arc::new(controller);
         let tls = controller.tls().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("https://{}/", listener.local_addr().unwrap());

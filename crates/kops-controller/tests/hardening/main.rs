@@ -4,6 +4,7 @@
 //! server is Kubernetes.
 
 mod binding;
+mod fairness;
 mod flood;
 mod harness;
 mod refusals;

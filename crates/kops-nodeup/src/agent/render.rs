@@ -1186,13 +1186,18 @@ pub fn control_plane_files(
             "kops",
         ),
     ));
-    let environment = service_environment(ctx.region, &kops_api::env::process_env);
+    // The store's settings and credentials in a root-only file: a unit
+    // file is world-readable and `systemctl show` prints its Environment=.
+    out.push(PlannedFile::secret(
+        CHANNELS_ENV,
+        service_environment(ctx.region, &kops_api::env::process_env),
+    ));
     out.push(PlannedFile::new(
         CHANNELS_UNIT,
         0o644,
         format!(
             "# Written by kops-rs nodeup.\n[Unit]\nDescription=kops-rs addon applier (bootstrap channel and custom addons)\nAfter=kubelet.service\n\n\
-             [Service]\n{environment}ExecStart=/opt/kops/bin/nodeup channels apply --kubeconfig {CHANNELS_KUBECONFIG} --interval 60s{channels_manifest} {config_base}/addons/bootstrap-channel.yaml\n\
+             [Service]\nEnvironmentFile={CHANNELS_ENV}\nExecStart=/opt/kops/bin/nodeup channels apply --kubeconfig {CHANNELS_KUBECONFIG} --interval 60s{channels_manifest} {config_base}/addons/bootstrap-channel.yaml\n\
              Restart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
         ),
     ));
@@ -1321,57 +1326,73 @@ pub fn kops_controller_files(
             yaml(&pod),
         ));
     }
-    let environment = service_environment(ctx.region, &kops_api::env::process_env);
+    // The service runs as its own user (kops runs kops-controller as
+    // uid 10011): its configuration, keys and kubeconfig are that user's.
+    let mut out: Vec<PlannedFile> = out
+        .into_iter()
+        .map(|file| {
+            if file.path.starts_with(KOPS_CONTROLLER_DIR) {
+                file.owned_by(KOPS_CONTROLLER_UID)
+            } else {
+                file
+            }
+        })
+        .collect();
+    out.push(PlannedFile::secret(
+        KOPS_CONTROLLER_ENV,
+        service_environment(ctx.region, &kops_api::env::process_env),
+    ));
     // LimitNOFILE: room above kops-controller's cap on connections (1,024)
     // for its own AWS and Kubernetes calls; systemd's default is 1,024.
+    // It needs no privilege: port 3988 is above 1023, it reads its own
+    // files and writes none, so it gets no capability, a read-only
+    // system, no home directories, its own /tmp and no devices.
     out.push(PlannedFile::new(
         KOPS_CONTROLLER_UNIT,
         0o644,
         format!(
             "# Written by kops-rs nodeup.\n[Unit]\nDescription=kops-controller (node bootstrap: certificates and node configs for workers)\nAfter=network-online.target\n\n\
-             [Service]\n{environment}ExecStart=/opt/kops/bin/nodeup kops-controller --conf {CONFIG_PATH} --kubeconfig {KOPS_CONTROLLER_KUBECONFIG}\n\
+             [Service]\nEnvironmentFile={KOPS_CONTROLLER_ENV}\nExecStart=/opt/kops/bin/nodeup kops-controller --conf {CONFIG_PATH} --kubeconfig {KOPS_CONTROLLER_KUBECONFIG}\n\
+             User={KOPS_CONTROLLER_UID}\nGroup={KOPS_CONTROLLER_UID}\n{KOPS_CONTROLLER_SANDBOX}\
              LimitNOFILE=65536\nRestart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
         ),
     ));
     Ok(out)
 }
 
-/// The `Environment=` lines of kops-rs' host services that read the state
-/// store (kops-controller, the addon applier): what kops gives its system
-/// components, `AWS_REGION` and kops' custom S3 endpoint settings
-/// (`S3_ENDPOINT` etc., exported to nodeup by the control-plane user data).
+/// The environment file (`EnvironmentFile=`, mode 0600) of kops-rs' host
+/// services that read the state store (kops-controller, the addon
+/// applier): what kops gives its system components, `AWS_REGION` and
+/// kops' custom S3 endpoint settings (`S3_ENDPOINT` and its credentials,
+/// exported to nodeup by the control-plane user data). systemd reads it
+/// as root before starting the service; no other local user can.
 fn service_environment(region: Option<&str>, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     kops_api::env::forwarded_env(kops_api::env::EnvTarget::SystemComponent, region, lookup)
         .into_iter()
-        .map(|(name, value)| {
-            format!(
-                "Environment={}\n",
-                systemd_quote(&format!("{name}={value}"))
-            )
-        })
+        .map(|(name, value)| format!("{name}={}\n", env_file_quote(&value)))
         .collect()
 }
 
-/// One systemd `Environment=` assignment: as is when plain, else double
-/// quoted with `\` and `"` escaped; `%` doubled either way (systemd expands
-/// specifiers).
-fn systemd_quote(assignment: &str) -> String {
-    let plain = assignment
+/// A value of a systemd environment file: as is when plain, else double
+/// quoted with `\`, `"`, `$` and `` ` `` escaped (systemd's reading of
+/// such a file expands no specifiers).
+fn env_file_quote(value: &str) -> String {
+    let plain = value
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "._-:/+=@,".contains(c));
     if plain {
-        return assignment.to_string();
+        return value.to_string();
     }
     let mut out = String::from("\"");
-    for c in assignment.chars() {
-        match c {
-            '"' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '%' => out.push_str("%%"),
-            _ => out.push(c),
+    for c in value.chars() {
+        if matches!(c, '"' | '\\' | '$' | '`') {
+            out.push('\\');
         }
+        if c == '\n' {
+            out.push_str("\\n");
+            continue;
+        }
+        out.push(c);
     }
     out.push('"');
     out
@@ -1379,12 +1400,25 @@ fn systemd_quote(assignment: &str) -> String {
 
 /// kops-controller's unit, and its kubeconfig and client certificate.
 const KOPS_CONTROLLER_UNIT: &str = "/etc/systemd/system/kops-controller.service";
+/// Where its files are, and the user it runs as (kops' uid).
+const KOPS_CONTROLLER_DIR: &str = "/etc/kubernetes/kops-controller/";
+pub const KOPS_CONTROLLER_UID: u32 = 10011;
+/// systemd's sandbox for kops-controller: no capability at all, no way to
+/// gain one, the system read-only, private /tmp and /dev.
+const KOPS_CONTROLLER_SANDBOX: &str = "NoNewPrivileges=yes\nCapabilityBoundingSet=\nAmbientCapabilities=\n\
+    ProtectSystem=strict\nProtectHome=yes\nPrivateTmp=yes\nPrivateDevices=yes\n\
+    ProtectKernelTunables=yes\nProtectKernelModules=yes\nProtectKernelLogs=yes\nProtectControlGroups=yes\n\
+    ProtectClock=yes\nProtectHostname=yes\nRestrictSUIDSGID=yes\nRestrictNamespaces=yes\nLockPersonality=yes\n\
+    RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK\nSystemCallArchitectures=native\n";
+/// Its environment (the state store's settings and credentials), root-only.
+const KOPS_CONTROLLER_ENV: &str = "/etc/sysconfig/kops-controller";
 const KOPS_CONTROLLER_KUBECONFIG: &str = "/etc/kubernetes/kops-controller/kubeconfig";
 const KOPS_CONTROLLER_CLIENT_CERT: &str = "/etc/kubernetes/kops-controller/client.crt";
 const KOPS_CONTROLLER_CLIENT_KEY: &str = "/etc/kubernetes/kops-controller/client.key";
 
 /// The addon applier's unit, kubeconfig and client certificate.
 const CHANNELS_UNIT: &str = "/etc/systemd/system/kops-channels.service";
+const CHANNELS_ENV: &str = "/etc/sysconfig/kops-channels";
 const CHANNELS_KUBECONFIG: &str = "/var/lib/kops/kubeconfig";
 const CHANNELS_CERT: &str = "/var/lib/kops/channels.crt";
 const CHANNELS_KEY: &str = "/var/lib/kops/channels.key";
@@ -1492,17 +1526,23 @@ pub fn start_services(changes: &[Change]) -> Result<ServiceAction, NodeupError> 
         units.push(unit.to_string());
     }
     // Control-plane nodes only: the addon applier and kops-controller.
-    for (unit, path, dir) in [
-        ("kops-channels.service", CHANNELS_UNIT, "/var/lib/kops/"),
+    for (unit, path, env, dir) in [
+        (
+            "kops-channels.service",
+            CHANNELS_UNIT,
+            CHANNELS_ENV,
+            "/var/lib/kops/",
+        ),
         (
             "kops-controller.service",
             KOPS_CONTROLLER_UNIT,
+            KOPS_CONTROLLER_ENV,
             "/etc/kubernetes/kops-controller/",
         ),
     ] {
         if changes.iter().any(|c| c.path == path) {
             run(&["systemctl", "enable", "--now", unit])?;
-            if changed(path) || changed(dir) {
+            if changed(path) || changed(env) || changed(dir) {
                 run(&["systemctl", "restart", unit])?;
             }
             units.push(unit.to_string());
@@ -1571,14 +1611,15 @@ mod tests {
         };
         assert_eq!(
             service_environment(Some("us-east-1"), &vars),
-            "Environment=AWS_REGION=us-east-1\nEnvironment=S3_ACCESS_KEY_ID=test\n\
-             Environment=S3_ENDPOINT=http://127.0.0.1:45261\nEnvironment=S3_REGION=us-east-1\n\
-             Environment=\"S3_SECRET_ACCESS_KEY=a b\\\"%%c\"\n"
+            "AWS_REGION=us-east-1\nS3_ACCESS_KEY_ID=test\n\
+             S3_ENDPOINT=http://127.0.0.1:45261\nS3_REGION=us-east-1\n\
+             S3_SECRET_ACCESS_KEY=\"a b\\\"%c\"\n"
         );
         assert_eq!(
             service_environment(Some("eu-west-1"), &|_| None),
-            "Environment=AWS_REGION=eu-west-1\n"
+            "AWS_REGION=eu-west-1\n"
         );
+        assert_eq!(env_file_quote("a$b`c\\"), "\"a\\$b\\`c\\\\\"");
         assert_eq!(service_environment(None, &|_| None), "");
     }
 
