@@ -242,6 +242,18 @@ pub struct CloudConfiguration {
     /// vSphere (kops-rs): the DNS servers of the control-plane VMs' static addresses.
     #[serde(rename = "vSphereNameservers", skip_serializing_if = "Option::is_none")]
     pub vsphere_nameservers: Option<Vec<String>>,
+    /// vSphere (kops-rs): the SHA-1 fingerprint of vCenter's certificate
+    /// (`AB:CD:...`, as govc prints it), pinned by kops-rs and given to the
+    /// cloud controller manager and the CSI driver.
+    #[serde(rename = "vSphereThumbprint", skip_serializing_if = "Option::is_none")]
+    pub vsphere_thumbprint: Option<String>,
+    /// vSphere (kops-rs): the CA certificates (PEM) vCenter's certificate is
+    /// checked against (`--vsphere-ca-file`'s content).
+    #[serde(
+        rename = "vSphereCACertificate",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub vsphere_ca_certificate: Option<String>,
     /// vSphere (kops 1.17): credentials in the spec. Read so an old spec loads; kops-rs refuses to use them (see VSPHERE_USERNAME).
     #[serde(rename = "vSphereUsername", skip_serializing_if = "Option::is_none")]
     pub vsphere_username: Option<String>,

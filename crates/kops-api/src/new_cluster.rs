@@ -160,6 +160,28 @@ pub struct VsphereOptions {
     pub control_plane_addresses: Vec<String>,
     pub gateway: Option<String>,
     pub nameservers: Vec<String>,
+    /// `--vsphere-thumbprint`: vCenter's certificate's SHA-1 fingerprint.
+    pub thumbprint: Option<String>,
+    /// What `--vsphere-ca-file` holds (PEM; the caller reads the file).
+    pub ca_certificate: Option<String>,
+}
+
+/// A SHA-1 fingerprint (20 hex bytes, colons optional) in govc's form
+/// (`AB:CD:...`), or `None` when it is not one.
+pub fn normalize_thumbprint(text: &str) -> Option<String> {
+    let hex: String = text.trim().chars().filter(|c| *c != ':').collect();
+    if hex.len() != 40 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let upper = hex.to_ascii_uppercase();
+    Some(
+        upper
+            .as_bytes()
+            .chunks(2)
+            .map(|pair| String::from_utf8_lossy(pair).into_owned())
+            .collect::<Vec<_>>()
+            .join(":"),
+    )
 }
 
 impl VsphereOptions {
@@ -173,6 +195,8 @@ impl VsphereOptions {
             ("--vsphere-folder", &self.folder),
             ("--vsphere-network", &self.network),
             ("--vsphere-control-plane-vip", &self.control_plane_vip),
+            ("--vsphere-thumbprint", &self.thumbprint),
+            ("--vsphere-ca-file", &self.ca_certificate),
         ]
         .into_iter()
         .filter(|(_, v)| v.is_some())
@@ -1261,6 +1285,32 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
                     errors.push(FieldError::new(flag, "is required for vSphere").hint(hint));
                 }
             }
+            if non_empty(&v.thumbprint).is_some() && non_empty(&v.ca_certificate).is_some() {
+                errors.push(
+                    FieldError::new(
+                        "--vsphere-thumbprint",
+                        "and --vsphere-ca-file are both given",
+                    )
+                    .hint("pin vCenter's certificate or trust its CA, not both"),
+                );
+            }
+            if let Some(t) = non_empty(&v.thumbprint) {
+                if normalize_thumbprint(t).is_none() {
+                    errors.push(
+                        FieldError::new("--vsphere-thumbprint", "is not a SHA-1 fingerprint")
+                            .value(t)
+                            .hint("give 20 hex bytes as `govc about.cert -thumbprint` prints them (AB:CD:...)"),
+                    );
+                }
+            }
+            if let Some(pem) = non_empty(&v.ca_certificate) {
+                if !pem.contains("-----BEGIN CERTIFICATE-----") {
+                    errors.push(
+                        FieldError::new("--vsphere-ca-file", "holds no PEM certificate")
+                            .hint("name the PEM file of the CA that signed vCenter's certificate (-----BEGIN CERTIFICATE-----)"),
+                    );
+                }
+            }
             for (flag, hint) in aws_only_flags(o) {
                 errors.push(
                     FieldError::new(flag, "applies to AWS clusters only")
@@ -1965,6 +2015,8 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             vsphere_control_plane_vip: get(&v.control_plane_vip),
             vsphere_gateway: get(&v.gateway),
             vsphere_nameservers: Some(clean_list(&v.nameservers)).filter(|l| !l.is_empty()),
+            vsphere_thumbprint: non_empty(&v.thumbprint).and_then(normalize_thumbprint),
+            vsphere_ca_certificate: non_empty(&v.ca_certificate).map(|pem| format!("{pem}\n")),
             ..Default::default()
         });
     }

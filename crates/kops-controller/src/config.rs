@@ -96,6 +96,18 @@ pub struct VsphereOptions {
     /// Two lines, user then password (as `VSPHERE_CREDENTIALS_FILE`).
     #[serde(rename = "credentialsFile", default)]
     pub credentials_file: String,
+    /// vCenter's certificate pinned by its SHA-1 fingerprint (the spec's
+    /// `vSphereThumbprint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thumbprint: Option<String>,
+    /// The CA that signed vCenter's certificate, PEM (the spec's
+    /// `vSphereCACertificate`). Neither: the system's store.
+    #[serde(
+        rename = "caCertificate",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ca_certificate: Option<String>,
 }
 
 /// Where kops-controller looks for its vCenter credentials on vSphere.
@@ -253,6 +265,7 @@ impl Options {
                 server: server.to_string(),
                 datacenter: datacenter.to_string(),
                 credentials_file: VSPHERE_CREDENTIALS_FILE.to_string(),
+                ..VsphereOptions::default()
             }),
             ..ProviderOptions::default()
         };

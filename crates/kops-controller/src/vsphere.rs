@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Secret;
 use kops_vsphere::client::MoRef;
+use kops_vsphere::trust::Trust;
 use kops_vsphere::vcenter::{extra_config, Vcenter};
 use kops_vsphere::{proof, Credentials, CLUSTER_KEY, GROUP_KEY, TOKEN_KEY};
 
@@ -72,6 +73,9 @@ pub struct VsphereVerifier {
     server: String,
     datacenter: String,
     credentials: CredentialSource,
+    /// Which certificate vCenter must present; an error (a spec field that
+    /// does not parse) fails every login with its line.
+    trust: Result<Trust, String>,
     secrets: std::sync::OnceLock<kube::Api<Secret>>,
     /// Held through a whole check: one check at a time.
     session: tokio::sync::Mutex<Option<Session>>,
@@ -91,6 +95,7 @@ impl VsphereVerifier {
             server: server.to_string(),
             datacenter: datacenter.to_string(),
             credentials,
+            trust: Ok(Trust::System),
             secrets: std::sync::OnceLock::new(),
             session: tokio::sync::Mutex::new(None),
         }
@@ -103,12 +108,17 @@ impl VsphereVerifier {
         } else {
             options.credentials_file.as_str()
         };
-        Self::new(
+        let mut verifier = Self::new(
             cluster,
             &options.server,
             &options.datacenter,
             CredentialSource::Mounted(PathBuf::from(file)),
-        )
+        );
+        verifier.trust = Trust::from_spec(
+            options.thumbprint.as_deref(),
+            options.ca_certificate.as_deref(),
+        );
+        verifier
     }
 
     /// Without a credentials file, read them from the
@@ -165,7 +175,8 @@ impl VsphereVerifier {
 
     async fn login(&self) -> Result<Session, String> {
         let credentials = self.credentials().await?;
-        let vcenter = Vcenter::login(&self.server, &credentials)
+        let trust = self.trust.clone()?;
+        let vcenter = Vcenter::login_with(&self.server, &trust, &credentials)
             .await
             .map_err(|e| first_line(&e.to_string()))?;
         let datacenter = vcenter
@@ -317,6 +328,48 @@ mod tests {
             .unwrap();
         let extra = extra_config(p.get("config.extraConfig"));
         (p["config.uuid"].text.clone(), extra.get(TOKEN_KEY).cloned())
+    }
+
+    /// On a vCenter serving its own CA's certificate the controller logs in
+    /// only when its options trust that CA or pin the certificate; else one
+    /// line that names the fingerprint.
+    #[tokio::test]
+    async fn vcenter_is_trusted_as_the_options_say() {
+        if !vcsim::vcsim_available() {
+            return;
+        }
+        let sim = Vcsim::start_tls().unwrap();
+        let tls = sim.tls().unwrap();
+        let base = VsphereOptions {
+            server: sim.url().into(),
+            datacenter: vcsim::DATACENTER.into(),
+            credentials_file: "/nonexistent".into(),
+            ..VsphereOptions::default()
+        };
+        let verifier = |options: &VsphereOptions| {
+            let mut v = VsphereVerifier::from_options("c.k8s.local", options);
+            v.credentials = CredentialSource::Given(credentials());
+            v
+        };
+        let refused = verifier(&base).login().await.err().unwrap();
+        assert!(refused.contains("is not trusted"), "{refused}");
+        assert!(refused.contains(&tls.thumbprint()), "{refused}");
+        let with_ca = VsphereOptions {
+            ca_certificate: Some(std::fs::read_to_string(tls.ca_file()).unwrap()),
+            ..base.clone()
+        };
+        assert!(verifier(&with_ca).login().await.is_ok());
+        let pinned = VsphereOptions {
+            thumbprint: Some(tls.thumbprint()),
+            ..base.clone()
+        };
+        assert!(verifier(&pinned).login().await.is_ok());
+        let garbled = VsphereOptions {
+            thumbprint: Some("not-hex".into()),
+            ..base
+        };
+        let refused = verifier(&garbled).login().await.err().unwrap();
+        assert!(refused.contains("vSphereThumbprint"), "{refused}");
     }
 
     #[tokio::test]

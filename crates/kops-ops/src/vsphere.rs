@@ -22,6 +22,8 @@ use crate::{require_cluster, OpsError, Registry};
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub server: String,
+    /// Which certificate vCenter may present.
+    pub trust: kops_vsphere::trust::Trust,
     pub placement: Placement,
 }
 
@@ -45,8 +47,17 @@ pub fn settings(cluster: &Cluster) -> Result<Settings, OpsError> {
             )
         })
     };
+    let trust = kops_vsphere::trust::Trust::from_spec(
+        config.vsphere_thumbprint.as_deref(),
+        config.vsphere_ca_certificate.as_deref(),
+    )
+    .map_err(|message| {
+        OpsError::Flags(vec![kops_api::FieldError::new("spec.cloudConfig", message)
+            .hint("fix it with `kops edit cluster`")])
+    })?;
     Ok(Settings {
         server: need(config.vsphere_server, "vSphereServer", "--vsphere-server")?,
+        trust,
         placement: Placement {
             datacenter: need(
                 config.vsphere_datacenter,
@@ -112,7 +123,7 @@ pub fn is_vsphere(cluster: &Cluster) -> bool {
 /// Logs in to the cluster's vCenter with the environment's credentials.
 pub async fn connect(settings: &Settings) -> Result<Vcenter, OpsError> {
     let credentials = Credentials::from_env()?;
-    Ok(Vcenter::login(&settings.server, &credentials).await?)
+    Ok(Vcenter::login_with(&settings.server, &settings.trust, &credentials).await?)
 }
 
 /// A group's VM size from its machine type (`<cpus>cpu-<memory>gb`).
@@ -498,6 +509,11 @@ pub(crate) async fn current_specs(
     Ok(with_user_data(registry, loaded, &base, false).await?.0)
 }
 
+/// The key of vCenter's CA in the CSI driver's Secret, and where the
+/// driver (which mounts that Secret at /etc/cloud) reads it.
+const CA_KEY: &str = "vcenter-ca.pem";
+const CSI_CA_PATH: &str = "/etc/cloud/vcenter-ca.pem";
+
 /// A Secret an in-cluster component reads its vCenter credentials from.
 #[derive(Clone)]
 pub struct ComponentSecret {
@@ -528,7 +544,7 @@ pub fn component_secrets(cluster: &Cluster) -> Result<Vec<ComponentSecret>, OpsE
     let credentials = Credentials::from_env()?;
     let server = kops_api::new_cluster::VsphereServer::parse(&settings.server);
     let quoted = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
-    let csi = format!(
+    let mut csi = format!(
         "[Global]\ncluster-id = {}\n\n[VirtualCenter {}]\ninsecure-flag = \"{}\"\nuser = {}\npassword = {}\nport = \"{}\"\ndatacenters = {}\n",
         quoted(cluster.name()),
         quoted(&server.host),
@@ -538,6 +554,24 @@ pub fn component_secrets(cluster: &Cluster) -> Result<Vec<ComponentSecret>, OpsE
         server.port,
         quoted(&settings.placement.datacenter),
     );
+    // The CSI driver checks vCenter's certificate as kops-rs does: pinned
+    // by its thumbprint, or against the spec's CA (a file next to the
+    // config in the same Secret).
+    let mut csi_data = BTreeMap::new();
+    match &settings.trust {
+        kops_vsphere::trust::Trust::Thumbprint(pin) => {
+            csi.push_str(&format!(
+                "thumbprint = {}\n",
+                quoted(&kops_vsphere::trust::format_thumbprint(pin))
+            ));
+        }
+        kops_vsphere::trust::Trust::Ca(pem) => {
+            csi.push_str(&format!("ca-file = {}\n", quoted(CSI_CA_PATH)));
+            csi_data.insert(CA_KEY.to_string(), pem.clone());
+        }
+        kops_vsphere::trust::Trust::System => {}
+    }
+    csi_data.insert("csi-vsphere.conf".to_string(), csi);
     Ok(vec![
         ComponentSecret {
             namespace: "kube-system",
@@ -550,7 +584,7 @@ pub fn component_secrets(cluster: &Cluster) -> Result<Vec<ComponentSecret>, OpsE
         ComponentSecret {
             namespace: "vmware-system-csi",
             name: kops_model::addons::VSPHERE_CSI_SECRET,
-            data: BTreeMap::from([("csi-vsphere.conf".to_string(), csi)]),
+            data: csi_data,
         },
     ])
 }

@@ -65,6 +65,72 @@ pub struct Vcsim {
     url: String,
     child: Child,
     watchdog: Option<Child>,
+    tls: Option<Tls>,
+}
+
+/// The certificates of a simulator serving HTTPS, as a vCenter's VMCA
+/// issues them: a CA of its own (the operator's machine does not trust
+/// it) and a server certificate it signed for 127.0.0.1.
+#[derive(Debug)]
+pub struct Tls {
+    /// Holds the PEM files for as long as the simulator runs.
+    dir: tempfile::TempDir,
+    /// The server certificate (DER).
+    pub certificate_der: Vec<u8>,
+}
+
+impl Tls {
+    /// Makes the CA and the server certificate into a new directory.
+    fn generate() -> io::Result<Tls> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+        };
+        let fail = |e: rcgen::Error| io::Error::other(format!("making a test certificate: {e}"));
+        let ca_key = KeyPair::generate().map_err(fail)?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(fail)?;
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "vcsim test VMCA");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca = ca_params.self_signed(&ca_key).map_err(fail)?;
+        let issuer = Issuer::new(ca_params, ca_key);
+        let key = KeyPair::generate().map_err(fail)?;
+        let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).map_err(fail)?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "127.0.0.1");
+        params.is_ca = IsCa::ExplicitNoCa;
+        let cert = params.signed_by(&key, &issuer).map_err(fail)?;
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("ca.pem"), ca.pem())?;
+        std::fs::write(dir.path().join("server.pem"), cert.pem())?;
+        std::fs::write(dir.path().join("server-key.pem"), key.serialize_pem())?;
+        Ok(Tls {
+            dir,
+            certificate_der: cert.der().to_vec(),
+        })
+    }
+
+    /// The PEM file of the CA that signed the server certificate.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// The server certificate's SHA-1 fingerprint as govc prints it
+    /// (upper-case hex pairs joined by colons).
+    pub fn thumbprint(&self) -> String {
+        let digest = aws_lc_rs::digest::digest(
+            &aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY,
+            &self.certificate_der,
+        );
+        digest
+            .as_ref()
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    }
 }
 
 impl Vcsim {
@@ -81,14 +147,32 @@ impl Vcsim {
 
     /// Starts a new simulator (its own inventory) and waits for its URL.
     pub fn start() -> io::Result<Vcsim> {
+        Vcsim::start_with(None)
+    }
+
+    /// Starts a new simulator serving HTTPS with a certificate signed by a
+    /// CA of its own ([`Vcsim::tls`]).
+    pub fn start_tls() -> io::Result<Vcsim> {
+        Vcsim::start_with(Some(Tls::generate()?))
+    }
+
+    fn start_with(tls: Option<Tls>) -> io::Result<Vcsim> {
         let binary = vcsim_path().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
                 "vcsim-kops not built (run scripts/setup-vcsim)",
             )
         })?;
-        let mut child = Command::new(&binary)
-            .args(["-user", USER, "-password", PASSWORD])
+        let mut command = Command::new(&binary);
+        command.args(["-user", USER, "-password", PASSWORD]);
+        if let Some(tls) = &tls {
+            command
+                .arg("-tls-cert")
+                .arg(tls.dir.path().join("server.pem"))
+                .arg("-tls-key")
+                .arg(tls.dir.path().join("server-key.pem"));
+        }
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -124,10 +208,16 @@ impl Vcsim {
             url,
             child,
             watchdog,
+            tls,
         })
     }
 
-    /// The SOAP endpoint, `http://127.0.0.1:PORT/sdk`.
+    /// The certificates of a simulator started with [`Vcsim::start_tls`].
+    pub fn tls(&self) -> Option<&Tls> {
+        self.tls.as_ref()
+    }
+
+    /// The SOAP endpoint, `http://127.0.0.1:PORT/sdk` (`https` with TLS).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -165,5 +255,22 @@ mod tests {
             .parse()
             .unwrap();
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    }
+
+    #[test]
+    fn serves_https_with_its_own_ca() {
+        if !vcsim_available() {
+            return;
+        }
+        let server = Vcsim::start_tls().unwrap();
+        assert!(
+            server.url().starts_with("https://127.0.0.1:"),
+            "{}",
+            server.url()
+        );
+        let tls = server.tls().unwrap();
+        assert_eq!(tls.thumbprint().len(), 59, "{}", tls.thumbprint());
+        let pem = std::fs::read_to_string(tls.ca_file()).unwrap();
+        assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
     }
 }

@@ -10,13 +10,16 @@
 // config.uplinkPortgroup, the port group's config.uplink and its
 // SYSTEM/DVS.UPLINKPG tag); govmomi 0.24's simulator makes it without them.
 //
-// It listens on 127.0.0.1 (plain HTTP; the port from -port, or a free one),
+// It listens on 127.0.0.1 (the port from -port, or a free one), over plain
+// HTTP, or over HTTPS with the certificate and key given by -tls-cert and
+// -tls-key (PEM files; a vCenter's certificate the client does not trust),
 // accepts only the user and password given by -user/-password, prints
 // "URL <url>" on stdout once ready and serves until killed.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log"
@@ -35,6 +38,8 @@ func main() {
 	port := flag.Int("port", 0, "port on 127.0.0.1 (0: a free one)")
 	user := flag.String("user", "kops", "the only user name accepted")
 	password := flag.String("password", "kops-test", "its password")
+	certFile := flag.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with -tls-key)")
+	keyFile := flag.String("tls-key", "", "the certificate's private key (PEM)")
 	flag.Parse()
 
 	model := simulator.VPX()
@@ -46,6 +51,13 @@ func main() {
 	model.Service.Listen = &url.URL{
 		Host: fmt.Sprintf("127.0.0.1:%d", *port),
 		User: url.UserPassword(*user, *password),
+	}
+	if *certFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			log.Fatalf("loading the TLS certificate: %v", err)
+		}
+		model.Service.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	}
 	server := model.Service.NewServer()
 

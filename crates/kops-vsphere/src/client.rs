@@ -4,7 +4,7 @@
 //! body in vim25's element order and a read of the answer's elements.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -15,6 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 
+use crate::trust::Trust;
 use crate::xml::{self, Element};
 use crate::VsphereError;
 
@@ -82,19 +83,29 @@ pub struct Client {
     pub server: String,
     cookie: Mutex<Option<String>>,
     calls: Mutex<BTreeMap<String, u64>>,
+    /// Whether a certificate was pinned (for the message when refused).
+    pinned: bool,
+    /// The fingerprint of the last certificate refused.
+    refused: Arc<Mutex<Option<String>>>,
 }
 
 impl Client {
     /// A client for `server` (a host name, `host:port` or a URL; https
-    /// unless the URL says http). Nothing is sent yet.
+    /// unless the URL says http) trusting the OS store. Nothing is sent yet.
     pub fn new(server: &str) -> Result<Client, VsphereError> {
+        Client::with_trust(server, &Trust::System)
+    }
+
+    /// A client for `server` accepting the certificates `trust` names.
+    pub fn with_trust(server: &str, trust: &Trust) -> Result<Client, VsphereError> {
         let url = sdk_url(server);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|e| VsphereError::Unreachable {
+        let (tls, refused) =
+            crate::trust::client_config(trust).map_err(|reason| VsphereError::Unreachable {
                 server: server.to_string(),
-                reason: format!("cannot load the system's root certificates: {e}"),
-            })?
+                reason,
+            })?;
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
             .build();
@@ -104,6 +115,8 @@ impl Client {
             server: server.to_string(),
             cookie: Mutex::new(None),
             calls: Mutex::new(BTreeMap::new()),
+            pinned: matches!(trust, Trust::Thumbprint(_)),
+            refused,
         })
     }
 
@@ -201,7 +214,18 @@ impl Client {
             Err(_) => {
                 return Err(self.unreachable(format!("no answer within {CALL_TIMEOUT:?}")));
             }
-            Ok(Err(reason)) => return Ok(Exchange::Again(reason)),
+            Ok(Err(reason)) => {
+                // A refused certificate stays refused: no second attempt.
+                let refused = self.refused.lock().ok().and_then(|mut r| r.take());
+                if let Some(fingerprint) = refused {
+                    return Err(VsphereError::Untrusted {
+                        server: self.server.clone(),
+                        fingerprint,
+                        pinned: self.pinned,
+                    });
+                }
+                return Ok(Exchange::Again(reason));
+            }
             Ok(Ok(answer)) => answer,
         };
         if let Some(session) = parts

@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod disks;
 pub mod network;
 pub mod proof;
+pub mod trust;
 pub mod vcenter;
 pub mod xml;
 
@@ -164,6 +165,13 @@ mod tests {
 pub enum VsphereError {
     #[error("vCenter `{server}` is unreachable: {reason}\nhint: check spec.cloudConfig.vSphereServer (--vsphere-server) and that this machine can reach it")]
     Unreachable { server: String, reason: String },
+    /// vCenter's certificate is not trusted (one line: what to pass).
+    #[error("{}", untrusted_message(server, fingerprint, *pinned))]
+    Untrusted {
+        server: String,
+        fingerprint: String,
+        pinned: bool,
+    },
     #[error("vCenter `{server}` refused the login of `{user}`\nhint: check VSPHERE_USERNAME and VSPHERE_PASSWORD")]
     Login { server: String, user: String },
     #[error("{0}\nhint: export the vCenter user and password in the environment; kops-rs never stores them")]
@@ -185,6 +193,14 @@ pub enum VsphereError {
     },
     #[error("unexpected vCenter answer: {0}")]
     Protocol(String),
+}
+
+fn untrusted_message(server: &str, fingerprint: &str, pinned: bool) -> String {
+    if pinned {
+        format!("vCenter `{server}`'s certificate has SHA-1 fingerprint {fingerprint}, not the one in spec.cloudConfig.vSphereThumbprint: if the certificate was replaced, check it and set the new one with `kops edit cluster`")
+    } else {
+        format!("vCenter `{server}`'s certificate (SHA-1 fingerprint {fingerprint}) is not trusted: pin it with --vsphere-thumbprint {fingerprint} or trust its CA with --vsphere-ca-file <PEM> (spec.cloudConfig.vSphereThumbprint/vSphereCACertificate)")
+    }
 }
 
 impl VsphereError {

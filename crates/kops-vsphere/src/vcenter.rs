@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::client::{Client, MoRef};
+use crate::trust::Trust;
 use crate::xml::{escape, Element};
 use crate::{Credentials, VsphereError};
 
@@ -34,7 +35,16 @@ impl Vcenter {
     /// Connects to `server` and logs in; wrong credentials and an
     /// unreachable server are errors naming the fix.
     pub async fn login(server: &str, credentials: &Credentials) -> Result<Vcenter, VsphereError> {
-        let client = Client::new(server)?;
+        Vcenter::login_with(server, &Trust::System, credentials).await
+    }
+
+    /// [`Vcenter::login`] accepting the certificates `trust` names.
+    pub async fn login_with(
+        server: &str,
+        trust: &Trust,
+        credentials: &Credentials,
+    ) -> Result<Vcenter, VsphereError> {
+        let client = Client::with_trust(server, trust)?;
         let answer = client
             .call(
                 "RetrieveServiceContent",

@@ -31,6 +31,15 @@ fn vcenter(model: &Model<'_>) -> (String, String) {
 /// The cloud controller manager's objects.
 pub(super) fn cloud_controller(model: &Model<'_>) -> Result<Option<Vec<Value>>, TemplateError> {
     let (server, datacenter) = vcenter(model);
+    let config = model.cluster.spec.cloud_config.clone().unwrap_or_default();
+    let thumbprint = config
+        .vsphere_thumbprint
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or_default();
+    let ca = config
+        .vsphere_ca_certificate
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or_default();
     let kops_api::new_cluster::VsphereServer {
         host,
         port,
@@ -43,6 +52,8 @@ pub(super) fn cloud_controller(model: &Model<'_>) -> Result<Option<Vec<Value>>, 
         "insecure": insecure,
         "datacenter": datacenter,
         "secret": CPI_SECRET,
+        "thumbprint": thumbprint,
+        "ca": ca,
     });
     template::render(
         "vsphere-cloud-controller.addons.k8s.io",
@@ -124,6 +135,46 @@ mod tests {
             .unwrap();
         assert!(csi.contains("secretName: vsphere-config-secret"), "{csi}");
         assert!(csi.contains("name: csi.vsphere.vmware.com"), "{csi}");
+
+        // vCenter's certificate: pinned, or checked against the spec's CA.
+        let mut pinned = cluster.clone();
+        pinned
+            .spec
+            .cloud_config
+            .as_mut()
+            .unwrap()
+            .vsphere_thumbprint =
+            Some("0A:1B:2C:3D:4E:5F:60:71:82:93:A4:B5:C6:D7:E8:F9:00:11:22:33".into());
+        let model_pinned = Model {
+            cluster: &pinned,
+            ..model.clone()
+        };
+        let cpi = super::super::manifest(&model_pinned, "vsphere-cloud-controller.addons.k8s.io")
+            .unwrap()
+            .unwrap();
+        assert!(
+            cpi.contains(
+                r#"thumbprint: "0A:1B:2C:3D:4E:5F:60:71:82:93:A4:B5:C6:D7:E8:F9:00:11:22:33""#
+            ),
+            "{cpi}"
+        );
+        let mut with_ca = cluster.clone();
+        with_ca
+            .spec
+            .cloud_config
+            .as_mut()
+            .unwrap()
+            .vsphere_ca_certificate =
+            Some("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".into());
+        let model_ca = Model {
+            cluster: &with_ca,
+            ..model.clone()
+        };
+        let cpi = super::super::manifest(&model_ca, "vsphere-cloud-controller.addons.k8s.io")
+            .unwrap()
+            .unwrap();
+        assert!(cpi.contains("caFile: /etc/cloud/vcenter-ca.pem"), "{cpi}");
+        assert!(cpi.contains("vcenter-ca.pem: |"), "{cpi}");
 
         // Both are in a vSphere cluster's bootstrap channel.
         let keys: Vec<&str> = crate::files::addons(&model).iter().map(|a| a.key).collect();

@@ -363,13 +363,19 @@ async fn vsphere_controller_options(
             reason: format!("{}: {e}", store.url_of(key)),
         })?;
     let cloud = spec.spec.cloud_config.unwrap_or_default();
-    Ok(kops_controller::Options::for_vsphere(
+    let mut options = kops_controller::Options::for_vsphere(
         cluster,
         base,
         &format!("{base}/secrets"),
         &cloud.vsphere_server.unwrap_or_default(),
         &cloud.vsphere_datacenter.unwrap_or_default(),
-    ))
+    );
+    // vCenter's certificate is trusted as the CLI trusts it.
+    if let Some(vsphere) = options.server.provider.vsphere.as_mut() {
+        vsphere.thumbprint = cloud.vsphere_thumbprint;
+        vsphere.ca_certificate = cloud.vsphere_ca_certificate;
+    }
+    Ok(options)
 }
 
 async fn controller_options_from_addon(

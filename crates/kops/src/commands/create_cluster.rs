@@ -306,7 +306,7 @@ pub async fn run(global: &GlobalArgs, a: CreateClusterArgs) -> Result<i32> {
         cloud: a.cloud,
         project: a.project,
         gce_service_account: a.gce_service_account,
-        vsphere: a.vsphere.into(),
+        vsphere: a.vsphere.into_options()?,
         zones: a.zones,
         control_plane_zones: a.control_plane_zones,
         control_plane_count: a.control_plane_count,
@@ -483,6 +483,32 @@ pub struct VsphereFlags {
     /// vSphere: the DNS servers of the control-plane VMs' static addresses.
     #[arg(long, value_name = "IP", value_delimiter = ',')]
     pub vsphere_nameservers: Vec<String>,
+    /// vSphere: pin vCenter's certificate by its SHA-1 fingerprint (as `govc about.cert -thumbprint` prints it).
+    #[arg(long, value_name = "SHA1")]
+    pub vsphere_thumbprint: Option<String>,
+    /// vSphere: trust vCenter's certificate through this CA (PEM file; kept in the spec).
+    #[arg(long, value_name = "FILE")]
+    pub vsphere_ca_file: Option<std::path::PathBuf>,
+}
+
+impl VsphereFlags {
+    /// The options, with `--vsphere-ca-file` read.
+    fn into_options(self) -> Result<kops_api::new_cluster::VsphereOptions> {
+        let ca_certificate = match &self.vsphere_ca_file {
+            None => None,
+            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+                anyhow::anyhow!(
+                    "--vsphere-ca-file: cannot read `{}`: {e}\nhint: name the PEM file of the CA that signed vCenter's certificate",
+                    path.display()
+                )
+            })?),
+        };
+        let thumbprint = self.vsphere_thumbprint.clone();
+        let mut options = kops_api::new_cluster::VsphereOptions::from(self);
+        options.thumbprint = thumbprint;
+        options.ca_certificate = ca_certificate;
+        Ok(options)
+    }
 }
 
 impl From<VsphereFlags> for kops_api::new_cluster::VsphereOptions {
@@ -499,6 +525,8 @@ impl From<VsphereFlags> for kops_api::new_cluster::VsphereOptions {
             control_plane_addresses: f.vsphere_control_plane_addresses,
             gateway: f.vsphere_gateway,
             nameservers: f.vsphere_nameservers,
+            thumbprint: f.vsphere_thumbprint,
+            ca_certificate: None,
         }
     }
 }

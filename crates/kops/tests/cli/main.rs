@@ -47,3 +47,4 @@ mod toolbox_dump;
 mod vsphere;
 mod vsphere_network;
 mod vsphere_roll;
+mod vsphere_tls;

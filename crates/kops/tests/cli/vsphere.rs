@@ -194,7 +194,17 @@ pub(crate) async fn login(sim: &Vcsim) -> Vcenter {
         username: vcsim::USER.into(),
         password: vcsim::PASSWORD.into(),
     };
-    Vcenter::login(sim.url(), &credentials).await.unwrap()
+    // A simulator on HTTPS is trusted through its own CA.
+    match sim.tls() {
+        Some(tls) => {
+            let ca = std::fs::read_to_string(tls.ca_file()).unwrap();
+            let trust = kops_vsphere::trust::Trust::Ca(ca);
+            Vcenter::login_with(sim.url(), &trust, &credentials)
+                .await
+                .unwrap()
+        }
+        None => Vcenter::login(sim.url(), &credentials).await.unwrap(),
+    }
 }
 
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
