@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use kops_testkit::gce_api::GOOGLE;
 use kops_testkit::{require_gce_api, GceApi};
 use serde_json::{json, Value};
 
@@ -10,7 +11,7 @@ const NETWORKS: &str = "/compute/v1/projects/p/global/networks";
 
 fn wait(api: &GceApi, op: &Value) -> Value {
     let link = op["selfLink"].as_str().expect("an operation");
-    let path = link.strip_prefix(api.url()).unwrap();
+    let path = link.strip_prefix(GOOGLE).unwrap();
     for _ in 0..200 {
         let (status, op) = api.request("GET", path, None).unwrap();
         assert_eq!(status, 200, "{op}");
@@ -98,7 +99,7 @@ fn inserts_finish_through_operations_and_conflict_after() {
     let (status, network) = api.request("GET", &format!("{NETWORKS}/n"), None).unwrap();
     assert_eq!(status, 200);
     assert_eq!(network["kind"], "compute#network");
-    assert_eq!(network["selfLink"], format!("{}{NETWORKS}/n", api.url()));
+    assert_eq!(network["selfLink"], format!("{GOOGLE}{NETWORKS}/n"));
     let (status, body) = insert(
         &api,
         NETWORKS,
@@ -115,7 +116,7 @@ fn inserts_finish_through_operations_and_conflict_after() {
     let path = op["selfLink"]
         .as_str()
         .unwrap()
-        .strip_prefix(api.url())
+        .strip_prefix(GOOGLE)
         .unwrap()
         .to_string();
     let (status, waited) = api.request("POST", &format!("{path}/wait"), None).unwrap();
@@ -183,7 +184,7 @@ fn label_and_resource_fingerprints_must_be_current() {
     let disk = api.get(&format!("{disks}/d")).unwrap();
     assert_eq!(
         disk["zone"],
-        format!("{}/compute/v1/projects/p/zones/z", api.url())
+        format!("{GOOGLE}/compute/v1/projects/p/zones/z")
     );
     let stale = json!({"labels": {"a": "2"}, "labelFingerprint": "stale"});
     let (status, _) = api
@@ -373,4 +374,310 @@ fn faults_fail_the_given_fraction_of_calls() {
     let failed = statuses.iter().filter(|s| **s != 200).count();
     assert!((60..140).contains(&failed), "{failed} of 200 failed");
     assert!(statuses.contains(&503) && statuses.contains(&429) && statuses.contains(&0));
+}
+
+/// Inserts and waits; panics unless the operation ends without error.
+fn made(api: &GceApi, path: &str, body: Value) -> Value {
+    let (status, op) = insert(api, path, body);
+    assert_eq!(status, 200, "{op}");
+    let done = wait(api, &op);
+    assert!(done["error"].is_null(), "{done}");
+    done
+}
+
+#[test]
+fn references_are_stored_as_full_urls_and_links_name_google() {
+    let Some(api) = require_gce_api() else { return };
+    let full = |rest: &str| format!("{GOOGLE}/compute/v1/projects/p/{rest}");
+    let op = made(
+        &api,
+        NETWORKS,
+        json!({"name": "n", "autoCreateSubnetworks": false}),
+    );
+    for field in ["selfLink", "targetLink"] {
+        assert!(
+            op[field].as_str().unwrap().starts_with(GOOGLE),
+            "{field}: {op}"
+        );
+    }
+    // A partial path, a `projects/...` path and a URL on the server's own
+    // host are each stored as Google's full URL.
+    made(
+        &api,
+        "/compute/v1/projects/p/regions/r/subnetworks",
+        json!({"name": "s", "network": "global/networks/n", "ipCidrRange": "10.0.0.0/20"}),
+    );
+    made(
+        &api,
+        "/compute/v1/projects/p/global/firewalls",
+        json!({"name": "f", "network": "projects/p/global/networks/n",
+            "allowed": [{"IPProtocol": "tcp"}]}),
+    );
+    made(
+        &api,
+        "/compute/v1/projects/p/global/routes",
+        json!({"name": "rt", "network": format!("{}/compute/v1/projects/p/global/networks/n", api.url()),
+            "destRange": "10.1.0.0/16", "priority": 1000, "nextHopGateway": "global/gateways/default-internet-gateway"}),
+    );
+    let op = made(
+        &api,
+        "/compute/v1/projects/p/zones/z/disks",
+        json!({"name": "d", "sizeGb": "20", "type": "zones/z/diskTypes/pd-ssd",
+            "description": "zones/z/diskTypes/not-a-reference"}),
+    );
+    assert_eq!(op["zone"], full("zones/z"), "{op}");
+    let subnet = api
+        .request(
+            "GET",
+            "/compute/v1/projects/p/regions/r/subnetworks/s",
+            None,
+        )
+        .unwrap()
+        .1;
+    assert_eq!(subnet["network"], full("global/networks/n"));
+    assert_eq!(subnet["region"], full("regions/r"));
+    assert_eq!(subnet["selfLink"], full("regions/r/subnetworks/s"));
+    let firewall = api.get("compute/v1/projects/p/global/firewalls/f").unwrap();
+    assert_eq!(firewall["network"], full("global/networks/n"));
+    let route = api.get("compute/v1/projects/p/global/routes/rt").unwrap();
+    assert_eq!(route["network"], full("global/networks/n"));
+    assert_eq!(
+        route["nextHopGateway"],
+        full("global/gateways/default-internet-gateway")
+    );
+    let disk = api.get("compute/v1/projects/p/zones/z/disks/d").unwrap();
+    assert_eq!(disk["type"], full("zones/z/diskTypes/pd-ssd"));
+    assert_eq!(disk["zone"], full("zones/z"));
+    assert_eq!(disk["description"], "zones/z/diskTypes/not-a-reference");
+    // A patch's references too.
+    let (status, op) = api
+        .request(
+            "PATCH",
+            "/compute/v1/projects/p/global/firewalls/f",
+            Some(&json!({"name": "f", "network": "global/networks/n", "sourceRanges": ["10.0.0.0/8"]})),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{op}");
+    wait(&api, &op);
+    let firewall = api.get("compute/v1/projects/p/global/firewalls/f").unwrap();
+    assert_eq!(firewall["network"], full("global/networks/n"));
+    // A list's own link and its items'.
+    let (_, list) = api.request("GET", NETWORKS, None).unwrap();
+    assert!(list["selfLink"].as_str().unwrap().starts_with(GOOGLE));
+    assert_eq!(list["items"][0]["selfLink"], full("global/networks/n"));
+}
+
+#[test]
+fn projects_zones_and_target_pool_health_checks_are_served() {
+    let Some(api) = require_gce_api() else { return };
+    let (status, project) = api
+        .request("GET", "/compute/v1/projects/any-project", None)
+        .unwrap();
+    assert_eq!(status, 200, "{project}");
+    assert_eq!(project["name"], "any-project");
+    assert!(
+        project["defaultServiceAccount"]
+            .as_str()
+            .unwrap()
+            .ends_with("-compute@developer.gserviceaccount.com"),
+        "{project}"
+    );
+    let (status, zones) = api
+        .request("GET", "/compute/v1/projects/p/zones", None)
+        .unwrap();
+    assert_eq!(status, 200, "{zones}");
+    let zone = zones["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|z| z["name"] == "us-central1-a")
+        .expect("us-central1-a");
+    assert_eq!(
+        zone["region"],
+        format!("{GOOGLE}/compute/v1/projects/p/regions/us-central1")
+    );
+    let (status, _) = api
+        .request("GET", "/compute/v1/projects/p/zones/nowhere-a", None)
+        .unwrap();
+    assert_eq!(status, 404);
+
+    for check in ["c1", "c2"] {
+        made(
+            &api,
+            "/compute/v1/projects/p/global/httpHealthChecks",
+            json!({"name": check, "port": 8080}),
+        );
+    }
+    made(
+        &api,
+        "/compute/v1/projects/p/regions/r/targetPools",
+        json!({"name": "tp"}),
+    );
+    let pool = "/compute/v1/projects/p/regions/r/targetPools/tp";
+    let add = |check: &str| {
+        api.request(
+            "POST",
+            &format!("{pool}/addHealthCheck"),
+            Some(&json!({"healthChecks": [{"healthCheck": check}]})),
+        )
+        .unwrap()
+    };
+    let (status, op) = add("global/httpHealthChecks/c1");
+    assert_eq!(status, 200, "{op}");
+    wait(&api, &op);
+    let stored = api
+        .get("compute/v1/projects/p/regions/r/targetPools/tp")
+        .unwrap();
+    assert_eq!(
+        stored["healthChecks"],
+        json!([format!(
+            "{GOOGLE}/compute/v1/projects/p/global/httpHealthChecks/c1"
+        )])
+    );
+    assert_eq!(add("global/httpHealthChecks/c2").0, 400);
+    assert_eq!(add("global/httpHealthChecks/missing").0, 404);
+    let (status, op) = api
+        .request(
+            "POST",
+            &format!("{pool}/removeHealthCheck"),
+            Some(&json!({"healthChecks": [{"healthCheck": "projects/p/global/httpHealthChecks/c1"}]})),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{op}");
+    wait(&api, &op);
+    let stored = api
+        .get("compute/v1/projects/p/regions/r/targetPools/tp")
+        .unwrap();
+    assert_eq!(stored["healthChecks"], json!([]));
+}
+
+/// Sends `head` (request line and headers, without the blank line) and
+/// `body` as they are; the status answered.
+fn raw(api: &GceApi, head: &str, body: &str) -> u16 {
+    use std::io::{Read, Write};
+    let addr = api.url().trim_start_matches("http://").to_string();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "{head}\r\nConnection: close\r\n\r\n{body}").unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_post_without_a_length_gets_411() {
+    let Some(api) = require_gce_api() else { return };
+    let (_, op) = insert(
+        &api,
+        NETWORKS,
+        json!({"name": "n", "autoCreateSubnetworks": false}),
+    );
+    let wait_path = format!(
+        "{}/wait",
+        op["selfLink"]
+            .as_str()
+            .unwrap()
+            .strip_prefix(GOOGLE)
+            .unwrap()
+    );
+    assert_eq!(
+        raw(&api, &format!("POST {wait_path} HTTP/1.1\r\nHost: x"), ""),
+        411
+    );
+    assert_eq!(
+        raw(
+            &api,
+            &format!("POST {wait_path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0"),
+            ""
+        ),
+        200
+    );
+    // Chunked encoding carries its own length.
+    let body = json!({"name": "m", "autoCreateSubnetworks": false}).to_string();
+    let chunked = format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
+    assert_eq!(
+        raw(
+            &api,
+            &format!("POST {NETWORKS} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"),
+            &chunked
+        ),
+        200
+    );
+    // A GET needs no length.
+    assert_eq!(
+        raw(&api, &format!("GET {NETWORKS} HTTP/1.1\r\nHost: x"), ""),
+        200
+    );
+}
+
+#[test]
+fn tokens_need_a_scope_that_covers_the_api() {
+    let Some(api) = require_gce_api() else { return };
+    api.require_tokens();
+    let get = |token: Option<&str>, path: &str| {
+        let auth = token.map_or(String::new(), |t| format!("\r\nAuthorization: Bearer {t}"));
+        raw(&api, &format!("GET {path} HTTP/1.1\r\nHost: x{auth}"), "")
+    };
+    let compute = "/compute/v1/projects/p/global/networks";
+    let dns = "/dns/v1/projects/p/managedZones";
+    assert_eq!(get(None, compute), 401);
+    assert_eq!(get(Some("ya29.unknown"), compute), 401);
+    let storage_only =
+        api.issue_token(&["https://www.googleapis.com/auth/devstorage.full_control"]);
+    assert_eq!(get(Some(&storage_only), compute), 403);
+    let compute_only = api.issue_token(&["https://www.googleapis.com/auth/compute"]);
+    assert_eq!(get(Some(&compute_only), compute), 200);
+    assert_eq!(get(Some(&compute_only), dns), 403);
+    let platform = api.issue_token(&["https://www.googleapis.com/auth/cloud-platform"]);
+    assert_eq!(get(Some(&platform), compute), 200);
+    assert_eq!(get(Some(&platform), dns), 200);
+    // The token endpoint: a JWT's scope claim, a refresh token's scope.
+    let claims = base64_url(
+        &json!({"iss": "a@p.iam.gserviceaccount.com", "scope": "https://www.googleapis.com/auth/compute.readonly"})
+            .to_string(),
+    );
+    let form = format!(
+        "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=e30.{claims}.sig"
+    );
+    let port = api.url().rsplit(':').next().unwrap();
+    let answer: Value = {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+        write!(stream, "POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}", form.len()).unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap()
+    };
+    let read_only = answer["access_token"].as_str().expect("a token");
+    assert_eq!(get(Some(read_only), compute), 200);
+    let (_, op) = api.request("GET", "/compute/v1/projects/p", None).unwrap();
+    assert_eq!(op["error"]["code"], 401, "{op}");
+    let insert_status = raw(
+        &api,
+        &format!("POST {compute} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {read_only}\r\nContent-Length: 2"),
+        "{}",
+    );
+    assert_eq!(insert_status, 403);
+    assert_eq!(api.token_uri(), format!("{}/token", api.url()));
+}
+
+fn base64_url(text: &str) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in text.as_bytes().chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
 }

@@ -39,6 +39,11 @@ const NOT_REFERENCES: [&str; 5] = [
 pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
     let collection = call.id.split('.').nth(1).unwrap_or("");
     let is_operations = collection.ends_with("Operations");
+    match (collection, call.verb()) {
+        ("projects", "get") => return Ok(project(state, call.var("project"))),
+        ("zones" | "regions", "get" | "list") => return places(state, call, collection),
+        _ => {}
+    }
     match call.verb() {
         "get" if is_operations => get_operation(state, call.path, false),
         // `POST .../operations/NAME/wait`: the operation is the path
@@ -67,6 +72,9 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
         | "recreateInstances" => group_change(state, call),
         "listManagedInstances" => list_managed_instances(state, call),
         "getShieldedInstanceIdentity" => shielded_identity(state, call.path),
+        "addHealthCheck" | "removeHealthCheck" | "addInstance" | "removeInstance" => {
+            pool_change(state, call)
+        }
         _ => Err(ApiError::not_implemented(call.id)),
     }
 }
@@ -95,6 +103,50 @@ fn reference_path(project: &str, text: &str) -> Option<String> {
         return None;
     }
     Some(format!("compute/v1/{tail}"))
+}
+
+/// Google's form of a reference: a `projects/...` path, a path partial
+/// to the project (`global/...`, `regions/...`, `zones/...`) or a URL of
+/// Compute's v1 API on any host becomes
+/// `https://www.googleapis.com/compute/v1/projects/...`, as Compute Engine
+/// stores every reference it is given. Anything else is left as it is.
+pub(crate) fn expand_reference(project: &str, text: &str) -> Option<String> {
+    let tail = if let Some(rest) = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+    {
+        let (_, path) = rest.split_once('/')?;
+        path.strip_prefix("compute/v1/projects/")
+            .map(|t| format!("projects/{t}"))?
+    } else if text.starts_with("projects/") {
+        text.to_string()
+    } else if ["global/", "regions/", "zones/"]
+        .iter()
+        .any(|p| text.starts_with(p))
+    {
+        format!("projects/{project}/{text}")
+    } else {
+        return None;
+    };
+    Some(format!("{}/compute/v1/{tail}", super::GOOGLE))
+}
+
+/// Rewrites every reference in a body as Google stores it
+/// ([`expand_reference`]), skipping fields that are not references.
+pub(crate) fn expand_references(project: &str, value: &mut Value) {
+    match value {
+        Value::String(text) => {
+            if let Some(full) = expand_reference(project, text) {
+                *text = full;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| expand_references(project, v)),
+        Value::Object(map) => map
+            .iter_mut()
+            .filter(|(k, _)| !NOT_REFERENCES.contains(&k.as_str()))
+            .for_each(|(_, v)| expand_references(project, v)),
+        _ => {}
+    }
 }
 
 /// Every reference string in a resource, skipping non-reference fields.
@@ -135,6 +187,8 @@ pub(crate) fn with_defaults(state: &mut State, path: &str, mut resource: Value) 
     if !path.starts_with("compute/v1/") {
         return resource;
     }
+    let project = path.split('/').nth(3).unwrap_or("").to_string();
+    expand_references(&project, &mut resource);
     let Some(object) = resource.as_object_mut() else {
         return resource;
     };
@@ -226,7 +280,7 @@ fn get_operation(state: &mut State, path: &str, wait: bool) -> Result<Value, Api
         .iter()
         .position(|op| op.path == path)
         .ok_or_else(|| ApiError::not_found(&relative(path)))?;
-    if wait && state.operations[index].json["status"] != "DONE" {
+    if wait && !state.wait_returns_early && state.operations[index].json["status"] != "DONE" {
         state.finish(index);
     }
     Ok(state.operations[index].json.clone())
@@ -413,6 +467,17 @@ fn delete(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
             ));
         }
     }
+    // A managed instance deleted on its own: its group makes another, as
+    // Google's groups keep their target size.
+    let owner = state.resources[&path]["metadata"]["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|item| item["key"] == "created-by")
+        .and_then(|item| item["value"].as_str())
+        .filter(|_| path.contains("/instances/"))
+        .map(|group| format!("compute/v1/{group}"));
+    let zone = call.var("zone").to_string();
     let target = path.clone();
     Ok(operation(
         state,
@@ -423,6 +488,9 @@ fn delete(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
                 state.resources.remove(&member);
             }
             state.resources.remove(&target);
+            if let Some(group) = owner {
+                sync_group(state, &project, &zone, &group);
+            }
             Ok(())
         }),
     ))
@@ -463,12 +531,14 @@ fn modify(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
         "resource",
     )?;
     check_references(state, &project, &call.body)?;
+    let mut body = call.body.clone();
+    expand_references(&project, &mut body);
     let mut updated = if call.verb() == "patch" {
         let mut merged = current.clone();
-        merge(&mut merged, &call.body);
+        merge(&mut merged, &body);
         merged
     } else {
-        let mut replaced = call.body.clone();
+        let mut replaced = body;
         for keep in [
             "id",
             "selfLink",
@@ -698,6 +768,7 @@ fn group_change(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiErro
         "setInstanceTemplate" => {
             check_references(state, &project, &call.body)?;
             manager["instanceTemplate"] = call.body["instanceTemplate"].clone();
+            expand_references(&project, &mut manager["instanceTemplate"]);
         }
         "setTargetPools" => {
             check_fingerprint(
@@ -707,6 +778,7 @@ fn group_change(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiErro
             )?;
             check_references(state, &project, &call.body)?;
             manager["targetPools"] = call.body["targetPools"].clone();
+            expand_references(&project, &mut manager["targetPools"]);
         }
         _ => {
             let members = group_members(state, &path);
@@ -883,4 +955,154 @@ fn shielded_identity(state: &State, path: &str) -> Result<Value, ApiError> {
         }
     }
     Ok(Value::Object(answer))
+}
+
+/// `compute.projects.get`: every project exists on Google (a call names
+/// one it may use); a project seeded at `compute/v1/projects/P` answers
+/// as seeded. The default service account is Compute Engine's,
+/// `NUMBER-compute@developer.gserviceaccount.com`.
+fn project(state: &State, project: &str) -> Value {
+    let path = format!("compute/v1/projects/{project}");
+    if let Some(seeded) = state.resources.get(&path) {
+        return seeded.clone();
+    }
+    let number = super::others::project_number(project);
+    json!({
+        "kind": "compute#project",
+        "id": number,
+        "name": project,
+        "creationTimestamp": "2020-01-01T00:00:00.000-00:00",
+        "selfLink": state.link(&path),
+        "defaultServiceAccount": format!("{number}-compute@developer.gserviceaccount.com"),
+        "commonInstanceMetadata": {"kind": "compute#metadata", "fingerprint": fingerprint(&json!([])), "items": []},
+        "defaultNetworkTier": "PREMIUM",
+        "xpnProjectStatus": "UNSPECIFIED_XPN_PROJECT_STATUS",
+        "quotas": [],
+    })
+}
+
+/// The regions and zones every project sees: a few of Google's, and
+/// `us-test1` (kops' own test cases are in it).
+const PLACES: &[(&str, &[&str])] = &[
+    ("us-central1", &["a", "b", "c", "f"]),
+    ("us-east1", &["b", "c", "d"]),
+    ("us-west1", &["a", "b", "c"]),
+    ("europe-west1", &["b", "c", "d"]),
+    ("europe-west4", &["a", "b", "c"]),
+    ("asia-east1", &["a", "b", "c"]),
+    ("us-test1", &["a", "b", "c"]),
+];
+
+/// `zones.get` / `zones.list` / `regions.get` / `regions.list`.
+fn places(state: &mut State, call: &Incoming<'_>, collection: &str) -> Result<Value, ApiError> {
+    let project = call.var("project");
+    let base = format!("compute/v1/projects/{project}");
+    let mut all = Vec::new();
+    for (n, (region, letters)) in PLACES.iter().enumerate() {
+        let region_link = state.link(&format!("{base}/regions/{region}"));
+        let zone_links: Vec<String> = letters
+            .iter()
+            .map(|l| state.link(&format!("{base}/zones/{region}-{l}")))
+            .collect();
+        if collection == "regions" {
+            all.push(json!({
+                "kind": "compute#region", "id": (1000 + n).to_string(), "name": region,
+                "status": "UP", "zones": zone_links, "selfLink": region_link,
+                "creationTimestamp": "2020-01-01T00:00:00.000-00:00", "quotas": [],
+            }));
+            continue;
+        }
+        for (i, letter) in letters.iter().enumerate() {
+            all.push(json!({
+                "kind": "compute#zone", "id": (2000 + n * 10 + i).to_string(),
+                "name": format!("{region}-{letter}"), "status": "UP",
+                "region": region_link, "selfLink": zone_links[i],
+                "creationTimestamp": "2020-01-01T00:00:00.000-00:00",
+                "availableCpuPlatforms": ["Intel Broadwell"],
+            }));
+        }
+    }
+    if call.verb() == "get" {
+        let name = call.var(if collection == "zones" {
+            "zone"
+        } else {
+            "region"
+        });
+        return all
+            .into_iter()
+            .find(|p| p["name"] == name)
+            .ok_or_else(|| ApiError::not_found(&relative(call.path)));
+    }
+    let filter = super::others::Filter::parse(call.param("filter").unwrap_or(""))?;
+    let found: Vec<Value> = all.into_iter().filter(|p| filter.matches(p)).collect();
+    let (items, next) = page(state, call, &found)?;
+    let mut answer = json!({
+        "kind": format!("compute#{}List", collection.trim_end_matches('s')),
+        "id": relative(call.path),
+        "items": items,
+        "selfLink": state.link(call.path),
+    });
+    if let Some(next) = next {
+        answer["nextPageToken"] = next.into();
+    }
+    Ok(answer)
+}
+
+/// `targetPools.addHealthCheck` / `removeHealthCheck` / `addInstance` /
+/// `removeInstance`: `{"healthChecks": [{"healthCheck": URL}]}` or
+/// `{"instances": [{"instance": URL}]}`, each reference as Google accepts
+/// it. A pool has at most one health check; what is added must exist.
+fn pool_change(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
+    let project = call.var("project").to_string();
+    let path = resource_of(call);
+    let mut pool = existing(state, &path)?;
+    check_references(state, &project, &call.body)?;
+    let (field, inner) = if call.verb().ends_with("HealthCheck") {
+        ("healthChecks", "healthCheck")
+    } else {
+        ("instances", "instance")
+    };
+    let mut given: Vec<String> = call.body[field]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r[inner].as_str())
+        .filter_map(|r| expand_reference(&project, r))
+        .collect();
+    given.dedup();
+    let mut current: Vec<String> = pool[field]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str().map(str::to_string))
+        .collect();
+    if call.verb().starts_with("add") {
+        for reference in given {
+            if !current.contains(&reference) {
+                current.push(reference);
+            }
+        }
+    } else {
+        current.retain(|r| !given.contains(r));
+    }
+    if field == "healthChecks" && current.len() > 1 {
+        return Err(ApiError::invalid(
+            "Invalid value for field 'healthChecks': a target pool can have at most one health check."
+                .into(),
+        ));
+    }
+    pool[field] = json!(current);
+    if let Some(object) = pool.as_object_mut() {
+        refresh_fingerprints(object);
+    }
+    let target = path.clone();
+    Ok(operation(
+        state,
+        call,
+        &path,
+        Box::new(move |state: &mut State| {
+            state.resources.insert(target, pool);
+            Ok(())
+        }),
+    ))
 }

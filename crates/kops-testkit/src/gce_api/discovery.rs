@@ -75,6 +75,8 @@ pub struct Method {
     pub request: Option<String>,
     /// Query parameters by name (type).
     query: BTreeMap<String, Value>,
+    /// The OAuth scopes any one of which lets a token call the method.
+    pub scopes: Vec<String>,
 }
 
 /// A request matched to its method: the path variables by name.
@@ -223,6 +225,12 @@ fn collect_methods(service: &'static str, prefix: &str, resources: &Value, out: 
                     segments,
                     request: m["request"]["$ref"].as_str().map(str::to_string),
                     query,
+                    scopes: m["scopes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect(),
                 });
             }
         }

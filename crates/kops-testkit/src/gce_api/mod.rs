@@ -21,8 +21,24 @@
 //!   references, 404 when an insert references what does not exist.
 //! - `list` pages with `pageToken`; [`GceApi::set_page_size`] caps pages
 //!   (2 in tests).
-//! - [`GceApi::set_fault_rate`]: that fraction of calls answers 503, 429 or
-//!   drops the connection without an answer (before doing anything).
+//! - Compute Engine's forms: every reference it stores (given as a full
+//!   URL, a `projects/...` path or a path partial to the project) is kept
+//!   and returned as `https://www.googleapis.com/compute/v1/projects/...`,
+//!   and every link (`selfLink`, `zone`, `region`, operation links) names
+//!   that host, whatever endpoint the caller used ([`GOOGLE`]).
+//! - Google's front end: a POST, PUT or PATCH with neither
+//!   `Content-Length` nor chunked encoding gets 411; with
+//!   [`GceApi::require_tokens`], a call needs a bearer token whose scopes
+//!   cover the method (401, 403 otherwise).
+//! - Switchable behaviours of Google's: [`GceApi::set_fault_rate`] (that
+//!   fraction of calls answers 503, 429, 403 `rateLimitExceeded` or drops
+//!   the connection, before doing anything), [`GceApi::set_rate_quota`]
+//!   (per-project rate quotas per API group),
+//!   [`GceApi::set_iam_delay`] (a new service account refused in IAM
+//!   policies for a while), [`GceApi::set_operation_failure_rate`]
+//!   (operations that end in an error) and
+//!   [`GceApi::set_wait_returns_early`] (`operations.wait` answering while
+//!   the operation still runs).
 //!
 //! Methods the documents define but the server does not serve answer 501
 //! naming the method, so a gap is visible rather than faked.
@@ -46,6 +62,10 @@ use serde_json::Value;
 pub use discovery::documents_dir;
 use discovery::Discovery;
 pub use error::ApiError;
+
+/// The host every Compute link names (`selfLink`, `zone`, `region`,
+/// operation links, stored references), as Compute Engine writes them.
+pub const GOOGLE: &str = "https://www.googleapis.com";
 
 /// One call the server answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,8 +106,6 @@ type Effect = Box<dyn FnOnce(&mut State) -> Result<(), ApiError> + Send>;
 
 /// Everything the server holds.
 pub(crate) struct State {
-    /// The base URL, for self links.
-    url: String,
     /// Resources by path without the leading slash
     /// (`compute/v1/projects/p/global/networks/n`).
     resources: BTreeMap<String, Value>,
@@ -98,6 +116,20 @@ pub(crate) struct State {
     operation_delay: Duration,
     rng: u64,
     counter: u64,
+    /// When each service account was made (by email).
+    accounts_made: BTreeMap<String, Instant>,
+    /// How long a new service account is refused in IAM policies.
+    iam_delay: Duration,
+    /// The fraction of operations that end in an error.
+    operation_failure_rate: f64,
+    /// `operations.wait` answers at once, done or not.
+    wait_returns_early: bool,
+    /// Per-project rate quotas by API group: the limit per window, and
+    /// the calls counted in the current window.
+    quotas: BTreeMap<String, Quota>,
+    /// Access tokens the server issued, with their scopes; `None`: no
+    /// token is asked for (the clients run unauthenticated).
+    tokens: Option<BTreeMap<String, Vec<String>>>,
 }
 
 impl State {
@@ -114,8 +146,10 @@ impl State {
         (self.rng >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// A link as Compute Engine writes it: on Google's host, whatever
+    /// endpoint the caller used.
     fn link(&self, path: &str) -> String {
-        format!("{}/{path}", self.url)
+        format!("{GOOGLE}/{path}")
     }
 
     /// Finishes the operations whose time has come, oldest first.
@@ -142,7 +176,32 @@ impl State {
 
     fn finish(&mut self, index: usize) {
         let effect = self.operations[index].effect.take();
-        let result = effect.map_or(Ok(()), |effect| effect(self));
+        let fails = self.operation_failure_rate > 0.0
+            && effect.is_some()
+            && self.random() < self.operation_failure_rate;
+        let result = if fails {
+            let target = self.operations[index].json["targetLink"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            Err(if self.random() < 0.5 {
+                ApiError::new(
+                    500,
+                    "INTERNAL_ERROR",
+                    "INTERNAL SERVER ERROR",
+                    "Internal error. Please try again or contact Google Support.".into(),
+                )
+            } else {
+                ApiError::new(
+                    403,
+                    "RESOURCE_OPERATION_RATE_EXCEEDED",
+                    "FORBIDDEN",
+                    format!("Operation rate exceeded for resource '{target}'. Too frequent operations from the source resource."),
+                )
+            })
+        } else {
+            effect.map_or(Ok(()), |effect| effect(self))
+        };
         let op = &mut self.operations[index];
         op.json["status"] = "DONE".into();
         op.json["progress"] = 100.into();
@@ -155,6 +214,65 @@ impl State {
             op.json["httpErrorMessage"] = error.status.into();
         }
     }
+}
+
+/// A rate quota of one API group.
+pub(crate) struct Quota {
+    limit: u32,
+    window: Duration,
+    /// By project: when its window started and the calls in it.
+    used: BTreeMap<String, (Instant, u32)>,
+}
+
+/// The quota group of a method (see [`GceApi::set_rate_quota`]).
+fn quota_group(method: &discovery::Method) -> String {
+    match method.service {
+        "compute" => {
+            let verb = method.id.rsplit('.').next().unwrap_or("");
+            let collection = method.id.split('.').nth(1).unwrap_or("");
+            if collection.ends_with("Operations") {
+                "compute-operations".into()
+            } else if matches!(verb, "get" | "list" | "aggregatedList") {
+                "compute-read".into()
+            } else {
+                "compute-write".into()
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Counts a call against its group's quota; the error when over it.
+fn charge_quota(state: &mut State, matched: &discovery::Matched<'_>) -> Result<(), ApiError> {
+    let group = quota_group(matched.method);
+    let Some(quota) = state.quotas.get_mut(&group) else {
+        return Ok(());
+    };
+    let project = ["project", "projectsId", "projectId", "resource"]
+        .iter()
+        .find_map(|k| matched.vars.get(*k))
+        .cloned()
+        .unwrap_or_default();
+    let now = Instant::now();
+    let (started, used) = quota.used.entry(project.clone()).or_insert((now, 0));
+    if now.duration_since(*started) >= quota.window {
+        *started = now;
+        *used = 0;
+    }
+    *used += 1;
+    if *used <= quota.limit {
+        return Ok(());
+    }
+    let message = format!(
+        "Quota exceeded for quota group '{group}' of service '{}.googleapis.com' for consumer 'project_number:{}'.",
+        matched.method.service,
+        others::project_number(&project)
+    );
+    Err(if matched.method.service == "compute" {
+        ApiError::new(403, "rateLimitExceeded", "PERMISSION_DENIED", message)
+    } else {
+        ApiError::new(429, "rateLimitExceeded", "RESOURCE_EXHAUSTED", message)
+    })
 }
 
 /// A running GCE API test server; it stops when the process exits.
@@ -209,7 +327,6 @@ impl GceApi {
             .map_or(1, |d| d.as_nanos() as u64)
             | 1;
         let state = Arc::new(Mutex::new(State {
-            url: url.clone(),
             resources: BTreeMap::new(),
             operations: Vec::new(),
             calls: Vec::new(),
@@ -218,6 +335,12 @@ impl GceApi {
             operation_delay: Duration::from_millis(40),
             rng: seed,
             counter: 1000,
+            tokens: None,
+            accounts_made: BTreeMap::new(),
+            iam_delay: Duration::ZERO,
+            operation_failure_rate: 0.0,
+            wait_returns_early: false,
+            quotas: BTreeMap::new(),
         }));
         let discovery = Arc::new(discovery);
         let shared = state.clone();
@@ -261,6 +384,35 @@ impl GceApi {
         .collect()
     }
 
+    /// From now on every API call needs `Authorization: Bearer TOKEN` with
+    /// a token this server issued ([`GceApi::issue_token`] or its token
+    /// endpoint, [`GceApi::token_uri`]) whose scopes include one of the
+    /// method's (its discovery document lists them): 401 without a known
+    /// token, 403 `ACCESS_TOKEN_SCOPE_INSUFFICIENT` when no scope covers
+    /// the method, as Google answers.
+    pub fn require_tokens(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.tokens.get_or_insert_with(BTreeMap::new);
+    }
+
+    /// A new access token with `scopes` (full scope URLs).
+    pub fn issue_token(&self, scopes: &[&str]) -> String {
+        let mut state = self.state.lock().unwrap();
+        let scopes = scopes.iter().map(|s| s.to_string()).collect();
+        issue(&mut state, scopes)
+    }
+
+    /// The server's OAuth 2.0 token endpoint (`POST`, form-encoded), for a
+    /// credentials file's `token_uri`: a service account's signed JWT
+    /// (`grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`) gets a
+    /// token with the JWT's `scope` claim; a user's refresh token
+    /// (`grant_type=refresh_token`) gets its `scope` parameter, else
+    /// `cloud-platform` (what `gcloud auth application-default login`
+    /// grants). The JWT's signature is not checked.
+    pub fn token_uri(&self) -> String {
+        format!("{}/token", self.url)
+    }
+
     /// Caps every list page at `size` items (`None`: only `maxResults`).
     pub fn set_page_size(&self, size: Option<usize>) {
         self.state.lock().unwrap().page_size = size;
@@ -270,6 +422,44 @@ impl GceApi {
     /// dropped connection.
     pub fn set_fault_rate(&self, rate: f64) {
         self.state.lock().unwrap().fault_rate = rate;
+    }
+
+    /// How long a new service account is refused as a member of a
+    /// project's IAM policy (400 `Service account ... does not exist.`),
+    /// as Google's IAM is eventually consistent.
+    pub fn set_iam_delay(&self, delay: Duration) {
+        self.state.lock().unwrap().iam_delay = delay;
+    }
+
+    /// The fraction of Compute operations (0.0..=1.0) that end `DONE` with
+    /// an error and no effect, with Google's codes: `INTERNAL_ERROR` (500)
+    /// or `RESOURCE_OPERATION_RATE_EXCEEDED` (403).
+    pub fn set_operation_failure_rate(&self, rate: f64) {
+        self.state.lock().unwrap().operation_failure_rate = rate;
+    }
+
+    /// Whether `operations.wait` answers at once with the operation as it
+    /// is (Google's wait returns after a while even when it is not done);
+    /// otherwise it waits for the operation to finish.
+    pub fn set_wait_returns_early(&self, early: bool) {
+        self.state.lock().unwrap().wait_returns_early = early;
+    }
+
+    /// A per-project rate quota: at most `limit` calls of API `group` per
+    /// `window` (Google counts per minute). Groups: `compute-read` (get,
+    /// list), `compute-operations` (operation get and wait),
+    /// `compute-write` (every other Compute method), `dns`, `iam`,
+    /// `cloudresourcemanager`. Over it, Compute answers 403
+    /// `rateLimitExceeded`, the others 429 `RESOURCE_EXHAUSTED`.
+    pub fn set_rate_quota(&self, group: &str, limit: u32, window: Duration) {
+        self.state.lock().unwrap().quotas.insert(
+            group.to_string(),
+            Quota {
+                limit,
+                window,
+                used: BTreeMap::new(),
+            },
+        );
     }
 
     /// How long a Compute operation takes to be `DONE`.
@@ -374,6 +564,10 @@ struct Request {
     body: Vec<u8>,
     /// `Connection: close`: answer, then close.
     close: bool,
+    /// Whether the length was given (`Content-Length` or chunked).
+    sized: bool,
+    /// The `Authorization` header.
+    authorization: Option<String>,
 }
 
 fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
@@ -384,8 +578,10 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     let mut parts = line.split_whitespace();
     let method = parts.next()?.to_string();
     let target = parts.next()?.to_string();
-    let mut length = 0;
+    let mut length = None;
+    let mut chunked = false;
     let mut close = false;
+    let mut authorization = None;
     loop {
         let mut header = String::new();
         reader.read_line(&mut header).ok()?;
@@ -394,15 +590,25 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
             break;
         }
         if let Some((name, value)) = header.split_once(':') {
+            let value = value.trim();
             if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().ok()?;
+                length = Some(value.parse().ok()?);
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = value.eq_ignore_ascii_case("chunked");
             } else if name.eq_ignore_ascii_case("connection") {
-                close = value.trim().eq_ignore_ascii_case("close");
+                close = value.eq_ignore_ascii_case("close");
+            } else if name.eq_ignore_ascii_case("authorization") {
+                authorization = Some(value.to_string());
             }
         }
     }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
+    let body = if chunked {
+        read_chunks(reader)?
+    } else {
+        let mut body = vec![0; length.unwrap_or(0)];
+        reader.read_exact(&mut body).ok()?;
+        body
+    };
     let (path, raw_query) = target.split_once('?').unwrap_or((&target, ""));
     let query = raw_query
         .split('&')
@@ -419,7 +625,33 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         raw_query: raw_query.to_string(),
         body,
         close,
+        sized: length.is_some() || chunked,
+        authorization,
     })
+}
+
+/// A chunked body (`Transfer-Encoding: chunked`), trailers skipped.
+fn read_chunks(reader: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let size = line.trim().split(';').next()?;
+        let size = usize::from_str_radix(size, 16).ok()?;
+        if size == 0 {
+            loop {
+                let mut trailer = String::new();
+                if reader.read_line(&mut trailer).ok()? == 0 || trailer.trim().is_empty() {
+                    return Some(body);
+                }
+            }
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..]).ok()?;
+        let mut end = [0; 2];
+        reader.read_exact(&mut end).ok()?;
+    }
 }
 
 fn serve(stream: TcpStream, state: &Mutex<State>, discovery: &Discovery) {
@@ -429,6 +661,23 @@ fn serve(stream: TcpStream, state: &Mutex<State>, discovery: &Discovery) {
     let mut reader = BufReader::new(clone);
     let mut out = stream;
     while let Some(request) = read_request(&mut reader) {
+        if !request.sized && matches!(request.method.as_str(), "POST" | "PUT" | "PATCH") {
+            // Google's front end, before any API sees the request.
+            let page = "<!DOCTYPE html>\n<html lang=en><title>Error 411 (Length Required)!!1</title>\n<p><b>411.</b> <ins>That\u{2019}s an error.</ins>\n<p>POST requests require a <code>Content-length</code> header.  <ins>That\u{2019}s all we know.</ins>\n";
+            let reply = format!(
+                "HTTP/1.1 411 Length Required\r\nContent-Type: text/html; charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            state.lock().unwrap().calls.push(Call {
+                http_method: request.method.clone(),
+                path: request.path.clone(),
+                query: request.raw_query.clone(),
+                method: String::new(),
+                status: 411,
+            });
+            let _ = out.write_all(reply.as_bytes());
+            return;
+        }
         let Some((status, body)) = handle(state, discovery, &request) else {
             // A dropped connection.
             let _ = out.shutdown(std::net::Shutdown::Both);
@@ -450,6 +699,8 @@ fn reason_phrase(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         409 => "Conflict",
         412 => "Precondition Failed",
@@ -464,6 +715,9 @@ fn reason_phrase(status: u16) -> &'static str {
 fn handle(state: &Mutex<State>, discovery: &Discovery, request: &Request) -> Option<(u16, Value)> {
     let mut state = state.lock().unwrap();
     state.advance();
+    if request.method == "POST" && request.path == "/token" {
+        return Some(token_endpoint(&mut state, request));
+    }
     let matched = discovery.route(&request.method, &request.path);
     let mut call = Call {
         http_method: request.method.clone(),
@@ -477,18 +731,26 @@ fn handle(state: &Mutex<State>, discovery: &Discovery, request: &Request) -> Opt
     };
     if state.fault_rate > 0.0 && state.random() < state.fault_rate {
         let pick = state.random();
-        let fault = if pick < 0.4 {
+        let fault = if pick < 0.3 {
             Some(ApiError::new(
                 503,
                 "backendError",
                 "UNAVAILABLE",
                 "The service is currently unavailable.".into(),
             ))
-        } else if pick < 0.8 {
+        } else if pick < 0.55 {
             Some(ApiError::new(
                 429,
                 "rateLimitExceeded",
                 "RESOURCE_EXHAUSTED",
+                "Rate Limit Exceeded".into(),
+            ))
+        } else if pick < 0.8 {
+            // Compute's answer to a project over its rate quota.
+            Some(ApiError::new(
+                403,
+                "rateLimitExceeded",
+                "PERMISSION_DENIED",
                 "Rate Limit Exceeded".into(),
             ))
         } else {
@@ -498,7 +760,9 @@ fn handle(state: &Mutex<State>, discovery: &Discovery, request: &Request) -> Opt
         state.calls.push(call);
         return fault.map(|f| (f.code, f.body()));
     }
+    let checked = check_token(&state, request, matched.as_ref().map(|m| m.method));
     let result = match &matched {
+        _ if checked.is_err() => checked.map(|()| Value::Null),
         None => Err(ApiError::new(
             404,
             "notFound",
@@ -508,7 +772,10 @@ fn handle(state: &Mutex<State>, discovery: &Discovery, request: &Request) -> Opt
                 request.path
             ),
         )),
-        Some(matched) => dispatch(&mut state, discovery, matched, request),
+        Some(matched) => match charge_quota(&mut state, matched) {
+            Ok(()) => dispatch(&mut state, discovery, matched, request),
+            Err(e) => Err(e),
+        },
     };
     let (status, body) = match result {
         Ok(body) => (200, body),
@@ -687,4 +954,98 @@ pub(crate) fn fingerprint(value: &Value) -> String {
         out.push('=');
     }
     out
+}
+
+fn issue(state: &mut State, scopes: Vec<String>) -> String {
+    let id = state.next_id();
+    let token = format!("ya29.testkit-{id}-{:08x}", (state.random() * 4e9) as u64);
+    state
+        .tokens
+        .get_or_insert_with(BTreeMap::new)
+        .insert(token.clone(), scopes);
+    token
+}
+
+/// `POST /token`: Google's OAuth token endpoint (see [`GceApi::token_uri`]).
+fn token_endpoint(state: &mut State, request: &Request) -> (u16, Value) {
+    let form: BTreeMap<String, String> = String::from_utf8_lossy(&request.body)
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (percent_decode(k), percent_decode(v)))
+        .collect();
+    let refused = |what: &str| {
+        (
+            400,
+            serde_json::json!({"error": "invalid_grant", "error_description": what}),
+        )
+    };
+    let scopes = match form.get("grant_type").map(String::as_str) {
+        Some("urn:ietf:params:oauth:grant-type:jwt-bearer") => {
+            use base64::Engine;
+            let claims = form
+                .get("assertion")
+                .and_then(|jwt| jwt.split('.').nth(1))
+                .and_then(|part| {
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .decode(part.trim_end_matches('='))
+                        .ok()
+                })
+                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
+            let Some(claims) = claims else {
+                return refused("Invalid JWT.");
+            };
+            match claims["scope"].as_str() {
+                Some(scope) => scope.split_whitespace().map(str::to_string).collect(),
+                None => return refused("Invalid JWT: No valid scope or audience claim."),
+            }
+        }
+        Some("refresh_token") if form.contains_key("refresh_token") => match form.get("scope") {
+            Some(scope) => scope.split_whitespace().map(str::to_string).collect(),
+            None => vec![CLOUD_PLATFORM.to_string()],
+        },
+        _ => return refused("Invalid grant."),
+    };
+    let token = issue(state, scopes);
+    (
+        200,
+        serde_json::json!({"access_token": token, "expires_in": 3599, "token_type": "Bearer"}),
+    )
+}
+
+const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
+
+/// Google's answer to a call without a token it knows, or with one whose
+/// scopes do not cover the method.
+fn check_token(
+    state: &State,
+    request: &Request,
+    method: Option<&discovery::Method>,
+) -> Result<(), ApiError> {
+    let Some(tokens) = &state.tokens else {
+        return Ok(());
+    };
+    let given = request
+        .authorization
+        .as_deref()
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .and_then(|t| tokens.get(t.trim()));
+    let Some(scopes) = given else {
+        return Err(ApiError::new(
+            401,
+            "required",
+            "UNAUTHENTICATED",
+            "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.".into(),
+        ));
+    };
+    match method {
+        Some(m) if !m.scopes.is_empty() && !m.scopes.iter().any(|s| scopes.contains(s)) => {
+            Err(ApiError::new(
+                403,
+                "insufficientPermissions",
+                "PERMISSION_DENIED",
+                "Request had insufficient authentication scopes.".into(),
+            ))
+        }
+        _ => Ok(()),
+    }
 }

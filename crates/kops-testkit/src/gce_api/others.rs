@@ -94,6 +94,25 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
             state.resources.insert(path, account.clone());
             Ok(account)
         }
+        "iam.projects.serviceAccounts.update" => {
+            // The older whole-account update: only the display name and
+            // the description change.
+            let (path, mut account) = find_service_account(state, call)?;
+            if !call.body["etag"].is_null() && call.body["etag"] != account["etag"] {
+                return Err(ApiError::new(
+                    409,
+                    "aborted",
+                    "ABORTED",
+                    "The etag does not match the service account's.".into(),
+                ));
+            }
+            for field in ["displayName", "description"] {
+                account[field] = call.body[field].clone();
+            }
+            account["etag"] = fingerprint(&account).into();
+            state.resources.insert(path, account.clone());
+            Ok(account)
+        }
         "iam.projects.serviceAccounts.delete" => {
             let (path, _) = find_service_account(state, call)?;
             state.resources.remove(&path);
@@ -121,6 +140,25 @@ pub(crate) fn handle(state: &mut State, call: &Incoming<'_>) -> Result<Value, Ap
                     "ABORTED",
                     "There were concurrent policy changes. Please retry the whole read-modify-write with exponential backoff.".into(),
                 ));
+            }
+            // A new service account is not known to IAM policies at once.
+            let young = new["bindings"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["members"].as_array())
+                .flatten()
+                .filter_map(|m| m.as_str()?.strip_prefix("serviceAccount:"))
+                .find(|email| {
+                    state
+                        .accounts_made
+                        .get(*email)
+                        .is_some_and(|made| made.elapsed() < state.iam_delay)
+                });
+            if let Some(email) = young {
+                return Err(ApiError::invalid(format!(
+                    "Service account {email} does not exist."
+                )));
             }
             new["version"] = new["version"].as_u64().unwrap_or(1).into();
             new["etag"] = "".into();
@@ -310,7 +348,7 @@ fn same_record(a: &Value, b: &Value) -> bool {
     ttl(a) == ttl(b) && a["rrdatas"] == b["rrdatas"]
 }
 
-fn project_number(project: &str) -> String {
+pub(crate) fn project_number(project: &str) -> String {
     let sum: u64 = project
         .bytes()
         .map(u64::from)
@@ -361,6 +399,7 @@ fn create_service_account(state: &mut State, call: &Incoming<'_>) -> Result<Valu
     }
     account["etag"] = fingerprint(&account).into();
     state.resources.insert(path, account.clone());
+    state.accounts_made.insert(email, std::time::Instant::now());
     Ok(account)
 }
 
