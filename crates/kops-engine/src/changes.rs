@@ -148,6 +148,11 @@ impl<K: FieldValue, V: FieldValue, S> FieldValue for HashMap<K, V, S> {
 pub struct FieldChange {
     /// The field's name as the plan shows it (`cidr`, `enableDnsHostnames`).
     pub field: &'static str,
+    /// Where inside `field` the change is, for a structured value
+    /// (`properties.disks[0].initializeParams.diskType`); the plan shows it
+    /// in place of `field`. `None`: the field as a whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// The current value; `None` when the object does not exist yet.
     pub from: Option<String>,
     /// The value the task wants.
@@ -229,6 +234,7 @@ impl Changes {
         }
         self.0.push(FieldChange {
             field,
+            path: None,
             from: actual.map(&render),
             to: render(expected),
         });
@@ -254,6 +260,7 @@ impl Changes {
             None => {
                 self.0.push(FieldChange {
                     field,
+                    path: None,
                     from: actual.map(FieldValue::render),
                     to: format!("<{dependency}>"),
                 });
@@ -314,11 +321,18 @@ impl FromIterator<FieldChange> for Changes {
     }
 }
 
+impl FieldChange {
+    /// What the plan names: the path inside the field, else the field.
+    pub fn label(&self) -> &str {
+        self.path.as_deref().unwrap_or(self.field)
+    }
+}
+
 impl fmt::Display for FieldChange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.from {
-            Some(from) => write!(f, "{}: {} -> {}", self.field, from, self.to),
-            None => write!(f, "{}: {}", self.field, self.to),
+            Some(from) => write!(f, "{}: {} -> {}", self.label(), from, self.to),
+            None => write!(f, "{}: {}", self.label(), self.to),
         }
     }
 }
@@ -338,6 +352,7 @@ mod tests {
             changes.as_slice(),
             [FieldChange {
                 field: "enableDnsSupport",
+                path: None,
                 from: Some("false".into()),
                 to: "true".into(),
             }]

@@ -268,9 +268,13 @@ impl fmt::Display for Plan {
                 let _ = writeln!(out, "  {}", task.key);
                 for change in &task.changes {
                     if change.to.contains('\n') {
-                        multi_line(&mut out, change.field, change.to.lines().map(str::to_owned));
+                        multi_line(
+                            &mut out,
+                            change.label(),
+                            change.to.lines().map(str::to_owned),
+                        );
                     } else {
-                        field_line(&mut out, change.field, &change.to);
+                        field_line(&mut out, change.label(), &change.to);
                     }
                 }
                 out.push('\n');
@@ -299,10 +303,10 @@ impl fmt::Display for Plan {
 fn render_modification(out: &mut String, change: &FieldChange) {
     let from = change.from.as_deref().unwrap_or("<none>");
     if from.contains('\n') || change.to.contains('\n') {
-        multi_line(out, change.field, line_diff(from, &change.to, 3));
+        multi_line(out, change.label(), line_diff(from, &change.to, 3));
     } else {
         // kops writes " old -> new", leading space included.
-        field_line(out, change.field, &format!(" {from} -> {}", change.to));
+        field_line(out, change.label(), &format!(" {from} -> {}", change.to));
     }
 }
 

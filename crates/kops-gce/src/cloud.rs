@@ -8,7 +8,9 @@
 //! - Endpoints: gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`, `_DNS`,
 //!   `_IAM` and `_CLOUDRESOURCEMANAGER` when set (Compute's and DNS's
 //!   include the version path, as gcloud documents), else Google's. A
-//!   plain `http://` override is a local server: no credentials are sent.
+//!   plain `http://` override is a local server: no credentials are sent,
+//!   unless `GOOGLE_APPLICATION_CREDENTIALS` names a file whose
+//!   `token_uri` is local too (a test server checking tokens).
 //! - Retries: 429, 5xx and failed connections, with backoff.
 //! - Compute mutations return operations; [`GceCloud::wait`] polls them
 //!   with `operations.wait` until `DONE` and turns an operation's error
@@ -43,14 +45,35 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// Whether trying again later may succeed.
+    /// Whether trying again later may succeed: transport failures, 429,
+    /// 5xx, a rate limit answered as 403, a stale fingerprint, and
+    /// operations that failed for a passing reason (Google names those in
+    /// capitals).
     pub fn is_transient(&self) -> bool {
         self.status == 0
             || self.status == 429
             || self.status >= 500
+            || self.is_rate_limit()
             || self.reason == "resourceInUseByAnotherResource"
             || self.reason == "resourceNotReady"
             || self.status == 412
+            || TRANSIENT_OPERATION_ERRORS.contains(&self.reason.as_str())
+    }
+
+    /// Compute's answer to too many calls: 403 `rateLimitExceeded` or
+    /// `userRateLimitExceeded` (429 elsewhere).
+    pub fn is_rate_limit(&self) -> bool {
+        self.status == 403
+            && (self.reason == "rateLimitExceeded" || self.reason == "userRateLimitExceeded")
+    }
+
+    /// A new service account that IAM does not know yet (Google's IAM is
+    /// eventually consistent: a binding naming it can be refused for a
+    /// while after it was made).
+    pub fn is_iam_propagation(&self) -> bool {
+        matches!(self.status, 400 | 403 | 404)
+            && self.message.contains("Service account")
+            && self.message.contains("does not exist")
     }
 
     pub fn is_not_found(&self) -> bool {
@@ -65,6 +88,15 @@ impl ApiError {
         }
     }
 }
+
+/// Operation error codes that a later try may not meet.
+const TRANSIENT_OPERATION_ERRORS: [&str; 5] = [
+    "INTERNAL_ERROR",
+    "RESOURCE_OPERATION_RATE_EXCEEDED",
+    "RATE_LIMIT_EXCEEDED",
+    "RESOURCE_NOT_READY",
+    "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE",
+];
 
 /// Where each API is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +243,7 @@ impl GceCloud {
         let credentials = self
             .credentials
             .get_or_try_init(|| async {
-                if self.endpoints.all_local() {
+                if self.endpoints.all_local() && !local_token_server() {
                     return Ok(None);
                 }
                 kops_state::gcs::auth::find(&kops_api::env::process_env, &self.http)
@@ -281,6 +313,7 @@ impl GceCloud {
         let mut attempt = 1;
         loop {
             self.count(&method, url);
+            let mut retry_after = None;
             let result = match self.http.send_once(&call).await {
                 Err(e) => Err(error(0, "transport", e)),
                 Ok(response) if (200..300).contains(&response.status) => {
@@ -292,6 +325,7 @@ impl GceCloud {
                     }
                 }
                 Ok(response) => {
+                    retry_after = response.header("retry-after").and_then(parse_retry_after);
                     let parsed: Value =
                         serde_json::from_slice(&response.body).unwrap_or(Value::Null);
                     let detail = &parsed["error"];
@@ -309,10 +343,18 @@ impl GceCloud {
             match result {
                 Err(e)
                     if attempt < ATTEMPTS
-                        && (e.status == 0 || e.status == 429 || e.status >= 500) =>
+                        && (e.status == 0
+                            || e.status == 429
+                            || e.status >= 500
+                            || e.is_rate_limit()) =>
                 {
-                    tracing::debug!("{e} (attempt {attempt}), retrying in {pause:?}");
-                    tokio::time::sleep(pause).await;
+                    // Jittered so that parallel tasks do not retry in step;
+                    // the server's Retry-After when it asks for longer.
+                    let wait = retry_after
+                        .map_or(jitter(pause), |after: Duration| after.max(jitter(pause)))
+                        .min(MAX_RETRY_AFTER);
+                    tracing::debug!("{e} (attempt {attempt}), retrying in {wait:?}");
+                    tokio::time::sleep(wait).await;
                     pause = (pause * 2).min(MAX_BACKOFF);
                     attempt += 1;
                 }
@@ -428,6 +470,35 @@ impl GceCloud {
     }
 }
 
+/// The longest pause a `Retry-After` may ask for.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// `Retry-After` as seconds (the HTTP-date form is not used by Google's
+/// APIs).
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// `pause` scaled by a random factor in [0.5, 1.5).
+fn jitter(pause: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(pause.as_nanos() as u64);
+    let unit = (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64;
+    pause.mul_f64(0.5 + unit)
+}
+
+/// Whether `GOOGLE_APPLICATION_CREDENTIALS` names a credentials file whose
+/// `token_uri` is a plain `http://` server: a local token server (a test
+/// server's), so even local endpoints get its tokens.
+fn local_token_server() -> bool {
+    kops_api::env::process_env("GOOGLE_APPLICATION_CREDENTIALS")
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|file| file["token_uri"].as_str().map(str::to_string))
+        .is_some_and(|uri| uri.starts_with("http://"))
+}
+
 /// Percent-encodes a query value.
 pub fn encode(text: &str) -> String {
     let mut out = String::new();
@@ -439,4 +510,44 @@ pub fn encode(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_are_jittered_and_honour_retry_after() {
+        let pause = Duration::from_millis(400);
+        let waits: Vec<Duration> = (0..20).map(|_| jitter(pause)).collect();
+        assert!(waits.iter().all(|w| *w >= pause / 2 && *w < pause * 3 / 2));
+        assert!(waits.iter().any(|w| *w != waits[0]), "{waits:?}");
+        assert_eq!(parse_retry_after(" 7 "), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    }
+
+    #[test]
+    fn rate_limits_iam_propagation_and_failed_operations_are_told_apart() {
+        let e = |status: u16, reason: &str, message: &str| ApiError {
+            method: "POST".into(),
+            url: "u".into(),
+            status,
+            reason: reason.into(),
+            message: message.into(),
+        };
+        assert!(e(403, "rateLimitExceeded", "Rate Limit Exceeded").is_transient());
+        assert!(e(403, "userRateLimitExceeded", "x").is_transient());
+        assert!(!e(403, "forbidden", "x").is_transient());
+        assert!(e(500, "INTERNAL_ERROR", "x").is_transient());
+        assert!(e(403, "RESOURCE_OPERATION_RATE_EXCEEDED", "x").is_transient());
+        assert!(!e(400, "ZONE_RESOURCE_POOL_EXHAUSTED", "x").is_transient());
+        let young = e(
+            400,
+            "invalid",
+            "Service account a@p.iam.gserviceaccount.com does not exist.",
+        );
+        assert!(young.is_iam_propagation());
+        assert!(!young.is_transient());
+        assert!(!e(400, "invalid", "Invalid policy").is_iam_propagation());
+    }
 }

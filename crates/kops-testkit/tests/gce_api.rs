@@ -681,3 +681,95 @@ fn base64_url(text: &str) -> String {
     }
     out
 }
+
+#[test]
+fn google_behaviours_can_be_switched_on() {
+    let Some(api) = require_gce_api() else { return };
+    // A new service account is refused in a policy for a while.
+    api.set_iam_delay(Duration::from_millis(300));
+    let (status, account) = api
+        .request(
+            "POST",
+            "/iam/v1/projects/p/serviceAccounts",
+            Some(&json!({"accountId": "node-abc", "serviceAccount": {}})),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{account}");
+    let member = format!("serviceAccount:{}", account["email"].as_str().unwrap());
+    let set = || {
+        api.request(
+            "POST",
+            "/cloudresourcemanager/v1/projects/p:setIamPolicy",
+            Some(&json!({"policy": {"bindings": [{"role": "roles/viewer", "members": [member]}]}})),
+        )
+        .unwrap()
+    };
+    let (status, body) = set();
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist"),
+        "{body}"
+    );
+    std::thread::sleep(Duration::from_millis(350));
+    assert_eq!(set().0, 200);
+
+    // wait answers while the operation runs; failed operations carry
+    // Google's error codes and change nothing.
+    api.set_operation_delay(Duration::from_millis(200));
+    api.set_wait_returns_early(true);
+    let (_, op) = insert(
+        &api,
+        NETWORKS,
+        json!({"name": "n", "autoCreateSubnetworks": false}),
+    );
+    let path = op["selfLink"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(GOOGLE)
+        .unwrap()
+        .to_string();
+    let (_, early) = api.request("POST", &format!("{path}/wait"), None).unwrap();
+    assert_ne!(early["status"], "DONE", "{early}");
+    wait(&api, &op);
+    api.set_operation_delay(Duration::from_millis(1));
+    api.set_operation_failure_rate(1.0);
+    let (_, op) = insert(
+        &api,
+        NETWORKS,
+        json!({"name": "m", "autoCreateSubnetworks": false}),
+    );
+    let done = wait(&api, &op);
+    let code = done["error"]["errors"][0]["code"].as_str().unwrap();
+    assert!(
+        ["INTERNAL_ERROR", "RESOURCE_OPERATION_RATE_EXCEEDED"].contains(&code),
+        "{done}"
+    );
+    assert!(done["httpErrorStatusCode"].as_u64().is_some(), "{done}");
+    assert!(api.get("compute/v1/projects/p/global/networks/m").is_none());
+    api.set_operation_failure_rate(0.0);
+
+    // A per-project quota of a group: Compute answers 403 rateLimitExceeded.
+    api.set_rate_quota("compute-read", 2, Duration::from_secs(60));
+    let statuses: Vec<u16> = (0..3)
+        .map(|_| api.request("GET", NETWORKS, None).unwrap().0)
+        .collect();
+    assert_eq!(statuses, [200, 200, 403]);
+    let (_, body) = api.request("GET", NETWORKS, None).unwrap();
+    assert_eq!(body["error"]["errors"][0]["reason"], "rateLimitExceeded");
+    // Other projects and groups have their own.
+    assert_eq!(
+        api.request("GET", "/compute/v1/projects/q/global/networks", None)
+            .unwrap()
+            .0,
+        200
+    );
+    assert_eq!(
+        api.request("GET", "/dns/v1/projects/p/managedZones", None)
+            .unwrap()
+            .0,
+        200
+    );
+}

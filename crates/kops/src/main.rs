@@ -114,8 +114,10 @@ fn tracing_directives(verbosity: u8) -> String {
         _ => "trace",
     };
     if verbosity < 2 {
-        // Target prefixes: `aws` covers every aws_* crate.
-        format!("{level},aws=off")
+        // Target prefixes: `aws` covers every aws_* crate. kube-client logs
+        // an ERROR for every failed request (a plan's version check when no
+        // API server answers yet); kops-rs reports the failure itself.
+        format!("{level},aws=off,kube_client=off")
     } else {
         level.to_string()
     }
@@ -137,8 +139,8 @@ mod tests {
 
     #[test]
     fn aws_sdk_logs_only_from_v2() {
-        assert_eq!(tracing_directives(0), "warn,aws=off");
-        assert_eq!(tracing_directives(1), "info,aws=off");
+        assert_eq!(tracing_directives(0), "warn,aws=off,kube_client=off");
+        assert_eq!(tracing_directives(1), "info,aws=off,kube_client=off");
         assert_eq!(tracing_directives(2), "info");
         assert_eq!(tracing_directives(4), "debug");
         // The directive is a target prefix: it hides every aws_* crate.

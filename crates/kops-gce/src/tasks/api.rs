@@ -108,24 +108,52 @@ fn field_name(key: &str) -> &'static str {
         .unwrap_or("spec")
 }
 
-/// `projects/...` of a reference or self link.
-fn reference(text: &str) -> &str {
-    text.find("projects/").map_or(text, |i| &text[i..])
+/// A reference in one form, `projects/P/...`, whichever form it came in:
+/// a URL of Compute's API on any host (Google answers with full URLs),
+/// a `projects/...` path, or a path partial to `project`
+/// (`zones/z/diskTypes/pd-ssd`), all three of which Google accepts.
+/// Other text is returned as it is.
+pub(crate) fn canonical(project: &str, text: &str) -> String {
+    if let Some(i) = text.find("projects/") {
+        let prefix = &text[..i];
+        if prefix.is_empty() || prefix.ends_with("/compute/v1/") {
+            return text[i..].to_string();
+        }
+    }
+    if ["global/", "regions/", "zones/"]
+        .iter()
+        .any(|p| text.starts_with(p))
+        && !project.is_empty()
+    {
+        return format!("projects/{project}/{text}");
+    }
+    text.to_string()
 }
 
-/// Whether everything `want` says is in `have` (references compared by
-/// path, numbers and numeric strings alike).
-fn covers(want: &Value, have: &Value) -> bool {
+/// The project a found resource lives in (from its self link).
+fn project_of(resource: &Value) -> &str {
+    let link = resource["selfLink"].as_str().unwrap_or("");
+    link.find("projects/")
+        .map(|i| &link[i + "projects/".len()..])
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("")
+}
+
+/// Whether everything `want` says is in `have` (references compared in
+/// their [`canonical`] form, numbers and numeric strings alike).
+fn covers(project: &str, want: &Value, have: &Value) -> bool {
     match (want, have) {
         (Value::Object(w), Value::Object(h)) => w
             .iter()
-            .all(|(k, v)| covers(v, h.get(k).unwrap_or(&Value::Null))),
+            .all(|(k, v)| covers(project, v, h.get(k).unwrap_or(&Value::Null))),
         (Value::Object(w), Value::Null) => w.values().all(is_empty),
         (Value::Array(w), Value::Array(h)) => {
-            w.len() == h.len() && w.iter().zip(h).all(|(a, b)| covers(a, b))
+            w.len() == h.len() && w.iter().zip(h).all(|(a, b)| covers(project, a, b))
         }
         (Value::Array(w), Value::Null) => w.is_empty(),
-        (Value::String(w), Value::String(h)) => w == h || reference(w) == reference(h),
+        (Value::String(w), Value::String(h)) => {
+            w == h || canonical(project, w) == canonical(project, h)
+        }
         (Value::String(w), Value::Number(h)) | (Value::Number(h), Value::String(w)) => {
             *w == h.to_string()
         }
@@ -162,24 +190,76 @@ pub(crate) fn diff(actual: Option<&Found>) -> Changes {
     let Some(body) = found.want.as_object() else {
         return changes;
     };
+    let project = project_of(&found.resource);
     for (key, want) in body {
         if key == "name" {
             continue;
         }
         let have = Some(found.resource.get(key).cloned().unwrap_or(Value::Null));
-        if have.as_ref().is_some_and(|h| covers(want, h)) {
+        if have.as_ref().is_some_and(|h| covers(project, want, h)) {
             continue;
         }
         if have.is_none() && is_empty(want) {
             continue;
         }
-        changes.push(FieldChange {
-            field: field_name(key),
-            from: have.map(|h| short(&h)),
-            to: short(want),
-        });
+        let field = field_name(key);
+        let mut inner = Vec::new();
+        if let Some(have) = &have {
+            if want.is_object() || want.is_array() {
+                nested(project, key.to_string(), want, have, &mut inner);
+            }
+        }
+        if inner.is_empty() || inner.len() > MAX_PATHS {
+            changes.push(FieldChange {
+                field,
+                path: None,
+                from: have.map(|h| short(&h)),
+                to: short(want),
+            });
+        }
+        for (path, from, to) in inner.into_iter().take(MAX_PATHS) {
+            changes.push(FieldChange {
+                field,
+                path: Some(path),
+                from: Some(from),
+                to,
+            });
+        }
     }
     changes
+}
+
+/// At most this many nested paths of one field are shown; more are shown
+/// as the field.
+const MAX_PATHS: usize = 40;
+
+/// The paths inside a structured field whose values differ
+/// (`properties.disks[0].initializeParams.diskType`), with both values, as
+/// [`covers`] decides: only what `want` says is compared.
+fn nested(
+    project: &str,
+    path: String,
+    want: &Value,
+    have: &Value,
+    out: &mut Vec<(String, String, String)>,
+) {
+    if covers(project, want, have) {
+        return;
+    }
+    match (want, have) {
+        (Value::Object(w), Value::Object(h)) => {
+            for (k, v) in w {
+                let inner = h.get(k).unwrap_or(&Value::Null);
+                nested(project, format!("{path}.{k}"), v, inner, out);
+            }
+        }
+        (Value::Array(w), Value::Array(h)) if w.len() == h.len() => {
+            for (i, (a, b)) in w.iter().zip(h).enumerate() {
+                nested(project, format!("{path}[{i}]"), a, b, out);
+            }
+        }
+        _ => out.push((path, short(have), short(want))),
+    }
 }
 
 /// A value for a plan line: long ones (metadata, user data) shortened.
@@ -661,5 +741,56 @@ impl TargetPool {
             }),
             Update::Immutable,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_compare_equal_in_every_form_google_accepts() {
+        let found = |have: &str| Found {
+            resource: json!({"selfLink": "https://www.googleapis.com/compute/v1/projects/p/zones/z/disks/d", "type": have}),
+            want: json!({"name": "d", "type": "zones/z/diskTypes/pd-ssd"}),
+        };
+        for have in [
+            "https://www.googleapis.com/compute/v1/projects/p/zones/z/diskTypes/pd-ssd",
+            "http://127.0.0.1:1234/compute/v1/projects/p/zones/z/diskTypes/pd-ssd",
+            "projects/p/zones/z/diskTypes/pd-ssd",
+            "zones/z/diskTypes/pd-ssd",
+        ] {
+            assert!(diff(Some(&found(have))).is_empty(), "{have}");
+        }
+        for have in [
+            "https://www.googleapis.com/compute/v1/projects/p/zones/z/diskTypes/pd-standard",
+            "projects/other/zones/z/diskTypes/pd-ssd",
+        ] {
+            assert_eq!(diff(Some(&found(have))).len(), 1, "{have}");
+        }
+        assert_eq!(canonical("p", "pd-ssd"), "pd-ssd");
+    }
+
+    #[test]
+    fn a_nested_change_names_its_path() {
+        let found = Found {
+            resource: json!({"selfLink": "projects/p/global/instanceTemplates/t",
+                "properties": {"machineType": "e2-medium", "metadata": {"items": [{"key": "a", "value": "x".repeat(300)}]},
+                    "disks": [{"boot": true, "initializeParams": {"diskType": "pd-standard", "diskSizeGb": "20"}}]}}),
+            want: json!({"properties": {"machineType": "e2-medium", "metadata": {"items": [{"key": "a", "value": "x".repeat(300)}]},
+                "disks": [{"boot": true, "initializeParams": {"diskType": "pd-balanced", "diskSizeGb": 20}}]}}),
+        };
+        let changes = diff(Some(&found));
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        let change = changes.iter().next().unwrap();
+        assert_eq!(change.field, "properties");
+        assert_eq!(
+            change.to_string(),
+            "properties.disks[0].initializeParams.diskType: pd-standard -> pd-balanced"
+        );
+        assert_eq!(
+            canonical("p", "https://www.googleapis.com/auth/cloud-platform"),
+            "https://www.googleapis.com/auth/cloud-platform"
+        );
     }
 }

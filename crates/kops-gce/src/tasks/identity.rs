@@ -242,6 +242,7 @@ fn binding_diff(actual: Option<&Found>, role: &str) -> Changes {
         if found.want["bound"] != true {
             changes.push(FieldChange {
                 field: "members",
+                path: None,
                 from: None,
                 to: format!(
                     "{role}: {}",
@@ -306,7 +307,10 @@ impl Task<GceContext> for ProjectIamBinding {
             .call(Method::POST, &url, Some(&body))
             .await
             .map_err(|e| {
-                if e.status == 409 {
+                // 409: a concurrent change (read again); a new service
+                // account IAM does not know yet: retried (with the
+                // engine's backoff) until it does.
+                if e.status == 409 || e.is_iam_propagation() {
                     TaskError::retryable(e)
                 } else {
                     fail(e)
@@ -384,7 +388,13 @@ impl Task<GceContext> for StorageBucketIam {
         cloud
             .call(Method::PUT, &url, Some(&body))
             .await
-            .map_err(fail)?;
+            .map_err(|e| {
+                if e.is_iam_propagation() {
+                    TaskError::retryable(e)
+                } else {
+                    fail(e)
+                }
+            })?;
         Ok(())
     }
 }

@@ -24,8 +24,10 @@ use tokio::sync::Mutex;
 
 use super::http::{Call, Http};
 
-/// The scope asked for: read and write objects (and their ACLs).
-pub const SCOPE: &str = "https://www.googleapis.com/auth/devstorage.full_control";
+/// The scope asked for: `cloud-platform`, which covers Cloud Storage and
+/// every API direct apply calls (Compute, Cloud DNS, IAM, Resource
+/// Manager); one token serves them all, as with kops' clients.
+pub const SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
 /// Google's OAuth token endpoint, for credentials that do not name one.
 pub const TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
 /// The metadata server's address when `GCE_METADATA_HOST` is not set.
@@ -312,6 +314,7 @@ impl Credentials {
                     ("client_id", client_id),
                     ("client_secret", client_secret),
                     ("refresh_token", refresh_token),
+                    ("scope", SCOPE),
                 ]);
                 (token_uri.clone(), Some(body), false)
             }

@@ -123,6 +123,19 @@ impl Http {
                 HeaderValue::from_str(value).map_err(|_| format!("bad value for header {name}"))?;
             request = request.header(HeaderName::from_static(name), value);
         }
+        // hyper sends an empty body with neither `Content-Length` nor
+        // chunked encoding; Google's front end answers such a POST (or PUT,
+        // PATCH) with 411 Length Required, so the length is always given.
+        let sends_body = matches!(call.method, Method::POST | Method::PUT | Method::PATCH);
+        if sends_body
+            && call.body.is_empty()
+            && !call
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        {
+            request = request.header(hyper::header::CONTENT_LENGTH, HeaderValue::from_static("0"));
+        }
         let request = request
             .body(Full::new(call.body.clone()))
             .map_err(|e| format!("bad request to {}: {e}", call.url))?;

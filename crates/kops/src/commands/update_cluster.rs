@@ -134,7 +134,7 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
     let control_plane_running_version = if a.ignore_kubelet_version_skew {
         None
     } else {
-        control_plane_running_version(&registry, &cluster, global.verbosity).await
+        control_plane_running_version(&registry, &cluster).await
     };
     let outcome = kops_ops::update_cluster(
         &registry,
@@ -291,7 +291,6 @@ async fn export_after_apply(
 async fn control_plane_running_version(
     registry: &kops_ops::Registry,
     cluster: &str,
-    verbosity: u8,
 ) -> Option<String> {
     let spec = kops_ops::require_cluster(registry, cluster)
         .await
@@ -308,11 +307,10 @@ async fn control_plane_running_version(
             Some(version)
         }
         Err(reason) => {
-            if verbosity > 0 {
-                status(&format!(
-                    "cannot read the control plane's Kubernetes version ({reason}); assuming no upgrade is in progress"
-                ));
-            }
+            // One line whatever the verbosity: a plan needs no API server.
+            status(&format!(
+                "Skipped the control plane's Kubernetes version check: its API did not answer ({reason}); assuming no upgrade is in progress"
+            ));
             None
         }
     }

@@ -179,7 +179,26 @@ pub(crate) fn by_method(calls: &[kops_testkit::gce_api::Call]) -> BTreeMap<Strin
     counts
 }
 
+/// Google's behaviours the server can switch on, for [`lifecycle_with`].
+#[derive(Clone, Copy, Default)]
+struct Google {
+    /// A new service account refused in IAM policies for this long.
+    iam_delay: Option<std::time::Duration>,
+    /// Operations take this long.
+    operation_delay: Option<std::time::Duration>,
+    /// The fraction of operations that end in an error.
+    operation_failures: f64,
+    /// `operations.wait` answers while the operation runs.
+    early_wait: bool,
+    /// Compute read calls allowed per project per second.
+    read_quota: Option<u32>,
+}
+
 fn lifecycle(case_name: &str, fault_rate: f64) {
+    lifecycle_with(case_name, fault_rate, Google::default());
+}
+
+fn lifecycle_with(case_name: &str, fault_rate: f64, google: Google) {
     let Some(shared) = kops_testkit::shared_dir() else {
         return;
     };
@@ -194,6 +213,17 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
         return;
     };
     api.set_page_size(Some(2));
+    if let Some(delay) = google.iam_delay {
+        api.set_iam_delay(delay);
+    }
+    if let Some(delay) = google.operation_delay {
+        api.set_operation_delay(delay);
+    }
+    api.set_operation_failure_rate(google.operation_failures);
+    api.set_wait_returns_early(google.early_wait);
+    if let Some(limit) = google.read_quota {
+        api.set_rate_quota("compute-read", limit, std::time::Duration::from_secs(1));
+    }
     let work = tempfile::tempdir().unwrap();
     let state = file_url(&work.path().join("state"));
     let input = case.join("in-v1alpha2.yaml");
@@ -252,6 +282,8 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
     assert_eq!(r.code, 0, "apply: {}\n{}", r.stderr, r.stdout);
     let apply = api.take_calls();
     api.set_fault_rate(0.0);
+    // The no-op is counted exactly: nothing fails in it.
+    api.set_operation_failure_rate(0.0);
     let r = kops_on(
         &api,
         &["update", "cluster", &name, "--state", &state, "--yes"],
@@ -263,7 +295,7 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
     // A list is its first page (later pages carry pageToken).
     let first_pages: Vec<_> = noop
         .iter()
-        .filter(|c| !c.query.contains("pageToken"))
+        .filter(|c| c.status == 200 && !c.query.contains("pageToken"))
         .cloned()
         .collect();
     let lists: BTreeMap<String, usize> = by_method(&first_pages)
@@ -343,6 +375,7 @@ fn lifecycle(case_name: &str, fault_rate: f64) {
     assert!(!r.stdout.contains("other"), "{}", r.stdout);
 
     api.set_fault_rate(fault_rate);
+    api.set_operation_failure_rate(google.operation_failures);
     let r = kops_on(
         &api,
         &[
@@ -398,4 +431,24 @@ fn minimal_gce_ilb_applies_reapplies_with_no_change_and_deletes() {
 #[test]
 fn minimal_gce_converges_with_a_fifth_of_calls_failing() {
     lifecycle("minimal_gce", 0.2);
+}
+
+/// Google's behaviours all on: a new service account refused in IAM
+/// policies for 2 s, operations of 300 ms that `wait` answers before they
+/// finish, a tenth of operations ending in an error, a tenth of calls
+/// failing (503, 429, 403 `rateLimitExceeded`, dropped connections) and a
+/// read quota of 40 calls per second.
+#[test]
+fn minimal_gce_converges_with_google_behaviours_on() {
+    lifecycle_with(
+        "minimal_gce",
+        0.1,
+        Google {
+            iam_delay: Some(std::time::Duration::from_secs(2)),
+            operation_delay: Some(std::time::Duration::from_millis(300)),
+            operation_failures: 0.1,
+            early_wait: true,
+            read_quota: Some(40),
+        },
+    );
 }

@@ -25,6 +25,7 @@ mod gce_roll;
 mod gce_update_options;
 mod gcs_store;
 mod get_assets;
+mod gokops_gce;
 mod gvisor_kops;
 mod instance_group_options;
 mod irsa_lifecycle;
