@@ -58,6 +58,9 @@ pub enum CredentialSource {
     Mounted(PathBuf),
 }
 
+/// How long a logout after a fault may take (best effort).
+const LOGOUT_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// A logged-in vCenter session and the cluster's datacenter in it.
 struct Session {
     vcenter: Vcenter,
@@ -204,8 +207,12 @@ impl VsphereVerifier {
         let current = session.as_ref().expect("logged in above");
         let result = self.check(current, uuid, mac, body).await;
         if matches!(result, Err(VsphereRefusal::Vcenter(_))) {
-            // Log in again next time (the session may have expired).
-            *session = None;
+            // Log in again next time (the session may have expired). End
+            // this one first, briefly: vCenter keeps sessions until they
+            // time out, and a fault should not leave them piling up.
+            if let Some(old) = session.take() {
+                let _ = tokio::time::timeout(LOGOUT_WITHIN, old.vcenter.logout()).await;
+            }
         }
         result
     }

@@ -300,10 +300,16 @@ impl Compute {
             .access_token()
             .await
             .map_err(CallError::Failed)?;
-        let request = http::Request::builder()
+        let mut request = http::Request::builder()
             .method(method)
             .uri(&url)
-            .header("Authorization", format!("Bearer {token}"))
+            .header("Authorization", format!("Bearer {token}"));
+        // hyper sends an empty POST with no length at all, which Google's
+        // front end answers with 411 (listManagedInstances is a POST).
+        if method != "GET" {
+            request = request.header("Content-Length", "0");
+        }
+        let request = request
             .body(Full::new(Bytes::new()))
             .map_err(|e| failed(e.to_string()))?;
         let response = tokio::time::timeout(TIMEOUT, self.http.request(request))
