@@ -138,7 +138,11 @@ fn flood(
             .collect(),
     );
     let sent = Arc::new(AtomicUsize::new(0));
-    let connections_per_source = (16 / sources.len()).max(2);
+    // 200 requests in flight at any time (HTTP/1.1 without pipelining: one
+    // per connection), spread over the sources: deep enough that a plain
+    // first-come first-served line would keep a node waiting past its
+    // 20 s deadline on every attempt.
+    let connections_per_source = (200 / sources.len()).max(4);
     let tasks_total = sources.len() * connections_per_source;
     let interval = Duration::from_secs_f64(tasks_total as f64 / per_second as f64);
     let mut tasks = tokio::task::JoinSet::new();
@@ -173,8 +177,8 @@ fn flood(
                 tokio::spawn(conn);
                 while !stop.load(Ordering::Relaxed) {
                     ticker.tick().await;
-                    // Fire and forget on this connection's turn: an
-                    // attacker does not wait for the verdict.
+                    // One request per connection's turn; the connection
+                    // carries the next once this one is answered.
                     if send.ready().await.is_err() {
                         break;
                     }
@@ -262,9 +266,19 @@ fn forged_flood_while_a_node_joins(peers: u8) {
             logs.contains("is not an instance of a worker role"),
             "{logs}"
         );
-        assert!(took < JOIN_WITHIN);
+        // Fair share: the node waits behind at most one request of each
+        // attacking address (50 at 10/s: 5 s), on its first attempt.
+        // Without the per-address gate it waits behind the whole flood:
+        // 38.7 s and a second attempt from one address, measured.
+        assert!(
+            took < FAIR_JOIN && attempts == 1,
+            "joined in {took:?} after {attempts} attempt(s)"
+        );
     });
 }
+
+/// How long an honest join may take under a flood, with fair shares.
+const FAIR_JOIN: Duration = Duration::from_secs(15);
 
 #[test]
 fn well_formed_forged_tokens_from_one_address_do_not_stop_a_node() {
