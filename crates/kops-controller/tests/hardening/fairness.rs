@@ -19,7 +19,7 @@ use http_body_util::{BodyExt, Full};
 use kops_controller::protocol;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::harness::{request, with_moto, Cluster, REGION, WORKERS};
+use crate::harness::{request, tls_client, with_moto, Cluster, REGION, WORKERS};
 
 /// How long an honest node may take to join under attack: nodeup's own
 /// request timeout.
@@ -46,22 +46,6 @@ pub fn raise_open_files(want: u64) {
             .set(want, hard)
             .unwrap_or_else(|e| panic!("cannot raise the open-file limit to {want}: {e}"));
     }
-}
-
-fn tls_client(ca_pem: &str) -> tokio_rustls::TlsConnector {
-    use rustls_pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::aws_lc_rs::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    tokio_rustls::TlsConnector::from(Arc::new(config))
 }
 
 /// What an attacker needs to reach the controller from a given address.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use kops_controller::client::ClientError;
 use tokio::io::AsyncWriteExt;
 
-use crate::harness::{edit_token, request, rss_kib, with_moto, Cluster, WORKERS};
+use crate::harness::{edit_token, request, rss_kib, tls_client, with_moto, Cluster, WORKERS};
 
 /// Forged tokens: each a node's token whose signature is replaced by a
 /// large one (or given twice), so it passes the cheap checks up to the
@@ -197,20 +197,4 @@ fn idle_and_slow_connections_do_not_stop_a_node() {
         slow.abort_all();
         drop(held);
     });
-}
-
-fn tls_client(ca_pem: &str) -> tokio_rustls::TlsConnector {
-    use rustls_pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::aws_lc_rs::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    tokio_rustls::TlsConnector::from(Arc::new(config))
 }
