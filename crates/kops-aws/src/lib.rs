@@ -17,6 +17,7 @@ pub mod instances;
 pub mod model;
 mod network;
 pub mod prefetch;
+pub mod rate_limits;
 pub mod render;
 pub mod tasks;
 
@@ -25,6 +26,7 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 pub use calls::CallCounter;
 pub use context::AwsContext;
 pub use network::{describe_existing_network, load_balancer_interface_addresses};
+pub use rate_limits::RateLimits;
 
 pub use kops_model::iam::partition;
 
@@ -170,6 +172,7 @@ pub struct AwsCloud {
     region: String,
     config: SdkConfig,
     calls: CallCounter,
+    limits: RateLimits,
     ec2: aws_sdk_ec2::Client,
     iam: aws_sdk_iam::Client,
     autoscaling: aws_sdk_autoscaling::Client,
@@ -196,6 +199,7 @@ impl AwsCloud {
         let sts = aws_sdk_sts::Client::from_conf(
             aws_sdk_sts::config::Builder::from(&self.config)
                 .interceptor(self.calls.clone())
+                .interceptor(self.limits.clone())
                 .build(),
         );
         // Retried as the tasks' calls are (a busy endpoint, throttling): a
@@ -227,54 +231,43 @@ impl AwsCloud {
     }
 
     /// Uses an SDK configuration built elsewhere (tests point it at moto).
+    /// The limits are the documented ones unless `KOPS_AWS_RATE_LIMITS`
+    /// says otherwise (the binary refuses a setting that does not parse
+    /// before it gets here; here it falls back to the documented ones).
     pub fn from_config(region: &str, config: SdkConfig) -> Self {
+        let limits = RateLimits::from_env().unwrap_or_default();
+        Self::with_limits(region, config, limits)
+    }
+
+    /// As [`AwsCloud::from_config`], with the rate limits `limits`.
+    pub fn with_limits(region: &str, config: SdkConfig, limits: RateLimits) -> Self {
         let calls = CallCounter::default();
-        let ec2 = aws_sdk_ec2::Client::from_conf(
-            aws_sdk_ec2::config::Builder::from(&config)
-                .interceptor(calls.clone())
-                .build(),
-        );
-        let iam = aws_sdk_iam::Client::from_conf(
-            aws_sdk_iam::config::Builder::from(&config)
-                .interceptor(calls.clone())
-                .build(),
-        );
-        let autoscaling = aws_sdk_autoscaling::Client::from_conf(
-            aws_sdk_autoscaling::config::Builder::from(&config)
-                .interceptor(calls.clone())
-                .build(),
-        );
-        let elbv2 = aws_sdk_elasticloadbalancingv2::Client::from_conf(
-            aws_sdk_elasticloadbalancingv2::config::Builder::from(&config)
-                .interceptor(calls.clone())
-                .build(),
-        );
-        let sqs = aws_sdk_sqs::Client::from_conf(
-            aws_sdk_sqs::config::Builder::from(&config)
-                .interceptor(calls.clone())
-                .build(),
-        );
-        let eventbridge = aws_sdk_eventbridge::Client::from_conf(
-            aws_sdk_eventbridge::config::Builder::from(&config)
-                .interceptor(calls.clone())
-                .build(),
-        );
-        let route53 = aws_sdk_route53::Client::from_conf(
-            aws_sdk_route53::config::Builder::from(&config)
-                .interceptor(calls.clone())
-                .build(),
-        );
+        let config = config
+            .to_builder()
+            .http_client(limits.http_client(config.http_client()))
+            .build();
+        macro_rules! client {
+            ($sdk:ident) => {
+                $sdk::Client::from_conf(
+                    $sdk::config::Builder::from(&config)
+                        .interceptor(calls.clone())
+                        .interceptor(limits.clone())
+                        .build(),
+                )
+            };
+        }
         AwsCloud {
             region: region.to_string(),
+            ec2: client!(aws_sdk_ec2),
+            iam: client!(aws_sdk_iam),
+            autoscaling: client!(aws_sdk_autoscaling),
+            elbv2: client!(aws_sdk_elasticloadbalancingv2),
+            sqs: client!(aws_sdk_sqs),
+            eventbridge: client!(aws_sdk_eventbridge),
+            route53: client!(aws_sdk_route53),
             config,
             calls,
-            ec2,
-            iam,
-            autoscaling,
-            elbv2,
-            sqs,
-            eventbridge,
-            route53,
+            limits,
         }
     }
 
@@ -317,6 +310,17 @@ impl AwsCloud {
     /// Every API call made through this cloud so far.
     pub fn calls(&self) -> &CallCounter {
         &self.calls
+    }
+
+    /// The run's rate limits: a client built outside this struct adds them
+    /// as an interceptor to be paced and counted too.
+    pub fn limits(&self) -> &RateLimits {
+        &self.limits
+    }
+
+    /// What the run spent waiting on AWS' rate limits so far.
+    pub fn limit_waits(&self) -> kops_engine::LimitWaits {
+        self.limits.waits()
     }
 }
 

@@ -201,6 +201,7 @@ mod graph;
 mod key;
 mod lifecycle;
 mod outputs;
+mod pacing;
 mod report;
 mod task;
 
@@ -211,6 +212,7 @@ pub use graph::TaskGraph;
 pub use key::{OutputRef, TaskKey};
 pub use lifecycle::Lifecycle;
 pub use outputs::{OutputError, Outputs};
+pub use pacing::{BucketLimit, LimitWaits, Pacer};
 pub use report::{Outcome, Plan, PlannedDeletion, PlannedTask, Report, SkipReason, TaskReport};
 pub use task::{BoxFuture, DynTask, Mode, Operation, Task, TaskError};
 

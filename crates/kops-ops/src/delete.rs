@@ -42,6 +42,8 @@ pub struct DeleteOutcome {
     pub state_keys: Vec<String>,
     pub report: Option<DeleteReport>,
     pub calls: u64,
+    /// Time spent waiting on the cloud's request-rate limits.
+    pub limits: kops_engine::LimitWaits,
     /// Whose API the calls went to (`AWS`, `Google Cloud`).
     pub provider: &'static str,
 }
@@ -107,6 +109,7 @@ pub async fn delete_cluster(
             state_keys,
             report: None,
             calls: cloud.calls().total(),
+            limits: cloud.limit_waits(),
             provider: "AWS",
         });
     }
@@ -126,6 +129,7 @@ pub async fn delete_cluster(
         state_keys,
         report: Some(report),
         calls: cloud.calls().total(),
+        limits: cloud.limit_waits(),
         provider: "AWS",
     })
 }
@@ -201,6 +205,7 @@ async fn delete_gce(
             state_keys,
             report: None,
             calls: calls(&cloud),
+            limits: kops_engine::LimitWaits::default(),
             provider: "Google Cloud",
         });
     }
@@ -224,6 +229,7 @@ async fn delete_gce(
             passes: done.passes,
         }),
         calls: calls(&cloud),
+        limits: kops_engine::LimitWaits::default(),
         provider: "Google Cloud",
     })
 }

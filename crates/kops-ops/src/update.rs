@@ -73,6 +73,8 @@ pub struct UpdateOutcome {
     /// The state-store files whose contents change (a dry run's plan
     /// lists them; with `--yes` they were written), one line each.
     pub state_files: Vec<String>,
+    /// Time spent waiting on the cloud's request-rate limits.
+    pub limits: kops_engine::LimitWaits,
 }
 
 /// The region of a cluster: the region of its subnets' zones.
@@ -348,6 +350,7 @@ pub async fn update_cluster(
     Ok(UpdateOutcome {
         report,
         calls: cloud.calls().snapshot(),
+        limits: cloud.limit_waits(),
         provider: "AWS",
         region,
         tasks: graph.len(),

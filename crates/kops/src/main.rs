@@ -33,6 +33,12 @@ fn main() {
     };
     init_tracing(cli.global.verbosity);
     apply_config_file(&mut cli.global);
+    // Checked before any command runs: a mistyped limit must not be
+    // discovered half way through an apply.
+    if let Err(e) = kops_aws::RateLimits::from_env() {
+        eprintln!("Error: {e}");
+        std::process::exit(1);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

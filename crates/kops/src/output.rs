@@ -96,3 +96,14 @@ pub fn status(text: &str) {
 pub fn vsphere_calls(calls: &std::collections::BTreeMap<String, u64>) -> String {
     kops_ops::vsphere::calls_summary(calls)
 }
+
+/// What a run spent on the cloud's request-rate limits, as a clause after
+/// its call count (`, 12.3s waiting on rate limits (...)`); nothing when
+/// no call waited and none was throttled.
+pub fn limit_waits(waits: &kops_engine::LimitWaits) -> String {
+    if waits.paced == 0 && waits.throttled == 0 {
+        String::new()
+    } else {
+        format!(", {waits}")
+    }
+}

@@ -41,6 +41,7 @@ pub fn classic_elb_client(cloud: &AwsCloud) -> aws_sdk_elasticloadbalancing::Cli
     aws_sdk_elasticloadbalancing::Client::from_conf(
         aws_sdk_elasticloadbalancing::config::Builder::from(cloud.sdk_config())
             .interceptor(cloud.calls().clone())
+            .interceptor(cloud.limits().clone())
             .build(),
     )
 }

@@ -166,6 +166,7 @@ pub(super) async fn update(
     Ok(UpdateOutcome {
         report,
         calls: cloud.calls(),
+        limits: kops_engine::LimitWaits::default(),
         provider: "Google Cloud",
         region,
         tasks: graph.len(),

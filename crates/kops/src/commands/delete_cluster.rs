@@ -152,20 +152,23 @@ pub async fn run(global: &GlobalArgs, args: DeleteClusterArgs) -> Result<i32> {
         }
         print(&t.render());
         status(&format!(
-            "Must specify --yes to delete ({} {} calls)",
-            outcome.calls, outcome.provider
+            "Must specify --yes to delete ({} {} calls{})",
+            outcome.calls,
+            outcome.provider,
+            crate::output::limit_waits(&outcome.limits)
         ));
         return Ok(0);
     }
     let report = outcome.report.unwrap_or_default();
     status(&format!(
-        "Deleted cluster {cluster}: {} cloud resources in {} passes, {} kept as shared, {} ({} {} calls).",
+        "Deleted cluster {cluster}: {} cloud resources in {} passes, {} kept as shared, {} ({} {} calls{}).",
         report.deleted.len(),
         report.passes,
         report.kept.len(),
         if external { "state store untouched (--external)" } else { "state removed" },
         outcome.calls,
-        outcome.provider
+        outcome.provider,
+        crate::output::limit_waits(&outcome.limits)
     ));
     Ok(0)
 }

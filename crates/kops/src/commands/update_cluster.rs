@@ -179,11 +179,12 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
         }
     }
     let summary = format!(
-        "{} tasks (longest dependency chain {}) in {}, {calls} {} calls, {:.1}s",
+        "{} tasks (longest dependency chain {}) in {}, {calls} {} calls{}, {:.1}s",
         outcome.tasks,
         outcome.longest_chain,
         outcome.region,
         outcome.provider,
+        crate::output::limit_waits(&outcome.limits),
         started.elapsed().as_secs_f64()
     );
     if a.yes {
