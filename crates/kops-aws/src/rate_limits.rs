@@ -123,9 +123,11 @@ impl RateLimits {
                 {
                     limits.actions.insert(action.to_string(), limit);
                 }
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "{RATE_LIMITS_ENV}: `{other}` is not read, write, route53 or an action's name"
-                )),
+                ))
+                }
             }
         }
         Ok(limits)

@@ -109,6 +109,56 @@ fn serve(
     fault: Option<bool>,
     counts: &Counts,
 ) -> std::io::Result<()> {
+    let Some(request) = read_request(&client)? else {
+        return Ok(());
+    };
+    let mut client = client;
+    if let Some(close) = fault {
+        counts.failed.fetch_add(1, Ordering::Relaxed);
+        if !close {
+            let text = "injected fault";
+            write!(
+                client,
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            )?;
+        }
+        return client.shutdown(Shutdown::Both);
+    }
+    counts.forwarded.fetch_add(1, Ordering::Relaxed);
+    relay(client, authority, &request)
+}
+
+/// A request as read off a connection: its request and header lines (as
+/// sent, `Connection` left out) and its body.
+pub(crate) struct Request {
+    pub head: Vec<String>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.iter().skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    /// The request line's method and target.
+    pub fn method_and_target(&self) -> (&str, &str) {
+        let mut parts = self
+            .head
+            .first()
+            .map(|l| l.split_whitespace())
+            .into_iter()
+            .flatten();
+        (parts.next().unwrap_or(""), parts.next().unwrap_or(""))
+    }
+}
+
+/// Reads one request (`None`: the client closed before sending one).
+pub(crate) fn read_request(client: &TcpStream) -> std::io::Result<Option<Request>> {
     client.set_nonblocking(false)?;
     let mut reader = BufReader::new(client.try_clone()?);
     let mut head = Vec::new();
@@ -116,7 +166,7 @@ fn serve(
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line)? == 0 {
-            return Ok(());
+            return Ok(None);
         }
         if line == "\r\n" {
             break;
@@ -134,28 +184,23 @@ fn serve(
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
-    let mut client = client;
-    if let Some(close) = fault {
-        counts.failed.fetch_add(1, Ordering::Relaxed);
-        if !close {
-            let text = "injected fault";
-            write!(
-                client,
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            )?;
-        }
-        return client.shutdown(Shutdown::Both);
-    }
-    counts.forwarded.fetch_add(1, Ordering::Relaxed);
+    Ok(Some(Request { head, body }))
+}
+
+/// Sends `request` to `authority` on a connection of its own and the
+/// answer back to `client`, as it comes; the client is told the
+/// connection closes after it.
+pub(crate) fn relay(
+    mut client: TcpStream,
+    authority: &str,
+    request: &Request,
+) -> std::io::Result<()> {
     let mut upstream = TcpStream::connect(authority)?;
-    for line in &head {
+    for line in &request.head {
         upstream.write_all(line.as_bytes())?;
     }
     upstream.write_all(b"Connection: close\r\n\r\n")?;
-    upstream.write_all(&body)?;
-    // The answer as it comes, to the upstream's end; the client is told
-    // the connection closes after it.
+    upstream.write_all(&request.body)?;
     let mut answer = BufReader::new(upstream);
     loop {
         let mut line = String::new();

@@ -10,6 +10,7 @@
 //! let endpoint = moto.endpoint(); // http://127.0.0.1:PORT
 //! ```
 
+pub mod aws_limits;
 pub mod cloud_init;
 pub mod fake_gcs;
 pub mod fault_proxy;
