@@ -242,9 +242,18 @@ impl AwsCloud {
     /// As [`AwsCloud::from_config`], with the rate limits `limits`.
     pub fn with_limits(region: &str, config: SdkConfig, limits: RateLimits) -> Self {
         let calls = CallCounter::default();
+        // A call waiting for its bucket has sent no byte of its body yet;
+        // the SDK's upload stall check would count that wait as a stalled
+        // upload and fail the attempt after 5 s. The bodies are small
+        // forms; answers keep their download check.
         let config = config
             .to_builder()
             .http_client(limits.http_client(config.http_client()))
+            .stalled_stream_protection(
+                aws_smithy_runtime_api::client::stalled_stream_protection::StalledStreamProtectionConfig::enabled()
+                    .upload_enabled(false)
+                    .build(),
+            )
             .build();
         macro_rules! client {
             ($sdk:ident) => {

@@ -94,6 +94,20 @@ impl Bucket {
     }
 }
 
+/// A token promised to a waiting call.
+struct Reservation<'a> {
+    pacer: &'a Pacer,
+    key: &'a str,
+    /// The call waited its turn and goes out: the token is spent.
+    kept: bool,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.pacer.stop_waiting(self.key, self.kept);
+    }
+}
+
 /// The slowest a throttled bucket is refilled, as a share of its limit.
 const SLOWEST: f64 = 0.1;
 /// After a throttle the refill rate is multiplied by this.
@@ -150,13 +164,32 @@ impl Pacer {
             }
             wait
         };
+        // A call given up while it waits (its future dropped) hands its
+        // token back: otherwise the calls after it would wait for tokens
+        // nobody uses.
+        let mut reservation = Reservation {
+            pacer: self,
+            key,
+            kept: false,
+        };
         tokio::time::sleep(wait).await;
-        if let Ok(mut state) = self.inner.lock() {
-            state.waiting = state.waiting.saturating_sub(1);
-            if state.waiting == 0 {
-                if let Some(since) = state.waiting_since.take() {
-                    state.waits.waited += Instant::now().saturating_duration_since(since);
-                }
+        reservation.kept = true;
+    }
+
+    /// A waiting call is done waiting (sent, or given up).
+    fn stop_waiting(&self, key: &str, kept: bool) {
+        let Ok(mut state) = self.inner.lock() else {
+            return;
+        };
+        if !kept {
+            if let Some(bucket) = state.buckets.get_mut(key) {
+                bucket.tokens += 1.0;
+            }
+        }
+        state.waiting = state.waiting.saturating_sub(1);
+        if state.waiting == 0 {
+            if let Some(since) = state.waiting_since.take() {
+                state.waits.waited += Instant::now().saturating_duration_since(since);
             }
         }
     }
@@ -289,6 +322,26 @@ mod tests {
         pacer.acquire("k", LIMIT).await;
         let elapsed = start.elapsed().as_secs_f64();
         assert!((elapsed - 2.0).abs() < 0.01, "{elapsed}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_given_up_while_it_waits_hands_its_token_back() {
+        let pacer = Pacer::new();
+        for _ in 0..10 {
+            pacer.acquire("k", LIMIT).await;
+        }
+        // Ten calls queue up (2 s of refill) and are given up at once.
+        for _ in 0..10 {
+            let given_up =
+                tokio::time::timeout(Duration::from_millis(1), pacer.acquire("k", LIMIT)).await;
+            assert!(given_up.is_err());
+        }
+        // The next call waits for one token, not for eleven.
+        let start = Instant::now();
+        pacer.acquire("k", LIMIT).await;
+        let elapsed = start.elapsed().as_secs_f64();
+        assert!(elapsed < 0.25, "{elapsed}");
+        assert_eq!(pacer.inner.lock().unwrap().waiting, 0);
     }
 
     #[tokio::test(start_paused = true)]

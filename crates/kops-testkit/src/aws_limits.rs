@@ -76,6 +76,9 @@ struct Shared {
     levels: Mutex<BTreeMap<String, (f64, Instant)>>,
     counts: Mutex<BTreeMap<String, ActionCount>>,
     requests: AtomicU64,
+    /// A JSON line per request (`op`, `status`, `fault`), as
+    /// awsproxy.py's `--log` writes them.
+    log: Option<Mutex<std::fs::File>>,
 }
 
 impl AwsLimits {
@@ -86,6 +89,24 @@ impl AwsLimits {
 
     /// A proxy to `upstream` with the buckets `buckets`.
     pub fn start_with(upstream: &str, buckets: Buckets) -> std::io::Result<AwsLimits> {
+        Self::start_logged(upstream, buckets, None)
+    }
+
+    /// As [`AwsLimits::start_with`], appending a line per request to `log`.
+    pub fn start_logged(
+        upstream: &str,
+        buckets: Buckets,
+        log: Option<&std::path::Path>,
+    ) -> std::io::Result<AwsLimits> {
+        let log = match log {
+            Some(path) => Some(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            )),
+            None => None,
+        };
         let authority = upstream
             .strip_prefix("http://")
             .ok_or_else(|| std::io::Error::other("the upstream must be http://"))?
@@ -100,6 +121,7 @@ impl AwsLimits {
             levels: Mutex::new(BTreeMap::new()),
             counts: Mutex::new(BTreeMap::new()),
             requests: AtomicU64::new(0),
+            log,
         });
         {
             let stop = stop.clone();
@@ -215,6 +237,14 @@ impl Shared {
     }
 
     fn count(&self, service: &str, action: &str, throttled: bool) {
+        if let Some(Ok(mut log)) = self.log.as_ref().map(Mutex::lock) {
+            let line = serde_json::json!({
+                "op": action,
+                "service": service,
+                "fault": if throttled { Some("bucket") } else { None },
+            });
+            let _ = writeln!(log, "{line}");
+        }
         if let Ok(mut counts) = self.counts.lock() {
             let c = counts.entry(format!("{service}:{action}")).or_default();
             if throttled {

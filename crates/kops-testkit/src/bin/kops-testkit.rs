@@ -3,7 +3,7 @@
 //! (as `export` lines), and serves until killed.
 //!
 //! `kops-testkit aws-limits --upstream URL [--read N/R] [--write N/R]
-//! [--route53 N/R]`: AWS' request-rate limits in front of moto
+//! [--route53 N/R] [--log FILE]`: AWS' request-rate limits in front of moto
 //! (`kops_testkit::aws_limits`); prints `listening PORT`, serves until
 //! killed, printing its request and throttle counts on stderr every 10 s.
 
@@ -58,6 +58,7 @@ fn bad(flag: &str) -> ExitCode {
 
 fn aws_limits(args: &[String]) -> ExitCode {
     let mut upstream = None;
+    let mut log = None;
     let mut buckets = kops_testkit::aws_limits::Buckets::default();
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
@@ -68,6 +69,7 @@ fn aws_limits(args: &[String]) -> ExitCode {
         };
         match (flag.as_str(), bucket()) {
             ("--upstream", _) => upstream = Some(value.to_string()),
+            ("--log", _) => log = Some(std::path::PathBuf::from(value)),
             ("--read", Some(b)) => buckets.read = b,
             ("--write", Some(b)) => buckets.write = b,
             ("--route53", Some(b)) => buckets.route53 = b,
@@ -78,16 +80,18 @@ fn aws_limits(args: &[String]) -> ExitCode {
         }
     }
     let Some(upstream) = upstream else {
-        eprintln!("usage: kops-testkit aws-limits --upstream http://HOST:PORT [--read N/R] [--write N/R] [--route53 N/R]");
+        eprintln!("usage: kops-testkit aws-limits --upstream http://HOST:PORT [--read N/R] [--write N/R] [--route53 N/R] [--log FILE]");
         return ExitCode::from(2);
     };
-    let proxy = match kops_testkit::aws_limits::AwsLimits::start_with(&upstream, buckets) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("kops-testkit aws-limits: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let proxy =
+        match kops_testkit::aws_limits::AwsLimits::start_logged(&upstream, buckets, log.as_deref())
+        {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("kops-testkit aws-limits: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     let port = proxy.url().rsplit(':').next().unwrap_or("").to_string();
     println!("listening {port}");
     loop {

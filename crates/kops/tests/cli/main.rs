@@ -36,6 +36,7 @@ mod node_bootstrap;
 mod node_join;
 mod nodeup_publish;
 mod pki;
+mod rate_limits;
 mod render_account;
 mod rolling_update;
 mod roundtrip;
