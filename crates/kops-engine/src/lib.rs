@@ -200,6 +200,7 @@ mod executor;
 mod graph;
 mod key;
 mod lifecycle;
+mod limit_settings;
 mod outputs;
 mod pacing;
 mod report;
@@ -211,6 +212,7 @@ pub use executor::{Completed, Executor, ExecutorOptions, Progress, ProgressEvent
 pub use graph::TaskGraph;
 pub use key::{OutputRef, TaskKey};
 pub use lifecycle::Lifecycle;
+pub use limit_settings::LimitSettings;
 pub use outputs::{OutputError, Outputs};
 pub use pacing::{BucketLimit, LimitWaits, Pacer};
 pub use report::{Outcome, Plan, PlannedDeletion, PlannedTask, Report, SkipReason, TaskReport};
