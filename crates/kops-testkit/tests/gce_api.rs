@@ -750,26 +750,136 @@ fn google_behaviours_can_be_switched_on() {
     assert!(done["httpErrorStatusCode"].as_u64().is_some(), "{done}");
     assert!(api.get("compute/v1/projects/p/global/networks/m").is_none());
     api.set_operation_failure_rate(0.0);
+}
 
-    // A per-project quota of a group: Compute answers 403 rateLimitExceeded.
-    api.set_rate_quota("compute-read", 2, Duration::from_secs(60));
+/// Compute Engine's rate quotas: per project and API group (per region for
+/// regional and zonal methods), counted in synchronized windows, answered
+/// as Google answers a call over a quota.
+#[test]
+fn calls_over_a_rate_quota_are_answered_as_google_answers_them() {
+    use kops_testkit::gce_api::QUOTA_GROUPS;
+    let Some(api) = require_gce_api() else { return };
+    let per_minute = |name: &str| {
+        QUOTA_GROUPS
+            .iter()
+            .find(|g| g.name == name)
+            .and_then(|g| g.per_minute)
+    };
+    // Google's documented defaults, a minute per project.
+    assert_eq!(per_minute("list_requests"), Some(1500));
+    assert_eq!(per_minute("default_per_region"), Some(1500));
+    assert_eq!(per_minute("iam-write"), Some(600));
+    api.set_documented_quotas();
+    // Windows of an hour: no boundary falls between the calls below.
+    let hour = Duration::from_secs(3600);
+    api.set_rate_quota("list_requests", 2, hour);
     let statuses: Vec<u16> = (0..3)
         .map(|_| api.request("GET", NETWORKS, None).unwrap().0)
         .collect();
     assert_eq!(statuses, [200, 200, 403]);
-    let (_, body) = api.request("GET", NETWORKS, None).unwrap();
+    let (status, body) = api.request("GET", NETWORKS, None).unwrap();
+    assert_eq!(status, 403);
+    let error = &body["error"];
+    let number = error["details"][0]["metadata"]["consumer"]
+        .as_str()
+        .and_then(|c| c.strip_prefix("projects/"))
+        .expect("the consumer")
+        .to_string();
+    let message = format!(
+        "Quota exceeded for quota metric 'List requests' and limit 'List requests per minute' of service 'compute.googleapis.com' for consumer 'project_number:{number}'."
+    );
+    assert_eq!(
+        body,
+        json!({"error": {
+            "code": 403,
+            "message": message,
+            "errors": [{"message": message, "domain": "usageLimits", "reason": "rateLimitExceeded"}],
+            "status": "PERMISSION_DENIED",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "RATE_LIMIT_EXCEEDED",
+                    "domain": "googleapis.com",
+                    "metadata": {
+                        "service": "compute.googleapis.com",
+                        "consumer": format!("projects/{number}"),
+                        "quota_metric": "compute.googleapis.com/list_requests",
+                        "quota_limit": "ListRequestsPerMinutePerProject",
+                        "quota_limit_value": "2",
+                        "quota_location": "global",
+                        "quota_unit": "1/min/{project}",
+                    }
+                },
+                {
+                    "@type": "type.googleapis.com/google.rpc.Help",
+                    "links": [{"description": "Request a higher quota limit.",
+                        "url": "https://cloud.google.com/docs/quotas/help/request_increase"}]
+                }
+            ]
+        }})
+    );
+    // Other projects and groups have their own; a get is a read, not a list.
+    let q = "/compute/v1/projects/q/global/networks";
+    assert_eq!(api.request("GET", q, None).unwrap().0, 200);
+    assert_eq!(
+        api.request("GET", &format!("{NETWORKS}/none"), None)
+            .unwrap()
+            .0,
+        404
+    );
+
+    // Zonal methods count per region: the zones of us-test1 share one.
+    api.set_rate_quota("list_requests_per_region", 1, hour);
+    let groups = |zone: &str| format!("/compute/v1/projects/p/zones/{zone}/instanceGroupManagers");
+    assert_eq!(
+        api.request("GET", &groups("us-test1-a"), None).unwrap().0,
+        200
+    );
+    let (status, body) = api.request("GET", &groups("us-test1-b"), None).unwrap();
+    assert_eq!(status, 403, "{body}");
+    let info = &body["error"]["details"][0]["metadata"];
+    assert_eq!(info["quota_location"], "us-test1");
+    assert_eq!(info["quota_limit"], "ListRequestsPerMinutePerRegion");
+    assert_eq!(info["quota_unit"], "1/min/{project}/{region}");
+    assert_eq!(
+        api.request("GET", &groups("us-central1-a"), None)
+            .unwrap()
+            .0,
+        200
+    );
+    // A global list is not a regional one.
+    assert_eq!(api.request("GET", q, None).unwrap().0, 200);
+
+    // IAM answers 429.
+    api.set_rate_quota("iam-read", 1, hour);
+    let accounts = "/iam/v1/projects/p/serviceAccounts";
+    assert_eq!(api.request("GET", accounts, None).unwrap().0, 200);
+    let (status, body) = api.request("GET", accounts, None).unwrap();
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["status"], "RESOURCE_EXHAUSTED");
     assert_eq!(body["error"]["errors"][0]["reason"], "rateLimitExceeded");
-    // Other projects and groups have their own.
-    assert_eq!(
-        api.request("GET", "/compute/v1/projects/q/global/networks", None)
+    assert!(
+        body["error"]["message"]
+            .as_str()
             .unwrap()
-            .0,
-        200
+            .contains("of service 'iam.googleapis.com'"),
+        "{body}"
     );
-    assert_eq!(
-        api.request("GET", "/dns/v1/projects/p/managedZones", None)
-            .unwrap()
-            .0,
-        200
-    );
+
+    // Windows are synchronized: the quota is whole again at the next one,
+    // however late in the window it ran out.
+    api.set_rate_quota("read_requests", 1, Duration::from_millis(500));
+    let network = format!("{NETWORKS}/none");
+    let mut refused = false;
+    for _ in 0..2 {
+        let first = api.request("GET", &network, None).unwrap().0;
+        let second = api.request("GET", &network, None).unwrap().0;
+        if first == 404 && second == 403 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the second read of a window was not refused");
+    std::thread::sleep(Duration::from_millis(550));
+    assert_eq!(api.request("GET", &network, None).unwrap().0, 404);
 }

@@ -1,5 +1,6 @@
 //! Google's error bodies: `{"error": {"code", "message", "errors":
-//! [{"message", "domain", "reason"}], "status"}}`.
+//! [{"message", "domain", "reason"}], "status"}}`, with `details` when
+//! the error has them (a quota's).
 
 use serde_json::{json, Value};
 
@@ -10,6 +11,12 @@ pub struct ApiError {
     pub reason: &'static str,
     pub status: &'static str,
     pub message: String,
+    /// `errors[0].domain`: `global` for most errors, `usageLimits` for
+    /// quota ones.
+    pub domain: &'static str,
+    /// `details` (`google.rpc.ErrorInfo`, `google.rpc.Help`...), when the
+    /// error carries them.
+    pub details: Option<Value>,
 }
 
 impl ApiError {
@@ -19,7 +26,16 @@ impl ApiError {
             reason,
             status,
             message,
+            domain: "global",
+            details: None,
         }
+    }
+
+    /// The same error in `domain` with `details`.
+    pub fn with_details(mut self, domain: &'static str, details: Value) -> Self {
+        self.domain = domain;
+        self.details = Some(details);
+        self
     }
 
     pub fn invalid(message: String) -> Self {
@@ -58,11 +74,15 @@ impl ApiError {
     }
 
     pub fn body(&self) -> Value {
-        json!({"error": {
+        let mut body = json!({"error": {
             "code": self.code,
             "message": self.message,
-            "errors": [{"message": self.message, "domain": "global", "reason": self.reason}],
+            "errors": [{"message": self.message, "domain": self.domain, "reason": self.reason}],
             "status": self.status,
-        }})
+        }});
+        if let Some(details) = &self.details {
+            body["error"]["details"] = details.clone();
+        }
+        body
     }
 }

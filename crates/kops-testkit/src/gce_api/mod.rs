@@ -33,7 +33,9 @@
 //! - Switchable behaviours of Google's: [`GceApi::set_fault_rate`] (that
 //!   fraction of calls answers 503, 429, 403 `rateLimitExceeded` or drops
 //!   the connection, before doing anything), [`GceApi::set_rate_quota`]
-//!   (per-project rate quotas per API group),
+//!   and [`GceApi::set_documented_quotas`] (rate quotas per project, and
+//!   per region, per API group as Compute Engine documents them, answered
+//!   with its 403 `rateLimitExceeded`),
 //!   [`GceApi::set_iam_delay`] (a new service account refused in IAM
 //!   policies for a while), [`GceApi::set_operation_failure_rate`]
 //!   (operations that end in an error) and
@@ -220,32 +222,157 @@ impl State {
 pub(crate) struct Quota {
     limit: u32,
     window: Duration,
-    /// By project: when its window started and the calls in it.
-    used: BTreeMap<String, (Instant, u32)>,
+    /// By project and location (`global`, or a region for the groups
+    /// counted per region): the window counted (its number since the
+    /// epoch: windows are synchronized, as Google's minutes are) and the
+    /// calls in it.
+    used: BTreeMap<(String, String), (u128, u32)>,
 }
 
-/// The quota group of a method (see [`GceApi::set_rate_quota`]).
-fn quota_group(method: &discovery::Method) -> String {
-    match method.service {
-        "compute" => {
-            let verb = method.id.rsplit('.').next().unwrap_or("");
-            let collection = method.id.split('.').nth(1).unwrap_or("");
-            if collection.ends_with("Operations") {
-                "compute-operations".into()
-            } else if matches!(verb, "get" | "list" | "aggregatedList") {
-                "compute-read".into()
-            } else {
-                "compute-write".into()
-            }
-        }
-        other => other.to_string(),
+/// An API group with a rate quota, as Google's documentation names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaGroup {
+    /// What [`GceApi::set_rate_quota`] takes: Compute Engine's metric
+    /// name without `compute.googleapis.com/` (`list_requests_per_region`),
+    /// or `iam-read`, `iam-write`, `dns`, `cloudresourcemanager`.
+    pub name: &'static str,
+    /// `compute`, `iam`, `dns`, `cloudresourcemanager`.
+    pub service: &'static str,
+    /// The quota's display name (`List requests`) and its limit's
+    /// (`List requests per minute per region`), as quota errors name them.
+    pub metric: &'static str,
+    pub limit: &'static str,
+    /// The limit's id (`ListRequestsPerMinutePerRegion`).
+    pub limit_id: &'static str,
+    /// Counted per region rather than per project.
+    pub per_region: bool,
+    /// The documented default, calls a minute per project (and region).
+    pub per_minute: Option<u32>,
+}
+
+const fn group(
+    name: &'static str,
+    service: &'static str,
+    metric: &'static str,
+    limit: &'static str,
+    limit_id: &'static str,
+    per_region: bool,
+    per_minute: Option<u32>,
+) -> QuotaGroup {
+    QuotaGroup {
+        name,
+        service,
+        metric,
+        limit,
+        limit_id,
+        per_region,
+        per_minute,
     }
 }
 
-/// Counts a call against its group's quota; the error when over it.
+/// Compute Engine's default for its legacy groups (Google's "Compute Engine
+/// rate quotas" page gave 1,500 requests a minute per project for queries,
+/// reads, lists and operation reads; the page no longer lists defaults, the
+/// console shows a project's). The per-region groups are given the same.
+const COMPUTE_PER_MINUTE: Option<u32> = Some(1500);
+
+/// The groups the server knows: Compute Engine's, counted per project
+/// (global methods) or per project and region (regional and zonal
+/// methods), IAM's read and write requests (6,000 and 600 a minute per
+/// project, IAM's quotas page), and Cloud DNS and Resource Manager as one
+/// group each (no default here).
+#[rustfmt::skip]
+pub const QUOTA_GROUPS: &[QuotaGroup] = &[
+    group("default", "compute", "Queries", "Queries per minute", "defaultPerMinutePerProject", false, COMPUTE_PER_MINUTE),
+    group("read_requests", "compute", "Read requests", "Read requests per minute", "ReadRequestsPerMinutePerProject", false, COMPUTE_PER_MINUTE),
+    group("list_requests", "compute", "List requests", "List requests per minute", "ListRequestsPerMinutePerProject", false, COMPUTE_PER_MINUTE),
+    group("operation_read_requests", "compute", "Operation read requests", "Operation read requests per minute", "OperationReadRequestsPerMinutePerProject", false, COMPUTE_PER_MINUTE),
+    group("heavy_weight_read_requests", "compute", "Heavy-weight read requests", "Heavy-weight read requests per minute", "HeavyWeightReadRequestsPerMinutePerProject", false, COMPUTE_PER_MINUTE),
+    group("project_set_common_instance_metadata_requests", "compute", "Project set common instance metadata requests", "Project set common instance metadata requests per minute", "ProjectSetCommonInstanceMetadataRequestsPerMinutePerProject", false, Some(36)),
+    group("default_per_region", "compute", "Queries", "Queries per minute per region", "QueriesPerMinutePerRegion", true, COMPUTE_PER_MINUTE),
+    group("read_requests_per_region", "compute", "Read requests", "Read requests per minute per region", "ReadRequestsPerMinutePerRegion", true, COMPUTE_PER_MINUTE),
+    group("list_requests_per_region", "compute", "List requests", "List requests per minute per region", "ListRequestsPerMinutePerRegion", true, COMPUTE_PER_MINUTE),
+    group("operation_read_requests_per_region", "compute", "Operation read requests", "Operation read requests per minute per region", "OperationReadRequestsPerMinutePerRegion", true, COMPUTE_PER_MINUTE),
+    group("heavy_weight_read_requests_per_region", "compute", "Heavy-weight read requests", "Heavy-weight read requests per minute per region", "HeavyWeightReadRequestsPerMinutePerRegion", true, COMPUTE_PER_MINUTE),
+    group("iam-read", "iam", "Read requests", "Read requests per minute", "ReadRequestsPerMinutePerProject", false, Some(6000)),
+    group("iam-write", "iam", "Write requests", "Write requests per minute", "WriteRequestsPerMinutePerProject", false, Some(600)),
+    group("dns", "dns", "Queries", "Queries per minute", "defaultPerMinutePerProject", false, None),
+    group("cloudresourcemanager", "cloudresourcemanager", "Queries", "Queries per minute", "defaultPerMinutePerProject", false, None),
+];
+
+/// The region of a zone (`us-test1-a`: `us-test1`).
+fn region_of_zone(zone: &str) -> &str {
+    zone.rsplit_once('-').map_or(zone, |(region, _)| region)
+}
+
+/// The quota group of a method and where it is counted (`global` or a
+/// region), as Compute Engine's page sorts its methods: `aggregatedList`
+/// is a heavy-weight read; an operation's `get` an operation read and its
+/// `wait` a heavy-weight read (Google lists `regionOperations.wait` and
+/// `zoneOperations.wait`; `globalOperations.wait` is counted the same
+/// here); other `get`s are reads, `list`s lists, and every other method
+/// (mutations, `listManagedInstances`) a query. Regional and zonal
+/// methods count against the `_per_region` groups of their region.
+fn quota_group(
+    method: &discovery::Method,
+    vars: &BTreeMap<String, String>,
+) -> (&'static str, String) {
+    let verb = method.id.rsplit('.').next().unwrap_or("");
+    let collection = method.id.split('.').nth(1).unwrap_or("");
+    let name = match method.service {
+        "compute" => {
+            let region = match collection {
+                "regions" | "zones" => None,
+                _ => vars
+                    .get("zone")
+                    .map(|z| region_of_zone(z).to_string())
+                    .or_else(|| vars.get("region").cloned()),
+            };
+            let base = if verb == "aggregatedList" {
+                return ("heavy_weight_read_requests", "global".into());
+            } else if method.id == "compute.projects.setCommonInstanceMetadata" {
+                "project_set_common_instance_metadata_requests"
+            } else if collection.ends_with("Operations") {
+                match verb {
+                    "get" => "operation_read_requests",
+                    "wait" => "heavy_weight_read_requests",
+                    "list" => "list_requests",
+                    _ => "default",
+                }
+            } else {
+                match verb {
+                    "get" => "read_requests",
+                    "list" => "list_requests",
+                    _ => "default",
+                }
+            };
+            let Some(region) = region else {
+                return (base, "global".into());
+            };
+            let regional = QUOTA_GROUPS
+                .iter()
+                .find(|g| g.per_region && g.name.strip_suffix("_per_region") == Some(base))
+                .map_or(base, |g| g.name);
+            return (regional, region);
+        }
+        "iam" if matches!(verb, "get" | "list" | "getIamPolicy" | "testIamPermissions") => {
+            "iam-read"
+        }
+        "iam" => "iam-write",
+        "dns" => "dns",
+        _ => "cloudresourcemanager",
+    };
+    (name, "global".into())
+}
+
+/// Counts a call against its group's quota; the error when over it, as
+/// Google answers: Compute 403 `rateLimitExceeded` (`PERMISSION_DENIED`),
+/// the other APIs 429 (`RESOURCE_EXHAUSTED`), the message naming the quota
+/// and the project's number, and the details a quota error carries (an
+/// `ErrorInfo` with the metric, limit and location, a `Help` link).
 fn charge_quota(state: &mut State, matched: &discovery::Matched<'_>) -> Result<(), ApiError> {
-    let group = quota_group(matched.method);
-    let Some(quota) = state.quotas.get_mut(&group) else {
+    let (name, location) = quota_group(matched.method, &matched.vars);
+    let Some(quota) = state.quotas.get_mut(name) else {
         return Ok(());
     };
     let project = ["project", "projectsId", "projectId", "resource"]
@@ -253,26 +380,76 @@ fn charge_quota(state: &mut State, matched: &discovery::Matched<'_>) -> Result<(
         .find_map(|k| matched.vars.get(*k))
         .cloned()
         .unwrap_or_default();
-    let now = Instant::now();
-    let (started, used) = quota.used.entry(project.clone()).or_insert((now, 0));
-    if now.duration_since(*started) >= quota.window {
-        *started = now;
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let window = since_epoch / quota.window.as_nanos().max(1);
+    let (counted, used) = quota
+        .used
+        .entry((project.clone(), location.clone()))
+        .or_insert((window, 0));
+    if *counted != window {
+        *counted = window;
         *used = 0;
     }
     *used += 1;
     if *used <= quota.limit {
         return Ok(());
     }
+    let limit = quota.limit;
+    let group = QUOTA_GROUPS
+        .iter()
+        .find(|g| g.name == name)
+        .copied()
+        .unwrap_or(QUOTA_GROUPS[0]);
+    let service = format!("{}.googleapis.com", group.service);
+    let number = others::project_number(&project);
     let message = format!(
-        "Quota exceeded for quota group '{group}' of service '{}.googleapis.com' for consumer 'project_number:{}'.",
-        matched.method.service,
-        others::project_number(&project)
+        "Quota exceeded for quota metric '{}' and limit '{}' of service '{service}' for consumer 'project_number:{number}'.",
+        group.metric, group.limit
     );
-    Err(if matched.method.service == "compute" {
+    let metric = match group.service {
+        "compute" => format!("{service}/{name}"),
+        _ => format!(
+            "{service}/{}",
+            group.metric.to_lowercase().replace(' ', "_")
+        ),
+    };
+    let unit = if group.per_region {
+        "1/min/{project}/{region}"
+    } else {
+        "1/min/{project}"
+    };
+    let details = serde_json::json!([
+        {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": "RATE_LIMIT_EXCEEDED",
+            "domain": "googleapis.com",
+            "metadata": {
+                "service": service,
+                "consumer": format!("projects/{number}"),
+                "quota_metric": metric,
+                "quota_limit": group.limit_id,
+                "quota_limit_value": limit.to_string(),
+                "quota_location": location,
+                "quota_unit": unit,
+            }
+        },
+        {
+            "@type": "type.googleapis.com/google.rpc.Help",
+            "links": [{
+                "description": "Request a higher quota limit.",
+                "url": "https://cloud.google.com/docs/quotas/help/request_increase"
+            }]
+        }
+    ]);
+    let error = if group.service == "compute" {
         ApiError::new(403, "rateLimitExceeded", "PERMISSION_DENIED", message)
     } else {
         ApiError::new(429, "rateLimitExceeded", "RESOURCE_EXHAUSTED", message)
-    })
+    };
+    Err(error.with_details("usageLimits", details))
 }
 
 /// A running GCE API test server; it stops when the process exits.
@@ -445,13 +622,24 @@ impl GceApi {
         self.state.lock().unwrap().wait_returns_early = early;
     }
 
-    /// A per-project rate quota: at most `limit` calls of API `group` per
-    /// `window` (Google counts per minute). Groups: `compute-read` (get,
-    /// list), `compute-operations` (operation get and wait),
-    /// `compute-write` (every other Compute method), `dns`, `iam`,
-    /// `cloudresourcemanager`. Over it, Compute answers 403
-    /// `rateLimitExceeded`, the others 429 `RESOURCE_EXHAUSTED`.
+    /// A rate quota: at most `limit` calls of API group `group` (one of
+    /// [`QUOTA_GROUPS`], by name) per `window` per project, and per region
+    /// for the `_per_region` groups; windows are synchronized (whole
+    /// multiples of `window` since the epoch), as Google refills its
+    /// per-minute quotas at the start of each minute. Over it, Compute
+    /// answers 403 `rateLimitExceeded`, the other APIs 429
+    /// `RESOURCE_EXHAUSTED` (see [`QUOTA_GROUPS`] for which method counts
+    /// where).
+    ///
+    /// # Panics
+    ///
+    /// When `group` is not one of [`QUOTA_GROUPS`].
     pub fn set_rate_quota(&self, group: &str, limit: u32, window: Duration) {
+        assert!(
+            QUOTA_GROUPS.iter().any(|g| g.name == group),
+            "no quota group {group}: {:?}",
+            QUOTA_GROUPS.iter().map(|g| g.name).collect::<Vec<_>>()
+        );
         self.state.lock().unwrap().quotas.insert(
             group.to_string(),
             Quota {
@@ -460,6 +648,17 @@ impl GceApi {
                 used: BTreeMap::new(),
             },
         );
+    }
+
+    /// Every group's documented default ([`QuotaGroup::per_minute`]) on,
+    /// per minute; a group without one stays unlimited. Change one with
+    /// [`GceApi::set_rate_quota`] afterwards.
+    pub fn set_documented_quotas(&self) {
+        for group in QUOTA_GROUPS {
+            if let Some(limit) = group.per_minute {
+                self.set_rate_quota(group.name, limit, Duration::from_secs(60));
+            }
+        }
     }
 
     /// How long a Compute operation takes to be `DONE`.

@@ -190,7 +190,8 @@ struct Google {
     operation_failures: f64,
     /// `operations.wait` answers while the operation runs.
     early_wait: bool,
-    /// Compute read calls allowed per project per second.
+    /// Compute reads (gets, lists, aggregated lists) allowed per second in
+    /// each of Google's read groups.
     read_quota: Option<u32>,
 }
 
@@ -222,7 +223,15 @@ fn lifecycle_with(case_name: &str, fault_rate: f64, google: Google) {
     api.set_operation_failure_rate(google.operation_failures);
     api.set_wait_returns_early(google.early_wait);
     if let Some(limit) = google.read_quota {
-        api.set_rate_quota("compute-read", limit, std::time::Duration::from_secs(1));
+        for group in [
+            "read_requests",
+            "list_requests",
+            "heavy_weight_read_requests",
+            "read_requests_per_region",
+            "list_requests_per_region",
+        ] {
+            api.set_rate_quota(group, limit, std::time::Duration::from_secs(1));
+        }
     }
     let work = tempfile::tempdir().unwrap();
     let state = file_url(&work.path().join("state"));
@@ -437,7 +446,7 @@ fn minimal_gce_converges_with_a_fifth_of_calls_failing() {
 /// policies for 2 s, operations of 300 ms that `wait` answers before they
 /// finish, a tenth of operations ending in an error, a tenth of calls
 /// failing (503, 429, 403 `rateLimitExceeded`, dropped connections) and a
-/// read quota of 40 calls per second.
+/// read quota of 40 calls per second in each read group.
 #[test]
 fn minimal_gce_converges_with_google_behaviours_on() {
     lifecycle_with(
