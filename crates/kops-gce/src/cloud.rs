@@ -11,7 +11,11 @@
 //!   plain `http://` override is a local server: no credentials are sent,
 //!   unless `GOOGLE_APPLICATION_CREDENTIALS` names a file whose
 //!   `token_uri` is local too (a test server checking tokens).
-//! - Retries: 429, 5xx and failed connections, with backoff.
+//! - Rate quotas: each call waits for a token of its API group's bucket
+//!   first ([`crate::rate_limits`]); a throttled call (429, or Compute's
+//!   403 `rateLimitExceeded`) is retried until its quota has had time to
+//!   refill.
+//! - Retries: 5xx and failed connections, with backoff.
 //! - Compute mutations return operations; [`GceCloud::wait`] polls them
 //!   with `operations.wait` until `DONE` and turns an operation's error
 //!   into an error.
@@ -27,8 +31,14 @@ use kops_state::gcs::http::{Call, Http};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-/// Attempts of one call that fails with 429, 5xx or in transit.
+use crate::rate_limits::{self, RateLimits};
+
+/// Attempts of one call that fails with 5xx or in transit.
 const ATTEMPTS: u32 = 10;
+/// How long one call is retried while Google throttles it: Google's quotas
+/// are per minute, so a throttle is waited out within one; the rest is for
+/// other clients of the project taking the new minute's share.
+const THROTTLE_PATIENCE: Duration = Duration::from_secs(180);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
@@ -58,6 +68,12 @@ impl ApiError {
             || self.reason == "resourceNotReady"
             || self.status == 412
             || TRANSIENT_OPERATION_ERRORS.contains(&self.reason.as_str())
+    }
+
+    /// Google's answer to too many calls: 429, or Compute's 403 (see
+    /// [`ApiError::is_rate_limit`]).
+    pub fn is_throttle(&self) -> bool {
+        self.status == 429 || self.is_rate_limit()
     }
 
     /// Compute's answer to too many calls: 403 `rateLimitExceeded` or
@@ -153,6 +169,7 @@ pub struct GceCloud {
     calls: Mutex<BTreeMap<String, u64>>,
     /// The project's instance templates, listed once per run.
     templates: tokio::sync::Mutex<Option<Vec<Value>>>,
+    limits: RateLimits,
 }
 
 impl std::fmt::Debug for GceCloud {
@@ -165,7 +182,10 @@ impl std::fmt::Debug for GceCloud {
 }
 
 impl GceCloud {
-    /// A client for `project` with the endpoints of the environment.
+    /// A client for `project` with the endpoints of the environment, and
+    /// its rate limits (the documented ones unless `KOPS_GCE_RATE_LIMITS`
+    /// says otherwise; the binary refuses a setting that does not parse
+    /// before it gets here, here it falls back to the documented ones).
     pub fn new(project: &str, region: &str) -> Result<GceCloud, String> {
         Self::with_endpoints(
             project,
@@ -179,6 +199,20 @@ impl GceCloud {
         region: &str,
         endpoints: Endpoints,
     ) -> Result<GceCloud, String> {
+        Self::with_limits(
+            project,
+            region,
+            endpoints,
+            RateLimits::from_env().unwrap_or_default(),
+        )
+    }
+
+    pub fn with_limits(
+        project: &str,
+        region: &str,
+        endpoints: Endpoints,
+        limits: RateLimits,
+    ) -> Result<GceCloud, String> {
         Ok(GceCloud {
             project: project.to_string(),
             region: region.to_string(),
@@ -187,7 +221,13 @@ impl GceCloud {
             credentials: OnceCell::new(),
             calls: Mutex::new(BTreeMap::new()),
             templates: tokio::sync::Mutex::new(None),
+            limits,
         })
+    }
+
+    /// What the run spent on Google's rate quotas so far.
+    pub fn limit_waits(&self) -> kops_engine::LimitWaits {
+        self.limits.waits()
     }
 
     /// Calls made, by `METHOD collection`.
@@ -309,9 +349,14 @@ impl GceCloud {
                 .header("content-type", "application/json")
                 .body(body.to_string());
         }
+        let bucket = rate_limits::bucket(&self.endpoints, &method, url);
         let mut pause = FIRST_BACKOFF;
         let mut attempt = 1;
+        let mut throttled_since: Option<std::time::Instant> = None;
         loop {
+            if let Some(bucket) = &bucket {
+                self.limits.acquire(bucket).await;
+            }
             self.count(&method, url);
             let mut retry_after = None;
             let result = match self.http.send_once(&call).await {
@@ -340,23 +385,37 @@ impl GceCloud {
                     Err(error(response.status, &reason, message))
                 }
             };
+            let throttled = matches!(&result, Err(e) if e.is_throttle());
+            if let Some(bucket) = &bucket {
+                if !matches!(&result, Err(e) if e.status == 0) {
+                    self.limits.answered(bucket, throttled);
+                }
+            }
+            let retry = match &result {
+                Err(_) if throttled => {
+                    throttled_since
+                        .get_or_insert_with(std::time::Instant::now)
+                        .elapsed()
+                        < THROTTLE_PATIENCE
+                }
+                Err(e) => attempt < ATTEMPTS && (e.status == 0 || e.status >= 500),
+                Ok(_) => false,
+            };
             match result {
-                Err(e)
-                    if attempt < ATTEMPTS
-                        && (e.status == 0
-                            || e.status == 429
-                            || e.status >= 500
-                            || e.is_rate_limit()) =>
-                {
+                Err(e) if retry => {
                     // Jittered so that parallel tasks do not retry in step;
-                    // the server's Retry-After when it asks for longer.
+                    // the server's Retry-After when it asks for longer. A
+                    // throttled call also waits for its bucket, emptied and
+                    // slowed by the throttle, before it is sent again.
                     let wait = retry_after
                         .map_or(jitter(pause), |after: Duration| after.max(jitter(pause)))
                         .min(MAX_RETRY_AFTER);
                     tracing::debug!("{e} (attempt {attempt}), retrying in {wait:?}");
                     tokio::time::sleep(wait).await;
                     pause = (pause * 2).min(MAX_BACKOFF);
-                    attempt += 1;
+                    if !throttled {
+                        attempt += 1;
+                    }
                 }
                 other => return other,
             }

@@ -11,6 +11,8 @@
 //!   state-store objects come from the cloud-neutral files.
 //! - [`delete`]: `delete cluster`: the cluster's resources found as kops
 //!   finds them and deleted in dependency order.
+//! - [`rate_limits`]: Google's per-minute rate quotas mirrored on our
+//!   side, so that [`cloud`] paces its calls to them.
 //!
 //! The cloud-neutral pieces are reused, not copied: the spec (kops-api),
 //! the [`kops_model::Model`] inputs and the state-store files, node
@@ -25,6 +27,7 @@ pub mod delete;
 pub mod instances;
 pub mod model;
 pub mod names;
+pub mod rate_limits;
 pub mod tasks;
 pub mod terraform;
 

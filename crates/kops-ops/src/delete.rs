@@ -205,7 +205,7 @@ async fn delete_gce(
             state_keys,
             report: None,
             calls: calls(&cloud),
-            limits: kops_engine::LimitWaits::default(),
+            limits: cloud.limit_waits(),
             provider: "Google Cloud",
         });
     }
@@ -229,7 +229,7 @@ async fn delete_gce(
             passes: done.passes,
         }),
         calls: calls(&cloud),
-        limits: kops_engine::LimitWaits::default(),
+        limits: cloud.limit_waits(),
         provider: "Google Cloud",
     })
 }

@@ -38,6 +38,9 @@ use kops_api::new_cluster::{
 };
 use kops_api::validation::{self, FieldError};
 use kops_api::{Cluster, InstanceGroup, Role};
+/// Google's rate quotas as `KOPS_GCE_RATE_LIMITS` sets them (the binary
+/// checks the setting before any command runs).
+pub use kops_gce::rate_limits::RateLimits as GceRateLimits;
 pub use kops_state::registry::{Registry, SshPublicKey};
 pub use kops_state::Version;
 pub use update::{update_cluster, UpdateOutcome, UpdateRequest};

@@ -39,6 +39,10 @@ fn main() {
         eprintln!("Error: {e}");
         std::process::exit(1);
     }
+    if let Err(e) = kops_ops::GceRateLimits::from_env() {
+        eprintln!("Error: {e}");
+        std::process::exit(1);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

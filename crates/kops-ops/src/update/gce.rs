@@ -166,7 +166,7 @@ pub(super) async fn update(
     Ok(UpdateOutcome {
         report,
         calls: cloud.calls(),
-        limits: kops_engine::LimitWaits::default(),
+        limits: cloud.limit_waits(),
         provider: "Google Cloud",
         region,
         tasks: graph.len(),
