@@ -21,6 +21,7 @@ mod enroll;
 mod etcd_manifests;
 mod existing_network;
 mod gce_lifecycle;
+mod gce_quotas;
 mod gce_roll;
 mod gce_update_options;
 mod gcs_store;
