@@ -19,8 +19,10 @@
 //! Its mirror here is a bucket of N/4 refilled at 3N/4 a minute: in any 60
 //! seconds, whatever the minute's boundaries, it lets at most N calls
 //! through, so a run alone in its project is never throttled, and a run of
-//! up to N/4 calls of a group never waits. When Google throttles a call
-//! anyway (other clients share the project, or its quotas are lower), the
+//! up to N/4 calls of a group never waits. The buckets are the run's own: a
+//! run started within a minute of another's busy end can still go past a
+//! quota. When Google throttles a call anyway (that, other clients sharing
+//! the project, or quotas lower than documented), the
 //! bucket is emptied and slowed (see [`kops_engine::Pacer`]) and the call
 //! is retried until the quota refills.
 //!
