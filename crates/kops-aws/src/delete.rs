@@ -967,9 +967,14 @@ pub async fn delete_resources(
         for r in std::mem::take(&mut todo) {
             phases.entry(r.phase).or_default().push(r);
         }
+        let phases = with_followers(phases);
         for (_, batch) in phases {
             if blocked {
-                remaining.extend(batch);
+                remaining.extend(
+                    batch
+                        .into_iter()
+                        .flat_map(|(r, followers)| std::iter::once(r).chain(followers)),
+                );
                 continue;
             }
             let results = match revoking.take() {
@@ -1024,44 +1029,98 @@ pub async fn delete_resources(
     Ok(report)
 }
 
+/// The phases' resources, each with those deleted right after it: a
+/// group's launch template (the same `Name`) follows its autoscaling group
+/// instead of waiting for every group to go. Under AWS' rate limits each
+/// kind of deletion is paced on its own bucket (200, then 5 a second), so
+/// 300 groups then 300 templates take twice as long as both side by side.
+fn with_followers(
+    phases: BTreeMap<u8, Vec<Resource>>,
+) -> BTreeMap<u8, Vec<(Resource, Vec<Resource>)>> {
+    let groups: BTreeSet<String> = phases
+        .values()
+        .flatten()
+        .filter(|r| r.kind == "autoscaling-group" && !r.name.is_empty())
+        .map(|r| r.name.clone())
+        .collect();
+    let (followers, others): (Vec<Resource>, Vec<Resource>) = phases
+        .into_values()
+        .flatten()
+        .partition(|r| r.kind == "launch-template" && groups.contains(&r.name));
+    let mut by_group: BTreeMap<String, Vec<Resource>> = BTreeMap::new();
+    for r in followers {
+        by_group.entry(r.name.clone()).or_default().push(r);
+    }
+    let mut out: BTreeMap<u8, Vec<(Resource, Vec<Resource>)>> = BTreeMap::new();
+    for r in others {
+        let follow = if r.kind == "autoscaling-group" {
+            by_group.remove(&r.name).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        out.entry(r.phase).or_default().push((r, follow));
+    }
+    out
+}
+
 /// How many deletions of one phase run at once: enough to hide the
 /// latency of one call behind another, few enough not to be throttled.
 const PARALLEL_DELETES: usize = 16;
 
-/// Deletes `batch` (resources of one phase) with at most
-/// `PARALLEL_DELETES` under way (the next starts as soon as one ends, not
-/// when a whole group of them has), and returns each with its result, in
-/// the batch's order.
+/// Deletes `batch` (resources of one phase, each with its followers) with
+/// at most `PARALLEL_DELETES` under way (the next starts as soon as one
+/// ends, not when a whole group of them has), and returns each with its
+/// result, in the batch's order, a resource's followers after it. A
+/// follower is deleted once its leader is; otherwise it waits for the next
+/// pass.
 async fn delete_batch(
     cloud: &AwsCloud,
-    batch: Vec<Resource>,
+    batch: Vec<(Resource, Vec<Resource>)>,
 ) -> Vec<(Resource, Result<(), DeleteError>)> {
-    let mut done: Vec<Option<Result<(), DeleteError>>> = batch.iter().map(|_| None).collect();
+    type Outcome = Vec<Result<(), DeleteError>>;
+    let mut done: Vec<Option<Outcome>> = batch.iter().map(|_| None).collect();
     let mut running = tokio::task::JoinSet::new();
     let mut waiting = batch.iter().cloned().enumerate();
     loop {
         while running.len() < PARALLEL_DELETES {
-            let Some((i, r)) = waiting.next() else {
+            let Some((i, (r, followers))) = waiting.next() else {
                 break;
             };
             let cloud = cloud.clone();
-            running.spawn(async move { (i, delete_in_place(&cloud, &r).await) });
+            running.spawn(async move {
+                let mut results = vec![delete_in_place(&cloud, &r).await];
+                for f in &followers {
+                    results.push(if results[0].is_ok() {
+                        delete_in_place(&cloud, f).await
+                    } else {
+                        Err(Retry(format!("waits for {} `{}` to go", r.kind, r.id)))
+                    });
+                }
+                (i, results)
+            });
         }
         let Some(joined) = running.join_next().await else {
             break;
         };
         // A deletion that panicked is left for the next pass.
-        if let Ok((i, result)) = joined {
-            done[i] = Some(result);
+        if let Ok((i, results)) = joined {
+            done[i] = Some(results);
         }
     }
     batch
         .into_iter()
         .zip(done)
-        .map(|(r, result)| {
-            let result =
-                result.unwrap_or_else(|| Err(Retry("the deletion stopped unexpectedly".into())));
-            (r, result)
+        .flat_map(|((r, followers), results)| {
+            let mut results = results.unwrap_or_default().into_iter();
+            std::iter::once(r)
+                .chain(followers)
+                .map(|r| {
+                    let result = results
+                        .next()
+                        .unwrap_or_else(|| Err(Retry("the deletion stopped unexpectedly".into())));
+                    (r, result)
+                })
+                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -1702,6 +1761,56 @@ mod tests {
             Err(Retry(_)) => "retry",
             Err(Fatal(_)) => "fatal",
         }
+    }
+
+    #[test]
+    fn a_groups_launch_template_follows_the_group() {
+        let r = |phase, kind, id: &str, name: &str| Resource {
+            phase,
+            kind,
+            id: id.into(),
+            name: name.into(),
+            shared: false,
+            vpc: None,
+        };
+        let mut phases = BTreeMap::new();
+        phases.insert(
+            0,
+            vec![
+                r(0, "autoscaling-group", "a.c", "a.c"),
+                r(0, "autoscaling-group", "b.c", "b.c"),
+            ],
+        );
+        phases.insert(
+            1,
+            vec![
+                r(1, "launch-template", "lt-1", "a.c"),
+                r(1, "launch-template", "lt-2", "other.c"),
+                r(1, "instance", "i-1", "a.c"),
+            ],
+        );
+        let out = with_followers(phases);
+        let summary: Vec<(u8, &str, Vec<&str>)> = out
+            .iter()
+            .flat_map(|(phase, items)| {
+                items.iter().map(move |(r, f)| {
+                    (
+                        *phase,
+                        r.id.as_str(),
+                        f.iter().map(|f| f.id.as_str()).collect(),
+                    )
+                })
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (0, "a.c", vec!["lt-1"]),
+                (0, "b.c", vec![]),
+                (1, "lt-2", vec![]),
+                (1, "i-1", vec![]),
+            ]
+        );
     }
 
     #[test]

@@ -38,7 +38,7 @@ use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse, Metadata};
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
-use kops_engine::{BucketLimit, LimitWaits, Pacer};
+use kops_engine::{BucketLimit, LimitSettings, LimitWaits, Pacer};
 
 /// The environment variable that changes the limits.
 pub const RATE_LIMITS_ENV: &str = "KOPS_AWS_RATE_LIMITS";
@@ -89,44 +89,25 @@ impl RateLimits {
         }
     }
 
-    /// `off`, or `KIND=SIZE/REFILL,...`.
+    /// `off`, or `KIND=SIZE/REFILL,...` (see [`kops_engine::LimitSettings`]).
     pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Ok(Self::default());
-        }
-        if text == "off" {
-            return Ok(Self {
-                pacer: Pacer::disabled(),
-                ..Self::default()
-            });
-        }
+        let settings = LimitSettings::parse(RATE_LIMITS_ENV, text)?;
         let mut limits = Self::default();
-        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let parsed = item.split_once('=').and_then(|(kind, value)| {
-                let (size, refill) = value.split_once('/')?;
-                let size: f64 = size.trim().parse().ok()?;
-                let refill: f64 = refill.trim().parse().ok()?;
-                (size >= 1.0 && refill > 0.0).then(|| (kind.trim(), BucketLimit::new(size, refill)))
-            });
-            let Some((kind, limit)) = parsed else {
-                return Err(format!(
-                    "{RATE_LIMITS_ENV}: `{item}` is not KIND=SIZE/REFILL (e.g. write=200/5, a size of at least 1 and a refill above 0), or `off`"
-                ));
-            };
-            match kind {
+        if settings.off {
+            limits.pacer = Pacer::disabled();
+        }
+        for (kind, limit) in settings.buckets {
+            match kind.as_str() {
                 "read" => limits.read = Some(limit),
                 "write" => limits.write = Some(limit),
                 "route53" => limits.route53 = Some(limit),
-                action
-                    if !action.is_empty() && action.chars().all(|c| c.is_ascii_alphanumeric()) =>
-                {
-                    limits.actions.insert(action.to_string(), limit);
+                action if action.chars().all(|c| c.is_ascii_alphanumeric()) => {
+                    limits.actions.insert(kind, limit);
                 }
                 other => {
                     return Err(format!(
-                    "{RATE_LIMITS_ENV}: `{other}` is not read, write, route53 or an action's name"
-                ))
+                        "{RATE_LIMITS_ENV}: `{other}` is not read, write, route53 or an action's name (CreateLaunchTemplate)"
+                    ))
                 }
             }
         }

@@ -84,6 +84,8 @@ struct Bucket {
     /// May go below zero: tokens already promised to waiting calls.
     tokens: f64,
     at: Instant,
+    /// When the refill was last slowed.
+    slowed: Option<Instant>,
 }
 
 impl Bucket {
@@ -110,8 +112,12 @@ impl Drop for Reservation<'_> {
 
 /// The slowest a throttled bucket is refilled, as a share of its limit.
 const SLOWEST: f64 = 0.1;
-/// After a throttle the refill rate is multiplied by this.
+/// After a throttle the refill rate is multiplied by this, at most once
+/// per [`SLOW_ONCE_PER`]: the calls in flight when the cloud's bucket ran
+/// dry are throttled together, and are one sign, not one each (as TCP
+/// halves its window once per round trip, not once per lost packet).
 const BACKOFF: f64 = 0.7;
+const SLOW_ONCE_PER: Duration = Duration::from_secs(1);
 /// Each call that is not throttled gives back this share of the limit's
 /// rate, up to the limit.
 const RECOVERY: f64 = 0.02;
@@ -150,6 +156,7 @@ impl Pacer {
                     rate: limit.refill,
                     tokens: limit.size,
                     at: now,
+                    slowed: None,
                 });
             bucket.refill(now);
             bucket.tokens -= 1.0;
@@ -213,7 +220,13 @@ impl Pacer {
             if let Some(bucket) = state.buckets.get_mut(key) {
                 bucket.refill(now);
                 bucket.tokens = bucket.tokens.min(0.0);
-                bucket.rate = (bucket.rate * BACKOFF).max(bucket.limit.refill * SLOWEST);
+                if bucket
+                    .slowed
+                    .is_none_or(|at| now.saturating_duration_since(at) >= SLOW_ONCE_PER)
+                {
+                    bucket.rate = (bucket.rate * BACKOFF).max(bucket.limit.refill * SLOWEST);
+                    bucket.slowed = Some(now);
+                }
             }
         }
     }
@@ -301,14 +314,16 @@ mod tests {
         for _ in 0..100 {
             pacer.answered("k");
         }
+        // Throttles together are one sign: slowed once.
+        tokio::time::advance(SLOW_ONCE_PER).await;
         pacer.throttled("k");
         pacer.throttled("k");
         assert_eq!(pacer.waits().throttled, 3);
-        // Recovered to the limit before the two throttles: 5 x 0.49.
+        // Recovered to the limit before them: 5 x 0.7.
         let start = Instant::now();
         pacer.acquire("k", LIMIT).await;
         let elapsed = start.elapsed().as_secs_f64();
-        assert!((elapsed - 1.0 / 2.45).abs() < 0.01, "{elapsed}");
+        assert!((elapsed - 1.0 / 3.5).abs() < 0.01, "{elapsed}");
     }
 
     #[tokio::test(start_paused = true)]
@@ -316,6 +331,7 @@ mod tests {
         let pacer = Pacer::new();
         pacer.acquire("k", LIMIT).await;
         for _ in 0..50 {
+            tokio::time::advance(SLOW_ONCE_PER).await;
             pacer.throttled("k");
         }
         let start = Instant::now();
