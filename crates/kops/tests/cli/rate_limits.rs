@@ -4,7 +4,7 @@
 //! Route 53 5/s). Apply, a no-op update and delete each end with exit 0,
 //! no throttle reaches the user, and nothing of the cluster is left. Each
 //! step's calls, time, time waited on limits and throttled answers are
-//! printed (`--no-capture` shows them); a benchmark, `bench/rate_limits.sh`,
+//! printed (`--no-capture` shows them); a benchmark, `bench/rate_limits.py`,
 //! compares them with the real kops.
 
 use std::time::Instant;
