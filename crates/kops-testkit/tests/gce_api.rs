@@ -883,3 +883,71 @@ fn calls_over_a_rate_quota_are_answered_as_google_answers_them() {
     std::thread::sleep(Duration::from_millis(550));
     assert_eq!(api.request("GET", &network, None).unwrap().0, 404);
 }
+
+/// kops deletes a group's instances and the group side by side. Google's
+/// group makes no replacement once its deletion has begun, and takes the
+/// instances it has when the deletion ends.
+#[test]
+fn a_group_being_deleted_replaces_no_instance() {
+    let Some(api) = require_gce_api() else { return };
+    wait(
+        &api,
+        &insert(
+            &api,
+            NETWORKS,
+            json!({"name": "n", "autoCreateSubnetworks": true}),
+        )
+        .1,
+    );
+    let template = json!({"name": "t", "properties": {
+        "machineType": "e2-medium",
+        "networkInterfaces": [{"network": "global/networks/n"}],
+        "disks": [{"boot": true, "initializeParams": {"sourceImage": "projects/ubuntu-os-cloud/global/images/x"}}],
+    }});
+    wait(
+        &api,
+        &insert(
+            &api,
+            "/compute/v1/projects/p/global/instanceTemplates",
+            template,
+        )
+        .1,
+    );
+    let groups = "/compute/v1/projects/p/zones/z/instanceGroupManagers";
+    let group = json!({"name": "g", "baseInstanceName": "nodes", "targetSize": 1, "instanceTemplate": "global/instanceTemplates/t"});
+    wait(&api, &insert(&api, groups, group).1);
+    let instance = api
+        .paths()
+        .into_iter()
+        .find(|p| p.contains("/instances/"))
+        .expect("the group made its instance");
+
+    // On its own, a deleted member is replaced.
+    wait(
+        &api,
+        &api.request("DELETE", &format!("/{instance}"), None)
+            .unwrap()
+            .1,
+    );
+    let replacement = api
+        .paths()
+        .into_iter()
+        .find(|p| p.contains("/instances/"))
+        .expect("the group replaced its instance");
+    assert_ne!(replacement, instance);
+
+    // Deleted with its group, it is not: the group's deletion ends last.
+    api.set_operation_delay(Duration::from_millis(300));
+    let (_, member) = api
+        .request("DELETE", &format!("/{replacement}"), None)
+        .unwrap();
+    let (_, whole) = api.request("DELETE", &format!("{groups}/g"), None).unwrap();
+    wait(&api, &member);
+    wait(&api, &whole);
+    let left: Vec<String> = api
+        .paths()
+        .into_iter()
+        .filter(|p| p.contains("/instances/") || p.contains("/instanceGroupManagers/"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

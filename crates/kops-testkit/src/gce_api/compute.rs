@@ -484,8 +484,12 @@ fn delete(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
         call,
         &path,
         Box::new(move |state: &mut State| {
-            for member in members {
-                state.resources.remove(&member);
+            // A group takes with it the instances it has when the deletion
+            // ends, including any it made while the call was running.
+            if is_group {
+                for member in group_members(state, &target) {
+                    state.resources.remove(&member);
+                }
             }
             state.resources.remove(&target);
             if let Some(group) = owner {
@@ -665,6 +669,10 @@ fn sync_group(state: &mut State, project: &str, zone: &str, group: &str) {
     let Some(manager) = state.resources.get(group).cloned() else {
         return;
     };
+    // A group being deleted makes no new instances.
+    if pending(state, group, "delete") {
+        return;
+    }
     let members = group_members(state, group);
     let target = manager["targetSize"].as_u64().unwrap_or(0) as usize;
     for extra in members.iter().skip(target) {
