@@ -951,3 +951,25 @@ fn a_group_being_deleted_replaces_no_instance() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Google balances a passthrough load balancer's regional backend service
+/// by connection: a backend stored without a mode reads back with it.
+#[test]
+fn a_passthrough_backend_reads_back_balancing_by_connection() {
+    let Some(api) = require_gce_api() else { return };
+    let path = "compute/v1/projects/p/regions/r/backendServices/api";
+    api.seed(
+        path,
+        json!({"name": "api", "loadBalancingScheme": "INTERNAL", "protocol": "TCP",
+            "backends": [{"group": "zones/z/instanceGroups/g"}, {"group": "zones/z/instanceGroups/h", "balancingMode": "CONNECTION"}]}),
+    );
+    let (status, service) = api.request("GET", &format!("/{path}"), None).unwrap();
+    assert_eq!(status, 200, "{service}");
+    for backend in service["backends"].as_array().unwrap() {
+        assert_eq!(backend["balancingMode"], "CONNECTION", "{service}");
+        assert!(backend["group"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://www.googleapis.com/compute/v1/projects/p/zones/z/"));
+    }
+}

@@ -213,6 +213,30 @@ pub(crate) fn with_defaults(state: &mut State, path: &str, mut resource: Value) 
         let link = state.link(&parts[..6].join("/"));
         object.entry(key).or_insert_with(|| link.into());
     }
+    // A regional backend service of a passthrough load balancer
+    // (`INTERNAL` or `EXTERNAL` scheme) balances by connection, the only
+    // mode Google allows there: a backend sent without a mode reads back
+    // with `CONNECTION`.
+    if path.contains("/regions/") && path.contains("/backendServices/") {
+        let passthrough = matches!(
+            object.get("loadBalancingScheme").and_then(Value::as_str),
+            Some("INTERNAL" | "EXTERNAL")
+        );
+        if passthrough {
+            for backend in object
+                .get_mut("backends")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(backend) = backend.as_object_mut() {
+                    backend
+                        .entry("balancingMode")
+                        .or_insert_with(|| "CONNECTION".into());
+                }
+            }
+        }
+    }
     refresh_fingerprints(object);
     resource
 }
