@@ -4,6 +4,8 @@
 //! References to other resources are written as `projects/...` paths
 //! and compared by that path, whatever host a self link names.
 
+use std::collections::BTreeMap;
+
 use hyper::Method;
 use kops_engine::{Changes, FieldChange, OutputRef, Outputs, TaskError, TaskKey};
 use serde_json::{json, Map, Value};
@@ -147,9 +149,14 @@ fn covers(project: &str, want: &Value, have: &Value) -> bool {
             .iter()
             .all(|(k, v)| covers(project, v, h.get(k).unwrap_or(&Value::Null))),
         (Value::Object(w), Value::Null) => w.values().all(is_empty),
-        (Value::Array(w), Value::Array(h)) => {
-            w.len() == h.len() && w.iter().zip(h).all(|(a, b)| covers(project, a, b))
-        }
+        (Value::Array(w), Value::Array(h)) => match (keyed(w), keyed(h)) {
+            (Some(w), Some(h)) => {
+                w.len() == h.len()
+                    && w.iter()
+                        .all(|(k, a)| h.get(k).is_some_and(|b| covers(project, a, b)))
+            }
+            _ => w.len() == h.len() && w.iter().zip(h).all(|(a, b)| covers(project, a, b)),
+        },
         (Value::Array(w), Value::Null) => w.is_empty(),
         (Value::String(w), Value::String(h)) => {
             w == h || canonical(project, w) == canonical(project, h)
@@ -160,6 +167,19 @@ fn covers(project: &str, want: &Value, have: &Value) -> bool {
         (Value::Bool(false), Value::Null) => true,
         (w, h) => w == h,
     }
+}
+
+/// A list of `{"key": ..., ...}` entries (metadata items) by key: Google
+/// keeps them in the order sent, and kops sends them in no fixed order,
+/// so only the keys and their entries count.
+fn keyed(items: &[Value]) -> Option<BTreeMap<&str, &Value>> {
+    if items.is_empty() {
+        return None;
+    }
+    items
+        .iter()
+        .map(|item| item.get("key").and_then(Value::as_str).map(|k| (k, item)))
+        .collect()
 }
 
 fn is_empty(v: &Value) -> bool {
@@ -251,6 +271,18 @@ fn nested(
             for (k, v) in w {
                 let inner = h.get(k).unwrap_or(&Value::Null);
                 nested(project, format!("{path}.{k}"), v, inner, out);
+            }
+        }
+        (Value::Array(w), Value::Array(h)) if keyed(w).is_some() && keyed(h).is_some() => {
+            let (w, h) = (keyed(w).unwrap_or_default(), keyed(h).unwrap_or_default());
+            for (k, a) in &w {
+                match h.get(k) {
+                    Some(b) => nested(project, format!("{path}[{k}]"), a, b, out),
+                    None => out.push((format!("{path}[{k}]"), "null".into(), short(a))),
+                }
+            }
+            for (k, b) in h.iter().filter(|(k, _)| !w.contains_key(*k)) {
+                out.push((format!("{path}[{k}]"), short(b), "null".into()));
             }
         }
         (Value::Array(w), Value::Array(h)) if w.len() == h.len() => {
@@ -507,8 +539,9 @@ impl InstanceTemplate {
             "stackType": self.stack_type,
         });
         if self.has_external_ip {
-            interface["accessConfigs"] =
-                json!([{"name": "external-nat", "type": "ONE_TO_ONE_NAT"}]);
+            // No name, as kops sends it: Google names an unnamed access
+            // config itself, and the name changes nothing.
+            interface["accessConfigs"] = json!([{"type": "ONE_TO_ONE_NAT"}]);
         }
         if !self.alias_ip_ranges.is_empty() {
             let ranges: Vec<Value> = self
@@ -792,5 +825,45 @@ mod tests {
             canonical("p", "https://www.googleapis.com/auth/cloud-platform"),
             "https://www.googleapis.com/auth/cloud-platform"
         );
+    }
+
+    #[test]
+    fn metadata_items_compare_by_key_in_any_order() {
+        let items = |order: &[(&str, &str)]| -> Value {
+            order
+                .iter()
+                .map(|(k, v)| json!({"key": k, "value": v}))
+                .collect()
+        };
+        let found = |have: Value, want: Value| Found {
+            resource: json!({"selfLink": "projects/p/global/instanceTemplates/t",
+                "properties": {"metadata": {"items": have}}}),
+            want: json!({"properties": {"metadata": {"items": want}}}),
+        };
+        let kops = items(&[("user-data", "u"), ("ssh-keys", "k"), ("cluster-name", "c")]);
+        let ours = items(&[("cluster-name", "c"), ("ssh-keys", "k"), ("user-data", "u")]);
+        assert!(diff(Some(&found(kops.clone(), ours))).is_empty());
+
+        let changed = items(&[
+            ("cluster-name", "c"),
+            ("ssh-keys", "k2"),
+            ("user-data", "u"),
+        ]);
+        let changes = diff(Some(&found(kops.clone(), changed)));
+        let lines: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            ["properties.metadata.items[ssh-keys].value: k -> k2"]
+        );
+
+        let more = items(&[
+            ("cluster-name", "c"),
+            ("ssh-keys", "k"),
+            ("user-data", "u"),
+            ("kube-env", "e"),
+        ]);
+        let changes = diff(Some(&found(kops, more)));
+        let lines: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        assert_eq!(lines, ["properties.metadata.items[kube-env]: null -> {\"key\":\"kube-env\",\"value\":\"e\"}"]);
     }
 }
