@@ -431,6 +431,23 @@ impl GceCloud {
         }
     }
 
+    /// The IP addresses the region's addresses `names` hold, sorted (kops
+    /// sorts well-known addresses); an address not made yet adds none.
+    pub async fn addresses(&self, names: &[String]) -> Result<Vec<String>, ApiError> {
+        let urls: Vec<String> = names
+            .iter()
+            .map(|name| self.compute_url(&format!("regions/{}/addresses/{name}", self.region)))
+            .collect();
+        let found = futures::future::try_join_all(urls.iter().map(|url| self.get(url))).await?;
+        let mut held: Vec<String> = found
+            .iter()
+            .flatten()
+            .filter_map(|address| address["address"].as_str().map(str::to_string))
+            .collect();
+        held.sort();
+        Ok(held)
+    }
+
     /// Every item of a paged list (`field`: `items`, `rrsets`, `accounts`...).
     pub async fn list(&self, url: &str, field: &str) -> Result<Vec<Value>, ApiError> {
         self.list_with(Method::GET, url, field).await

@@ -155,6 +155,29 @@ pub fn control_plane_ips(cluster: &Cluster, addresses: &[String]) -> Vec<String>
             .cloned()
             .collect();
     }
+    // On Google subnets have ranges and networks do not: the internal
+    // balancer's addresses, those inside a subnet of the cluster.
+    if spec.cloud_provider.as_deref() == Some("gce") {
+        let subnets: Vec<ipnet::IpNet> = spec
+            .subnets
+            .iter()
+            .flatten()
+            .filter_map(|s| s.cidr.as_deref()?.parse().ok())
+            .collect();
+        let mut out = Vec::new();
+        for address in addresses {
+            let Ok(ip) = address.parse::<std::net::IpAddr>() else {
+                continue;
+            };
+            out.extend(
+                subnets
+                    .iter()
+                    .filter(|cidr| cidr.contains(&ip))
+                    .map(|_| address.clone()),
+            );
+        }
+        return out;
+    }
     let ipv6_only = spec
         .non_masquerade_cidr
         .as_deref()
@@ -1298,6 +1321,14 @@ mod tests {
             server.tls_server_name,
             "kops-controller.internal.c.k8s.local"
         );
+        // On Google, networks have no range: the subnets' ranges select.
+        let gce: Cluster = serde_yaml_ng::from_str(
+            "apiVersion: kops.k8s.io/v1alpha2\nkind: Cluster\nmetadata: {name: g.example.com}\n\
+             spec:\n  cloudProvider: gce\n  subnets: [{name: us-central1, region: us-central1, cidr: 10.0.16.0/20}]\n",
+        )
+        .unwrap();
+        let found = control_plane_ips(&gce, &["10.0.16.65".into(), "203.0.113.9".into()]);
+        assert_eq!(found, ["10.0.16.65"]);
         let v6 = config_server_for("c.k8s.local", "CA".into(), &["2001:db8::5".into()]);
         assert_eq!(v6.servers, ["https://[2001:db8::5]:3988/"]);
         let by_name = config_server_for("c.example.com", "CA".into(), &[]);

@@ -46,6 +46,26 @@ pub fn build(gce: &GceModel<'_>, graph: &mut TaskGraph<GceContext>) -> Result<()
     firewall(gce, graph)
 }
 
+/// The addresses kops gives the API server's well-known addresses (its
+/// `KubeAPIServer` service): the public balancer's address, when public,
+/// and each API subnet's internal address. Node configs list what they
+/// hold once they exist (`ApiserverAdditionalIPs`, and the workers'
+/// `APIServerIPs` without DNS).
+pub fn api_server_address_names(gce: &GceModel<'_>) -> Vec<String> {
+    let internal = || {
+        api_subnets(gce)
+            .into_iter()
+            .map(|subnet| gce.suffixed(&format!("api-{}", subnet.name)))
+    };
+    match gce.api_load_balancer_type() {
+        Some("Public") => std::iter::once(gce.suffixed("api"))
+            .chain(internal())
+            .collect(),
+        Some("Internal") => internal().collect(),
+        _ => Vec::new(),
+    }
+}
+
 impl GceModel<'_> {
     fn labels(&self, name: &str) -> BTreeMap<String, String> {
         BTreeMap::from([

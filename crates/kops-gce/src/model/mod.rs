@@ -7,6 +7,8 @@ mod firewall;
 mod iam;
 mod network;
 
+pub use api::api_server_address_names;
+
 use kops_api::{ClusterSubnetSpec, InstanceGroup, Role, SubnetType};
 use kops_engine::{TaskGraph, TaskKey};
 use kops_model::{Model, ModelError};

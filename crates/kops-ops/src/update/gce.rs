@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use kops_engine::{Executor, ExecutorOptions, Mode};
+use kops_engine::{Completed, Executor, ExecutorOptions, Mode};
 use kops_model::Model;
 
 use super::{options, BoxedProgress, UpdateOutcome, UpdateRequest};
@@ -41,15 +41,79 @@ pub(super) async fn update(
     node_inputs.base_url_images = nodeup.images.clone();
     let resolved = crate::render::gce::resolved(&cluster, &groups)?;
     let mut warnings = kops_api::validation::warnings(&resolved);
+    let opts = &request.options;
+    let cloud =
+        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
+            cluster: cluster.name().to_string(),
+            reason,
+        })?;
+    let cloud = Arc::new(cloud);
+    let ctx = Arc::new(kops_gce::GceContext {
+        project: project.clone(),
+        region: region.clone(),
+        cloud: Some(cloud.clone()),
+    });
+    let ssh_public_key = keys.first().map(|k| k.public_key.as_str());
+    let (probe, address_names) = {
+        let model = Model {
+            cluster: &resolved,
+            groups: &groups,
+            ssh_public_key,
+            node_inputs: Some(&node_inputs),
+            account_id: None,
+            config_base: &config_base,
+        };
+        let gce = kops_gce::GceModel {
+            model: &model,
+            project: &project,
+            region: &region,
+        };
+        (
+            kops_gce::build(&gce)?,
+            kops_gce::model::api_server_address_names(&gce),
+        )
+    };
+    let kinds: Vec<&'static str> = probe.iter().map(|(k, _)| k.kind).collect();
+    let lifecycles =
+        options::gce_lifecycles(kinds, opts.phase, &opts.lifecycle_overrides, !request.apply);
+    let mut executor = Executor::new(ExecutorOptions::default()).with_lifecycles(lifecycles);
+    if let Some(p) = request.progress {
+        executor = executor.with_progress(BoxedProgress(p));
+    }
+    // The API's well-known addresses go into node configs, as kops reads
+    // them once they exist (control-plane certificates name them; without
+    // DNS, workers reach kops-controller at the internal ones). For new
+    // addresses the apply runs in two parts: first all but the instance
+    // templates (whose user data pins the node configs), then the rest
+    // with the addresses, taking over what the first part did.
+    let read_addresses = || async {
+        cloud
+            .addresses(&address_names)
+            .await
+            .map_err(|e| OpsError::NotOnAws {
+                cluster: cluster.name().to_string(),
+                reason: format!("reading the API's addresses: {e}"),
+            })
+    };
+    let mut api_server_addresses = read_addresses().await?;
+    let mut earlier = Completed::new();
+    if request.apply && api_server_addresses.is_empty() && !address_names.is_empty() {
+        let first = probe.without(|k| k.kind == "InstanceTemplate")?;
+        let (_, done) = executor
+            .run_after(&first, ctx.clone(), Mode::Apply, &Completed::new())
+            .await?;
+        earlier = done;
+        api_server_addresses = read_addresses().await?;
+    }
+    node_inputs.api_server_addresses = api_server_addresses;
     let model = Model {
         cluster: &resolved,
         groups: &groups,
-        ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
+        ssh_public_key,
         node_inputs: Some(&node_inputs),
         account_id: None,
         config_base: &config_base,
     };
-    let opts = &request.options;
     let graph = kops_gce::build(&kops_gce::GceModel {
         model: &model,
         project: &project,
@@ -134,30 +198,12 @@ pub(super) async fn update(
                 .map_err(|e| OpsError::Registry(e.into()))?;
         }
     }
-    let cloud =
-        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
-            cluster: cluster.name().to_string(),
-            reason,
-        })?;
-    let cloud = Arc::new(cloud);
-    let ctx = Arc::new(kops_gce::GceContext {
-        project: project.clone(),
-        region: region.clone(),
-        cloud: Some(cloud.clone()),
-    });
-    let kinds: Vec<&'static str> = graph.iter().map(|(k, _)| k.kind).collect();
-    let lifecycles =
-        options::gce_lifecycles(kinds, opts.phase, &opts.lifecycle_overrides, !request.apply);
-    let mut executor = Executor::new(ExecutorOptions::default()).with_lifecycles(lifecycles);
-    if let Some(p) = request.progress {
-        executor = executor.with_progress(BoxedProgress(p));
-    }
     let mode = if request.apply {
         Mode::Apply
     } else {
         Mode::DryRun
     };
-    let report = executor.run(&graph, ctx, mode).await?;
+    let (report, _) = executor.run_after(&graph, ctx, mode, &earlier).await?;
     if request.apply {
         registry
             .put_completed_spec(&super::completed_spec(&cluster, &config_base))

@@ -293,6 +293,7 @@ fn lifecycle_with(case_name: &str, fault_rate: f64, google: Google) {
     api.set_fault_rate(0.0);
     // The no-op is counted exactly: nothing fails in it.
     api.set_operation_failure_rate(0.0);
+    api_addresses_are_in_node_configs(&api, &work.path().join("state").join(&name));
     let r = kops_on(
         &api,
         &["update", "cluster", &name, "--state", &state, "--yes"],
@@ -332,20 +333,25 @@ fn lifecycle_with(case_name: &str, fault_rate: f64, google: Google) {
     );
 
     // What dns-controller publishes once the control plane runs.
-    seed_record(
-        &api,
-        &project,
-        &zone,
-        &format!("api.{name}"),
-        "203.0.113.10",
-    );
-    seed_record(
-        &api,
-        &project,
-        &zone,
-        &format!("api.internal.{name}"),
-        "10.0.16.2",
-    );
+    // dns-controller's records, unless the cluster has no DNS
+    // (`topology.dns.type: None`).
+    let with_dns = !manifest.contains("type: None");
+    if with_dns {
+        seed_record(
+            &api,
+            &project,
+            &zone,
+            &format!("api.{name}"),
+            "203.0.113.10",
+        );
+        seed_record(
+            &api,
+            &project,
+            &zone,
+            &format!("api.internal.{name}"),
+            "10.0.16.2",
+        );
+    }
     // A Service of type LoadBalancer, made by the cloud controller manager.
     let network = created
         .iter()
@@ -372,15 +378,16 @@ fn lifecycle_with(case_name: &str, fault_rate: f64, google: Google) {
         !dry.iter().any(|c| c.is_write()),
         "a delete dry run wrote: {dry:?}"
     );
-    for kind in [
-        "InstanceTemplate",
-        "InstanceGroupManager",
-        "Network",
-        "DNSRecord",
-    ] {
+    for kind in ["InstanceTemplate", "InstanceGroupManager", "Network"] {
         assert!(r.stdout.contains(kind), "{kind} not listed:\n{}", r.stdout);
     }
-    assert!(r.stdout.contains(&format!("api.{name}.")), "{}", r.stdout);
+    assert_eq!(r.stdout.contains("DNSRecord"), with_dns, "{}", r.stdout);
+    assert_eq!(
+        r.stdout.contains(&format!("api.{name}.")),
+        with_dns,
+        "{}",
+        r.stdout
+    );
     assert!(!r.stdout.contains("other"), "{}", r.stdout);
 
     api.set_fault_rate(fault_rate);
@@ -420,6 +427,81 @@ fn lifecycle_with(case_name: &str, fault_rate: f64, google: Google) {
         delete.iter().filter(|c| c.is_write()).count(),
         created.len()
     );
+}
+
+/// kops' node configs name the API's addresses once they exist, even on
+/// the first apply: every control-plane config lists all of them
+/// (`ApiserverAdditionalIPs`, the names its certificate carries); without
+/// DNS, workers reach kops-controller at the internal ones.
+fn api_addresses_are_in_node_configs(api: &GceApi, cluster_dir: &std::path::Path) {
+    let suffix = cluster_dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .replace('.', "-");
+    let mut addresses: Vec<String> = api
+        .paths()
+        .iter()
+        .filter(|p| p.contains("/addresses/api-") && p.ends_with(&suffix))
+        .filter_map(|p| api.get(p)?["address"].as_str().map(str::to_string))
+        .collect();
+    addresses.sort();
+    let configs = cluster_dir.join("igconfig/control-plane");
+    for group in std::fs::read_dir(&configs).unwrap() {
+        let path = group.unwrap().path().join("nodeupconfig.yaml");
+        let config: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let listed: Vec<&str> = config["ApiserverAdditionalIPs"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert_eq!(listed, addresses, "{}", path.display());
+    }
+    let completed: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(cluster_dir.join("cluster-completed.spec")).unwrap(),
+    )
+    .unwrap();
+    let spec = &completed["spec"];
+    let none_dns = [&spec["networking"]["topology"], &spec["topology"]]
+        .iter()
+        .any(|t| t["dns"]["type"].as_str() == Some("None"));
+    let cluster = cluster_dir.file_name().unwrap().to_string_lossy();
+    for path in api
+        .paths()
+        .iter()
+        .filter(|p| p.contains("/instanceTemplates/nodes"))
+    {
+        let template = api.get(path).unwrap();
+        let item = |key: &str| {
+            template["properties"]["metadata"]["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["key"] == key)
+                .and_then(|i| i["value"].as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        if item("cluster-name") != cluster {
+            continue;
+        }
+        let user_data = item("user-data");
+        let internal: Vec<&String> = addresses.iter().filter(|a| a.starts_with("10.")).collect();
+        for address in internal {
+            assert_eq!(
+                user_data.contains(&format!("https://{address}:3988/")),
+                none_dns,
+                "{path}: kops-controller at {address} (without DNS: {none_dns})"
+            );
+        }
+    }
+}
+
+#[test]
+fn minimal_gce_dns_none_applies_reapplies_with_no_change_and_deletes() {
+    lifecycle("minimal_gce_dns-none", 0.0);
 }
 
 #[test]
