@@ -1,9 +1,9 @@
 //! The real kops 1.37 on kops-testkit's GCE API test server: `create
 //! cluster`, `update cluster --yes`, a second `update --yes` that changes
-//! nothing, then kops-rs' plan of the same cluster (taking it over, the
-//! changes it would make are counted and printed), and `delete cluster
-//! --yes` leaving nothing; no call is answered 501 (a method the server
-//! lacks).
+//! nothing, then kops-rs taking the cluster over (with kops' release as
+//! `KOPS_BASE_URL`: its plan is empty and its `update --yes` writes
+//! nothing), and `delete cluster --yes` leaving nothing; no call is
+//! answered 501 (a method the server lacks).
 //!
 //! Skipped, with the reason, without the real kops built with its Google
 //! clients pointed at the endpoint overrides
@@ -83,9 +83,11 @@ fn run_go(go: &GoKops, api: &GceApi, home: &Path, args: &[&str]) -> Run {
     c.output().expect("run the real kops").into()
 }
 
-fn run_rs(api: &GceApi, args: &[&str]) -> Run {
+/// kops-rs with kops' release as KOPS_BASE_URL: its nodes boot kops'
+/// nodeup, as on a cluster kops-rs has just taken over.
+fn run_rs(go: &GoKops, api: &GceApi, args: &[&str]) -> Run {
     let mut c = command(args);
-    c.envs(api.env());
+    c.envs(api.env()).env("KOPS_BASE_URL", &go.base);
     c.output().expect("run kops-rs").into()
 }
 
@@ -103,9 +105,11 @@ fn planned(plan: &Value) -> Vec<String> {
     let mut out = Vec::new();
     for section in ["create", "modify"] {
         for task in plan[section].as_array().into_iter().flatten() {
-            let key = task["key"]
-                .as_str()
-                .map_or_else(|| task["key"].to_string(), str::to_string);
+            let key = format!(
+                "{}/{}",
+                task["kind"].as_str().unwrap_or(""),
+                task["name"].as_str().unwrap_or("")
+            );
             if section == "create" {
                 out.push(format!("create {key}"));
                 continue;
@@ -115,7 +119,10 @@ fn planned(plan: &Value) -> Vec<String> {
                     .as_str()
                     .or(change["field"].as_str())
                     .unwrap_or("");
-                out.push(format!("modify {key} {field}"));
+                out.push(format!(
+                    "modify {key} {field}: {} -> {}",
+                    change["from"], change["to"]
+                ));
             }
         }
     }
@@ -197,18 +204,50 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
 
     // Taking over: kops-rs' plan of the cluster kops made.
     let r = run_rs(
+        &go,
         &api,
         &["update", "cluster", NAME, "--state", &state, "-o", "json"],
     );
     let takeover = api.take_calls();
     assert!(!takeover.iter().any(|c| c.is_write()), "a plan wrote");
-    let plan: Option<Value> = serde_json::from_str(&r.stdout).ok();
-    let changes = plan.as_ref().map(planned);
+    let plan: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| {
+        panic!(
+            "kops-rs' plan is not JSON ({e}):\n{}\n{}",
+            r.stdout, r.stderr
+        )
+    });
+    let changes = planned(&plan);
     println!(
-        "kops-rs taking over kops' GCE cluster: exit {}, {} changes planned: {changes:?}\n{}",
+        "kops-rs taking over kops' GCE cluster: exit {}, {} calls, {} changes planned",
         r.code,
-        changes.as_ref().map_or(0, Vec::len),
-        r.stderr.lines().take(5).collect::<Vec<_>>().join("\n")
+        takeover.len(),
+        changes.len(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        changes.is_empty(),
+        "kops-rs would change kops' cluster: {changes:#?}"
+    );
+    let r = run_rs(
+        &go,
+        &api,
+        &["update", "cluster", NAME, "--state", &state, "--yes"],
+    );
+    let applied = api.take_calls();
+    let writes: Vec<String> = applied
+        .iter()
+        .filter(|c| c.is_write())
+        .map(|c| format!("{} {}", c.method, c.path))
+        .collect();
+    println!(
+        "kops-rs update --yes on kops' GCE cluster: exit {}, {} calls, writes {writes:?}",
+        r.code,
+        applied.len()
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        writes.is_empty(),
+        "kops-rs changed kops' cluster: {writes:?}"
     );
 
     go_ok(&[
