@@ -953,7 +953,8 @@ fn a_group_being_deleted_replaces_no_instance() {
 }
 
 /// Google balances a passthrough load balancer's regional backend service
-/// by connection: a backend stored without a mode reads back with it.
+/// by connection: a backend stored without a mode reads back with it; and
+/// it leaves empty lists out of what it answers.
 #[test]
 fn a_passthrough_backend_reads_back_balancing_by_connection() {
     let Some(api) = require_gce_api() else { return };
@@ -965,6 +966,16 @@ fn a_passthrough_backend_reads_back_balancing_by_connection() {
     );
     let (status, service) = api.request("GET", &format!("/{path}"), None).unwrap();
     assert_eq!(status, 200, "{service}");
+    // An empty list (a repeated field) reads back absent.
+    api.seed(
+        "compute/v1/projects/p/global/firewalls/f",
+        json!({"name": "f", "sourceTags": [], "sourceRanges": ["10.0.0.0/8"]}),
+    );
+    let (_, rule) = api
+        .request("GET", "/compute/v1/projects/p/global/firewalls/f", None)
+        .unwrap();
+    assert!(rule.get("sourceTags").is_none(), "{rule}");
+    assert_eq!(rule["sourceRanges"][0], "10.0.0.0/8");
     for backend in service["backends"].as_array().unwrap() {
         assert_eq!(backend["balancingMode"], "CONNECTION", "{service}");
         assert!(backend["group"]

@@ -189,6 +189,7 @@ pub(crate) fn with_defaults(state: &mut State, path: &str, mut resource: Value) 
     }
     let project = path.split('/').nth(3).unwrap_or("").to_string();
     expand_references(&project, &mut resource);
+    drop_empty_lists(&mut resource);
     let Some(object) = resource.as_object_mut() else {
         return resource;
     };
@@ -239,6 +240,19 @@ pub(crate) fn with_defaults(state: &mut State, path: &str, mut resource: Value) 
     }
     refresh_fingerprints(object);
     resource
+}
+
+/// Google's answers leave out repeated fields that are empty (proto3's
+/// JSON form): a list sent empty reads back absent.
+fn drop_empty_lists(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !matches!(v, Value::Array(a) if a.is_empty()));
+            map.values_mut().for_each(drop_empty_lists);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_empty_lists),
+        _ => {}
+    }
 }
 
 /// Recomputes the fingerprints a resource carries.
