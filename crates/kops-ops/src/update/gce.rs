@@ -167,11 +167,16 @@ pub(super) async fn update(
         let parts: Vec<&str> = path.split('/').collect();
         matches!(parts.as_slice(), ["igconfig", _, group, ..] if left_out.contains(group))
     };
+    // The completed spec and the node configs here; the other files
+    // (addons, channel, etcd and static manifests, kops-version.txt) as
+    // on AWS: in kops' bytes, and kops' kops-controller addon kept while
+    // the nodes boot kops' nodeup (see `state_files`).
     let mut state_files = Vec::new();
-    for file in files
-        .iter()
-        .filter(|f| f.base.is_none() && !of_left_out_group(&f.path))
-    {
+    for file in files.iter().filter(|f| {
+        f.base.is_none()
+            && !of_left_out_group(&f.path)
+            && (f.name == "cluster-completed.spec" || f.path.starts_with("igconfig/"))
+    }) {
         let key = format!("{}/{}", request.cluster, file.path);
         let current = registry
             .store()
@@ -182,13 +187,9 @@ pub(super) async fn update(
             continue;
         }
         state_files.push(format!(
-            "{}: {}",
-            if current.is_some() {
-                "update"
-            } else {
-                "create"
-            },
-            file.path
+            "{} ({})",
+            file.path,
+            if current.is_some() { "changed" } else { "new" }
         ));
         if request.apply {
             registry
@@ -197,6 +198,14 @@ pub(super) async fn update(
                 .await
                 .map_err(|e| OpsError::Registry(e.into()))?;
         }
+    }
+    if writes_files {
+        let host_controller = nodeup.sources.state_store_prefix.is_some();
+        let writes = super::state_files::plan(registry, &model, host_controller).await?;
+        if request.apply {
+            super::state_files::write(registry, model.name(), &writes).await?;
+        }
+        state_files.extend(writes.iter().map(|w| w.describe()));
     }
     let mode = if request.apply {
         Mode::Apply
