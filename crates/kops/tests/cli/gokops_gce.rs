@@ -91,6 +91,28 @@ fn run_rs(go: &GoKops, api: &GceApi, args: &[&str]) -> Run {
     c.output().expect("run kops-rs").into()
 }
 
+/// Every file below `dir` with its bytes, by relative path.
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                let name = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(name, bytes);
+            }
+        }
+    }
+    out
+}
+
 /// Calls answered 501 (methods the server lacks).
 fn unserved(api_calls: &[kops_testkit::gce_api::Call]) -> Vec<String> {
     api_calls
@@ -228,12 +250,20 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
         changes.is_empty(),
         "kops-rs would change kops' cluster: {changes:#?}"
     );
+    let stored = snapshot(&work.path().join("state"));
     let r = run_rs(
         &go,
         &api,
         &["update", "cluster", NAME, "--state", &state, "--yes"],
     );
     let applied = api.take_calls();
+    let after = snapshot(&work.path().join("state"));
+    let rewritten: Vec<&String> = after
+        .iter()
+        .filter(|(path, bytes)| stored.get(*path) != Some(*bytes))
+        .map(|(path, _)| path)
+        .collect();
+    println!("state-store files kops-rs rewrote: {rewritten:?}");
     let writes: Vec<String> = applied
         .iter()
         .filter(|c| c.is_write())
@@ -266,4 +296,98 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
         delete.iter().filter(|c| c.is_write()).count()
     );
     assert!(left.is_empty(), "delete left: {left:?}");
+}
+
+/// The other way: kops-rs makes the cluster (with kops' release as
+/// `KOPS_BASE_URL`, so its nodes boot kops' nodeup), and the real kops
+/// plans it: its own kops-controller addon and the channel's hash of it (by
+/// design), no other addon, no firewall rule, not kops-version.txt. Not yet
+/// as kops: kops replaces kops-rs' instance templates (it wants its exact
+/// body back: `kind` fields, the boot disk's `deviceName`, the access
+/// config's `networkTier`), and with a `file://` store it writes bare paths
+/// where kops-rs writes the URL (cluster-completed.spec, the channels
+/// manifest, the control-plane node config).
+#[test]
+fn real_kops_plans_its_addon_and_templates_on_a_kops_rs_gce_cluster() {
+    let Some(go) = go_kops_gce() else { return };
+    let Some(api) = kops_testkit::require_gce_api() else {
+        return;
+    };
+    let Some(shared) = kops_testkit::shared_dir() else {
+        return;
+    };
+    let case_key = shared.join("conformance/kops/update_cluster/minimal_gce/id_rsa.pub");
+    let Ok(text) = std::fs::read_to_string(&case_key) else {
+        eprintln!("skipped: {} not found", case_key.display());
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let home = work.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    let key = home.join(".ssh/id_rsa.pub");
+    std::fs::write(&key, text).unwrap();
+    let state = file_url(&work.path().join("state"));
+    let rs_ok = |args: &[&str]| {
+        let r = run_rs(&go, &api, args);
+        assert_eq!(r.code, 0, "kops-rs {args:?}:\n{}\n{}", r.stdout, r.stderr);
+        r
+    };
+    rs_ok(&[
+        "create",
+        "cluster",
+        "--name",
+        NAME,
+        "--cloud",
+        "gce",
+        "--project",
+        PROJECT,
+        "--zones",
+        "us-central1-a",
+        "--dns",
+        "none",
+        "--state",
+        &state,
+        "--channel",
+        &go.channel,
+        "--ssh-public-key",
+        key.to_str().unwrap(),
+    ]);
+    rs_ok(&["update", "cluster", NAME, "--state", &state, "--yes"]);
+    let apply = api.take_calls();
+    let r = run_go(
+        &go,
+        &api,
+        &home,
+        &["update", "cluster", "--name", NAME, "--state", &state],
+    );
+    let plan = api.take_calls();
+    println!(
+        "kops 1.37 on kops-rs' GCE cluster ({} calls to make it): exit {}, {} calls, writes {}",
+        apply.len(),
+        r.code,
+        plan.len(),
+        plan.iter().filter(|c| c.is_write()).count(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // What kops plans, by kind: the state-store files kops-rs writes on GCE
+    // are kops' bytes (only kops-controller's addon differs, by design).
+    let lines: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter(|l| {
+            l.split_once('/').is_some_and(|(kind, _)| {
+                !kind.is_empty() && kind.chars().all(|c| c.is_ascii_alphanumeric())
+            })
+        })
+        .collect();
+    println!("kops plans on kops-rs' GCE cluster: {lines:#?}");
+    for line in &lines {
+        if line.starts_with("AddonManifest/") {
+            assert!(line.contains("kops-controller.addons.k8s.io"), "{line}");
+        }
+        assert!(!line.starts_with("FirewallRule/"), "{line}");
+        assert_ne!(*line, "ManagedFile/kops-version.txt");
+    }
+    rs_ok(&["delete", "cluster", NAME, "--state", &state, "--yes"]);
 }
