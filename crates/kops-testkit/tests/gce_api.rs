@@ -984,3 +984,39 @@ fn a_passthrough_backend_reads_back_balancing_by_connection() {
             .starts_with("https://www.googleapis.com/compute/v1/projects/p/zones/z/"));
     }
 }
+
+/// Google's answers name the kind of every message, nested ones included,
+/// and give an external access config the project's default tier.
+#[test]
+fn nested_messages_read_back_with_their_kind_and_access_configs_with_a_tier() {
+    let Some(api) = require_gce_api() else { return };
+    wait(
+        &api,
+        &insert(
+            &api,
+            NETWORKS,
+            json!({"name": "n", "autoCreateSubnetworks": true}),
+        )
+        .1,
+    );
+    let template = json!({"name": "t", "properties": {
+        "machineType": "e2-medium",
+        "metadata": {"items": [{"key": "a", "value": "b"}]},
+        "networkInterfaces": [{"network": "global/networks/n", "accessConfigs": [{"type": "ONE_TO_ONE_NAT"}]}],
+        "disks": [{"boot": true, "initializeParams": {"sourceImage": "projects/ubuntu-os-cloud/global/images/x"}}],
+    }});
+    let path = "/compute/v1/projects/p/global/instanceTemplates";
+    wait(&api, &insert(&api, path, template).1);
+    let (_, t) = api.request("GET", &format!("{path}/t"), None).unwrap();
+    let p = &t["properties"];
+    assert_eq!(t["kind"], "compute#instanceTemplate", "{t}");
+    assert_eq!(p["disks"][0]["kind"], "compute#attachedDisk", "{t}");
+    assert_eq!(p["metadata"]["kind"], "compute#metadata", "{t}");
+    let interface = &p["networkInterfaces"][0];
+    assert_eq!(interface["kind"], "compute#networkInterface", "{t}");
+    assert_eq!(
+        interface["accessConfigs"][0]["kind"],
+        "compute#accessConfig"
+    );
+    assert_eq!(interface["accessConfigs"][0]["networkTier"], "PREMIUM");
+}

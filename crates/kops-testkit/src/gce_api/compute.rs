@@ -190,6 +190,7 @@ pub(crate) fn with_defaults(state: &mut State, path: &str, mut resource: Value) 
     let project = path.split('/').nth(3).unwrap_or("").to_string();
     expand_references(&project, &mut resource);
     drop_empty_lists(&mut resource);
+    default_network_tier(&mut resource);
     let Some(object) = resource.as_object_mut() else {
         return resource;
     };
@@ -240,6 +241,30 @@ pub(crate) fn with_defaults(state: &mut State, path: &str, mut resource: Value) 
     }
     refresh_fingerprints(object);
     resource
+}
+
+/// An external access config without a tier gets the project's default
+/// tier, `PREMIUM` unless the project changed it (Google's default).
+fn default_network_tier(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, field) in map.iter_mut() {
+                if key == "accessConfigs" {
+                    for config in field.as_array_mut().into_iter().flatten() {
+                        if let Some(config) = config.as_object_mut() {
+                            config
+                                .entry("networkTier")
+                                .or_insert_with(|| "PREMIUM".into());
+                        }
+                    }
+                } else {
+                    default_network_tier(field);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(default_network_tier),
+        _ => {}
+    }
 }
 
 /// Google's answers leave out repeated fields that are empty (proto3's
@@ -370,12 +395,11 @@ fn insert(state: &mut State, call: &Incoming<'_>) -> Result<Value, ApiError> {
     check_references(state, &project, &call.body)?;
     let mut resource = call.body.clone();
     let schema = call.id.split('.').nth(1).unwrap_or("");
-    if let Some(kind) = call
-        .discovery
-        .kind_of("compute", request_schema(call).unwrap_or(schema))
-    {
+    let schema = request_schema(call).unwrap_or(schema);
+    if let Some(kind) = call.discovery.kind_of("compute", schema) {
         resource["kind"] = kind.into();
     }
+    call.discovery.fill_kinds("compute", schema, &mut resource);
     let collection = path.split('/').nth_back(1).unwrap_or("").to_string();
     match collection.as_str() {
         "subnetworks" => {

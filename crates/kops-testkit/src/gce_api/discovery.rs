@@ -183,11 +183,56 @@ impl Discovery {
             .and_then(|m| m.request.as_deref())
     }
 
+    /// Sets `kind` on `value` and on every object nested in it whose schema
+    /// has one (`compute#attachedDisk`, `compute#metadata`...): Google's
+    /// answers carry the kind of each message, whatever the caller sent.
+    pub fn fill_kinds(&self, service: &str, schema: &str, value: &mut Value) {
+        let Some(schemas) = self.schemas.get(service) else {
+            return;
+        };
+        fill_kinds_at(schemas, &Value::Object(ref_schema(schema)), value, 0);
+    }
+
     /// The `kind` a schema's resources carry (`compute#network`).
     pub fn kind_of(&self, service: &str, schema: &str) -> Option<String> {
         self.schemas.get(service)?.get(schema)?["properties"]["kind"]["default"]
             .as_str()
             .map(str::to_string)
+    }
+}
+
+fn fill_kinds_at(schemas: &Map<String, Value>, schema: &Value, value: &mut Value, depth: usize) {
+    // Schemas refer to themselves (errors, nested messages): values are
+    // finite, but stop well before any real resource's depth.
+    if depth > 16 {
+        return;
+    }
+    let schema = match schema["$ref"].as_str() {
+        Some(name) => schemas.get(name).unwrap_or(&Value::Null),
+        None => schema,
+    };
+    match value {
+        Value::Object(object) => {
+            if let Some(kind) = schema["properties"]["kind"]["default"].as_str() {
+                object
+                    .entry("kind")
+                    .or_insert_with(|| Value::String(kind.to_string()));
+            }
+            for (name, field) in object.iter_mut() {
+                let spec = schema["properties"]
+                    .get(name)
+                    .or_else(|| schema.get("additionalProperties"));
+                if let Some(spec) = spec {
+                    fill_kinds_at(schemas, spec, field, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                fill_kinds_at(schemas, &schema["items"], item, depth + 1);
+            }
+        }
+        _ => {}
     }
 }
 
