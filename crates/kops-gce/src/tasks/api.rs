@@ -554,6 +554,8 @@ impl InstanceTemplate {
         let mut disk = json!({
             "boot": true,
             "autoDelete": true,
+            // kops' name for the boot disk (its Terraform's too).
+            "deviceName": "persistent-disks-0",
             "type": "PERSISTENT",
             "mode": "READ_WRITE",
             "initializeParams": {

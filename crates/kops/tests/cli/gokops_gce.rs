@@ -301,12 +301,11 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
 /// The other way: kops-rs makes the cluster (with kops' release as
 /// `KOPS_BASE_URL`, so its nodes boot kops' nodeup), and the real kops
 /// plans it: its own kops-controller addon and the channel's hash of it (by
-/// design), no other addon, no firewall rule, not kops-version.txt. Not yet
-/// as kops: kops replaces kops-rs' instance templates (it wants its exact
-/// body back: `kind` fields, the boot disk's `deviceName`, the access
-/// config's `networkTier`), and with a `file://` store it writes bare paths
-/// where kops-rs writes the URL (cluster-completed.spec, the channels
-/// manifest, the control-plane node config).
+/// design), no other addon, no firewall rule, not kops-version.txt, and it
+/// keeps the workers' instance template. Not yet as kops: with a `file://`
+/// store kops writes bare paths where kops-rs writes the URL
+/// (cluster-completed.spec, the channels manifest, the control-plane node
+/// config, and so the control-plane template's user data).
 #[test]
 fn real_kops_plans_its_addon_and_templates_on_a_kops_rs_gce_cluster() {
     let Some(go) = go_kops_gce() else { return };
@@ -387,6 +386,7 @@ fn real_kops_plans_its_addon_and_templates_on_a_kops_rs_gce_cluster() {
             assert!(line.contains("kops-controller.addons.k8s.io"), "{line}");
         }
         assert!(!line.starts_with("FirewallRule/"), "{line}");
+        assert!(!line.starts_with("InstanceTemplate/nodes-"), "{line}");
         assert_ne!(*line, "ManagedFile/kops-version.txt");
     }
     rs_ok(&["delete", "cluster", NAME, "--state", &state, "--yes"]);
