@@ -47,6 +47,8 @@ struct VmView {
     /// Whether `product_serial` is VMware's (else the host's, as with
     /// `SMBIOS.reflectHost`).
     vmware_serial: bool,
+    /// What the guest set (`vmware-rpctool info-set`).
+    set: Arc<std::sync::Mutex<BTreeMap<String, String>>>,
 }
 
 /// `config.uuid`'s 16 bytes.
@@ -86,6 +88,10 @@ fn vmware_serial(uuid: &str) -> String {
 impl Guest for VmView {
     fn get(&self, key: &str) -> Result<Option<String>, String> {
         Ok(self.guestinfo.get(key).cloned())
+    }
+    fn set(&self, key: &str, value: &str) -> Result<(), String> {
+        self.set.lock().unwrap().insert(key.into(), value.into());
+        Ok(())
     }
     fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
         use kops_nodeup::agent::vsphere::bios;
@@ -131,6 +137,7 @@ async fn view(vc: &Vcenter, vm: &str) -> VmView {
             .filter(|(k, _)| k.starts_with("guestinfo."))
             .collect(),
         vmware_serial: true,
+        set: Default::default(),
     }
 }
 
@@ -275,6 +282,11 @@ async fn joins(logs: Logs) {
         .unwrap_or_else(|e| panic!("{e}\n{}", logs.text()));
     assert_eq!(joined.node_name, format!("nodes-1.{CLUSTER}"));
     assert_eq!(joined.loaded.boot.cluster_name, CLUSTER);
+    // Its first boot is marked, so `update` never remakes it.
+    assert_eq!(
+        worker.set.lock().unwrap().get(kops_vsphere::BOOTED_KEY),
+        Some(&"1".to_string())
+    );
     let issued = joined.loaded.issued.expect("certificates");
     let paths: Vec<&str> = issued.keys().map(String::as_str).collect();
     assert_eq!(

@@ -134,6 +134,9 @@ mod tests {
         fn get(&self, _: &str) -> Result<Option<String>, String> {
             Ok(None)
         }
+        fn set(&self, _: &str, _: &str) -> Result<(), String> {
+            Ok(())
+        }
         fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
             Ok(self.0.get(path).cloned())
         }

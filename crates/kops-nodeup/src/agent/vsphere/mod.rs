@@ -31,6 +31,9 @@ pub trait Guest: std::fmt::Debug + Send + Sync {
     /// A guestinfo value (`guestinfo.` included in `key`); `None` when the
     /// VM has none.
     fn get(&self, key: &str) -> Result<Option<String>, String>;
+    /// Sets a guestinfo value from inside the VM (`guestinfo.` included
+    /// in `key`); vCenter then shows it in the VM's extraConfig.
+    fn set(&self, key: &str, value: &str) -> Result<(), String>;
     /// A file in which Linux shows the VM's firmware tables (see
     /// [`bios`]); `None` when there is none.
     fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String>;
@@ -64,6 +67,21 @@ impl Guest for Tools {
         }
         let value = String::from_utf8_lossy(&output.stdout).trim().to_string();
         Ok((!value.is_empty()).then_some(value))
+    }
+
+    fn set(&self, key: &str, value: &str) -> Result<(), String> {
+        let output = std::process::Command::new(RPCTOOL)
+            .arg(format!("info-set {key} {value}"))
+            .output()
+            .map_err(|e| format!("cannot run {RPCTOOL} (open-vm-tools): {e}"))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{RPCTOOL} info-set {key}: {}",
+                String::from_utf8_lossy(&output.stdout).trim()
+            ))
+        }
     }
 
     fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
@@ -100,6 +118,17 @@ pub fn decoded(guest: &dyn Guest, key: &str) -> Result<Option<String>, String> {
         other => return Err(format!("{key} has an unknown encoding `{other}`")),
     };
     Ok(Some(text))
+}
+
+/// Marks this VM as booted ([`kops_vsphere::BOOTED_KEY`]) unless it is:
+/// from then on `update` never takes it for a clone that did not start,
+/// and leaves it alone when it is powered off. Set first thing on every
+/// boot of a vSphere VM, before anything can fail.
+pub fn mark_booted(guest: &dyn Guest) -> Result<(), String> {
+    if guest.get(kops_vsphere::BOOTED_KEY)?.is_some() {
+        return Ok(());
+    }
+    guest.set(kops_vsphere::BOOTED_KEY, "1")
 }
 
 /// The boot config carried by the VM's `guestinfo.userdata`.
@@ -206,6 +235,9 @@ mod tests {
         fn get(&self, key: &str) -> Result<Option<String>, String> {
             Ok(self.0.get(key).cloned())
         }
+        fn set(&self, key: &str, _: &str) -> Result<(), String> {
+            Err(format!("read-only: {key}"))
+        }
         fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
             Ok((path == bios::PRODUCT_SERIAL)
                 .then(|| b"VMware-42 12 ab 00 00 00 00 00-00 00 00 00 00 00 00 01".to_vec()))
@@ -294,6 +326,20 @@ mod tests {
         };
         let file = kube_vip(&config, "/k", &[]).unwrap().unwrap();
         assert_eq!(file.path, KUBE_VIP_MANIFEST);
+    }
+
+    #[test]
+    fn the_first_boot_marker_is_set_once() {
+        let marked = Values(BTreeMap::from([(
+            kops_vsphere::BOOTED_KEY.to_string(),
+            "1".to_string(),
+        )]));
+        // Already set: nothing written (this guest refuses writes).
+        mark_booted(&marked).unwrap();
+        let unmarked = Values(BTreeMap::new());
+        assert!(mark_booted(&unmarked)
+            .unwrap_err()
+            .contains(kops_vsphere::BOOTED_KEY));
     }
 
     #[test]
