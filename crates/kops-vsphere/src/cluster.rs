@@ -1121,7 +1121,11 @@ mod tests {
         assert!(changes.destroyed.is_empty(), "{changes:?}");
         assert!(changes.unfinished.is_empty(), "{changes:?}");
         assert!(changes.created.is_empty(), "{changes:?}");
-        assert_eq!(changes.powered_off, [vm.name.clone()], "reported");
+        assert_eq!(
+            changes.powered_off,
+            std::slice::from_ref(&vm.name),
+            "reported"
+        );
         let after = list(&vc, &folder, cluster).await.unwrap();
         assert_eq!(after.len(), 1);
         assert_eq!(after[0].uuid, vm.uuid, "the same VM");
