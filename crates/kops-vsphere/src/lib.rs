@@ -198,6 +198,13 @@ pub enum VsphereError {
     },
     #[error("unexpected vCenter answer: {0}")]
     Protocol(String),
+    /// A task that did not end within its deadline (it may still run).
+    #[error("vCenter task {task} ({method}) did not end within {secs} s\nhint: it may still be running: see it in vCenter's Recent Tasks, then run the command again")]
+    TaskDeadline {
+        method: String,
+        task: String,
+        secs: u64,
+    },
 }
 
 fn untrusted_message(server: &str, fingerprint: &str, pinned: bool) -> String {
