@@ -723,8 +723,12 @@ impl kops_nodeup::agent::vsphere::Guest for Guestinfo {
     fn get(&self, key: &str) -> Result<Option<String>, String> {
         Ok(self.0.get(key).cloned())
     }
-    fn bios_uuid(&self) -> Result<String, String> {
-        Ok("4212abcd-0000-0000-0000-000000000001".into())
+    fn set(&self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
+        Ok((path == kops_nodeup::agent::vsphere::bios::PRODUCT_SERIAL)
+            .then(|| b"VMware-42 12 ab cd 00 00 00 00-00 00 00 00 00 00 00 01".to_vec()))
     }
 }
 

@@ -6,6 +6,10 @@
 //! logs in to vCenter with credentials from a mounted file. The worker
 //! gets its certificates and node config.
 //!
+//! The guest shows its firmware as Linux does on VM hardware version 13
+//! and later: `product_uuid` with its first three fields byte-swapped
+//! against vCenter's `config.uuid`, `product_serial` in vCenter's order.
+//!
 //! Refused, each with one log line and nothing issued: the same worker
 //! again (its token was used: a replay), a VM of this cluster with a
 //! forged token (its real token stays), a VM of another cluster with its
@@ -32,20 +36,79 @@ const CLUSTER: &str = "a.k8s.local";
 const OTHER: &str = "b.k8s.local";
 const FOLDER: &str = "joins";
 
-/// What a VM's guest reads through VMware Tools: its guestinfo and BIOS
-/// UUID, as vCenter holds them.
+/// What a VM's guest reads through VMware Tools (its guestinfo, as
+/// vCenter holds it) and in its firmware tables, as Linux shows them on
+/// hardware version 13 and later (SMBIOS 2.7).
 #[derive(Debug, Clone)]
 struct VmView {
+    /// vCenter's `config.uuid`.
     uuid: String,
     guestinfo: BTreeMap<String, String>,
+    /// Whether `product_serial` is VMware's (else the host's, as with
+    /// `SMBIOS.reflectHost`).
+    vmware_serial: bool,
+    /// What the guest set (`vmware-rpctool info-set`).
+    set: Arc<std::sync::Mutex<BTreeMap<String, String>>>,
+}
+
+/// `config.uuid`'s 16 bytes.
+fn uuid_bytes(uuid: &str) -> Vec<u8> {
+    let hex = uuid.replace('-', "");
+    (0..32)
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// How Linux prints the UUID from SMBIOS 2.6 on: the first three fields
+/// little-endian, so swapped against vCenter's order.
+fn hardware_13_product_uuid(uuid: &str) -> String {
+    let b = uuid_bytes(uuid);
+    let hex = |bytes: &[u8]| -> String { bytes.iter().map(|x| format!("{x:02X}")).collect() };
+    let reversed = |r: std::ops::Range<usize>| -> Vec<u8> { b[r].iter().rev().copied().collect() };
+    format!(
+        "{}-{}-{}-{}-{}\n",
+        hex(&reversed(0..4)),
+        hex(&reversed(4..6)),
+        hex(&reversed(6..8)),
+        hex(&b[8..10]),
+        hex(&b[10..16])
+    )
+}
+
+/// VMware's serial number: `VMware-` and the bytes in vCenter's order.
+fn vmware_serial(uuid: &str) -> String {
+    let b: Vec<String> = uuid_bytes(uuid)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect();
+    format!("VMware-{}-{}\n", b[..8].join(" "), b[8..].join(" "))
 }
 
 impl Guest for VmView {
     fn get(&self, key: &str) -> Result<Option<String>, String> {
         Ok(self.guestinfo.get(key).cloned())
     }
-    fn bios_uuid(&self) -> Result<String, String> {
-        Ok(self.uuid.clone())
+    fn set(&self, key: &str, value: &str) -> Result<(), String> {
+        self.set.lock().unwrap().insert(key.into(), value.into());
+        Ok(())
+    }
+    fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
+        use kops_nodeup::agent::vsphere::bios;
+        Ok(match path {
+            bios::PRODUCT_UUID => Some(hardware_13_product_uuid(&self.uuid).into_bytes()),
+            bios::PRODUCT_SERIAL if self.vmware_serial => {
+                Some(vmware_serial(&self.uuid).into_bytes())
+            }
+            bios::PRODUCT_SERIAL => Some(b"CZJ1234ABC\n".to_vec()),
+            bios::ENTRY_POINT => {
+                let mut entry = b"_SM_".to_vec();
+                entry.resize(31, 0);
+                (entry[6], entry[7]) = (2, 7);
+                Some(entry)
+            }
+            _ => None,
+        })
     }
 }
 
@@ -73,6 +136,8 @@ async fn view(vc: &Vcenter, vm: &str) -> VmView {
             .into_iter()
             .filter(|(k, _)| k.starts_with("guestinfo."))
             .collect(),
+        vmware_serial: true,
+        set: Default::default(),
     }
 }
 
@@ -184,7 +249,7 @@ async fn joins(logs: Logs) {
         ..Default::default()
     };
     let vc = Vcenter::login(sim.url(), &credentials()).await.unwrap();
-    workers(&vc, CLUSTER, 2, &boot(CLUSTER)).await;
+    workers(&vc, CLUSTER, 3, &boot(CLUSTER)).await;
     workers(&vc, OTHER, 1, &boot(OTHER)).await;
 
     // nodeup on a VM: no boot config file, everything from guestinfo.
@@ -205,12 +270,23 @@ async fn joins(logs: Logs) {
     };
 
     // 1. The worker joins: its name from the metadata, its certificates.
+    //    Its guest shows product_uuid swapped (hardware 13): nodeup sends
+    //    the UUID in vCenter's order, from product_serial.
     let worker = view(&vc, &format!("nodes-1.{CLUSTER}")).await;
+    assert_ne!(
+        hardware_13_product_uuid(&worker.uuid).trim().to_lowercase(),
+        worker.uuid
+    );
     let joined = agent::join(&node(worker.clone()))
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", logs.text()));
     assert_eq!(joined.node_name, format!("nodes-1.{CLUSTER}"));
     assert_eq!(joined.loaded.boot.cluster_name, CLUSTER);
+    // Its first boot is marked, so `update` never remakes it.
+    assert_eq!(
+        worker.set.lock().unwrap().get(kops_vsphere::BOOTED_KEY),
+        Some(&"1".to_string())
+    );
     let issued = joined.loaded.issued.expect("certificates");
     let paths: Vec<&str> = issued.keys().map(String::as_str).collect();
     assert_eq!(
@@ -239,6 +315,15 @@ async fn joins(logs: Logs) {
         .await
         .guestinfo
         .contains_key(TOKEN_KEY));
+
+    // 1b. A worker whose serial number is the host's (no `VMware-`):
+    //     nodeup swaps product_uuid back, as SMBIOS 2.7 says, and joins.
+    let mut reflecting = view(&vc, &format!("nodes-3.{CLUSTER}")).await;
+    reflecting.vmware_serial = false;
+    let joined = agent::join(&node(reflecting))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", logs.text()));
+    assert_eq!(joined.node_name, format!("nodes-3.{CLUSTER}"));
 
     // 2. The same proof again (a replay): refused.
     let reason = refused(agent::join(&node(worker)).await);
@@ -276,7 +361,7 @@ async fn joins(logs: Logs) {
     );
     assert_eq!(
         logs.count("issued"),
-        1,
+        2,
         "nothing issued to the refused: {}",
         logs.text()
     );

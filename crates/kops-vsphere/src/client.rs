@@ -82,6 +82,9 @@ pub struct Client {
     /// What the user named (for messages).
     pub server: String,
     cookie: Mutex<Option<String>>,
+    /// Login's body once a login succeeded: a session vCenter ended
+    /// (expired, terminated by an administrator) is renewed with it.
+    login: Mutex<Option<String>>,
     calls: Mutex<BTreeMap<String, u64>>,
     /// Whether a certificate was pinned (for the message when refused).
     pinned: bool,
@@ -114,6 +117,7 @@ impl Client {
             url,
             server: server.to_string(),
             cookie: Mutex::new(None),
+            login: Mutex::new(None),
             calls: Mutex::new(BTreeMap::new()),
             pinned: matches!(trust, Trust::Thumbprint(_)),
             refused,
@@ -138,7 +142,47 @@ impl Client {
         }
     }
 
+    /// Keeps Login's body (`inner`) to log in again when vCenter answers
+    /// `NotAuthenticated` (see [`Client::call_or_fault`]).
+    pub fn remember_login(&self, inner: &str) {
+        if let Ok(mut login) = self.login.lock() {
+            *login = Some(inner.to_string());
+        }
+    }
+
     /// [`Client::call`], a fault given back to the caller to judge.
+    ///
+    /// A session vCenter ended (a `NotAuthenticated` fault: it expired
+    /// during a long run, or an administrator terminated it) is renewed
+    /// once per call: a new Login with the remembered body, then the call
+    /// is sent again; if that Login fails, the first fault is the answer.
+    pub async fn call_or_fault(
+        &self,
+        method: &str,
+        inner: &str,
+    ) -> Result<Result<Element, Fault>, VsphereError> {
+        let answer = self.send(method, inner).await?;
+        let ended = matches!(&answer, Err(f) if f.kind.ends_with("NotAuthenticated"));
+        if !ended || matches!(method, "Login" | "Logout") {
+            return Ok(answer);
+        }
+        let Some(login) = self.login.lock().ok().and_then(|l| l.clone()) else {
+            return Ok(answer);
+        };
+        tracing::info!(
+            "vCenter {}: the session ended ({method}: NotAuthenticated); logging in again",
+            self.server
+        );
+        if let Ok(mut cookie) = self.cookie.lock() {
+            *cookie = None;
+        }
+        match self.send("Login", &login).await? {
+            Ok(_) => self.send(method, inner).await,
+            Err(_) => Ok(answer),
+        }
+    }
+
+    /// One call, its fault given back.
     ///
     /// A call that did not reach vCenter's SOAP service is sent again
     /// (up to [`ATTEMPTS`] times, waiting longer each time): a dropped or
@@ -148,7 +192,7 @@ impl Client {
     /// again after a connection dropped mid-answer, a call vCenter did
     /// carry out fails as a repeat would (a clone's name taken, a VM
     /// already powered on), which the next `update` reconciles by listing.
-    pub async fn call_or_fault(
+    async fn send(
         &self,
         method: &str,
         inner: &str,

@@ -13,7 +13,7 @@ use crate::client::MoRef;
 use crate::disks::{self, EtcdDisk, EtcdFile, EtcdVolume, TemplateHardware, ETCD_KEY};
 use crate::network::{first_nic, Network};
 use crate::vcenter::{extra_config, extra_config_xml, Properties, Vcenter};
-use crate::{VsphereError, CLUSTER_KEY, GROUP_KEY, SPEC_HASH_KEY, TOKEN_KEY};
+use crate::{VsphereError, BOOTED_KEY, CLUSTER_KEY, GROUP_KEY, SPEC_HASH_KEY, TOKEN_KEY};
 
 /// Where the cluster's VMs live (names as the user gave them).
 #[derive(Debug, Clone)]
@@ -127,6 +127,9 @@ pub struct Vm {
     pub spec_hash: String,
     /// Whether its one-time bootstrap token is still unused.
     pub has_token: bool,
+    /// Whether its guest ever booted (nodeup's first-boot marker,
+    /// [`BOOTED_KEY`]).
+    pub booted: bool,
     /// The `<deviceChange>`s detaching its etcd disks (empty: none).
     pub etcd_detach: String,
     /// The datastore directories of its etcd disks.
@@ -165,11 +168,14 @@ pub struct Changes {
     pub destroyed: Vec<String>,
     /// VMs made from an older spec (a rolling update replaces them).
     pub stale: Vec<String>,
-    /// VMs that never started (powered off with their bootstrap token
-    /// unused: an update interrupted between the clone and the power-on):
-    /// destroyed and cloned again, so they are in `destroyed` and their
-    /// groups' clones in `created` too.
+    /// VMs that never started (powered off, their bootstrap token unused
+    /// and no first-boot marker: an update interrupted between the clone
+    /// and the power-on): destroyed and cloned again, so they are in
+    /// `destroyed` and their groups' clones in `created` too.
     pub unfinished: Vec<String>,
+    /// VMs that booted once and are powered off now (host maintenance,
+    /// HA, an operator): left alone, only reported.
+    pub powered_off: Vec<String>,
 }
 
 impl Changes {
@@ -380,6 +386,7 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         ip: text("guest.ipAddress").filter(|ip| !ip.is_empty()),
         spec_hash: extra.get(SPEC_HASH_KEY).cloned().unwrap_or_default(),
         has_token: extra.contains_key(TOKEN_KEY),
+        booted: extra.get(BOOTED_KEY).is_some_and(|v| !v.is_empty()),
         etcd_detach: disks::detach_etcd_disks(devices),
         etcd_dirs: disks::etcd_disk_dirs(devices),
         etcd_sizes: disks::etcd_disk_sizes(devices),
@@ -406,13 +413,20 @@ pub async fn update(
         None => Default::default(),
     };
     let mut to_create: Vec<(&GroupSpec, String)> = Vec::new();
-    // A VM powered off with its token unused never booted (kops-controller
-    // removes the token when the node joins): an interrupted update left
-    // it between the clone and the power-on. It is made again.
-    let (unfinished, existing): (Vec<Vm>, Vec<Vm>) = existing
-        .into_iter()
-        .partition(|v| !v.powered_on && v.has_token && groups.iter().any(|g| g.name == v.group));
+    // A VM that provably never booted (powered off, its token unused and
+    // no first-boot marker: nodeup sets it before anything else) was left
+    // by an interrupted update between the clone and the power-on. It is
+    // made again. A powered-off VM that booted (a control-plane VM keeps
+    // its token) is someone's doing in vCenter: left alone, reported.
+    let (unfinished, existing): (Vec<Vm>, Vec<Vm>) = existing.into_iter().partition(|v| {
+        !v.powered_on && v.has_token && !v.booted && groups.iter().any(|g| g.name == v.group)
+    });
     changes.unfinished = unfinished.iter().map(|v| v.name.clone()).collect();
+    changes.powered_off = existing
+        .iter()
+        .filter(|v| !v.powered_on)
+        .map(|v| v.name.clone())
+        .collect();
     let mut to_destroy: Vec<&Vm> = unfinished.iter().collect();
     for group in groups {
         let hash = group.hash(placement);
@@ -1042,6 +1056,80 @@ mod tests {
             changes.is_empty() && changes.unfinished.is_empty(),
             "{changes:?}"
         );
+        vc.logout().await;
+    }
+
+    /// A control-plane VM that booted (nodeup set its first-boot marker;
+    /// its token stays: control-plane VMs do not join through
+    /// kops-controller) and was then powered off, for host maintenance or
+    /// by HA, is left alone by `update --yes` and reported.
+    #[tokio::test]
+    async fn a_powered_off_control_plane_vm_that_booted_survives_update() {
+        if !vcsim::vcsim_available() {
+            return;
+        }
+        let sim = Vcsim::start().unwrap();
+        let credentials = crate::Credentials {
+            username: vcsim::USER.into(),
+            password: vcsim::PASSWORD.into(),
+        };
+        let vc = Vcenter::login(sim.url(), &credentials).await.unwrap();
+        let cluster = "booted.k8s.local";
+        let placement = Placement {
+            datacenter: vcsim::DATACENTER.into(),
+            folder: "booted".into(),
+            resource_pool: vcsim::CLUSTER.into(),
+            datastore: vcsim::DATASTORE.into(),
+            network: None,
+        };
+        let groups = [GroupSpec {
+            name: "cp".into(),
+            template: vcsim::TEMPLATE.into(),
+            count: 1,
+            cpus: 1,
+            memory_mb: 1024,
+            user_data: "#!/bin/sh\n".into(),
+            root_disk_gib: None,
+            etcd: vec![EtcdVolume {
+                etcd: "main".into(),
+                member: "a".into(),
+                members: vec!["a".into()],
+                addresses: Vec::new(),
+                size_gib: 1,
+                version: "3.6.12".into(),
+            }],
+            network: None,
+        }];
+        let run = || async {
+            let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+            update(&vc, cluster, &placement, resolved, &groups, true)
+                .await
+                .unwrap()
+        };
+        run().await;
+        let folder = vc.find_path("DC0/vm/booted").await.unwrap().unwrap();
+        let before = list(&vc, &folder, cluster).await.unwrap();
+        assert_eq!(before.len(), 1);
+        let vm = &before[0];
+        // The guest's first boot: nodeup sets the marker through VMware
+        // Tools (here written as vCenter then shows it). The token stays.
+        vc.set_extra_config(&vm.reference, &[(crate::BOOTED_KEY, "1")])
+            .await
+            .unwrap();
+        vc.power_off(&vm.reference).await.unwrap();
+        let changes = run().await;
+        assert!(changes.destroyed.is_empty(), "{changes:?}");
+        assert!(changes.unfinished.is_empty(), "{changes:?}");
+        assert!(changes.created.is_empty(), "{changes:?}");
+        assert_eq!(
+            changes.powered_off,
+            std::slice::from_ref(&vm.name),
+            "reported"
+        );
+        let after = list(&vc, &folder, cluster).await.unwrap();
+        assert_eq!(after.len(), 1);
+        assert_eq!(after[0].uuid, vm.uuid, "the same VM");
+        assert!(!after[0].powered_on && after[0].has_token, "{after:?}");
         vc.logout().await;
     }
 }

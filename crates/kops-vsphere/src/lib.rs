@@ -35,6 +35,11 @@ pub const SPEC_HASH_KEY: &str = "kops.spec-hash";
 /// The guestinfo key holding the VM's one-time bootstrap token (read by
 /// nodeup inside the VM, checked and then removed by kops-controller).
 pub const TOKEN_KEY: &str = "guestinfo.kops.bootstrap-token";
+/// The guestinfo key nodeup sets from inside the VM on its first boot
+/// (`vmware-rpctool "info-set guestinfo.kops.booted 1"`): a VM without it
+/// never booted, so `update` may remake it; a VM with it is never
+/// destroyed by `update` for being powered off.
+pub const BOOTED_KEY: &str = "guestinfo.kops.booted";
 
 /// The login user a template's name suggests (cloud images' default
 /// users: `ubuntu`, `debian`, Flatcar's `core`, `rocky`); `None` when it
@@ -193,6 +198,13 @@ pub enum VsphereError {
     },
     #[error("unexpected vCenter answer: {0}")]
     Protocol(String),
+    /// A task that did not end within its deadline (it may still run).
+    #[error("vCenter task {task} ({method}) did not end within {secs} s\nhint: it may still be running: see it in vCenter's Recent Tasks, then run the command again")]
+    TaskDeadline {
+        method: String,
+        task: String,
+        secs: u64,
+    },
 }
 
 fn untrusted_message(server: &str, fingerprint: &str, pinned: bool) -> String {

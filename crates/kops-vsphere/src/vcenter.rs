@@ -25,10 +25,17 @@ struct ServiceContent {
 /// Properties of one object, by property path.
 pub type Properties = BTreeMap<String, Element>;
 
+/// How long a task may run before its wait gives up (a full clone of a
+/// large template to a busy datastore takes minutes; one that has not
+/// ended in half an hour is stuck, and the command should say so).
+pub const TASK_DEADLINE: Duration = Duration::from_secs(30 * 60);
+
 /// A logged-in session with a vCenter.
 pub struct Vcenter {
     pub client: Client,
     content: ServiceContent,
+    /// How long [`Vcenter::run_task`]'s wait lasts at most.
+    pub task_deadline: Duration,
 }
 
 impl Vcenter {
@@ -80,7 +87,7 @@ impl Vcenter {
             escape(&credentials.password)
         );
         match client.call_or_fault("Login", &login).await? {
-            Ok(_) => {}
+            Ok(_) => client.remember_login(&login),
             Err(fault) if fault.kind.contains("InvalidLogin") => {
                 return Err(VsphereError::Login {
                     server: server.to_string(),
@@ -95,7 +102,11 @@ impl Vcenter {
                 })
             }
         }
-        Ok(Vcenter { client, content })
+        Ok(Vcenter {
+            client,
+            content,
+            task_deadline: TASK_DEADLINE,
+        })
     }
 
     /// Ends the session (best effort).
@@ -396,10 +407,18 @@ impl Vcenter {
             .child("returnval")
             .and_then(MoRef::from_element)
             .ok_or_else(|| VsphereError::protocol(&format!("{method} returned no task")))?;
+        self.wait_task(method, &task).await
+    }
+
+    /// Waits for `task` (started by `method`) to end, at most
+    /// [`Vcenter::task_deadline`]; its result, or its fault, or an error
+    /// naming the task when it did not end in time.
+    async fn wait_task(&self, method: &str, task: &MoRef) -> Result<Option<Element>, VsphereError> {
+        let started = std::time::Instant::now();
         let mut pause = Duration::from_millis(20);
         loop {
             let info = self
-                .properties(&task, &["info.state", "info.result", "info.error"])
+                .properties(task, &["info.state", "info.result", "info.error"])
                 .await?;
             match info.get("info.state").map(|s| s.text.trim()) {
                 Some("success") => return Ok(info.get("info.result").cloned()),
@@ -420,8 +439,16 @@ impl Vcenter {
                         message,
                     });
                 }
+                _ if started.elapsed() >= self.task_deadline => {
+                    return Err(VsphereError::TaskDeadline {
+                        method: method.to_string(),
+                        task: task.value.clone(),
+                        secs: self.task_deadline.as_secs(),
+                    })
+                }
                 _ => {
-                    tokio::time::sleep(pause).await;
+                    let left = self.task_deadline.saturating_sub(started.elapsed());
+                    tokio::time::sleep(pause.min(left)).await;
                     pause = (pause * 2).min(Duration::from_secs(2));
                 }
             }
@@ -484,6 +511,88 @@ pub fn extra_config(value: Option<&Element>) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ends every session but `keep` from `admin`'s session, as a vCenter
+    /// administrator terminates sessions.
+    async fn terminate_others(admin: &Vcenter, keep: &str) {
+        let sessions = admin
+            .properties(&admin.content.session_manager, &["sessionList"])
+            .await
+            .unwrap();
+        let body: String = sessions["sessionList"]
+            .all("UserSession")
+            .filter_map(|s| s.text_at(&["key"]).map(str::trim))
+            .filter(|k| *k != keep)
+            .map(|k| format!("<sessionId>{}</sessionId>", escape(k)))
+            .collect();
+        assert!(!body.is_empty(), "no session to end");
+        let body = format!("{}{body}", admin.content.session_manager.xml("_this"));
+        admin.client.call("TerminateSession", &body).await.unwrap();
+    }
+
+    /// A session vCenter ended mid-run (an administrator terminated it
+    /// from another session) is renewed once, and the call goes through;
+    /// a task wait whose task never reports an end stops at its deadline
+    /// with an error naming the task.
+    #[tokio::test]
+    async fn an_ended_session_is_renewed_and_a_task_wait_has_a_deadline() {
+        use kops_testkit::vcsim::{self, Vcsim};
+        if !vcsim::vcsim_available() {
+            return;
+        }
+        let sim = Vcsim::start().unwrap();
+        let credentials = Credentials {
+            username: vcsim::USER.into(),
+            password: vcsim::PASSWORD.into(),
+        };
+        let mut vc = Vcenter::login(sim.url(), &credentials).await.unwrap();
+        let admin = Vcenter::login(sim.url(), &credentials).await.unwrap();
+        let own = admin
+            .properties(&admin.content.session_manager, &["currentSession"])
+            .await
+            .unwrap()["currentSession"]
+            .text_at(&["key"])
+            .unwrap()
+            .trim()
+            .to_string();
+        terminate_others(&admin, &own).await;
+        let logins = vc.client.calls()["Login"];
+        let dc = vc.find_path(vcsim::DATACENTER).await.unwrap();
+        assert!(dc.is_some(), "the call went through after a new login");
+        assert_eq!(vc.client.calls()["Login"], logins + 1, "one new login");
+
+        // A task whose state never comes: the session that polls it is
+        // ended after the task started (the simulator then answers the
+        // property reads with no value rather than a fault).
+        let vm = vc
+            .find_path(&format!("{}/vm/DC0_H0_VM0", vcsim::DATACENTER))
+            .await
+            .unwrap()
+            .unwrap();
+        let answer = vc
+            .client
+            .call("PowerOffVM_Task", &vm.xml("_this"))
+            .await
+            .unwrap();
+        let task = answer
+            .child("returnval")
+            .and_then(MoRef::from_element)
+            .unwrap();
+        terminate_others(&admin, &own).await;
+        vc.task_deadline = Duration::from_millis(300);
+        let started = std::time::Instant::now();
+        let error = vc.wait_task("PowerOffVM_Task", &task).await.unwrap_err();
+        let waited = started.elapsed();
+        let text = error.to_string();
+        assert!(
+            text.contains(&task.value)
+                && text.contains("PowerOffVM_Task")
+                && text.contains("did not end"),
+            "{text}"
+        );
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
+        admin.logout().await;
+    }
 
     /// A datastore search's result as vCenter gives it (capacities
     /// included; govmomi's simulator leaves them out).

@@ -476,6 +476,14 @@ pub async fn join(options: &Options) -> Result<Joined, NodeupError> {
     }
     // On vSphere, VMware Tools says which VM this is.
     let vsphere_vm = if boot.cloud_provider == kops_vsphere::CLOUD {
+        let tools = vsphere::Tools;
+        let guest: &dyn vsphere::Guest = options.vsphere_guest.as_deref().unwrap_or(&tools);
+        vsphere::mark_booted(guest).map_err(|e| NodeupError::Vsphere {
+            reason: format!(
+                "cannot mark this VM as booted ({}: {e}); `kops update cluster` would take it for a clone that never started",
+                kops_vsphere::BOOTED_KEY
+            ),
+        })?;
         let vm = vsphere_vm(options)?;
         if let Some(name) = &vm.name {
             resolved.node_name.get_or_insert_with(|| name.clone());

@@ -367,6 +367,12 @@ async fn update_vsphere(
             text.push_str(&format!("  {name}\n"));
         }
     }
+    if !changes.powered_off.is_empty() {
+        text.push_str(&format!(
+            "Left alone, powered off after they booted (power them on in vCenter): {}\n",
+            changes.powered_off.join(", ")
+        ));
+    }
     if !changes.stale.is_empty() {
         text.push_str(
             "VMs made from an older spec (`kops rolling-update cluster` replaces them):\n",

@@ -475,6 +475,42 @@ fn lifecycle_on_the_simulator() {
     );
     steps.push(("update (dry run, no change)".into(), calls(&r)));
 
+    // A control-plane VM that booted (nodeup set its first-boot marker;
+    // it keeps its token) and was then powered off in vCenter (host
+    // maintenance, HA) is not taken for a clone that never started: the
+    // plan and `update --yes` report it in one line and leave it alone.
+    let vc = runtime().block_on(login(&sim));
+    let control_plane = runtime()
+        .block_on(vc.find_path(&format!(
+            "{}/vm/kops-clusters/control-plane-a-1.one.k8s.local",
+            vcsim::DATACENTER
+        )))
+        .unwrap()
+        .expect("the control-plane VM");
+    runtime().block_on(async {
+        vc.set_extra_config(&control_plane, &[(kops_vsphere::BOOTED_KEY, "1")])
+            .await
+            .unwrap();
+        vc.power_off(&control_plane).await.unwrap();
+    });
+    let left_alone = "Left alone, powered off after they booted (power them on in vCenter): control-plane-a-1.one.k8s.local";
+    let plan = ok(
+        &sim,
+        &["update", "cluster", "one.k8s.local", "--state", &state],
+    );
+    assert!(plan.stdout.contains(left_alone), "{}", plan.stdout);
+    let r = update_yes(&sim, "one.k8s.local", &state);
+    assert!(r.stdout.contains(left_alone), "{}\n{}", r.stdout, r.stderr);
+    assert!(calls(&r).contains(", 0 changing"), "{}", r.stderr);
+    assert_eq!(
+        vms_of(&sim, "one.k8s.local"),
+        ["control-plane-a-1", "nodes-a-1", "nodes-b-1"]
+    );
+    runtime().block_on(async {
+        vc.power_on(&control_plane).await.unwrap();
+        vc.logout().await;
+    });
+
     // Scale up, then down.
     edit_group(
         &sim,

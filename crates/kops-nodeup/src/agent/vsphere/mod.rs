@@ -7,9 +7,11 @@
 //! the file the user data writes is not there, nodeup reads the boot
 //! config from `guestinfo.userdata`. The node is named after its VM (the
 //! metadata's `local-hostname`), and a worker proves which VM it is to
-//! kops-controller with its BIOS UUID and an HMAC keyed with the token
-//! ([`kops_vsphere::proof`]); the token never leaves the VM.
+//! kops-controller with its BIOS UUID (in vSphere's byte order, see
+//! [`bios`]) and an HMAC keyed with the token ([`kops_vsphere::proof`]);
+//! the token never leaves the VM.
 
+pub mod bios;
 pub mod etcd;
 
 use std::io::Read;
@@ -29,8 +31,12 @@ pub trait Guest: std::fmt::Debug + Send + Sync {
     /// A guestinfo value (`guestinfo.` included in `key`); `None` when the
     /// VM has none.
     fn get(&self, key: &str) -> Result<Option<String>, String>;
-    /// The VM's BIOS UUID.
-    fn bios_uuid(&self) -> Result<String, String>;
+    /// Sets a guestinfo value from inside the VM (`guestinfo.` included
+    /// in `key`); vCenter then shows it in the VM's extraConfig.
+    fn set(&self, key: &str, value: &str) -> Result<(), String>;
+    /// A file in which Linux shows the VM's firmware tables (see
+    /// [`bios`]); `None` when there is none.
+    fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String>;
 }
 
 /// The guest as VMware Tools (open-vm-tools) shows it.
@@ -39,8 +45,6 @@ pub struct Tools;
 
 /// The tool of open-vm-tools that reads guestinfo.
 const RPCTOOL: &str = "vmware-rpctool";
-/// Where Linux shows the BIOS UUID (root only).
-const PRODUCT_UUID: &str = "/sys/class/dmi/id/product_uuid";
 
 impl Tools {
     /// Whether VMware Tools is installed (the node is a VMware VM).
@@ -65,10 +69,27 @@ impl Guest for Tools {
         Ok((!value.is_empty()).then_some(value))
     }
 
-    fn bios_uuid(&self) -> Result<String, String> {
-        std::fs::read_to_string(PRODUCT_UUID)
-            .map(|s| s.trim().to_ascii_lowercase())
-            .map_err(|e| format!("cannot read {PRODUCT_UUID}: {e}"))
+    fn set(&self, key: &str, value: &str) -> Result<(), String> {
+        let output = std::process::Command::new(RPCTOOL)
+            .arg(format!("info-set {key} {value}"))
+            .output()
+            .map_err(|e| format!("cannot run {RPCTOOL} (open-vm-tools): {e}"))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{RPCTOOL} info-set {key}: {}",
+                String::from_utf8_lossy(&output.stdout).trim()
+            ))
+        }
+    }
+
+    fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
+        match std::fs::read(path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("cannot read {path}: {e}")),
+        }
     }
 }
 
@@ -99,6 +120,17 @@ pub fn decoded(guest: &dyn Guest, key: &str) -> Result<Option<String>, String> {
     Ok(Some(text))
 }
 
+/// Marks this VM as booted ([`kops_vsphere::BOOTED_KEY`]) unless it is:
+/// from then on `update` never takes it for a clone that did not start,
+/// and leaves it alone when it is powered off. Set first thing on every
+/// boot of a vSphere VM, before anything can fail.
+pub fn mark_booted(guest: &dyn Guest) -> Result<(), String> {
+    if guest.get(kops_vsphere::BOOTED_KEY)?.is_some() {
+        return Ok(());
+    }
+    guest.set(kops_vsphere::BOOTED_KEY, "1")
+}
+
 /// The boot config carried by the VM's `guestinfo.userdata`.
 pub fn boot_config_from_guestinfo(guest: &dyn Guest) -> Result<String, String> {
     let user_data = decoded(guest, "guestinfo.userdata")?
@@ -112,6 +144,7 @@ pub fn boot_config_from_guestinfo(guest: &dyn Guest) -> Result<String, String> {
 pub struct Vm {
     /// The node's name: the VM's (cloud-init's `local-hostname`).
     pub name: Option<String>,
+    /// The BIOS UUID in vSphere's order (`config.uuid`).
     pub bios_uuid: String,
     /// The one-time bootstrap token, while kops-controller has not used it.
     pub token: Option<String>,
@@ -128,7 +161,7 @@ pub fn vm(guest: &dyn Guest) -> Result<Vm, String> {
     });
     Ok(Vm {
         name,
-        bios_uuid: guest.bios_uuid()?,
+        bios_uuid: bios::bios_uuid(guest)?,
         token: guest.get(kops_vsphere::TOKEN_KEY)?,
     })
 }
@@ -202,8 +235,12 @@ mod tests {
         fn get(&self, key: &str) -> Result<Option<String>, String> {
             Ok(self.0.get(key).cloned())
         }
-        fn bios_uuid(&self) -> Result<String, String> {
-            Ok("4212-ab".into())
+        fn set(&self, key: &str, _: &str) -> Result<(), String> {
+            Err(format!("read-only: {key}"))
+        }
+        fn firmware(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
+            Ok((path == bios::PRODUCT_SERIAL)
+                .then(|| b"VMware-42 12 ab 00 00 00 00 00-00 00 00 00 00 00 00 01".to_vec()))
         }
     }
 
@@ -292,6 +329,20 @@ mod tests {
     }
 
     #[test]
+    fn the_first_boot_marker_is_set_once() {
+        let marked = Values(BTreeMap::from([(
+            kops_vsphere::BOOTED_KEY.to_string(),
+            "1".to_string(),
+        )]));
+        // Already set: nothing written (this guest refuses writes).
+        mark_booted(&marked).unwrap();
+        let unmarked = Values(BTreeMap::new());
+        assert!(mark_booted(&unmarked)
+            .unwrap_err()
+            .contains(kops_vsphere::BOOTED_KEY));
+    }
+
+    #[test]
     fn the_vm_is_named_by_its_metadata() {
         let metadata = kops_vsphere::cluster::metadata("nodes-1.a.k8s.local", None);
         let guest = Values(BTreeMap::from([
@@ -304,7 +355,7 @@ mod tests {
         ]));
         let vm = vm(&guest).unwrap();
         assert_eq!(vm.name.as_deref(), Some("nodes-1.a.k8s.local"));
-        assert_eq!(vm.bios_uuid, "4212-ab");
+        assert_eq!(vm.bios_uuid, "4212ab00-0000-0000-0000-000000000001");
         assert_eq!(vm.token.as_deref(), Some("t"));
     }
 }
