@@ -166,9 +166,20 @@ fn flood(
     // per connection), spread over the sources: deep enough that a plain
     // first-come first-served line would keep a node waiting past its
     // 20 s deadline on every attempt.
-    let connections_per_source = (200 / sources.len()).max(4);
+    //
+    // From many sources, 20 each (1,000 connections, under the
+    // controller's cap of 1,024): the gate holds
+    // [`kops_controller::fairness::PER_PEER_QUEUE`] of each source's
+    // requests until their turn and turns the rest away at once (429), so
+    // the others carry the whole rate.
+    let connections_per_source = if sources.len() == 1 { 200 } else { 20 };
     let tasks_total = sources.len() * connections_per_source;
-    let interval = Duration::from_secs_f64(tasks_total as f64 / per_second as f64);
+    let held = if sources.len() == 1 {
+        0
+    } else {
+        sources.len() * kops_controller::fairness::PER_PEER_QUEUE.min(connections_per_source)
+    };
+    let interval = Duration::from_secs_f64((tasks_total - held).max(1) as f64 / per_second as f64);
     let mut tasks = tokio::task::JoinSet::new();
     for (i, source) in sources
         .iter()
@@ -259,6 +270,10 @@ fn sources(count: u8) -> Vec<IpAddr> {
 }
 
 fn forged_flood_while_a_node_joins(peers: u8) {
+    // Both ends of up to 1,000 connections in this process.
+    if !raise_open_files(4_096) {
+        return;
+    }
     with_moto(|moto| async move {
         let name = format!("flood{peers}.example.com");
         let cluster = Cluster::start(moto, &name, false).await;
