@@ -48,6 +48,10 @@ pub struct Options {
         skip_serializing_if = "std::ops::Not::not"
     )]
     pub accept_kops_node_tokens: bool,
+    /// How long slow clients may take (not in kops' options: always the
+    /// production values, except in tests).
+    #[serde(skip)]
+    pub timeouts: crate::server::Timeouts,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -201,6 +205,7 @@ impl Options {
             // Only IPv6-only clusters use it; their addon says so.
             enable_cloud_ipam: false,
             accept_kops_node_tokens: false,
+            timeouts: Default::default(),
         }
     }
 

@@ -46,12 +46,42 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// (a node's 2 KiB body: 1.5 s; it comes within milliseconds).
 pub const MIN_BODY_RATE: u64 = 4 * 1024;
 
-/// How long the body of a request declaring `length` bytes may take.
-pub fn body_deadline(length: Option<u64>) -> Duration {
-    let length = length.unwrap_or(MAX_BODY as u64);
-    let at_min_rate = Duration::from_millis(1_000 + length * 1_000 / MIN_BODY_RATE);
-    at_min_rate.min(BODY_READ_TIMEOUT)
+/// How long a slow client may hold a connection at each step. Production
+/// uses the constants above ([`Timeouts::default`]); tests shorten them
+/// to see each one fire within a second or two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub tls_handshake: Duration,
+    pub header_read: Duration,
+    /// The most any body may take, however long it is.
+    pub body_read: Duration,
+    /// The slowest a body may arrive, in bytes a second, after a first
+    /// second.
+    pub min_body_rate: u64,
 }
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            tls_handshake: TLS_HANDSHAKE_TIMEOUT,
+            header_read: HEADER_READ_TIMEOUT,
+            body_read: BODY_READ_TIMEOUT,
+            min_body_rate: MIN_BODY_RATE,
+        }
+    }
+}
+
+impl Timeouts {
+    /// How long the body of a request declaring `length` bytes may take:
+    /// one second plus `length` at the minimum rate, at most `body_read`.
+    pub fn body_deadline(&self, length: Option<u64>) -> Duration {
+        let length = length.unwrap_or(MAX_BODY as u64);
+        let rate = self.min_body_rate.max(1);
+        let at_min_rate = Duration::from_millis(1_000 + length * 1_000 / rate);
+        at_min_rate.min(self.body_read)
+    }
+}
+
 /// How long a connection is kept, whatever it does.
 const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
 
@@ -329,16 +359,20 @@ impl Controller {
             tokio::spawn(async move {
                 let slot = Arc::new(slot);
                 let serve = async {
-                    let stream =
-                        match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream)).await
-                        {
-                            Ok(Ok(s)) => s,
-                            Ok(Err(e)) => {
-                                tracing::debug!("TLS handshake with {peer} failed: {e}");
-                                return;
-                            }
-                            Err(_) => return,
-                        };
+                    let stream = match tokio::time::timeout(
+                        this.options.timeouts.tls_handshake,
+                        tls.accept(stream),
+                    )
+                    .await
+                    {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::debug!("TLS handshake with {peer} failed: {e}");
+                            return;
+                        }
+                        Err(_) => return,
+                    };
+                    let header_read = this.options.timeouts.header_read;
                     let in_service = slot.clone();
                     let service = hyper::service::service_fn(move |req| {
                         let this = this.clone();
@@ -352,7 +386,7 @@ impl Controller {
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
-                        .header_read_timeout(HEADER_READ_TIMEOUT)
+                        .header_read_timeout(header_read)
                         .max_buf_size(MAX_HEAD)
                         .max_headers(32)
                         .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
@@ -404,7 +438,12 @@ impl Controller {
             .unwrap_or_default()
             .to_string();
         let reading = Limited::new(req.into_body(), MAX_BODY).collect();
-        let body = match tokio::time::timeout(body_deadline(declared), reading).await {
+        let body = match tokio::time::timeout(
+            self.options.timeouts.body_deadline(declared),
+            reading,
+        )
+        .await
+        {
             Ok(Ok(b)) => b.to_bytes(),
             Ok(Err(e)) => {
                 tracing::info!("bootstrap from {peer}: cannot read the body: {e}");

@@ -207,6 +207,10 @@ pub struct AwsVerifier {
     /// Signatures being checked or accepted (see [`crate::replay`]).
     seen: ReplayCache,
     sts_limit: StsLimiter,
+    /// How old a token may be, and how far ahead ([`MAX_TOKEN_AGE`],
+    /// [`MAX_CLOCK_SKEW`]; tests shorten them).
+    token_age: Duration,
+    clock_skew: Duration,
 }
 
 /// What the verifier needs to know.
@@ -274,6 +278,8 @@ impl AwsVerifier {
             sts_url: parts.sts_url,
             seen: ReplayCache::default(),
             sts_limit: StsLimiter::default(),
+            token_age: MAX_TOKEN_AGE,
+            clock_skew: MAX_CLOCK_SKEW,
         })
     }
 
@@ -281,6 +287,14 @@ impl AwsVerifier {
     /// reach the bound with a few tokens).
     pub fn with_replay_capacity(mut self, capacity: usize) -> AwsVerifier {
         self.seen = ReplayCache::with_capacity(capacity);
+        self
+    }
+
+    /// The same verifier taking tokens at most `age` old and `skew` ahead
+    /// (tests see a replay entry's window close within seconds).
+    pub fn with_token_window(mut self, age: Duration, skew: Duration) -> AwsVerifier {
+        self.token_age = age;
+        self.clock_skew = skew;
         self
     }
 
@@ -337,14 +351,14 @@ impl AwsVerifier {
         let now = SystemTime::now();
         let too_old = now
             .duration_since(time)
-            .is_ok_and(|age| age > MAX_TOKEN_AGE);
+            .is_ok_and(|age| age > self.token_age);
         let too_new = time
             .duration_since(now)
-            .is_ok_and(|ahead| ahead > MAX_CLOCK_SKEW);
+            .is_ok_and(|ahead| ahead > self.clock_skew);
         if too_old || too_new {
             return Err(Refusal::Expired {
                 signed: escape(signed_at),
-                window: MAX_TOKEN_AGE.as_secs() / 60,
+                window: self.token_age.as_secs() / 60,
             });
         }
         signed.check_scope(&signed_at[..8], &self.region)?;
@@ -355,7 +369,7 @@ impl AwsVerifier {
         };
         let signature = signed.signature;
         self.seen
-            .claim(signature, time + MAX_TOKEN_AGE + MAX_CLOCK_SKEW, now)
+            .claim(signature, time + self.token_age + self.clock_skew, now)
             .map_err(denied)?;
         // Until STS accepts it, the signature is only held while checked.
         let answer = match self.sts_limit.acquire().await {

@@ -12,6 +12,7 @@ use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;
 use kops_controller::client::BootstrapClient;
 use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
+use kops_controller::server::Timeouts;
 use kops_controller::{Controller, Options};
 pub use kops_testkit::logs::Logs;
 
@@ -111,6 +112,22 @@ impl Cluster {
         enable_cloud_ipam: bool,
         verifier: Option<VerifierEdit>,
     ) -> Cluster {
+        Cluster::start_full(moto, name, enable_cloud_ipam, verifier, Timeouts::default()).await
+    }
+
+    /// [`Cluster::start`] with shorter `timeouts` for slow clients (so a
+    /// test sees each fire in a second or two).
+    pub async fn start_timed(moto: &kops_testkit::Moto, name: &str, timeouts: Timeouts) -> Cluster {
+        Cluster::start_full(moto, name, false, None, timeouts).await
+    }
+
+    async fn start_full(
+        moto: &kops_testkit::Moto,
+        name: &str,
+        enable_cloud_ipam: bool,
+        verifier: Option<VerifierEdit>,
+        timeouts: Timeouts,
+    ) -> Cluster {
         let logs = logs();
         let sdk = aws_config::defaults(BehaviorVersion::latest())
             .endpoint_url(moto.endpoint())
@@ -150,6 +167,7 @@ impl Cluster {
             vec![format!("nodes.{name}")],
         );
         options.enable_cloud_ipam = enable_cloud_ipam;
+        options.timeouts = timeouts;
         pki.configure(&mut options);
         let controller = match verifier {
             None => kops_controller::build_with(options, &sdk)
