@@ -109,6 +109,34 @@ def _associate_dhcp_releasing_old(self, dhcp_options, vpc):
 
 dhcp_models.DHCPOptionsSetBackend.associate_dhcp_options = _associate_dhcp_releasing_old
 
+# N. An autoscaling group being deleted can launch an instance that outlives
+#    it: DeleteAutoScalingGroup scales the group to 0 and then drops it,
+#    while a TerminateInstances answered on another thread in between makes
+#    the still-listed group replace the terminated instance, and the new
+#    instance is in no group any more. On AWS a group being deleted
+#    launches nothing. One lock keeps the two from interleaving.
+import threading  # noqa: E402
+
+from moto.autoscaling import models as asg_models  # noqa: E402
+
+_asg_lock = threading.RLock()
+
+
+def _under_asg_lock(method):
+    def locked(self, *args, **kwargs):
+        with _asg_lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
+for _name in ("delete_auto_scaling_group", "notify_terminate_instances"):
+    setattr(
+        asg_models.AutoScalingBackend,
+        _name,
+        _under_asg_lock(getattr(asg_models.AutoScalingBackend, _name)),
+    )
+
 # The shared tree's patched moto (more fixes, e.g. DescribeLaunchTemplates
 # paged with NextToken where plain moto stops at 15) runs as moto's entry
 # point when kops-testkit found it; the fixes above stay applied under it.
