@@ -91,6 +91,30 @@ fn run_rs(go: &GoKops, api: &GceApi, args: &[&str]) -> Run {
     c.output().expect("run kops-rs").into()
 }
 
+/// The cluster both tests make: 1 zone, no DNS, kops' stable channel.
+fn create_args<'a>(go: &'a GoKops, state: &'a str, key: &'a Path) -> Vec<&'a str> {
+    vec![
+        "create",
+        "cluster",
+        "--name",
+        NAME,
+        "--cloud",
+        "gce",
+        "--project",
+        PROJECT,
+        "--zones",
+        "us-central1-a",
+        "--dns",
+        "none",
+        "--state",
+        state,
+        "--channel",
+        &go.channel,
+        "--ssh-public-key",
+        key.to_str().unwrap_or_default(),
+    ]
+}
+
 /// Every file below `dir` with its bytes, by relative path.
 fn snapshot(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     let mut out = std::collections::BTreeMap::new();
@@ -181,26 +205,7 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
         );
         r
     };
-    go_ok(&[
-        "create",
-        "cluster",
-        "--name",
-        NAME,
-        "--cloud",
-        "gce",
-        "--project",
-        PROJECT,
-        "--zones",
-        "us-central1-a",
-        "--dns",
-        "none",
-        "--state",
-        &state,
-        "--channel",
-        &go.channel,
-        "--ssh-public-key",
-        key.to_str().unwrap(),
-    ]);
+    go_ok(&create_args(&go, &state, &key));
     go_ok(&[
         "update", "cluster", "--name", NAME, "--state", &state, "--yes",
     ]);
@@ -331,26 +336,7 @@ fn real_kops_plans_its_addon_and_templates_on_a_kops_rs_gce_cluster() {
         assert_eq!(r.code, 0, "kops-rs {args:?}:\n{}\n{}", r.stdout, r.stderr);
         r
     };
-    rs_ok(&[
-        "create",
-        "cluster",
-        "--name",
-        NAME,
-        "--cloud",
-        "gce",
-        "--project",
-        PROJECT,
-        "--zones",
-        "us-central1-a",
-        "--dns",
-        "none",
-        "--state",
-        &state,
-        "--channel",
-        &go.channel,
-        "--ssh-public-key",
-        key.to_str().unwrap(),
-    ]);
+    rs_ok(&create_args(&go, &state, &key));
     rs_ok(&["update", "cluster", NAME, "--state", &state, "--yes"]);
     let apply = api.take_calls();
     let r = run_go(
