@@ -53,15 +53,20 @@ pub(super) async fn update(
         region: region.clone(),
         cloud: Some(cloud.clone()),
     });
-    let ssh_public_key = keys.first().map(|k| k.public_key.as_str());
+    // The model without node inputs; each use below lends it the inputs
+    // of its moment (before and after the API's addresses are known).
+    let bare = Model {
+        cluster: &resolved,
+        groups: &groups,
+        ssh_public_key: keys.first().map(|k| k.public_key.as_str()),
+        node_inputs: None,
+        account_id: None,
+        config_base: &config_base,
+    };
     let (probe, address_names) = {
         let model = Model {
-            cluster: &resolved,
-            groups: &groups,
-            ssh_public_key,
             node_inputs: Some(&node_inputs),
-            account_id: None,
-            config_base: &config_base,
+            ..bare.clone()
         };
         let gce = kops_gce::GceModel {
             model: &model,
@@ -107,12 +112,8 @@ pub(super) async fn update(
     }
     node_inputs.api_server_addresses = api_server_addresses;
     let model = Model {
-        cluster: &resolved,
-        groups: &groups,
-        ssh_public_key,
         node_inputs: Some(&node_inputs),
-        account_id: None,
-        config_base: &config_base,
+        ..bare
     };
     let graph = kops_gce::build(&kops_gce::GceModel {
         model: &model,
