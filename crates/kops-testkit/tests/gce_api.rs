@@ -890,32 +890,24 @@ fn calls_over_a_rate_quota_are_answered_as_google_answers_them() {
 #[test]
 fn a_group_being_deleted_replaces_no_instance() {
     let Some(api) = require_gce_api() else { return };
-    wait(
+    made(
         &api,
-        &insert(
-            &api,
-            NETWORKS,
-            json!({"name": "n", "autoCreateSubnetworks": true}),
-        )
-        .1,
+        NETWORKS,
+        json!({"name": "n", "autoCreateSubnetworks": true}),
     );
     let template = json!({"name": "t", "properties": {
         "machineType": "e2-medium",
         "networkInterfaces": [{"network": "global/networks/n"}],
         "disks": [{"boot": true, "initializeParams": {"sourceImage": "projects/ubuntu-os-cloud/global/images/x"}}],
     }});
-    wait(
+    made(
         &api,
-        &insert(
-            &api,
-            "/compute/v1/projects/p/global/instanceTemplates",
-            template,
-        )
-        .1,
+        "/compute/v1/projects/p/global/instanceTemplates",
+        template,
     );
     let groups = "/compute/v1/projects/p/zones/z/instanceGroupManagers";
     let group = json!({"name": "g", "baseInstanceName": "nodes", "targetSize": 1, "instanceTemplate": "global/instanceTemplates/t"});
-    wait(&api, &insert(&api, groups, group).1);
+    made(&api, groups, group);
     let instance = api
         .paths()
         .into_iter()
@@ -990,14 +982,10 @@ fn a_passthrough_backend_reads_back_balancing_by_connection() {
 #[test]
 fn nested_messages_read_back_with_their_kind_and_access_configs_with_a_tier() {
     let Some(api) = require_gce_api() else { return };
-    wait(
+    made(
         &api,
-        &insert(
-            &api,
-            NETWORKS,
-            json!({"name": "n", "autoCreateSubnetworks": true}),
-        )
-        .1,
+        NETWORKS,
+        json!({"name": "n", "autoCreateSubnetworks": true}),
     );
     let template = json!({"name": "t", "properties": {
         "machineType": "e2-medium",
@@ -1006,7 +994,7 @@ fn nested_messages_read_back_with_their_kind_and_access_configs_with_a_tier() {
         "disks": [{"boot": true, "initializeParams": {"sourceImage": "projects/ubuntu-os-cloud/global/images/x"}}],
     }});
     let path = "/compute/v1/projects/p/global/instanceTemplates";
-    wait(&api, &insert(&api, path, template).1);
+    made(&api, path, template);
     let (_, t) = api.request("GET", &format!("{path}/t"), None).unwrap();
     let p = &t["properties"];
     assert_eq!(t["kind"], "compute#instanceTemplate", "{t}");

@@ -91,6 +91,22 @@ fn run_rs(go: &GoKops, api: &GceApi, args: &[&str]) -> Run {
     c.output().expect("run kops-rs").into()
 }
 
+/// A home below `work` whose `~/.ssh/id_rsa.pub` is a key kops parses (the
+/// conformance cases'); `None`, saying why, without the shared tree.
+fn home_with_key(work: &Path) -> Option<(PathBuf, PathBuf)> {
+    let case_key =
+        kops_testkit::shared_dir()?.join("conformance/kops/update_cluster/minimal_gce/id_rsa.pub");
+    let Ok(text) = std::fs::read_to_string(&case_key) else {
+        eprintln!("skipped: {} not found", case_key.display());
+        return None;
+    };
+    let home = work.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    let key = home.join(".ssh/id_rsa.pub");
+    std::fs::write(&key, text).unwrap();
+    Some((home, key))
+}
+
 /// The cluster both tests make: 1 zone, no DNS, kops' stable channel.
 fn create_args<'a>(go: &'a GoKops, state: &'a str, key: &'a Path) -> Vec<&'a str> {
     vec![
@@ -182,19 +198,9 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let home = work.path().join("home");
-    std::fs::create_dir_all(home.join(".ssh")).unwrap();
-    let key = home.join(".ssh/id_rsa.pub");
-    // A public key kops parses: the conformance cases'.
-    let Some(shared) = kops_testkit::shared_dir() else {
+    let Some((home, key)) = home_with_key(work.path()) else {
         return;
     };
-    let case_key = shared.join("conformance/kops/update_cluster/minimal_gce/id_rsa.pub");
-    let Ok(text) = std::fs::read_to_string(&case_key) else {
-        eprintln!("skipped: {} not found", case_key.display());
-        return;
-    };
-    std::fs::write(&key, text).unwrap();
     let state = file_url(&work.path().join("state"));
     let go_ok = |args: &[&str]| {
         let r = run_go(&go, &api, &home, args);
@@ -317,19 +323,10 @@ fn real_kops_plans_its_addon_and_templates_on_a_kops_rs_gce_cluster() {
     let Some(api) = kops_testkit::require_gce_api() else {
         return;
     };
-    let Some(shared) = kops_testkit::shared_dir() else {
-        return;
-    };
-    let case_key = shared.join("conformance/kops/update_cluster/minimal_gce/id_rsa.pub");
-    let Ok(text) = std::fs::read_to_string(&case_key) else {
-        eprintln!("skipped: {} not found", case_key.display());
-        return;
-    };
     let work = tempfile::tempdir().unwrap();
-    let home = work.path().join("home");
-    std::fs::create_dir_all(home.join(".ssh")).unwrap();
-    let key = home.join(".ssh/id_rsa.pub");
-    std::fs::write(&key, text).unwrap();
+    let Some((home, key)) = home_with_key(work.path()) else {
+        return;
+    };
     let state = file_url(&work.path().join("state"));
     let rs_ok = |args: &[&str]| {
         let r = run_rs(&go, &api, args);
