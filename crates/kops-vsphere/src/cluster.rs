@@ -938,12 +938,10 @@ mod tests {
         assert_eq!(group.hash(&placement), "7dfb5065bbdb17f6");
     }
 
-    /// A clone that did not start goes, but its etcd disk file stays for
-    /// the next clone of its member.
-    #[tokio::test]
-    async fn an_unstarted_clone_is_discarded_or_made_again_and_its_etcd_disk_kept() {
+    /// A started simulator and a session on it; `None` without vcsim.
+    async fn simulator() -> Option<(Vcsim, Vcenter)> {
         if !vcsim::vcsim_available() {
-            return;
+            return None;
         }
         let sim = Vcsim::start().unwrap();
         let credentials = crate::Credentials {
@@ -951,6 +949,16 @@ mod tests {
             password: vcsim::PASSWORD.into(),
         };
         let vc = Vcenter::login(sim.url(), &credentials).await.unwrap();
+        Some((sim, vc))
+    }
+
+    /// A clone that did not start goes, but its etcd disk file stays for
+    /// the next clone of its member.
+    #[tokio::test]
+    async fn an_unstarted_clone_is_discarded_or_made_again_and_its_etcd_disk_kept() {
+        let Some((_sim, vc)) = simulator().await else {
+            return;
+        };
         let placement = Placement {
             datacenter: vcsim::DATACENTER.into(),
             folder: "discard".into(),
@@ -1065,15 +1073,9 @@ mod tests {
     /// by HA, is left alone by `update --yes` and reported.
     #[tokio::test]
     async fn a_powered_off_control_plane_vm_that_booted_survives_update() {
-        if !vcsim::vcsim_available() {
+        let Some((_sim, vc)) = simulator().await else {
             return;
-        }
-        let sim = Vcsim::start().unwrap();
-        let credentials = crate::Credentials {
-            username: vcsim::USER.into(),
-            password: vcsim::PASSWORD.into(),
         };
-        let vc = Vcenter::login(sim.url(), &credentials).await.unwrap();
         let cluster = "booted.k8s.local";
         let placement = Placement {
             datacenter: vcsim::DATACENTER.into(),
