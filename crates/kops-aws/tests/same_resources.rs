@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kops_api::manifest::Object;
 use kops_api::{Cluster, InstanceGroup};
-use kops_aws::render::aws::{resource_of, target_of};
+use kops_aws::render::resource::target_of;
+use kops_aws::render::resource_of;
 use kops_aws::render::Input;
 use kops_model::Model;
 use kops_render::terraform::Target;

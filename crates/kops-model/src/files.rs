@@ -575,7 +575,7 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
         if manage_storage {
             out.push(Addon::new("storage-gce.addons.k8s.io", "v1.7.0"));
         }
-        if gcp_pd_csi_driver(model) {
+        if crate::addons::gcp_pd_csi_driver::enabled(model) {
             out.push(Addon::new("gcp-pd-csi-driver.addons.k8s.io", "k8s-1.23"));
         }
         out.push(Addon::new("gcp-cloud-controller.addons.k8s.io", "k8s-1.23"));
@@ -635,20 +635,6 @@ pub fn addons(model: &Model<'_>) -> Vec<Addon> {
         out.push(Addon::new("karpenter.sh", "k8s-1.19"));
     }
     out
-}
-
-/// Whether kops deploys Google Cloud's persistent-disk CSI driver:
-/// `cloudConfig.gcpPDCSIDriver.enabled`, on unless turned off.
-pub fn gcp_pd_csi_driver(model: &Model<'_>) -> bool {
-    model
-        .cluster
-        .spec
-        .cloud_config
-        .as_ref()
-        .and_then(|c| c.extra.get("gcpPDCSIDriver"))
-        .and_then(|d| d.get("enabled"))
-        .and_then(Value::as_bool)
-        .unwrap_or(true)
 }
 
 /// The ports of an etcd cluster (client, peer, gRPC, quarantine): kops'

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use kops_engine::TaskKey;
 
 use crate::hcl::{write_block, Body, Expr};
-use crate::{RenderError, Rendered};
+use crate::outcome::{RenderError, Rendered};
 
 /// kops' Terraform resource name for a task name: a leading digit gets a
 /// `prefix_`, then `.`→`-`, `/`→`--`, `:`→`_`.

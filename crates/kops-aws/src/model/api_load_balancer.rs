@@ -56,16 +56,6 @@ use crate::model::security::{elb_group_name, uses_api_load_balancer};
 pub use kops_model::api_load_balancer::*;
 use kops_model::{Model, ModelError};
 
-/// The API load balancer's output (DNS name, hosted zone), whichever its
-/// class: what the API's alias records point at.
-pub fn api_load_balancer_ref(model: &Model<'_>) -> OutputRef<LoadBalancerOutput> {
-    if uses_classic(model) {
-        ClassicLoadBalancer::output_ref(&load_balancer_name(model))
-    } else {
-        NetworkLoadBalancer::output_ref(&load_balancer_name(model))
-    }
-}
-
 /// The cluster's Classic ELBs an instance group's autoscaling group
 /// registers with: the API's, for control-plane and API-server groups of a
 /// cluster whose API balancer is Classic.
@@ -680,7 +670,7 @@ mod tests {
         assert_eq!(attached[0].key().kind, ClassicLoadBalancer::KIND);
         assert!(classic_load_balancers_for(&m, Some(Role::Node)).is_empty());
         assert_eq!(
-            api_load_balancer_ref(&m).key().kind,
+            crate::model::dns::api_load_balancer_ref(&m).key().kind,
             ClassicLoadBalancer::KIND
         );
     }

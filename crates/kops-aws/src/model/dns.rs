@@ -19,8 +19,10 @@ use crate::tasks::network_load_balancer::LoadBalancerOutput;
 use crate::AwsContext;
 use kops_engine::{OutputRef, TaskGraph};
 
-use crate::model::api_load_balancer::api_load_balancer_ref;
 use crate::model::network::vpc_ref;
+use crate::tasks::classic_load_balancer::ClassicLoadBalancer;
+use crate::tasks::network_load_balancer::NetworkLoadBalancer;
+use kops_model::api_load_balancer::{load_balancer_name, uses_classic};
 pub use kops_model::dns::*;
 use kops_model::{Model, ModelError};
 
@@ -41,6 +43,16 @@ pub fn alias_records(
         })?;
     }
     Ok(())
+}
+
+/// The API load balancer's output (DNS name, hosted zone), whichever its
+/// class: what the API's alias records point at.
+pub fn api_load_balancer_ref(model: &Model<'_>) -> OutputRef<LoadBalancerOutput> {
+    if uses_classic(model) {
+        ClassicLoadBalancer::output_ref(&load_balancer_name(model))
+    } else {
+        NetworkLoadBalancer::output_ref(&load_balancer_name(model))
+    }
 }
 
 /// Adds the private zone's association with the cluster's VPC, and the

@@ -4,7 +4,6 @@
 
 use std::any::Any;
 
-use crate::context::Tags;
 use crate::model::iam::shared_profile::SharedInstanceProfile;
 use crate::tasks::autoscaling_group::AutoscalingGroup;
 use crate::tasks::classic_load_balancer::{ClassicLoadBalancer, ClassicLoadBalancerRetirement};
@@ -35,63 +34,19 @@ use crate::tasks::vpc::Vpc;
 use crate::tasks::vpc_amazon_ipv6_cidr_block::VpcAmazonIpv6CidrBlock;
 use crate::tasks::vpc_cidr_block::VpcCidrBlock;
 use crate::tasks::vpc_dhcp_options_association::VpcDhcpOptionsAssociation;
-use crate::AwsContext;
-use kops_engine::{TaskGraph, TaskKey};
+use kops_engine::TaskKey;
 
 use crate::render::cloudformation::{CloudFormation, Json};
+use crate::render::resource::{downcast_resource, id, tags_expr, AwsResource, Ctx};
 use kops_render::hcl::{Body, Expr};
-use kops_render::terraform::{Target, Terraform};
+use kops_render::terraform::Terraform;
 use kops_render::RenderError;
 
-/// What every renderer may look at besides the task itself.
-pub struct Ctx<'g> {
-    pub graph: &'g TaskGraph<AwsContext>,
-    pub cluster: &'g str,
-    pub region: &'g str,
-    pub private_zone: bool,
-}
-
-impl Ctx<'_> {
-    fn find<T: 'static>(&self) -> impl Iterator<Item = &T> {
-        self.graph
-            .iter()
-            .filter_map(|(_, t)| t.as_any().downcast_ref::<T>())
-    }
-}
-
-/// How one task type becomes Terraform and CloudFormation.
-pub trait AwsResource {
-    /// The Terraform resource type, `None` for tasks folded into another
-    /// resource (an instance profile's role) or with no counterpart.
-    fn tf_type(&self) -> Option<&'static str>;
-    /// The task name Terraform names the resource after (sanitized later).
-    fn tf_name(&self) -> String;
-    /// The existing object's id, for a task that only refers to it.
-    fn existing_id(&self) -> Option<String> {
-        None
-    }
-    /// The Terraform data source type, for an existing object Terraform
-    /// looks up instead of managing.
-    fn tf_data_type(&self) -> Option<&'static str> {
-        None
-    }
-    /// The Terraform input variable holding the id of an existing object
-    /// that Terraform can neither manage nor look up.
-    fn tf_variable(&self) -> Option<String> {
-        None
-    }
-    fn terraform(&self, tf: &mut Terraform, ctx: &Ctx<'_>) -> Result<(), RenderError>;
-    fn cloudformation(&self, cf: &mut CloudFormation, ctx: &Ctx<'_>) -> Result<(), RenderError>;
-}
-
-/// The task as an [`AwsResource`], when its type is known here.
-pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
-    macro_rules! try_types {
-        ($($t:ty),* $(,)?) => {
-            $(if let Some(t) = task.downcast_ref::<$t>() { return Some(t as &dyn AwsResource); })*
-        };
-    }
-    try_types!(
+/// The task as an [`AwsResource`], for the network, compute, IAM and load
+/// balancer task types.
+pub(crate) fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
+    downcast_resource!(
+        task,
         AutoscalingGroup,
         ClassicLoadBalancer,
         ClassicLoadBalancerRetirement,
@@ -124,43 +79,7 @@ pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
         VpcAmazonIpv6CidrBlock,
         VpcCidrBlock,
         VpcDhcpOptionsAssociation,
-    );
-    crate::render::aws_extra::resource_of(task)
-}
-
-/// The Terraform target of a task (resource address, literal id, or none).
-pub fn target_of(resource: &dyn AwsResource) -> Target {
-    if let Some(id) = resource.existing_id() {
-        return Target::Literal(id);
-    }
-    if let Some(name) = resource.tf_variable() {
-        return Target::Variable(name);
-    }
-    if let Some(kind) = resource.tf_data_type() {
-        return Target::Data {
-            kind,
-            name: kops_render::terraform::sanitize(&resource.tf_name()),
-        };
-    }
-    match resource.tf_type() {
-        Some(kind) => Target::Resource {
-            kind,
-            name: kops_render::terraform::sanitize(&resource.tf_name()),
-        },
-        None => Target::None,
-    }
-}
-
-pub(crate) fn tags_expr(tags: &Tags) -> Expr {
-    Expr::Map(
-        tags.iter()
-            .map(|(k, v)| (k.clone(), Expr::str(v)))
-            .collect(),
     )
-}
-
-pub(crate) fn id(tf: &Terraform, key: &TaskKey) -> Result<Expr, RenderError> {
-    tf.reference(key, "id")
 }
 
 // ---------------------------------------------------------------- network
@@ -369,7 +288,7 @@ impl AwsResource for InternetGateway {
             Json::obj([
                 (
                     "InternetGatewayId",
-                    cf.reference_kind(self, "AWS::EC2::InternetGateway"),
+                    cf.reference_kind("AWS::EC2::InternetGateway"),
                 ),
                 ("VpcId", cf.reference(self.vpc.key())?),
             ]),

@@ -6,8 +6,8 @@
 
 use crate::tasks::classic_load_balancer::{ClassicLoadBalancer, ClassicLoadBalancerRetirement};
 
-use crate::render::aws::{id, tags_expr, AwsResource, Ctx};
 use crate::render::cloudformation::{CloudFormation, Json};
+use crate::render::resource::{id, tags_expr, AwsResource, Ctx};
 use kops_render::hcl::{Body, Expr};
 use kops_render::terraform::Terraform;
 use kops_render::RenderError;

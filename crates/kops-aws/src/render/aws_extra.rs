@@ -10,26 +10,21 @@ use crate::tasks::lifecycle_hook::LifecycleHook;
 use crate::tasks::sqs_queue::{nth_queue_policy, SqsQueue};
 use kops_engine::TaskKey;
 
-use crate::render::aws::{tags_expr, AwsResource, Ctx};
 use crate::render::cloudformation::{CloudFormation, Json};
+use crate::render::resource::{downcast_resource, tags_expr, AwsResource, Ctx};
 use kops_render::hcl::{Body, Expr};
 use kops_render::terraform::Terraform;
 use kops_render::RenderError;
 
-pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
-    macro_rules! try_types {
-        ($($t:ty),* $(,)?) => {
-            $(if let Some(t) = task.downcast_ref::<$t>() { return Some(t as &dyn AwsResource); })*
-        };
-    }
-    try_types!(
+pub(crate) fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
+    downcast_resource!(
+        task,
         DnsName,
         EventBridgeRule,
         EventBridgeTarget,
         LifecycleHook,
         SqsQueue
-    );
-    crate::render::aws_irsa::resource_of(task)
+    )
 }
 
 pub use crate::partition;

@@ -15,24 +15,19 @@ use crate::tasks::iam_role_policy_attachment::IamRolePolicyAttachment;
 use crate::tasks::iam_service_account_role::IamServiceAccountRole;
 use kops_engine::TaskKey;
 
-use crate::render::aws::{tags_expr, AwsResource, Ctx};
 use crate::render::cloudformation::{CloudFormation, Json};
+use crate::render::resource::{downcast_resource, tags_expr, AwsResource, Ctx};
 use kops_render::hcl::{Body, Expr};
 use kops_render::terraform::{sanitize, Terraform};
 use kops_render::RenderError;
 
-pub fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
-    macro_rules! try_types {
-        ($($t:ty),* $(,)?) => {
-            $(if let Some(t) = task.downcast_ref::<$t>() { return Some(t as &dyn AwsResource); })*
-        };
-    }
-    try_types!(
+pub(crate) fn resource_of(task: &dyn Any) -> Option<&dyn AwsResource> {
+    downcast_resource!(
+        task,
         IamOidcProvider,
         IamRolePolicyAttachment,
         IamServiceAccountRole
-    );
-    None
+    )
 }
 
 /// The variable the trust policy template names the provider's ARN by.

@@ -166,8 +166,7 @@ impl CloudFormation {
     }
 
     /// `{"Ref": id}` of the resource of type `kind` the current task renders.
-    pub fn reference_kind(&self, task: &dyn crate::render::aws::AwsResource, kind: &str) -> Json {
-        let _ = task;
+    pub fn reference_kind(&self, kind: &str) -> Json {
         let current = self.current.clone().unwrap_or_else(|| TaskKey::new("", ""));
         let id = self.logical_id(&current);
         let id = if self.resources.get(&id).is_some_and(|r| r.kind != kind) {

@@ -23,6 +23,7 @@ mod aws_classic;
 mod aws_extra;
 mod aws_irsa;
 pub mod cloudformation;
+pub mod resource;
 
 use std::collections::BTreeMap;
 
@@ -35,8 +36,8 @@ pub use kops_render::{
     Rendered,
 };
 
-use crate::render::aws::{resource_of, target_of, Ctx};
 use crate::render::cloudformation::CloudFormation;
+use crate::render::resource::{target_of, AwsResource, Ctx};
 use crate::tasks::autoscaling_group::AutoscalingGroup;
 use crate::tasks::iam_role::IamRole;
 use crate::tasks::route_table::RouteTable;
@@ -45,6 +46,14 @@ use crate::tasks::shared_security_group::SharedSecurityGroup;
 use crate::tasks::subnet::Subnet;
 use crate::tasks::vpc::Vpc;
 use crate::AwsContext;
+
+/// The task as an [`AwsResource`], when kops-rs renders its type: every
+/// renderer module is asked in turn.
+pub fn resource_of(task: &dyn std::any::Any) -> Option<&dyn AwsResource> {
+    aws::resource_of(task)
+        .or_else(|| aws_extra::resource_of(task))
+        .or_else(|| aws_irsa::resource_of(task))
+}
 
 /// What a render needs besides the graph.
 pub struct Input<'a> {

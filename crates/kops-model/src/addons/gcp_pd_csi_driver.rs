@@ -16,6 +16,20 @@ use serde_json::{json, Value};
 use super::{template, TemplateError};
 use crate::Model;
 
+/// Whether kops deploys Google Cloud's persistent-disk CSI driver:
+/// `cloudConfig.gcpPDCSIDriver.enabled`, on unless turned off.
+pub fn enabled(model: &Model<'_>) -> bool {
+    model
+        .cluster
+        .spec
+        .cloud_config
+        .as_ref()
+        .and_then(|c| c.extra.get("gcpPDCSIDriver"))
+        .and_then(|d| d.get("enabled"))
+        .and_then(Value::as_bool)
+        .unwrap_or(true)
+}
+
 /// The driver release kops deploys unless `version` says otherwise.
 const DEFAULT_VERSION: &str = "v1.22.1";
 

@@ -26,7 +26,7 @@ mod external_dns;
 mod flannel;
 mod fold;
 mod gcp_cloud_controller;
-mod gcp_pd_csi_driver;
+pub mod gcp_pd_csi_driver;
 mod go_quotes;
 mod karpenter;
 mod kindnet;
@@ -67,7 +67,7 @@ pub fn manifest(model: &Model<'_>, key: &str) -> Result<Option<String>, Template
         "storage-gce.addons.k8s.io" => Some(template::render(
             key,
             include_str!("storage_gce/manifest.yaml"),
-            &json!({"default_class": !crate::files::gcp_pd_csi_driver(model)}),
+            &json!({"default_class": !gcp_pd_csi_driver::enabled(model)}),
         )?),
         "gcp-cloud-controller.addons.k8s.io" => gcp_cloud_controller::objects(model)?,
         "gcp-pd-csi-driver.addons.k8s.io" => gcp_pd_csi_driver::objects(model)?,
