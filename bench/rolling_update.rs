@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use kops_api::{Cluster, InstanceGroup, Role};
-use kops_aws::instances::{GroupInstances, Instance};
 use kops_roll::{
-    build_groups, Cloud, Eviction, Kubernetes, NodeInfo, PodInfo, RollError, RollOptions, Roller,
+    build_groups, CloudError, Dump, Eviction, Group as GroupInstances, Instance, InstanceDetails,
+    Kubernetes, NodeInfo, PodInfo, Provider, RollError, RollOptions, Roller,
 };
 use tokio::time::Instant;
 
@@ -70,8 +70,24 @@ fn asg(group: &str) -> String {
 }
 
 #[async_trait]
-impl Cloud for SimCloud {
-    async fn groups(&self) -> Result<Vec<GroupInstances>, RollError> {
+impl Provider for SimCloud {
+    fn name(&self) -> &'static str {
+        "aws"
+    }
+
+    fn supports_surge(&self) -> bool {
+        true
+    }
+
+    async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, CloudError> {
+        Ok(BTreeMap::new())
+    }
+
+    async fn dump(&self) -> Result<Dump, CloudError> {
+        Ok(Dump::default())
+    }
+
+    async fn groups(&self) -> Result<Vec<GroupInstances>, CloudError> {
         let mut sim = self.0.lock().unwrap();
         sim.api_calls += 1;
         let now = Instant::now();
@@ -108,7 +124,7 @@ impl Cloud for SimCloud {
             .collect())
     }
 
-    async fn terminate(&self, group: &str, instance: &Instance) -> Result<(), RollError> {
+    async fn terminate(&self, group: &str, instance: &Instance) -> Result<(), CloudError> {
         let mut sim = self.0.lock().unwrap();
         sim.api_calls += 1;
         let name = group.trim_end_matches(&format!(".{CLUSTER}")).to_string();
@@ -122,7 +138,7 @@ impl Cloud for SimCloud {
         Ok(())
     }
 
-    async fn detach(&self, group: &str, instance: &Instance) -> Result<(), RollError> {
+    async fn detach(&self, group: &str, instance: &Instance) -> Result<(), CloudError> {
         let mut sim = self.0.lock().unwrap();
         sim.api_calls += 1;
         let name = group.trim_end_matches(&format!(".{CLUSTER}")).to_string();

@@ -15,19 +15,7 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use crate::context::{elbv2_tags, name_tag, tag_map, TAG_CLUSTER, TAG_CLUSTER_PREFIX};
 use crate::{AwsCloud, AwsError};
 
-/// One cloud object of the cluster.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Resource {
-    /// Deletion phase: lower goes first.
-    pub phase: u8,
-    pub kind: &'static str,
-    pub id: String,
-    pub name: String,
-    /// Tagged `shared`: kept.
-    pub shared: bool,
-    /// For internet gateways: the VPC to detach from first.
-    pub vpc: Option<String>,
-}
+pub use kops_cloud::{DeleteReport, Resource};
 
 fn ownership(cluster: &str, tags: &[aws_sdk_ec2::types::Tag]) -> Option<bool> {
     let tags = tag_map(tags);
@@ -839,14 +827,6 @@ fn from_task(operation: &'static str, resource: &str, e: kops_engine::TaskError)
 
 fn is_not_found<E: ProvideErrorMetadata>(e: &E) -> bool {
     e.code() == Some("NoSuchEntity")
-}
-
-/// How a deletion went.
-#[derive(Debug, Default)]
-pub struct DeleteReport {
-    pub deleted: Vec<Resource>,
-    pub kept: Vec<Resource>,
-    pub passes: u32,
 }
 
 /// A client of the Classic ELB API, counting its calls with the cloud's

@@ -18,6 +18,8 @@ use aws_sdk_ec2::types::{Filter, Tag};
 use crate::context::{TAG_CLUSTER, TAG_CLUSTER_PREFIX};
 use crate::{AwsCloud, AwsError};
 
+pub use kops_cloud::{Group as GroupInstances, Instance, InstanceDetails};
+
 /// The tag a surge detach puts on an instance: the name of the group it
 /// left. A later run finds it by this tag (kops' own name for it).
 pub const TAG_DETACHED_FROM_ASG: &str = "kops.k8s.io/detached-from-asg";
@@ -28,57 +30,6 @@ pub const TAG_EC2_LAUNCH_TEMPLATE_ID: &str = "aws:ec2launchtemplate:id";
 pub const TAG_EC2_LAUNCH_TEMPLATE_VERSION: &str = "aws:ec2launchtemplate:version";
 /// The tag prefix of an instance's role (`k8s.io/role/node: 1`).
 pub const TAG_ROLE_PREFIX: &str = "k8s.io/role/";
-
-/// One autoscaling group of the cluster and its instances.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GroupInstances {
-    /// The group's name (`nodes-us-east-1a.example.com`).
-    pub name: String,
-    /// Its `kops.k8s.io/instancegroup` tag.
-    pub instance_group: Option<String>,
-    pub min_size: i32,
-    pub max_size: i32,
-    pub desired_capacity: i32,
-    /// What the group launches now, as `<template id>:<version number>`
-    /// (`$Latest`/`$Default` resolved); `None` for a launch configuration.
-    pub launch_template: Option<String>,
-    /// Members of the group, then instances detached from it for surge.
-    pub instances: Vec<Instance>,
-}
-
-/// One instance of a group.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Instance {
-    pub id: String,
-    /// The group's lifecycle state (`Pending`, `InService`, `Terminating`,
-    /// ...); `Detached` for an instance detached for surge.
-    pub lifecycle_state: String,
-    /// What it was launched from, as `<template id>:<version number>`.
-    pub launch_template: Option<String>,
-    /// Detached from the group by an earlier roll (tagged
-    /// [`TAG_DETACHED_FROM_ASG`]); it still runs and still needs replacing.
-    pub detached: bool,
-    pub zone: Option<String>,
-    pub private_dns_name: Option<String>,
-    pub instance_type: Option<String>,
-    /// The EC2 state (`pending`, `running`, ...), when EC2 listed it.
-    pub state: Option<String>,
-}
-
-impl GroupInstances {
-    /// True when `instance` runs something else than the group launches now.
-    pub fn is_outdated(&self, instance: &Instance) -> bool {
-        instance.detached || instance.launch_template != self.launch_template
-    }
-
-    /// Members in service (not detached, not leaving).
-    pub fn in_service(&self) -> usize {
-        self.instances
-            .iter()
-            .filter(|i| !i.detached && i.lifecycle_state == "InService")
-            .count()
-    }
-}
 
 fn tag_value<'a>(tags: &'a [Tag], key: &str) -> Option<&'a str> {
     tags.iter()
@@ -378,19 +329,6 @@ pub async fn detach_for_surge(
         .await
         .map_err(|e| AwsError::call("DetachInstances", instance_id, e))?;
     Ok(())
-}
-
-/// What `get instances` shows of an instance beyond its group's view: its
-/// addresses and the roles its `k8s.io/role/<role>` tags give it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InstanceDetails {
-    pub private_ip: Option<String>,
-    pub public_ip: Option<String>,
-    /// `control-plane` (also for the older `master` tag), `node`, `bastion`, ...
-    pub roles: Vec<String>,
-    pub instance_type: Option<String>,
-    /// The image it runs (`toolbox dump` guesses the SSH user from it).
-    pub image_id: Option<String>,
 }
 
 /// The cluster's live instances' addresses and roles, by id (one

@@ -17,6 +17,7 @@ pub mod instances;
 pub mod model;
 mod network;
 pub mod prefetch;
+pub mod provider;
 pub mod rate_limits;
 pub mod render;
 pub mod tasks;

@@ -26,12 +26,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hyper::Method;
-use kops_state::gcs::auth::Credentials;
-use kops_state::gcs::http::{Call, Http};
+use kops_google::auth::Credentials;
+use kops_google::http::{Call, Http};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use crate::rate_limits::{self, RateLimits};
+
+pub use crate::endpoints::Endpoints;
 
 /// Attempts of one call that fails with 5xx or in transit.
 const ATTEMPTS: u32 = 10;
@@ -114,51 +116,6 @@ const TRANSIENT_OPERATION_ERRORS: [&str; 5] = [
     "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE",
 ];
 
-/// Where each API is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoints {
-    /// Ends with `/compute/v1/`.
-    pub compute: String,
-    /// Ends with `/dns/v1/`.
-    pub dns: String,
-    /// The root; paths start with `v1/`.
-    pub iam: String,
-    /// The root; paths start with `v1/`.
-    pub resource_manager: String,
-}
-
-impl Endpoints {
-    /// From gcloud's overrides `lookup` finds, else Google's endpoints.
-    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Endpoints {
-        let pick = |name: &str, default: &str| {
-            let value = lookup(&format!("CLOUDSDK_API_ENDPOINT_OVERRIDES_{name}"))
-                .filter(|v| !v.trim().is_empty())
-                .unwrap_or_else(|| default.to_string());
-            let value = value.trim().to_string();
-            if value.ends_with('/') {
-                value
-            } else {
-                format!("{value}/")
-            }
-        };
-        Endpoints {
-            compute: pick("COMPUTE", "https://compute.googleapis.com/compute/v1/"),
-            dns: pick("DNS", "https://dns.googleapis.com/dns/v1/"),
-            iam: pick("IAM", "https://iam.googleapis.com/"),
-            resource_manager: pick(
-                "CLOUDRESOURCEMANAGER",
-                "https://cloudresourcemanager.googleapis.com/",
-            ),
-        }
-    }
-
-    fn all_local(&self) -> bool {
-        [&self.compute, &self.dns, &self.iam, &self.resource_manager]
-            .iter()
-            .all(|u| u.starts_with("http://"))
-    }
-}
-
 /// A project's APIs, shared by every task of a run.
 pub struct GceCloud {
     pub project: String,
@@ -186,7 +143,7 @@ impl GceCloud {
     /// its rate limits (the documented ones unless `KOPS_GCE_RATE_LIMITS`
     /// says otherwise; the binary refuses a setting that does not parse
     /// before it gets here, here it falls back to the documented ones).
-    pub fn new(project: &str, region: &str) -> Result<GceCloud, String> {
+    pub fn new(project: &str, region: &str) -> Result<GceCloud, crate::GceError> {
         Self::with_endpoints(
             project,
             region,
@@ -198,7 +155,7 @@ impl GceCloud {
         project: &str,
         region: &str,
         endpoints: Endpoints,
-    ) -> Result<GceCloud, String> {
+    ) -> Result<GceCloud, crate::GceError> {
         Self::with_limits(
             project,
             region,
@@ -212,12 +169,12 @@ impl GceCloud {
         region: &str,
         endpoints: Endpoints,
         limits: RateLimits,
-    ) -> Result<GceCloud, String> {
+    ) -> Result<GceCloud, crate::GceError> {
         Ok(GceCloud {
             project: project.to_string(),
             region: region.to_string(),
             endpoints,
-            http: Http::new()?,
+            http: Http::new().map_err(crate::GceError::Client)?,
             credentials: OnceCell::new(),
             calls: Mutex::new(BTreeMap::new()),
             templates: tokio::sync::Mutex::new(None),
@@ -286,7 +243,7 @@ impl GceCloud {
                 if self.endpoints.all_local() && !local_token_server() {
                     return Ok(None);
                 }
-                kops_state::gcs::auth::find(&kops_api::env::process_env, &self.http)
+                kops_google::auth::find(&kops_api::env::process_env, &self.http)
                     .await
                     .map(Some)
             })

@@ -24,12 +24,17 @@
 
 pub mod cloud;
 pub mod delete;
+pub mod endpoints;
+mod error;
 pub mod instances;
 pub mod model;
 pub mod names;
+pub mod provider;
 pub mod rate_limits;
 pub mod tasks;
 pub mod terraform;
+
+pub use error::GceError;
 
 pub use model::{build, GceModel};
 pub use tasks::GceContext;

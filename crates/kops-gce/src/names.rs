@@ -98,9 +98,33 @@ pub fn zone_region(zone: &str) -> Option<&str> {
     (!letter.is_empty() && region.contains('-')).then_some(region)
 }
 
+/// Whether `region` has the shape of a Compute Engine region
+/// (`us-central1`, kops' `us-test1`) rather than an AWS one (`us-east-1`).
+pub fn is_region(region: &str) -> bool {
+    let zone = format!("{region}-a");
+    kops_api::gce::zone_region(&zone).as_deref() == Some(region)
+        && kops_api::new_cluster::aws_zone_region(&format!("{region}a")).is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn google_and_aws_regions_are_told_apart() {
+        for gce in ["us-central1", "us-test1", "europe-west4", "asia-northeast1"] {
+            assert!(is_region(gce), "{gce}");
+        }
+        for aws in [
+            "us-east-1",
+            "eu-west-2",
+            "us-gov-west-1",
+            "ap-southeast-5",
+            "x",
+        ] {
+            assert!(!is_region(aws), "{aws}");
+        }
+    }
 
     #[test]
     fn names_as_kops() {

@@ -1,30 +1,29 @@
-//! A GCE cluster's running instances in the shape `validate cluster`,
-//! `rolling-update cluster`, `get instances` and `delete instance` read on
-//! every cloud (kops-aws' [`GroupInstances`]): one group per managed
+//! A GCE cluster's running instances as a [`kops_cloud::Provider`], in the
+//! shape `validate cluster`, `rolling-update cluster`, `get instances` and
+//! `delete instance` read on every cloud: one group per managed
 //! instance group (so one per instance group and zone, as kops shows
 //! them), its size as its target size (a MIG has no minimum or maximum:
 //! kops prints the target size for all three), and each instance named by
 //! its GCE name, which the node's provider ID `gce://<project>/<zone>/<name>`
-//! ends with. kops-gce does the reading ([`kops_gce::instances`]).
+//! ends with. [`crate::instances`] does the reading.
 //!
 //! A recreated instance keeps its name and gets a new numeric id, so
-//! [`GceInstances`] keeps the ids it read to tell a replacement from the
+//! [`GceProvider`] keeps the ids it read to tell a replacement from the
 //! instance it replaces.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use kops_aws::delete::dump::{ClusterDump, DumpedInstance, DumpedResource, DumpedSubnet};
-use kops_aws::instances::{GroupInstances, Instance, InstanceDetails};
-use kops_gce::cloud::GceCloud;
-use kops_gce::instances::{ManagedGroup, ManagedInstance};
+use kops_cloud::{
+    CloudError, Dump as ClusterDump, DumpedInstance, DumpedResource, DumpedSubnet,
+    Group as GroupInstances, Instance, InstanceDetails,
+};
 
-pub use kops_gce::cloud::ApiError;
-
-use crate::OpsError;
+use crate::cloud::{ApiError, GceCloud};
+use crate::instances::{ManagedGroup, ManagedInstance};
 
 /// A GCE cluster's managed groups, read fresh on each call.
-pub struct GceInstances {
+pub struct GceProvider {
     pub cloud: GceCloud,
     pub cluster: String,
     /// Numeric ids of the last read, by instance name.
@@ -35,18 +34,17 @@ pub struct GceInstances {
     details: Mutex<BTreeMap<String, InstanceDetails>>,
 }
 
-impl GceInstances {
-    /// Opens the cluster's project (`spec.project`) in its region.
-    pub fn open(cluster: &kops_api::Cluster) -> Result<GceInstances, OpsError> {
-        let region = crate::cloud::Cloud::Gce.region(cluster)?;
-        let project = crate::render::gce::project(cluster)?;
-        let cloud = GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
-            cluster: cluster.name().to_string(),
-            reason,
-        })?;
-        Ok(GceInstances {
+impl GceProvider {
+    /// Opens the cluster `cluster` in `project`'s `region`.
+    pub fn open(
+        project: &str,
+        region: &str,
+        cluster: &str,
+    ) -> Result<GceProvider, crate::GceError> {
+        let cloud = GceCloud::new(project, region)?;
+        Ok(GceProvider {
             cloud,
-            cluster: cluster.name().to_string(),
+            cluster: cluster.to_string(),
             ids: Mutex::default(),
             recreated: Mutex::default(),
             details: Mutex::default(),
@@ -55,7 +53,7 @@ impl GceInstances {
 
     /// The cluster's groups with their instances.
     pub async fn groups(&self) -> Result<Vec<GroupInstances>, ApiError> {
-        let managed = kops_gce::instances::cluster_groups(&self.cloud, &self.cluster).await?;
+        let managed = crate::instances::cluster_groups(&self.cloud, &self.cluster).await?;
         let mut ids = BTreeMap::new();
         let mut details = BTreeMap::new();
         for i in managed.iter().flat_map(|g| &g.instances) {
@@ -83,7 +81,7 @@ impl GceInstances {
         }
         let zone = instance.zone.clone().unwrap_or_default();
         let old = self.ids.lock().unwrap().get(&instance.id).cloned();
-        kops_gce::instances::recreate(&self.cloud, &zone, group, &instance.id).await?;
+        crate::instances::recreate(&self.cloud, &zone, group, &instance.id).await?;
         self.recreated
             .lock()
             .unwrap()
@@ -110,8 +108,48 @@ impl GceInstances {
     /// `toolbox dump`: the cluster's instances (addresses, roles), its
     /// managed groups, its addresses and its network and subnets.
     pub async fn dump(&self) -> Result<ClusterDump, ApiError> {
-        let managed = kops_gce::instances::cluster_groups(&self.cloud, &self.cluster).await?;
+        let managed = crate::instances::cluster_groups(&self.cloud, &self.cluster).await?;
         dump(&self.cloud, &self.cluster, &managed).await
+    }
+}
+
+/// A Compute call's error as a roll shows it.
+#[derive(Debug, thiserror::Error)]
+#[error("Google Compute: {0}")]
+struct ComputeError(ApiError);
+
+fn compute(e: ApiError) -> CloudError {
+    CloudError::api(ComputeError(e))
+}
+
+/// On GCE an instance is replaced by having its group recreate it (kops'
+/// `DeleteInstance`), and there is no surge: detaching fails as in kops.
+#[async_trait::async_trait]
+impl kops_cloud::Provider for GceProvider {
+    fn name(&self) -> &'static str {
+        crate::CLOUD
+    }
+
+    async fn groups(&self) -> Result<Vec<GroupInstances>, CloudError> {
+        GceProvider::groups(self).await.map_err(compute)
+    }
+
+    async fn terminate(&self, group: &str, instance: &Instance) -> Result<(), CloudError> {
+        self.recreate(group, instance).await.map_err(compute)
+    }
+
+    fn is_replaced(&self, group: &GroupInstances, gone: &str) -> bool {
+        GceProvider::is_replaced(self, group, gone)
+    }
+
+    async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, CloudError> {
+        GceProvider::details(self).await.map_err(compute)
+    }
+
+    async fn dump(&self) -> Result<ClusterDump, CloudError> {
+        let d = GceProvider::dump(self).await.map_err(compute)?;
+        tracing::debug!(calls = ?self.calls(), "Google Compute calls");
+        Ok(d)
     }
 }
 
@@ -204,7 +242,7 @@ async fn dump(
         }
     }
     d.instances.sort_by(|a, b| a.name.cmp(&b.name));
-    let safe = kops_gce::names::safe_cluster_name(cluster);
+    let safe = crate::names::safe_cluster_name(cluster);
     let ours = |name: &str| name.ends_with(&format!("-{safe}"));
     let region = cloud.region.clone();
     let addresses = cloud

@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use hyper::Method;
 use kops_engine::{BucketLimit, LimitSettings, LimitWaits, Pacer};
 
-use crate::cloud::Endpoints;
+use crate::endpoints::Endpoints;
 
 /// The environment variable that changes the limits.
 pub const RATE_LIMITS_ENV: &str = "KOPS_GCE_RATE_LIMITS";
@@ -94,9 +94,9 @@ pub struct Bucket {
 impl RateLimits {
     /// The documented limits, or those `KOPS_GCE_RATE_LIMITS` sets; a
     /// setting that does not parse is an error naming it.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, crate::GceError> {
         match kops_api::env::process_env(RATE_LIMITS_ENV) {
-            Some(text) => Self::parse(&text),
+            Some(text) => Self::parse(&text).map_err(crate::GceError::RateLimits),
             None => Ok(Self::default()),
         }
     }

@@ -22,7 +22,7 @@ use hyper::Method;
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use super::http::{Call, Http};
+use crate::http::{Call, Http};
 
 /// The scope asked for: `cloud-platform`, which covers Cloud Storage and
 /// every API direct apply calls (Compute, Cloud DNS, IAM, Resource
@@ -244,7 +244,7 @@ fn signed_assertion(
 fn form(pairs: &[(&str, &str)]) -> String {
     pairs
         .iter()
-        .map(|(k, v)| format!("{}={}", super::escape(k), super::escape(v)))
+        .map(|(k, v)| format!("{}={}", crate::escape(k), crate::escape(v)))
         .collect::<Vec<_>>()
         .join("&")
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 use kops_aws::delete::{delete_resources, list_cluster_resources, DeleteReport, Resource};
 use kops_aws::AwsCloud;
 
-use crate::update::cluster_region;
 use crate::{OpsError, Registry};
 
 /// Receives each resource deleted (`None`) or still blocked (`Some(reason)`).
@@ -30,8 +29,6 @@ pub struct DeleteRequest {
     pub interval: Duration,
     /// Called per resource deleted (`None`) or still blocked (`Some(reason)`).
     pub progress: Box<DeleteProgress>,
-    /// An SDK configuration to use instead of the environment's (tests).
-    pub sdk_config: Option<aws_config::SdkConfig>,
 }
 
 /// What was found (and, with `--yes`, deleted).
@@ -41,11 +38,10 @@ pub struct DeleteOutcome {
     /// State-store keys of the cluster.
     pub state_keys: Vec<String>,
     pub report: Option<DeleteReport>,
-    pub calls: u64,
+    /// The cloud calls made, as one phrase (`42 AWS calls`).
+    pub calls: String,
     /// Time spent waiting on the cloud's request-rate limits.
     pub limits: kops_engine::LimitWaits,
-    /// Whose API the calls went to (`AWS`, `Google Cloud`).
-    pub provider: &'static str,
 }
 
 pub async fn delete_cluster(
@@ -67,12 +63,13 @@ pub async fn delete_cluster(
     if let Some(cluster) = &spec {
         match crate::cloud::Cloud::of(cluster)? {
             crate::cloud::Cloud::Gce => return delete_gce(registry, request, cluster).await,
-            crate::cloud::Cloud::Aws | crate::cloud::Cloud::Vsphere => {}
+            crate::cloud::Cloud::Vsphere => return delete_vsphere(registry, request).await,
+            crate::cloud::Cloud::Aws => {}
         }
     }
     let region = match (&request.region, &spec) {
         (Some(r), _) => r.clone(),
-        (None, Some(c)) => cluster_region(c)?,
+        (None, Some(c)) => crate::cloud::aws_region(c)?,
         (None, None) => {
             return Err(OpsError::ClusterNotFound {
                 name: request.cluster.clone(),
@@ -80,7 +77,7 @@ pub async fn delete_cluster(
             })
         }
     };
-    if request.external && is_gce_region(&region) {
+    if request.external && kops_gce::names::is_region(&region) {
         return Err(crate::flag_error(
             "--region",
             &format!(
@@ -89,10 +86,7 @@ pub async fn delete_cluster(
             "delete a Google Cloud cluster from the state store that holds its spec: `kops delete cluster NAME --state gs://BUCKET`, without --external",
         ));
     }
-    let cloud = match request.sdk_config {
-        Some(config) => AwsCloud::from_config(&region, config),
-        None => AwsCloud::new(&region).await,
-    };
+    let cloud = AwsCloud::new(&region).await;
     let resources = list_cluster_resources(&cloud, &request.cluster).await?;
     let state_keys = if request.external {
         Vec::new()
@@ -108,9 +102,8 @@ pub async fn delete_cluster(
             resources,
             state_keys,
             report: None,
-            calls: cloud.calls().total(),
+            calls: format!("{} AWS calls", cloud.calls().total()),
             limits: cloud.limit_waits(),
-            provider: "AWS",
         });
     }
     let report = delete_resources(
@@ -128,18 +121,9 @@ pub async fn delete_cluster(
         resources,
         state_keys,
         report: Some(report),
-        calls: cloud.calls().total(),
+        calls: format!("{} AWS calls", cloud.calls().total()),
         limits: cloud.limit_waits(),
-        provider: "AWS",
     })
-}
-
-/// Whether `region` has the shape of a Compute Engine region
-/// (`us-central1`, kops' `us-test1`) rather than an AWS one (`us-east-1`).
-fn is_gce_region(region: &str) -> bool {
-    let zone = format!("{region}-a");
-    kops_api::gce::zone_region(&zone).as_deref() == Some(region)
-        && kops_api::new_cluster::aws_zone_region(&format!("{region}a")).is_none()
 }
 
 /// A GCE resource as the delete use case reports resources.
@@ -166,7 +150,7 @@ async fn delete_gce(
         Some(r) => r.clone(),
         None => cloud_kind.region(cluster)?,
     };
-    let project = crate::render::gce::project(cluster)?;
+    let project = crate::cloud::gce_project(cluster)?;
     let spec = &cluster.spec;
     let shared: std::collections::BTreeSet<String> = spec
         .network_id
@@ -187,9 +171,9 @@ async fn delete_gce(
         dns: !uses_none_dns && !cluster.is_gossip(),
     };
     let cloud =
-        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
+        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|e| OpsError::CannotApply {
             cluster: request.cluster.clone(),
-            reason,
+            reason: e.to_string(),
         })?;
     let found = kops_gce::delete::list_cluster_resources(&cloud, &scope).await?;
     let state_keys = registry
@@ -197,7 +181,9 @@ async fn delete_gce(
         .list(&format!("{}/", request.cluster))
         .await
         .map_err(kops_state::registry::RegistryError::from)?;
-    let calls = |cloud: &kops_gce::cloud::GceCloud| -> u64 { cloud.calls().values().sum() };
+    let calls = |cloud: &kops_gce::cloud::GceCloud| {
+        format!("{} Google Cloud calls", cloud.calls().values().sum::<u64>())
+    };
     let resources = found.iter().map(reported).collect();
     if !request.yes {
         return Ok(DeleteOutcome {
@@ -206,7 +192,6 @@ async fn delete_gce(
             report: None,
             calls: calls(&cloud),
             limits: cloud.limit_waits(),
-            provider: "Google Cloud",
         });
     }
     let progress =
@@ -230,25 +215,48 @@ async fn delete_gce(
         }),
         calls: calls(&cloud),
         limits: cloud.limit_waits(),
-        provider: "Google Cloud",
     })
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn google_and_aws_regions_are_told_apart() {
-        for gce in ["us-central1", "us-test1", "europe-west4", "asia-northeast1"] {
-            assert!(super::is_gce_region(gce), "{gce}");
-        }
-        for aws in [
-            "us-east-1",
-            "eu-west-2",
-            "us-gov-west-1",
-            "ap-southeast-5",
-            "x",
-        ] {
-            assert!(!super::is_gce_region(aws), "{aws}");
-        }
-    }
+/// `delete cluster` on vSphere: the cluster's VMs in its folder (powered
+/// off, then destroyed), the folder when nothing else is in it, then the
+/// cluster's state.
+async fn delete_vsphere(
+    registry: &Registry,
+    request: DeleteRequest,
+) -> Result<DeleteOutcome, OpsError> {
+    let (vms, calls) = crate::vsphere::delete(registry, &request.cluster, request.yes).await?;
+    let resources: Vec<Resource> = vms
+        .into_iter()
+        .map(|vm| Resource {
+            phase: 0,
+            kind: "VirtualMachine",
+            id: vm.clone(),
+            name: vm,
+            shared: false,
+            vpc: None,
+        })
+        .collect();
+    let state_keys = registry
+        .store()
+        .list(&format!("{}/", request.cluster))
+        .await
+        .map_err(kops_state::registry::RegistryError::from)?;
+    let report = if request.yes {
+        registry.delete_cluster_state(&request.cluster).await?;
+        Some(DeleteReport {
+            deleted: resources.clone(),
+            kept: Vec::new(),
+            passes: 1,
+        })
+    } else {
+        None
+    };
+    Ok(DeleteOutcome {
+        resources,
+        state_keys,
+        report,
+        calls: kops_vsphere::calls_summary(&calls),
+        limits: kops_engine::LimitWaits::default(),
+    })
 }

@@ -71,7 +71,10 @@ pub enum OpsError {
     GceDelete(#[from] kops_gce::delete::DeleteError),
 
     #[error("cluster `{cluster}` cannot be applied: {reason}")]
-    NotOnAws { cluster: String, reason: String },
+    CannotApply { cluster: String, reason: String },
+
+    #[error("cannot select instance types from non-aws cluster `{cluster}`\nhint: instance-selector reads EC2's instance types")]
+    NoInstanceTypes { cluster: String },
 
     #[error("cluster `{cluster}`: {message}")]
     DnsZone { cluster: String, message: String },

@@ -11,12 +11,13 @@ pub mod clusterapi;
 pub mod delete;
 pub mod enroll;
 mod error;
-pub mod gce_instances;
 pub mod gcloud;
 pub mod instance_selector;
 pub mod kubectl_auth;
 pub mod pki;
+pub mod provider;
 pub mod render;
+pub mod spec;
 pub mod update;
 pub mod vsphere;
 pub mod vsphere_instances;
@@ -43,7 +44,7 @@ use kops_api::{Cluster, InstanceGroup, Role};
 pub use kops_gce::rate_limits::RateLimits as GceRateLimits;
 pub use kops_state::registry::{Registry, SshPublicKey};
 pub use kops_state::Version;
-pub use update::{update_cluster, UpdateOutcome, UpdateRequest};
+pub use update::{update_cluster, UpdateOutcome, UpdateRequest, Updated};
 
 /// Opens the state store named by `--state` / `KOPS_STATE_STORE`.
 pub async fn open_state(url: Option<&str>) -> Result<Registry, OpsError> {

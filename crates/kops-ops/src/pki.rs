@@ -563,8 +563,6 @@ pub struct ExportKubeconfigRequest {
     /// Look the API load balancer's DNS name up in AWS when the spec has one
     /// (kops does); `false` keeps `api.<cluster>` (tests without AWS).
     pub lookup_load_balancer: bool,
-    /// An SDK configuration to use instead of the environment's (tests).
-    pub sdk_config: Option<aws_config::SdkConfig>,
 }
 
 /// What it wrote.
@@ -599,16 +597,10 @@ fn ssl_certificate(cluster: &Cluster) -> Option<&str> {
 
 /// The DNS name of the cluster's API network load balancer (`Name` tag
 /// `api.<cluster>`, the newest if several), if AWS has one.
-pub async fn api_load_balancer_dns_name(
-    cluster: &Cluster,
-    sdk_config: Option<aws_config::SdkConfig>,
-) -> Result<Option<String>, PkiOpsError> {
+pub async fn api_load_balancer_dns_name(cluster: &Cluster) -> Result<Option<String>, PkiOpsError> {
     let name = cluster.name().to_string();
-    let region = crate::update::cluster_region(cluster)?;
-    let cloud = match sdk_config {
-        Some(config) => kops_aws::AwsCloud::from_config(&region, config),
-        None => kops_aws::AwsCloud::new(&region).await,
-    };
+    let region = crate::cloud::aws_region(cluster)?;
+    let cloud = kops_aws::AwsCloud::new(&region).await;
     // A fresh listing per try: AWS' retryable answers (throttling, 5xx)
     // are asked again, as the update's own listings are.
     let lbs = kops_aws::retrying(
@@ -680,13 +672,12 @@ pub async fn export_kubeconfig(
             None => format!("https://api.{name}"),
         };
         let wants_lb = lb_class.is_some() && (ssl.is_none() || request.admin.is_some());
-        // The load balancer's AWS name; on other clouds the API name stays.
-        let on_aws = matches!(
-            crate::cloud::Cloud::of(&cluster),
-            Ok(crate::cloud::Cloud::Aws)
-        );
-        if wants_lb && network_lb && request.lookup_load_balancer && on_aws {
-            match api_load_balancer_dns_name(&cluster, request.sdk_config.clone()).await? {
+        // The load balancer's own name where the cloud gives it one; else
+        // the API name stays.
+        let lb_named =
+            crate::cloud::Cloud::of(&cluster).is_ok_and(crate::cloud::Cloud::names_load_balancers);
+        if wants_lb && network_lb && request.lookup_load_balancer && lb_named {
+            match api_load_balancer_dns_name(&cluster).await? {
                 Some(dns) => server = format!("https://{}", wrap_ipv6(&dns)),
                 None => warnings.push(format!(
                     "did not find the API load balancer `api.{name}`; using {server}, which may not be reachable yet"

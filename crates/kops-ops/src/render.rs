@@ -27,7 +27,7 @@ use kops_model::Model;
 use kops_state::WriteOptions;
 
 use crate::cloud::Cloud;
-use crate::update::completed_spec;
+use crate::spec::completed_spec;
 use crate::update::options::Phase;
 use crate::{require_cluster, OpsError, Registry};
 

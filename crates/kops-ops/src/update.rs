@@ -25,11 +25,18 @@ pub struct UpdateRequest {
     pub apply: bool,
     /// Reports each task's start, retries and end.
     pub progress: Option<Box<dyn Progress>>,
-    /// An SDK configuration to use instead of the environment's (tests).
-    pub sdk_config: Option<aws_config::SdkConfig>,
     /// Which groups, phase and lifecycles; whether a downgrade is allowed.
     pub options: UpdateOptions,
+    /// Asks the cluster which Kubernetes version its control plane runs,
+    /// given the spec's (the CLI asks its API); `None` with
+    /// `--ignore-kubelet-version-skew`. Called only by the updates that use
+    /// the answer, to fill [`UpdateOptions::control_plane_running_version`].
+    pub running_version: Option<RunningVersion>,
 }
+
+/// See [`UpdateRequest::running_version`].
+pub type RunningVersion =
+    Box<dyn FnOnce(String) -> futures::future::BoxFuture<'static, Option<String>> + Send>;
 
 /// `update cluster`'s choices beyond the cluster (see [`options`]).
 #[derive(Debug, Clone, Default)]
@@ -77,25 +84,44 @@ pub struct UpdateOutcome {
     pub limits: kops_engine::LimitWaits,
 }
 
-/// The region of a cluster: the region of its subnets' zones.
-pub fn cluster_region(cluster: &kops_api::Cluster) -> Result<String, OpsError> {
-    cluster
-        .spec
-        .subnets
-        .iter()
-        .flatten()
-        .filter_map(|s| s.zone.as_deref())
-        .find_map(kops_api::new_cluster::aws_zone_region)
-        .ok_or_else(|| OpsError::NotOnAws {
-            cluster: cluster.name().to_string(),
-            reason: "its subnets name no AWS availability zone".into(),
-        })
+/// What `update cluster` did or would do, in the shape of the cloud's
+/// work: a task graph planned or applied (AWS, GCE), or VMs reconciled
+/// with the groups' sizes (vSphere, which is not task-graph shaped).
+#[derive(Debug)]
+pub enum Updated {
+    Tasks(UpdateOutcome),
+    Vms(crate::vsphere::VsphereUpdate),
 }
 
+/// `update cluster` (direct): plans, or with `request.apply` applies, the
+/// cluster on its cloud.
 pub async fn update_cluster(
     registry: &Registry,
     request: UpdateRequest,
+) -> Result<Updated, OpsError> {
+    let cluster = require_cluster(registry, &request.cluster).await?;
+    match crate::cloud::Cloud::of(&cluster)? {
+        crate::cloud::Cloud::Vsphere => {
+            crate::vsphere::update(registry, &request.cluster, request.apply)
+                .await
+                .map(Updated::Vms)
+        }
+        crate::cloud::Cloud::Aws | crate::cloud::Cloud::Gce => {
+            update_tasks(registry, request).await.map(Updated::Tasks)
+        }
+    }
+}
+
+async fn update_tasks(
+    registry: &Registry,
+    mut request: UpdateRequest,
 ) -> Result<UpdateOutcome, OpsError> {
+    if let Some(ask) = request.running_version.take() {
+        let spec = require_cluster(registry, &request.cluster).await?;
+        if let Some(version) = spec.spec.kubernetes_version {
+            request.options.control_plane_running_version = ask(version).await;
+        }
+    }
     let cluster = require_cluster(registry, &request.cluster).await?;
     let cloud_kind = crate::cloud::Cloud::of(&cluster)?;
     let groups = registry.list_instance_groups(&request.cluster).await?;
@@ -127,17 +153,14 @@ pub async fn update_cluster(
     // Where nodes get nodeup, before anything is written: a group whose
     // architecture has none stops the update here.
     let nodeup = nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
-    let region = cluster_region(&cluster)?;
+    let region = crate::cloud::aws_region(&cluster)?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
     let config_base = cluster
         .spec
         .config_base
         .clone()
         .unwrap_or_else(|| registry.config_base(&request.cluster));
-    let cloud = match request.sdk_config {
-        Some(config) => AwsCloud::from_config(&region, config),
-        None => AwsCloud::new(&region).await,
-    };
+    let cloud = AwsCloud::new(&region).await;
     // The API access kops' populate step defaults (a private control plane
     // without `spec.api` gets its load balancer), then the zone.
     let populated = kops_api::populate::with_api_access(&cluster, Some(&groups));
@@ -344,7 +367,7 @@ pub async fn update_cluster(
             input.spec.dns_zone = modelled.spec.dns_zone.clone();
         }
         registry
-            .put_completed_spec(&completed_spec(&input, &config_base))
+            .put_completed_spec(&crate::spec::completed_spec(&input, &config_base))
             .await?;
     }
     Ok(UpdateOutcome {
@@ -460,20 +483,4 @@ impl Progress for BoxedProgress {
     fn event(&self, event: &kops_engine::ProgressEvent<'_>) {
         self.0.event(event)
     }
-}
-
-/// The populated spec kops writes beside the user's
-/// (`cluster-completed.spec`): every default kops' populate step derives,
-/// filled in by [`kops_api::populate`]. The hosted zone is whatever
-/// `cluster` names (update passes the one it looked up); the API's
-/// DNS-or-load-balancer choice is made from the subnets, as the instance
-/// groups are not at hand here.
-pub fn completed_spec(cluster: &kops_api::Cluster, config_base: &str) -> kops_api::Cluster {
-    kops_api::populate::completed_spec(
-        cluster,
-        &kops_api::populate::PopulateOptions {
-            config_base,
-            ..Default::default()
-        },
-    )
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use kops_api::vsphere::StaticNetwork;
 use kops_api::{Cluster, InstanceGroup, Role};
-use kops_vsphere::cluster::{self, Changes, GroupSpec, Placement};
+use kops_vsphere::cluster::{self, Changes, GroupSpec};
 use kops_vsphere::disks::EtcdVolume;
 use kops_vsphere::vcenter::Vcenter;
 use kops_vsphere::Credentials;
@@ -18,71 +18,12 @@ pub use kops_vsphere::calls_summary;
 
 use crate::{require_cluster, OpsError, Registry};
 
+pub mod settings;
+
+use settings::spec_error;
+pub use settings::{settings, Settings};
+
 /// A vSphere cluster's settings from its spec.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub server: String,
-    /// Which certificate vCenter may present.
-    pub trust: kops_vsphere::trust::Trust,
-    pub placement: Placement,
-}
-
-/// The vSphere settings of `cluster`; an error naming the missing field,
-/// or refusing credentials written in the spec (kops 1.17 kept them there).
-pub fn settings(cluster: &Cluster) -> Result<Settings, OpsError> {
-    let config = cluster.spec.cloud_config.clone().unwrap_or_default();
-    if config.vsphere_username.is_some() || config.vsphere_password.is_some() {
-        return Err(spec_error(
-            "spec.cloudConfig.vSphereUsername/vSpherePassword",
-            "holds vCenter credentials, which kops-rs never reads from or writes to a spec",
-            "remove them with `kops edit cluster` and export VSPHERE_USERNAME and VSPHERE_PASSWORD instead",
-        ));
-    }
-    let need = |value: Option<String>, field: &str, flag: &str| {
-        value.filter(|v| !v.trim().is_empty()).ok_or_else(|| {
-            spec_error(
-                &format!("spec.cloudConfig.{field}"),
-                "is required for vSphere",
-                &format!("set it with `kops edit cluster` (`create cluster` takes {flag})"),
-            )
-        })
-    };
-    let trust = kops_vsphere::trust::Trust::from_spec(
-        config.vsphere_thumbprint.as_deref(),
-        config.vsphere_ca_certificate.as_deref(),
-    )
-    .map_err(|message| {
-        OpsError::Flags(vec![kops_api::FieldError::new("spec.cloudConfig", message)
-            .hint("fix it with `kops edit cluster`")])
-    })?;
-    Ok(Settings {
-        server: need(config.vsphere_server, "vSphereServer", "--vsphere-server")?,
-        trust,
-        placement: Placement {
-            datacenter: need(
-                config.vsphere_datacenter,
-                "vSphereDatacenter",
-                "--vsphere-datacenter",
-            )?,
-            resource_pool: need(
-                config.vsphere_resource_pool,
-                "vSphereResourcePool",
-                "--vsphere-resource-pool",
-            )?,
-            datastore: need(
-                config.vsphere_datastore,
-                "vSphereDatastore",
-                "--vsphere-datastore",
-            )?,
-            folder: config
-                .vsphere_folder
-                .filter(|f| !f.trim().is_empty())
-                .unwrap_or_else(|| cluster.name().to_string()),
-            network: config.vsphere_network.filter(|n| !n.trim().is_empty()),
-        },
-    })
-}
-
 /// Without DNS, the control plane's virtual IP is the only API address
 /// nodes can have: `update` requires it (`delete` and `get` do not).
 pub fn require_api_address(cluster: &Cluster) -> Result<(), OpsError> {
@@ -106,18 +47,6 @@ pub fn require_api_address(cluster: &Cluster) -> Result<(), OpsError> {
         ));
     }
     Ok(())
-}
-
-fn spec_error(field: &str, message: &str, hint: &str) -> OpsError {
-    OpsError::Flags(vec![kops_api::FieldError::new(field, message).hint(hint)])
-}
-
-/// Whether the cluster runs on vSphere.
-pub fn is_vsphere(cluster: &Cluster) -> bool {
-    matches!(
-        crate::cloud::Cloud::of(cluster),
-        Ok(crate::cloud::Cloud::Vsphere)
-    )
 }
 
 /// Logs in to the cluster's vCenter with the environment's credentials.
@@ -280,6 +209,10 @@ pub struct VsphereUpdate {
     pub calls: BTreeMap<String, u64>,
     /// What the spec allows but will likely not work (printed, not fatal).
     pub warnings: Vec<String>,
+    /// After an apply: the vCenter credentials of the cluster's
+    /// components, to be written as Secrets through its API
+    /// ([`component_secrets`]).
+    pub secrets: Vec<ComponentSecret>,
 }
 
 impl VsphereUpdate {
@@ -397,11 +330,12 @@ async fn write_addons(
         account_id: None,
         config_base,
     };
-    let files =
-        crate::render::neutral_files(&model, &loaded.cluster).map_err(|e| OpsError::NotOnAws {
+    let files = crate::render::neutral_files(&model, &loaded.cluster).map_err(|e| {
+        OpsError::CannotApply {
             cluster: loaded.cluster.name().to_string(),
             reason: e.to_string(),
-        })?;
+        }
+    })?;
     let mut written = Vec::new();
     for file in files
         .iter()
@@ -453,6 +387,9 @@ pub async fn update(
     let mut outcome = result?;
     outcome.calls = vc.client.calls();
     outcome.warnings = kops_api::vsphere::warnings(&loaded.cluster);
+    if apply {
+        outcome.secrets = component_secrets(&loaded.cluster)?;
+    }
     Ok(outcome)
 }
 
@@ -468,7 +405,7 @@ async fn update_with(
     let (specs, mut state_writes, inputs) =
         with_user_data(registry, loaded, &config_base, apply).await?;
     state_writes.extend(write_addons(registry, loaded, &config_base, &inputs, apply).await?);
-    let completed = crate::update::completed_spec(&loaded.cluster, &config_base);
+    let completed = crate::spec::completed_spec(&loaded.cluster, &config_base);
     let key = format!("{}/cluster-completed.spec", loaded.cluster.name());
     let yaml = kops_api::to_yaml(&completed);
     if write_if_changed(registry, &key, yaml.as_bytes(), apply).await? {
@@ -628,7 +565,10 @@ mod tests {
         let c = cluster(
             "    vSphereServer: vc.example.com\n    vSphereDatacenter: DC0\n    vSphereResourcePool: C0\n    vSphereDatastore: ds\n    vSphereCoreDNSServer: http://10.0.0.2:2379\n",
         );
-        assert!(is_vsphere(&c));
+        assert_eq!(
+            crate::cloud::Cloud::of(&c).unwrap(),
+            crate::cloud::Cloud::Vsphere
+        );
         // Without DNS, the control plane's virtual IP is the API address.
         settings(&c).unwrap();
         let e = require_api_address(&c).unwrap_err().to_string();

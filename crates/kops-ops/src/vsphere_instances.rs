@@ -1,6 +1,6 @@
 //! A vSphere cluster's VMs in the shape `validate cluster`,
 //! `rolling-update cluster`, `delete instance` and `toolbox dump` read on
-//! every cloud (kops-aws' [`GroupInstances`]). vSphere has no instance
+//! every cloud ([`kops_cloud::Provider`]). vSphere has no instance
 //! groups of its own: each instance group is one group here, its size its
 //! `minSize` (kops-rs keeps exactly that many VMs), its members the VMs
 //! carrying the cluster's and the group's markers, each named by its BIOS
@@ -15,8 +15,10 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use kops_api::{InstanceGroup, Role};
-use kops_aws::delete::dump::{ClusterDump, DumpedInstance, DumpedResource};
-use kops_aws::instances::{GroupInstances, Instance, InstanceDetails};
+use kops_cloud::{
+    CloudError, Dump as ClusterDump, DumpedInstance, DumpedResource, Group as GroupInstances,
+    Instance, InstanceDetails,
+};
 use kops_vsphere::cluster::{self, GroupSpec, Vm};
 use kops_vsphere::vcenter::Vcenter;
 
@@ -237,5 +239,41 @@ impl VsphereInstances {
         }
         d.instances.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(d)
+    }
+}
+
+/// On vSphere a VM is replaced by destroying it and cloning its group's
+/// spec again. There is no surge: a VM cannot leave its group while it
+/// runs (the group is its marker), so kops' default for clouds other than
+/// AWS holds (maxSurge 0) and asking for surge fails as on GCE.
+#[async_trait::async_trait]
+impl kops_cloud::Provider for VsphereInstances {
+    fn name(&self) -> &'static str {
+        kops_vsphere::CLOUD
+    }
+
+    async fn groups(&self) -> Result<Vec<GroupInstances>, CloudError> {
+        VsphereInstances::groups(self)
+            .await
+            .map_err(CloudError::api)
+    }
+
+    async fn terminate(&self, _group: &str, instance: &Instance) -> Result<(), CloudError> {
+        self.replace(instance).await.map_err(CloudError::api)?;
+        Ok(())
+    }
+
+    async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, CloudError> {
+        VsphereInstances::details(self)
+            .await
+            .map_err(CloudError::api)
+    }
+
+    async fn dump(&self) -> Result<ClusterDump, CloudError> {
+        VsphereInstances::dump(self).await.map_err(CloudError::api)
+    }
+
+    fn calls_summary(&self) -> Option<String> {
+        Some(self.summary())
     }
 }

@@ -277,7 +277,7 @@ async fn build(case: &Path) -> Result<BTreeMap<String, String>, String> {
         account_id: None,
         config_base: &config_base,
     };
-    let completed = kops_ops::update::completed_spec(&resolved, &config_base);
+    let completed = kops_ops::spec::completed_spec(&resolved, &config_base);
     let node_configs = kops_model::compute::node_configs(&Model {
         cluster: &completed,
         ..model.clone()

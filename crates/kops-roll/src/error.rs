@@ -7,13 +7,7 @@ pub enum RollError {
     Ops(#[from] kops_ops::OpsError),
 
     #[error(transparent)]
-    Aws(#[from] kops_aws::AwsError),
-
-    #[error("Google Compute: {0}")]
-    Gce(#[from] kops_ops::gce_instances::ApiError),
-
-    #[error("{cloud} cloud provider does not support surging\nhint: pass --surge=false (it replaces an instance where it stands; the replacement cannot run beside it)")]
-    NoSurge { cloud: String },
+    Cloud(#[from] kops_cloud::CloudError),
 
     #[error("cluster `{cluster}` has no instance groups\nhint: `kops create instancegroup NAME --name {cluster}` adds one")]
     NoInstanceGroups { cluster: String },

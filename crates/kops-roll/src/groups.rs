@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use kops_api::{InstanceGroup, Role};
-use kops_aws::instances::{GroupInstances, Instance};
+use kops_cloud::{Group as GroupInstances, Instance};
 
 use crate::k8s::NodeInfo;
 

@@ -38,7 +38,7 @@ use tokio::task::JoinSet;
 use crate::groups::{build_groups, CloudGroup, CloudInstance, InstanceStatus};
 use crate::k8s::{Eviction, Kubernetes, NodeInfo, TAINT_SCHEDULED_FOR_UPDATE};
 use crate::validate::validate_once;
-use crate::{Cloud, Progress, RollError};
+use crate::{Progress, Provider, RollError};
 
 /// How a roll behaves (kops' flags and their defaults).
 #[derive(Debug, Clone)]
@@ -266,9 +266,15 @@ fn scaled(value: &serde_json::Value, total: usize, round_up: bool) -> Option<usi
 }
 
 /// The group's settings over the cluster's, then kops' defaults: surge 1
-/// on AWS (0 for Karpenter groups), unavailable 1 when there is no surge
-/// (else 0), a percentage of unavailability never below 1.
-pub fn resolve_settings(cluster: &Cluster, group: &InstanceGroup, instances: usize) -> Settings {
+/// where the cloud can surge (`cloud_surges`: AWS; 0 for Karpenter
+/// groups), unavailable 1 when there is no surge (else 0), a percentage of
+/// unavailability never below 1.
+pub fn resolve_settings(
+    cluster: &Cluster,
+    group: &InstanceGroup,
+    instances: usize,
+    cloud_surges: bool,
+) -> Settings {
     let own = group.spec.rolling_update.clone().unwrap_or_default();
     let default = cluster.spec.rolling_update.clone().unwrap_or_default();
     let drain = own
@@ -278,11 +284,10 @@ pub fn resolve_settings(cluster: &Cluster, group: &InstanceGroup, instances: usi
     let surge_value = own.max_surge.or(default.max_surge);
     let unavailable_value = own.max_unavailable.or(default.max_unavailable);
     let karpenter = group.spec.manager.as_deref() == Some("Karpenter");
-    let on_aws = cluster.spec.cloud_provider.as_deref().unwrap_or("aws") == "aws";
     let max_surge = surge_value
         .as_ref()
         .and_then(|v| scaled(v, instances, true))
-        .unwrap_or(if on_aws && !karpenter { 1 } else { 0 });
+        .unwrap_or(if cloud_surges && !karpenter { 1 } else { 0 });
     let max_unavailable = match &unavailable_value {
         Some(v @ serde_json::Value::String(s)) if s.trim().ends_with('%') => {
             scaled(v, instances, false).unwrap_or(0).max(1)
@@ -303,7 +308,7 @@ pub struct Roller {
     pub cluster: Cluster,
     /// Every instance group of the cluster (validation looks at all).
     pub instance_groups: Vec<InstanceGroup>,
-    pub cloud: Arc<dyn Cloud>,
+    pub cloud: Arc<dyn Provider>,
     /// `None` with `--cloudonly`.
     pub kube: Option<Arc<dyn Kubernetes>>,
     pub options: RollOptions,
@@ -418,7 +423,12 @@ impl Roller {
             return Ok(());
         }
 
-        let settings = resolve_settings(&self.cluster, &group.instance_group, instances);
+        let settings = resolve_settings(
+            &self.cluster,
+            &group.instance_group,
+            instances,
+            self.cloud.supports_surge(),
+        );
         let mut max_surge = settings.max_surge.min(update.len());
         let mut concurrency = max_surge + settings.max_unavailable;
         if role == Role::ControlPlane {
@@ -883,8 +893,6 @@ pub struct RollingUpdateRequest {
     pub roles: Vec<String>,
     pub options: RollOptions,
     pub progress: Option<Progress>,
-    /// An SDK configuration to use instead of the environment's (tests).
-    pub sdk_config: Option<aws_config::SdkConfig>,
 }
 
 /// What would be rolled; [`RollingUpdatePlan::execute`] rolls it.
@@ -902,7 +910,7 @@ impl RollingUpdatePlan {
     }
 
     /// The cloud the roll reads and changes.
-    pub fn cloud(&self) -> Arc<dyn Cloud> {
+    pub fn cloud(&self) -> Arc<dyn Provider> {
         self.roller.cloud.clone()
     }
 
@@ -928,8 +936,7 @@ pub async fn plan_rolling_update(
     registry: &kops_ops::Registry,
     request: RollingUpdateRequest,
 ) -> Result<RollingUpdatePlan, RollError> {
-    let (cluster, all_groups, cloud) =
-        crate::load_cluster(registry, &request.cluster, request.sdk_config.clone()).await?;
+    let (cluster, all_groups, cloud) = crate::load_cluster(registry, &request.cluster).await?;
     let kube: Option<Arc<dyn Kubernetes>> = if request.options.cloud_only {
         None
     } else {
@@ -1014,30 +1021,39 @@ mod tests {
     #[test]
     fn settings_follow_kops_defaults_and_overrides() {
         let ig = InstanceGroup::new("c.example.com", "nodes", Role::Node);
-        let s = resolve_settings(&cluster(None), &ig, 10);
+        // Where the cloud cannot surge (GCE, vSphere), no surge by default.
+        let s = resolve_settings(&cluster(None), &ig, 10, false);
+        assert_eq!((s.max_surge, s.max_unavailable), (0, 1));
+        let s = resolve_settings(&cluster(None), &ig, 10, true);
         assert_eq!(
             (s.max_surge, s.max_unavailable, s.drain_and_terminate),
             (1, 0, true)
         );
 
         // The cluster's default applies; a percentage of surge rounds up.
-        let s = resolve_settings(&cluster(Some(spec(Some(json!("25%")), None))), &ig, 10);
+        let s = resolve_settings(
+            &cluster(Some(spec(Some(json!("25%")), None))),
+            &ig,
+            10,
+            true,
+        );
         assert_eq!((s.max_surge, s.max_unavailable), (3, 0));
 
         // Surge 0: one unavailable at a time; a percentage never below 1.
-        let s = resolve_settings(&cluster(Some(spec(Some(json!(0)), None))), &ig, 10);
+        let s = resolve_settings(&cluster(Some(spec(Some(json!(0)), None))), &ig, 10, true);
         assert_eq!((s.max_surge, s.max_unavailable), (0, 1));
         let s = resolve_settings(
             &cluster(Some(spec(Some(json!(0)), Some(json!("5%"))))),
             &ig,
             10,
+            true,
         );
         assert_eq!(s.max_unavailable, 1);
 
         // The group's own settings win over the cluster's.
         let mut own = ig.clone();
         own.spec.rolling_update = Some(spec(Some(json!(2)), Some(json!(1))));
-        let s = resolve_settings(&cluster(Some(spec(Some(json!(5)), None))), &own, 10);
+        let s = resolve_settings(&cluster(Some(spec(Some(json!(5)), None))), &own, 10, true);
         assert_eq!((s.max_surge, s.max_unavailable), (2, 1));
     }
 

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::groups::{build_groups, CloudGroup, InstanceStatus};
 use crate::k8s::{NodeInfo, PodInfo, LABEL_HOSTNAME, LABEL_ZONE};
-use crate::{Cloud, Kubernetes, RollError};
+use crate::{Kubernetes, Provider, RollError};
 
 /// The control-plane pods every control-plane node must run.
 pub const CONTROL_PLANE_PODS: [&str; 3] = [
@@ -286,7 +286,7 @@ pub fn validate_groups(
 pub async fn validate_once(
     cluster: &str,
     instance_groups: &[InstanceGroup],
-    cloud: &dyn Cloud,
+    cloud: &dyn Provider,
     kube: &dyn Kubernetes,
     max_unready_nodes: usize,
 ) -> Result<(ValidationCluster, Vec<CloudGroup>), RollError> {
@@ -311,8 +311,6 @@ pub struct ValidateRequest {
     /// Time between attempts.
     pub interval: Duration,
     pub max_unready_nodes: usize,
-    /// An SDK configuration to use instead of the environment's (tests).
-    pub sdk_config: Option<aws_config::SdkConfig>,
 }
 
 /// What `validate cluster` found.
@@ -339,8 +337,7 @@ pub async fn validate_cluster(
     request: ValidateRequest,
     on_attempt: OnAttempt<'_>,
 ) -> Result<ValidationOutcome, RollError> {
-    let (cluster, instance_groups, cloud) =
-        crate::load_cluster(registry, &request.cluster, request.sdk_config.clone()).await?;
+    let (cluster, instance_groups, cloud) = crate::load_cluster(registry, &request.cluster).await?;
     let kube = crate::KubeClient::connect(request.kubeconfig.as_deref(), &request.cluster).await?;
     let deadline = Instant::now() + request.wait;
     let need = request.count.max(1);
@@ -389,7 +386,7 @@ pub async fn validate_cluster(
 mod tests {
     use super::*;
     use crate::groups::CloudInstance;
-    use kops_aws::instances::Instance;
+    use kops_cloud::Instance;
 
     fn ig(name: &str, role: Role) -> InstanceGroup {
         InstanceGroup::new("c.example.com", name, role)

@@ -160,7 +160,7 @@ fn manifest_images(
         account_id: None,
         node_inputs: None,
     };
-    let completed = kops_ops::update::completed_spec(cluster, &config_base);
+    let completed = kops_ops::spec::completed_spec(cluster, &config_base);
     let files = kops_model::files::state_files(
         &model,
         &kops_api::manifest::to_yaml(&completed),

@@ -1,8 +1,9 @@
 //! The command line: the global flags, the tree of commands (each leaf's
 //! flags are in its file under `commands/`), and the value types they share.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
+use crate::args::GlobalArgs;
 use crate::commands::*;
 
 #[derive(Debug, Parser)]
@@ -18,101 +19,6 @@ pub struct Cli {
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
-}
-
-#[derive(Debug, Args, Clone, Default)]
-pub struct GlobalArgs {
-    /// Location of the state store (s3://bucket, file:///dir); overrides
-    /// KOPS_STATE_STORE and the config file's kops_state_store.
-    #[arg(long, global = true, env = "KOPS_STATE_STORE", value_name = "URL")]
-    pub state: Option<String>,
-    /// Name of the cluster; overrides KOPS_CLUSTER_NAME.
-    #[arg(long, global = true, env = "KOPS_CLUSTER_NAME", value_name = "CLUSTER")]
-    pub name: Option<String>,
-    /// YAML config file (default $HOME/.kops.yaml, then $HOME/.kops/config).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub config: Option<std::path::PathBuf>,
-    /// Log level (0-10); RUST_LOG overrides it.
-    #[arg(
-        short = 'v',
-        long = "v",
-        global = true,
-        default_value_t = 0,
-        value_name = "LEVEL"
-    )]
-    pub verbosity: u8,
-    #[command(flatten)]
-    pub logging: LoggingArgs,
-    /// `lifecycle-overrides` of the config file (read at start).
-    #[arg(skip)]
-    pub config_lifecycle_overrides: Vec<String>,
-}
-
-/// kops' klog flags, which it accepts but hides: accepted here so scripts
-/// that pass them run; logs go to stderr at the `-v` level whatever they say.
-#[derive(Debug, Args, Clone, Default)]
-pub struct LoggingArgs {
-    /// Log to stderr as well as files (accepted; logs go to stderr).
-    #[arg(long = "alsologtostderr", global = true, hide = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    pub alsologtostderr: Option<String>,
-    /// Log to stderr instead of files (accepted; logs go to stderr).
-    #[arg(long = "logtostderr", global = true, hide = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    pub logtostderr: Option<String>,
-    /// Add the file directory to the header (accepted, no effect).
-    #[arg(long = "add_dir_header", global = true, hide = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    pub add_dir_header: Option<String>,
-    /// Emit a stack trace at file:line (accepted, no effect).
-    #[arg(
-        long = "log_backtrace_at",
-        global = true,
-        hide = true,
-        value_name = "FILE:LINE"
-    )]
-    pub log_backtrace_at: Option<String>,
-    /// Write log files in this directory (accepted; logs go to stderr).
-    #[arg(long = "log_dir", global = true, hide = true, value_name = "DIR")]
-    pub log_dir: Option<String>,
-    /// Write logs to this file (accepted; logs go to stderr).
-    #[arg(long = "log_file", global = true, hide = true, value_name = "FILE")]
-    pub log_file: Option<String>,
-    /// Maximum log file size in MB (accepted, no effect).
-    #[arg(
-        long = "log_file_max_size",
-        global = true,
-        hide = true,
-        value_name = "MB"
-    )]
-    pub log_file_max_size: Option<String>,
-    /// Write each severity to its own file only (accepted, no effect).
-    #[arg(long = "one_output", global = true, hide = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    pub one_output: Option<String>,
-    /// Leave out log headers (accepted, no effect).
-    #[arg(long = "skip_headers", global = true, hide = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    pub skip_headers: Option<String>,
-    /// Leave out headers of log files (accepted, no effect).
-    #[arg(long = "skip_log_headers", global = true, hide = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    pub skip_log_headers: Option<String>,
-    /// Logs at or above this severity go to stderr (accepted; the `-v` level decides).
-    #[arg(
-        long = "stderrthreshold",
-        global = true,
-        hide = true,
-        value_name = "SEVERITY"
-    )]
-    pub stderrthreshold: Option<String>,
-    /// Logs at or above this severity go to stderr with --alsologtostderr (accepted; the `-v` level decides).
-    #[arg(
-        long = "alsologtostderrthreshold",
-        global = true,
-        value_name = "SEVERITY"
-    )]
-    pub alsologtostderrthreshold: Option<String>,
-    /// klog's legacy stderr threshold behaviour (accepted, no effect).
-    #[arg(long = "legacy_stderr_threshold_behavior", global = true, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    pub legacy_stderr_threshold_behavior: Option<String>,
-    /// Per-file log levels, `pattern=N,...` (accepted; the `-v` level decides).
-    #[arg(long = "vmodule", global = true, hide = true, value_name = "PATTERN=N")]
-    pub vmodule: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -168,83 +74,7 @@ pub enum HelpersCommand {
     KubectlAuth(helpers_kubectl_auth::KubectlAuthArgs),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Output {
-    #[default]
-    Table,
-    Yaml,
-    Json,
-}
-
-/// `kops get`'s formats: the usual ones, and `plaintext` for secrets' values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum GetOutput {
-    #[default]
-    Table,
-    Yaml,
-    Json,
-    /// The values themselves (`get secrets` only).
-    Plaintext,
-}
-
-impl From<GetOutput> for Output {
-    fn from(o: GetOutput) -> Output {
-        match o {
-            GetOutput::Yaml => Output::Yaml,
-            GetOutput::Json => Output::Json,
-            GetOutput::Table | GetOutput::Plaintext => Output::Table,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ManifestOutput {
-    Yaml,
-    Json,
-}
-
 // ------------------------------------------------------------------ the tree
-
-#[derive(Debug, Subcommand)]
-pub enum CreateCommand {
-    /// Create a cluster from flags.
-    Cluster(Box<create_cluster::CreateClusterArgs>),
-    /// Create an instance group.
-    #[command(visible_aliases = ["ig", "instancegroups"])]
-    Instancegroup(create_instancegroup::CreateInstanceGroupArgs),
-    /// Add an admin SSH public key.
-    Sshpublickey(create_sshpublickey::CreateSshPublicKeyArgs),
-    /// Store a secret: dockerconfig, encryptionconfig or ciliumpassword.
-    Secret(create_secret::CreateSecretArgs),
-    /// Add a keypair to a keyset (CA rotation).
-    Keypair(create_keypair::CreateKeypairArgs),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum GetCommand {
-    /// List clusters.
-    #[command(visible_aliases = ["cluster"])]
-    Clusters(get_clusters::GetClustersArgs),
-    /// List the instance groups of a cluster.
-    #[command(visible_aliases = ["instancegroup", "ig", "igs"])]
-    Instancegroups(get_instancegroups::GetInstanceGroupsArgs),
-    /// List the admin SSH public keys of a cluster.
-    #[command(visible_aliases = ["sshpublickey"])]
-    Sshpublickeys(get_sshpublickeys::GetSshPublicKeysArgs),
-    /// List the keypairs of a cluster's keysets (CAs).
-    #[command(visible_aliases = ["keypair"])]
-    Keypairs(get_keypairs::GetKeypairsArgs),
-    /// List the secrets of a cluster (`-o plaintext` prints their values).
-    #[command(visible_aliases = ["secret"])]
-    Secrets(get_secrets::GetSecretsArgs),
-    /// List the cluster's instances (from the cloud, with node names when the API answers).
-    #[command(visible_aliases = ["instance"])]
-    Instances(get_instances::GetInstancesArgs),
-    /// Display the files (with sha256) and container images the cluster needs.
-    Assets(get_assets::GetAssetsArgs),
-    /// The cluster and its instance groups.
-    All(get_all::GetAllArgs),
-}
 
 #[derive(Debug, Args)]
 pub struct EditArgs {
@@ -271,21 +101,6 @@ pub struct UpdateArgs {
 pub enum UpdateCommand {
     /// Compare the cluster's spec with the cloud; with --yes, make the cloud match.
     Cluster(Box<update_cluster::UpdateClusterArgs>),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum DeleteCommand {
-    /// Delete one instance (its group replaces it): detach (--surge), drain, terminate.
-    Instance(delete_instance::DeleteInstanceArgs),
-    /// Delete an instance group.
-    #[command(visible_aliases = ["ig", "instancegroups"])]
-    Instancegroup(delete_instancegroup::DeleteInstanceGroupArgs),
-    /// Delete a cluster: its cloud resources, then its state.
-    Cluster(delete_cluster::DeleteClusterArgs),
-    /// Delete secrets of a cluster.
-    Secret(delete_secret::DeleteSecretArgs),
-    /// Delete an admin SSH public key.
-    Sshpublickey(delete_sshpublickey::DeleteSshPublicKeyArgs),
 }
 
 #[derive(Debug, Args)]
@@ -447,21 +262,6 @@ pub enum ReconcileCommand {
 
 // ------------------------------------------------------------------ flag groups
 
-/// How commands that talk to the Kubernetes API reach it (kops'
-/// `--api-server` and `--use-kubeconfig`).
-#[derive(Debug, Args, Clone, Default)]
-pub struct KubeApiFlags {
-    /// Override the API server used when communicating with the cluster kube-apiserver.
-    #[arg(long, value_name = "URL")]
-    pub api_server: Option<String>,
-    /// Use the server endpoint from the local kubeconfig instead of inferring
-    /// from cluster name: only its context named after the cluster (an
-    /// error when it has none). Without it kops-rs also reads the local
-    /// kubeconfig, falling back to its current context.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false", value_parser = bool_flag, value_name = "BOOL")]
-    pub use_kubeconfig: bool,
-}
-
 /// kops' `kops get CLUSTER` (a cluster name where a `get` subcommand
 /// goes) as `kops get all CLUSTER`; `None` when the command line has no
 /// such word after `get`.
@@ -478,17 +278,66 @@ pub fn get_cluster_shorthand(argv: Vec<std::ffi::OsString>) -> Option<Vec<std::f
 
 // ------------------------------------------------------------------ value parsers
 
-/// Parses `10s`, `2m`, `500ms`, `1h30m`.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(text)
-        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. `10s` or `2m`"))
-}
-
-/// A boolean flag's value as kops (Go's strconv) reads it.
-pub fn bool_flag(text: &str) -> Result<bool, String> {
-    match text {
-        "true" | "1" | "yes" => Ok(true),
-        "false" | "0" | "no" => Ok(false),
-        _ => Err(format!("`{text}` is not a boolean; write true or false")),
+/// Runs the parsed command line's command; its process exit code.
+pub async fn run(cli: Cli) -> anyhow::Result<i32> {
+    let global = &cli.global;
+    match cli.command {
+        Command::Version(a) => version::run(global, a).await,
+        Command::Completion(a) => completion::run(a, <Cli as clap::CommandFactory>::command()),
+        Command::Create(a) => create::run(global, a).await,
+        Command::Get(a) => get::run(global, a).await,
+        Command::Edit(a) => match a.what {
+            EditCommand::Cluster(a) => edit_cluster::run(global, a).await,
+            EditCommand::Instancegroup(a) => edit_instancegroup::run(global, a).await,
+        },
+        Command::Replace(a) => replace::run(global, a).await,
+        Command::Update(a) => match a.what {
+            UpdateCommand::Cluster(a) => update_cluster::run(global, *a).await,
+        },
+        Command::Delete(a) => delete::run(global, a).await,
+        Command::Export(a) => match a.what {
+            ExportCommand::Kubeconfig(a) => export_kubeconfig::run(global, a).await,
+        },
+        Command::Promote(a) => match a.what {
+            PromoteCommand::Keypair(a) => promote_keypair::run(global, a).await,
+        },
+        Command::Distrust(a) => match a.what {
+            DistrustCommand::Keypair(a) => distrust_keypair::run(global, a).await,
+        },
+        Command::Trust(a) => match a.what {
+            TrustCommand::Keypair(a) => trust_keypair::run(global, a).await,
+        },
+        Command::Upgrade(a) => match a.what {
+            UpgradeCommand::Cluster(a) => upgrade_cluster::run(global, a).await,
+        },
+        Command::Validate(a) => match a.what {
+            ValidateCommand::Cluster(a) => validate_cluster::run(global, a).await,
+        },
+        Command::RollingUpdate(a) => match a.what {
+            RollingUpdateCommand::Cluster(a) => rolling_update_cluster::run(global, *a).await,
+        },
+        Command::Toolbox(a) => match a.what {
+            ToolboxCommand::Template(a) => toolbox_template::run(global, a),
+            ToolboxCommand::Dump(a) => toolbox_dump::run(global, a).await,
+            ToolboxCommand::Addons(a) => match a.what {
+                ToolboxAddonsCommand::Apply(a) => toolbox_addons_apply::run(a).await,
+                ToolboxAddonsCommand::List(a) => toolbox_addons_list::run(a).await,
+            },
+            ToolboxCommand::Enroll(a) => toolbox_enroll::run(global, a).await,
+            ToolboxCommand::InstanceSelector(a) => toolbox_instance_selector::run(global, *a).await,
+            ToolboxCommand::Clusterapi(a) => match a.what {
+                ToolboxClusterapiCommand::Generate(g) => match g.what {
+                    ToolboxClusterapiGenerateCommand::Machinedeployment(a) => {
+                        toolbox_clusterapi_generate_machinedeployment::run(global, a).await
+                    }
+                },
+            },
+        },
+        Command::Reconcile(a) => match a.what {
+            ReconcileCommand::Cluster(a) => reconcile_cluster::run(global, *a).await,
+        },
+        Command::Helpers(a) => match a.what {
+            HelpersCommand::KubectlAuth(a) => helpers_kubectl_auth::run(global, a).await,
+        },
     }
 }

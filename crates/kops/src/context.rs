@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use kops_ops::{OpsError, Registry};
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 
 pub async fn state(global: &GlobalArgs) -> Result<Registry> {
     Ok(kops_ops::open_state(global.state.as_deref()).await?)

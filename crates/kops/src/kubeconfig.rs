@@ -11,7 +11,7 @@ use kops_ops::OpsError;
 
 use clap::Args;
 
-use crate::cli::KubeApiFlags;
+use crate::args::KubeApiFlags;
 use crate::output::status;
 
 /// The local user's name as kops puts it in `kubecfg-<name>`: the name field
@@ -103,7 +103,6 @@ pub async fn write_kubeconfig(
                 .auth_plugin
                 .then(|| registry.store().base_url().to_string()),
             lookup_load_balancer: true,
-            sdk_config: None,
         },
     )
     .await?;
@@ -235,7 +234,6 @@ pub async fn admin_kubeconfig(
             local_user: None,
             auth_plugin_state: None,
             lookup_load_balancer: true,
-            sdk_config: None,
         },
     )
     .await?;

@@ -14,9 +14,9 @@ use kops_roll::{CloudGroup, CloudInstance, InstanceStatus, Kubernetes as _, Node
 pub struct Live {
     pub cluster: Cluster,
     pub instance_groups: Vec<InstanceGroup>,
-    pub cloud: std::sync::Arc<dyn kops_roll::Cloud>,
+    pub cloud: std::sync::Arc<dyn kops_roll::Provider>,
     pub groups: Vec<CloudGroup>,
-    pub details: BTreeMap<String, kops_aws::instances::InstanceDetails>,
+    pub details: BTreeMap<String, kops_cloud::InstanceDetails>,
 }
 
 pub async fn live_instances(
@@ -26,7 +26,7 @@ pub async fn live_instances(
 ) -> Result<Live> {
     let spec: Cluster = kops_ops::require_cluster(registry, cluster).await?;
     let groups: Vec<InstanceGroup> = registry.list_instance_groups(cluster).await?;
-    let cloud = kops_roll::open_cloud(registry, &spec, None).await?;
+    let cloud = kops_ops::provider::provider(registry, &spec).await?;
     let asgs = cloud.groups().await?;
     let details = cloud.details().await?;
     let built = kops_roll::build_groups(cluster, &groups, &asgs, nodes);

@@ -1,6 +1,7 @@
 //! The `kops` binary: parses the command line, calls one kops-ops function,
 //! prints the result. The only place that prints or exits.
 
+mod args;
 mod assets;
 mod channel_versions;
 mod cli;
@@ -53,7 +54,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let result = runtime.block_on(commands::run(cli));
+    let result = runtime.block_on(cli::run(cli));
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {
@@ -65,7 +66,7 @@ fn main() {
 
 /// kops' precedence: `--state`, then KOPS_STATE_STORE (clap reads both),
 /// then the config file's `kops_state_store`; trailing slashes dropped.
-fn apply_config_file(global: &mut cli::GlobalArgs) {
+fn apply_config_file(global: &mut args::GlobalArgs) {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let (file, warning) = config::load(global.config.as_deref(), home.as_deref());
     if let Some(w) = warning {

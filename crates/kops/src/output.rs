@@ -4,7 +4,7 @@ use std::io::Write;
 
 use kops_api::manifest::to_yaml_stream;
 
-use crate::cli::{ManifestOutput, Output};
+use crate::args::{ManifestOutput, Output};
 
 /// A table with a header row; columns padded to line up.
 pub struct Table {

@@ -17,21 +17,6 @@ fn files_region(config_base: &str) -> String {
         .unwrap_or_else(|_| "us-east-1".into())
 }
 
-/// The cluster's Google Cloud project (`spec.project`), required on GCE.
-pub(crate) fn project(cluster: &kops_api::Cluster) -> Result<String, OpsError> {
-    cluster
-        .spec
-        .project
-        .clone()
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| OpsError::NotOnAws {
-            cluster: cluster.name().to_string(),
-            reason:
-                "spec.project is not set; set it to the Google Cloud project the cluster lives in"
-                    .into(),
-        })
-}
-
 /// The spec the GCE model reads: the API access and the network ranges
 /// kops' populate step assigns when the network does not exist yet.
 pub(crate) fn resolved(
@@ -56,14 +41,14 @@ pub(super) fn render(
 ) -> Result<CloudRender, RenderClusterError> {
     let cluster = &prepared.cluster;
     if target == RenderTarget::CloudFormation {
-        return Err(OpsError::NotOnAws {
+        return Err(OpsError::CannotApply {
             cluster: cluster.name().to_string(),
             reason: "CloudFormation is AWS's; render a GCE cluster with `--target terraform`"
                 .into(),
         }
         .into());
     }
-    let project = project(cluster)?;
+    let project = crate::cloud::gce_project(cluster)?;
     let resolved = resolved(cluster, &prepared.groups)?;
     let warnings = kops_api::validation::warnings(&resolved);
     let model = Model {

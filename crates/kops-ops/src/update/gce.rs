@@ -24,7 +24,7 @@ pub(super) async fn update(
 ) -> Result<UpdateOutcome, OpsError> {
     let cloud_kind = crate::cloud::Cloud::Gce;
     let region = cloud_kind.region(&cluster)?;
-    let project = crate::render::gce::project(&cluster)?;
+    let project = crate::cloud::gce_project(&cluster)?;
     let nodeup = super::nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
     let config_base = cluster
@@ -43,9 +43,9 @@ pub(super) async fn update(
     let mut warnings = kops_api::validation::warnings(&resolved);
     let opts = &request.options;
     let cloud =
-        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|reason| OpsError::NotOnAws {
+        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|e| OpsError::CannotApply {
             cluster: cluster.name().to_string(),
-            reason,
+            reason: e.to_string(),
         })?;
     let cloud = Arc::new(cloud);
     let ctx = Arc::new(kops_gce::GceContext {
@@ -95,7 +95,7 @@ pub(super) async fn update(
         cloud
             .addresses(&address_names)
             .await
-            .map_err(|e| OpsError::NotOnAws {
+            .map_err(|e| OpsError::CannotApply {
                 cluster: cluster.name().to_string(),
                 reason: format!("reading the API's addresses: {e}"),
             })
@@ -157,7 +157,7 @@ pub(super) async fn update(
     // only the selected groups' node configs are written.
     let writes_files = matches!(opts.phase, None | Some(options::Phase::Cluster));
     let files = if writes_files {
-        crate::render::neutral_files(&model, &resolved).map_err(|e| OpsError::NotOnAws {
+        crate::render::neutral_files(&model, &resolved).map_err(|e| OpsError::CannotApply {
             cluster: cluster.name().to_string(),
             reason: e.to_string(),
         })?
@@ -216,7 +216,7 @@ pub(super) async fn update(
     let (report, _) = executor.run_after(&graph, ctx, mode, &earlier).await?;
     if request.apply {
         registry
-            .put_completed_spec(&super::completed_spec(&cluster, &config_base))
+            .put_completed_spec(&crate::spec::completed_spec(&cluster, &config_base))
             .await?;
     }
     Ok(UpdateOutcome {

@@ -14,9 +14,6 @@
 //!   `STORAGE_EMULATOR_HOST` set, requests go to that host without
 //!   credentials, as Google's own clients do.
 
-pub mod auth;
-pub mod http;
-
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -24,27 +21,15 @@ use async_trait::async_trait;
 use base64::Engine;
 use hyper::Method;
 use md5::{Digest, Md5};
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use tokio::sync::OnceCell;
 
-use self::auth::Credentials;
-use self::http::{Call, Http, Response};
 use crate::{check_key, dir_prefix, ObjectStore, StoreError, Version, WriteOptions};
+use kops_google::auth::{self, Credentials};
+use kops_google::escape;
+use kops_google::http::{Call, Http, Response};
 
 /// Cloud Storage's own endpoint.
 pub const DEFAULT_ENDPOINT: &str = "https://storage.googleapis.com";
-
-/// Every byte but the unreserved ones is escaped in object names and query
-/// values (`/` included: an object name is one path segment).
-const ESCAPE: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
-
-fn escape(text: &str) -> String {
-    utf8_percent_encode(text, ESCAPE).to_string()
-}
 
 /// Where requests go and how they are authorised.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,9 +1,7 @@
 //! `kops completion SHELL`: a shell completion script.
 
 use anyhow::Result;
-use clap::{Args, CommandFactory};
-
-use crate::cli::Cli;
+use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
@@ -14,8 +12,8 @@ pub struct CompletionArgs {
     pub no_descriptions: bool,
 }
 
-pub fn run(args: CompletionArgs) -> Result<i32> {
-    let mut cmd = Cli::command();
+/// `cmd`: the whole command line's clap tree.
+pub fn run(args: CompletionArgs, mut cmd: clap::Command) -> Result<i32> {
     let mut out = std::io::stdout();
     clap_complete::generate(args.shell, &mut cmd, "kops", &mut out);
     Ok(0)

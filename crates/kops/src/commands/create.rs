@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use clap::Args;
+use clap::{Args, Subcommand};
 use kops_ops::Registry;
 
-use crate::cli::{CreateCommand, GlobalArgs};
+use crate::args::GlobalArgs;
 use crate::commands::{
     create_cluster, create_instancegroup, create_keypair, create_secret, create_sshpublickey,
 };
@@ -21,7 +21,7 @@ pub struct CreateArgs {
     #[arg(short = 'f', long = "filename", value_name = "FILE")]
     pub filenames: Vec<PathBuf>,
     #[command(subcommand)]
-    pub what: Option<crate::cli::CreateCommand>,
+    pub what: Option<CreateCommand>,
 }
 
 pub async fn run(global: &GlobalArgs, args: CreateArgs) -> Result<i32> {
@@ -83,4 +83,19 @@ fn describe_owner(a: &kops_ops::Applied) -> String {
     } else {
         format!("in cluster {}", a.cluster)
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CreateCommand {
+    /// Create a cluster from flags.
+    Cluster(Box<create_cluster::CreateClusterArgs>),
+    /// Create an instance group.
+    #[command(visible_aliases = ["ig", "instancegroups"])]
+    Instancegroup(create_instancegroup::CreateInstanceGroupArgs),
+    /// Add an admin SSH public key.
+    Sshpublickey(create_sshpublickey::CreateSshPublicKeyArgs),
+    /// Store a secret: dockerconfig, encryptionconfig or ciliumpassword.
+    Secret(create_secret::CreateSecretArgs),
+    /// Add a keypair to a keyset (CA rotation).
+    Keypair(create_keypair::CreateKeypairArgs),
 }

@@ -9,7 +9,7 @@ use kops_api::new_cluster::NewClusterOptions;
 use kops_api::{InstanceGroup, Role};
 use kops_ops::OpsError;
 
-use crate::cli::{bool_flag, GlobalArgs, ManifestOutput};
+use crate::args::{bool_flag, GlobalArgs, ManifestOutput};
 use crate::commands::update_cluster::{self, UpdateClusterArgs};
 use crate::context::{read_input, state};
 use crate::kubeconfig::KubeconfigUserFlags;

@@ -5,7 +5,7 @@ use clap::Args;
 use kops_api::manifest::{to_json_value, to_yaml};
 use kops_api::Role;
 
-use crate::cli::{GlobalArgs, ManifestOutput};
+use crate::args::{GlobalArgs, ManifestOutput};
 use crate::context::{cluster_name, state};
 use crate::editor;
 use crate::output::{print_objects, status};

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use kops_ops::pki;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::context::{cluster_name, state};
 use crate::output::status;
 

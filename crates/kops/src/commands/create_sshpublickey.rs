@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::context::{cluster_name, read_input, state};
 use crate::output::status;
 

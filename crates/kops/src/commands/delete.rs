@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use clap::Args;
+use clap::{Args, Subcommand};
 use kops_api::manifest::{parse_objects, Object};
 use kops_ops::OpsError;
 
-use crate::cli::{DeleteCommand, GlobalArgs};
+use crate::args::GlobalArgs;
 use crate::commands::delete_cluster::{self, DeleteClusterArgs};
 use crate::commands::delete_instancegroup::{self, DeleteInstanceGroupArgs};
 use crate::commands::{delete_instance, delete_secret, delete_sshpublickey};
@@ -147,4 +147,19 @@ async fn delete_files(global: &GlobalArgs, files: &[PathBuf], yes: bool) -> Resu
         }
     }
     Ok(0)
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeleteCommand {
+    /// Delete one instance (its group replaces it): detach (--surge), drain, terminate.
+    Instance(delete_instance::DeleteInstanceArgs),
+    /// Delete an instance group.
+    #[command(visible_aliases = ["ig", "instancegroups"])]
+    Instancegroup(delete_instancegroup::DeleteInstanceGroupArgs),
+    /// Delete a cluster: its cloud resources, then its state.
+    Cluster(delete_cluster::DeleteClusterArgs),
+    /// Delete secrets of a cluster.
+    Secret(delete_secret::DeleteSecretArgs),
+    /// Delete an admin SSH public key.
+    Sshpublickey(delete_sshpublickey::DeleteSshPublicKeyArgs),
 }

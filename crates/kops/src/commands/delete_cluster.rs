@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 
-use crate::cli::{parse_duration, GlobalArgs};
+use crate::args::{parse_duration, GlobalArgs};
 use crate::context::state;
 use crate::output::{print, status, Table};
 
@@ -109,13 +109,7 @@ pub async fn run(global: &GlobalArgs, args: DeleteClusterArgs) -> Result<i32> {
         ));
         return Ok(0);
     }
-    if !external {
-        let spec = kops_ops::require_cluster(&registry, &cluster).await?;
-        if kops_ops::vsphere::is_vsphere(&spec) {
-            return delete_vsphere(&registry, &cluster, yes).await;
-        }
-    }
-    let progress = |r: &kops_aws::delete::Resource, blocked: Option<&str>| match blocked {
+    let progress = |r: &kops_cloud::Resource, blocked: Option<&str>| match blocked {
         None => status(&format!("  deleted  {} {} ({})", r.kind, r.id, r.name)),
         Some(why) => status(&format!("  waiting  {} {}: {why}", r.kind, r.id)),
     };
@@ -129,7 +123,6 @@ pub async fn run(global: &GlobalArgs, args: DeleteClusterArgs) -> Result<i32> {
             passes: count,
             interval,
             progress: Box::new(progress),
-            sdk_config: None,
         },
     )
     .await?;
@@ -152,55 +145,25 @@ pub async fn run(global: &GlobalArgs, args: DeleteClusterArgs) -> Result<i32> {
         }
         print(&t.render());
         status(&format!(
-            "Must specify --yes to delete ({} {} calls{})",
+            "Must specify --yes to delete ({}{})",
             outcome.calls,
-            outcome.provider,
             crate::output::limit_waits(&outcome.limits)
         ));
         return Ok(0);
     }
     let report = outcome.report.unwrap_or_default();
     status(&format!(
-        "Deleted cluster {cluster}: {} cloud resources in {} passes, {} kept as shared, {} ({} {} calls{}).",
+        "Deleted cluster {cluster}: {} cloud resources in {} passes, {} kept as shared, {} ({}{}).",
         report.deleted.len(),
         report.passes,
         report.kept.len(),
-        if external { "state store untouched (--external)" } else { "state removed" },
+        if external {
+            "state store untouched (--external)"
+        } else {
+            "state removed"
+        },
         outcome.calls,
-        outcome.provider,
         crate::output::limit_waits(&outcome.limits)
-    ));
-    Ok(0)
-}
-
-/// `delete cluster` on vSphere: the cluster's VMs in its folder (powered
-/// off, then destroyed), the folder when nothing else is in it, then the
-/// cluster's state.
-async fn delete_vsphere(registry: &kops_ops::Registry, cluster: &str, yes: bool) -> Result<i32> {
-    let (vms, calls) = kops_ops::vsphere::delete(registry, cluster, yes).await?;
-    if !yes {
-        let mut t = Table::new(&["TYPE", "NAME"]);
-        for vm in &vms {
-            t.row(vec!["VirtualMachine".into(), vm.clone()]);
-        }
-        for k in registry.store().list(&format!("{cluster}/")).await? {
-            t.row(vec![
-                "state-store object".into(),
-                registry.store().url_of(&k),
-            ]);
-        }
-        print(&t.render());
-        status(&format!(
-            "Must specify --yes to delete ({})",
-            crate::output::vsphere_calls(&calls)
-        ));
-        return Ok(0);
-    }
-    let n = kops_ops::unregister_cluster(registry, cluster).await?;
-    status(&format!(
-        "Deleted cluster {cluster}: {} VMs destroyed, state removed ({n} objects; {}).",
-        vms.len(),
-        crate::output::vsphere_calls(&calls)
     ));
     Ok(0)
 }

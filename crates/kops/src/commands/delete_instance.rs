@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use kops_roll::{CloudGroup, InstanceStatus, Kubernetes};
 
-use crate::cli::{bool_flag, parse_duration, GlobalArgs, KubeApiFlags};
+use crate::args::{bool_flag, parse_duration, GlobalArgs, KubeApiFlags};
 use crate::context::{cluster_name, state};
 use crate::kubeconfig::kubeconfig_for;
 use crate::live::live_instances;
@@ -130,8 +130,8 @@ pub async fn run(global: &GlobalArgs, a: DeleteInstanceArgs) -> Result<i32> {
     if surge && !live.cloud.supports_surge() {
         bail!(
             "failed to detach instance {id}: {}",
-            kops_roll::RollError::NoSurge {
-                cloud: live.cluster.spec.cloud_provider.clone().unwrap_or_default()
+            kops_roll::CloudError::NoSurge {
+                cloud: live.cloud.name().to_string()
             }
         );
     }

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Args;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::context::{cluster_name, state};
 use crate::output::status;
 

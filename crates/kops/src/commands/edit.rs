@@ -8,7 +8,7 @@ use clap::Args;
 use kops_api::manifest::to_yaml;
 use kops_ops::{EditOutcome, OpsError};
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::context::{cluster_name, state};
 use crate::editor;
 use crate::output::status;

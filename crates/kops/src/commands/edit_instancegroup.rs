@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Args;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::commands::edit::{edit_object, SetFlags};
 
 #[derive(Debug, Args)]

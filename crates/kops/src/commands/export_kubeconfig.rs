@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::context::{cluster_name, state};
 use crate::kubeconfig::{write_kubeconfig, KubeconfigChoice, KubeconfigUserFlags};
 

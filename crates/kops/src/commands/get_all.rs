@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use kops_api::manifest::to_json_value;
 
-use crate::cli::{GetOutput, GlobalArgs};
+use crate::args::{GetOutput, GlobalArgs};
 use crate::context::{cluster_name, state};
 use crate::output::{manifest_format, print, print_objects, Table};
 use crate::tables::{cluster_zones, groups_table};
@@ -18,7 +18,7 @@ pub struct GetAllArgs {
 pub async fn run(global: &GlobalArgs, args: GetAllArgs, output: GetOutput) -> Result<i32> {
     let registry = state(global).await?;
     let positional = args.cluster_name.as_deref();
-    let out: crate::cli::Output = output.into();
+    let out: crate::args::Output = output.into();
 
     let name = cluster_name(&registry, global, positional).await?;
     let cluster = kops_ops::require_cluster(&registry, &name).await?;

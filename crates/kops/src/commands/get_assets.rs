@@ -4,8 +4,8 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde_json::{json, Value};
 
+use crate::args::{GetOutput, GlobalArgs};
 use crate::assets::{copy, file_assets, image_assets, tab_table};
-use crate::cli::{GetOutput, GlobalArgs};
 use crate::context::{cluster_name, state};
 use crate::output::print;
 

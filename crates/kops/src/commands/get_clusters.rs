@@ -5,7 +5,7 @@ use clap::Args;
 use kops_api::manifest::to_json_value;
 use kops_ops::OpsError;
 
-use crate::cli::{GetOutput, GlobalArgs};
+use crate::args::{GetOutput, GlobalArgs};
 use crate::context::state;
 use crate::output::{manifest_format, print, print_objects, status, Table};
 use crate::tables::cluster_zones;

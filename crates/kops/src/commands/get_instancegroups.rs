@@ -5,7 +5,7 @@ use clap::Args;
 use kops_api::manifest::to_json_value;
 use kops_ops::OpsError;
 
-use crate::cli::{GetOutput, GlobalArgs};
+use crate::args::{GetOutput, GlobalArgs};
 use crate::context::{cluster_name, state};
 use crate::output::{manifest_format, print, print_objects};
 use crate::tables::groups_table;

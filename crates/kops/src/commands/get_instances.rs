@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use kops_roll::CloudInstance;
 
-use crate::cli::{GetOutput, GlobalArgs, KubeApiFlags};
+use crate::args::{GetOutput, GlobalArgs, KubeApiFlags};
 use crate::context::{cluster_name, state};
 use crate::kubeconfig::kubeconfig_for;
 use crate::live::{kube_nodes, live_instances, status_text};

@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use kops_ops::pki::{self, KeypairRow};
 
-use crate::cli::{GetOutput, GlobalArgs};
+use crate::args::{GetOutput, GlobalArgs};
 use crate::context::{cluster_name, state};
 use crate::output::{print, Table};
 

@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use kops_ops::pki;
 
-use crate::cli::{GetOutput, GlobalArgs};
+use crate::args::{GetOutput, GlobalArgs};
 use crate::context::{cluster_name, state};
 use crate::output::{print, Table};
 

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 
-use crate::cli::{GetOutput, GlobalArgs, ManifestOutput};
+use crate::args::{GetOutput, GlobalArgs, ManifestOutput};
 use crate::context::{cluster_name, state};
 use crate::output::{manifest_format, print, Table};
 

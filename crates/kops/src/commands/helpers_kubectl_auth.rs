@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use kops_ops::kubectl_auth::{kubectl_auth, KubectlAuthRequest};
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::context::state;
 use crate::kubeconfig::local_user_name;
 use crate::output::print;
@@ -23,7 +23,7 @@ pub struct KubectlAuthArgs {
     #[arg(long, value_name = "CLUSTER")]
     pub cluster: Option<String>,
     /// Lifetime of the credential to issue.
-    #[arg(long, default_value = "1h", value_parser = crate::cli::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "1h", value_parser = crate::args::parse_duration, value_name = "DURATION")]
     pub lifetime: Duration,
 }
 

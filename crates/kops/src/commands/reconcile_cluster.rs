@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use clap::{Args, FromArgMatches};
 use kops_roll::Kubernetes as _;
 
-use crate::cli::{GlobalArgs, KubeApiFlags};
+use crate::args::{GlobalArgs, KubeApiFlags};
 use crate::commands::rolling_update_cluster::{self, RollingUpdateClusterArgs};
 use crate::commands::update_cluster::{self, UpdateClusterArgs};
 use crate::context::{cluster_name, state};
@@ -34,7 +34,7 @@ pub struct ReconcileClusterArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// How long to wait for the Kubernetes API after the control plane's update.
-    #[arg(long, default_value = "10m", value_parser = crate::cli::parse_duration, hide = true)]
+    #[arg(long, default_value = "10m", value_parser = crate::args::parse_duration, hide = true)]
     pub api_wait: Duration,
     /// More `rolling-update cluster` flags for both rolls (tests: `--interval=0s`).
     #[arg(

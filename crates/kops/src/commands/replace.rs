@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::context::state;
 
 #[derive(Debug, Args)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 
-use crate::cli::{bool_flag, parse_duration, GlobalArgs, KubeApiFlags};
+use crate::args::{bool_flag, parse_duration, GlobalArgs, KubeApiFlags};
 use crate::context::{cluster_name, state};
 use crate::kubeconfig::{admin_kubeconfig, kubeconfig_for};
 use crate::output::{print, status, Table};
@@ -126,7 +126,6 @@ pub async fn run(global: &GlobalArgs, a: RollingUpdateClusterArgs) -> Result<i32
             roles: a.roles.clone(),
             options,
             progress: Some(progress),
-            sdk_config: None,
         },
     )
     .await

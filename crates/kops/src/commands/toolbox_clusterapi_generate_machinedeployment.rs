@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use kops_ops::clusterapi::{machine_deployment, MachineDeploymentRequest};
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::context::state;
 use crate::output::{print, status};
 

@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use clap::{ArgAction, Args};
 use serde_yaml_ng::{Mapping, Value};
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::output::print;
 
 #[derive(Debug, Args)]
@@ -50,7 +50,7 @@ pub struct ToolboxDumpArgs {
 }
 
 /// `kops toolbox dump`: the cloud side of the cluster (see
-/// `kops_aws::delete::dump` for what is read and how `raw` is reduced).
+/// `kops_aws::delete::dump` and each cloud's `Provider::dump` for what is read and how `raw` is reduced).
 /// kops' log collection (`--dir`: SSH to every node, kubectl dumps) is not
 /// implemented, so asking for it is an error rather than a silent no-op.
 pub async fn run(global: &GlobalArgs, a: ToolboxDumpArgs) -> Result<i32> {
@@ -76,7 +76,7 @@ pub async fn run(global: &GlobalArgs, a: ToolboxDumpArgs) -> Result<i32> {
     if !a.cloud_resources {
         return Ok(0);
     }
-    let cloud = kops_roll::open_cloud(&registry, &spec, None).await?;
+    let cloud = kops_ops::provider::provider(&registry, &spec).await?;
     let d = cloud.dump().await?;
     if let Some(calls) = cloud.calls_summary() {
         crate::output::status(&format!("({calls})"));
@@ -91,7 +91,7 @@ pub async fn run(global: &GlobalArgs, a: ToolboxDumpArgs) -> Result<i32> {
 
 /// kops' dump model, keys in its order and empty fields left out (a YAML
 /// mapping keeps insertion order, for the JSON output too).
-fn dump_document(d: &kops_aws::delete::dump::ClusterDump) -> Value {
+fn dump_document(d: &kops_cloud::Dump) -> Value {
     fn map(entries: Vec<(&str, Option<Value>)>) -> Value {
         let mut m = Mapping::new();
         for (k, v) in entries {

@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use kops_ops::enroll::{self, EnrollRequest, SshHost};
 
-use crate::cli::{GlobalArgs, KubeApiFlags};
+use crate::args::{GlobalArgs, KubeApiFlags};
 use crate::context::state;
 use crate::kubeconfig::kubeconfig_for;
 use crate::output::{print, status};

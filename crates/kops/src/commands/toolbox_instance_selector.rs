@@ -8,7 +8,7 @@ use clap::Args;
 use kops_api::manifest::to_json_value;
 use kops_ops::instance_selector::{Filters, GroupOptions, Range};
 
-use crate::cli::{bool_flag, GlobalArgs, ManifestOutput};
+use crate::args::{bool_flag, GlobalArgs, ManifestOutput};
 use crate::context::{cluster_name, state};
 use crate::output::print_objects;
 
@@ -215,12 +215,7 @@ pub async fn run(global: &GlobalArgs, a: InstanceSelectorArgs) -> Result<i32> {
     let registry = state(global).await?;
     let cluster = cluster_name(&registry, global, None).await?;
     let spec = kops_ops::require_cluster(&registry, &cluster).await?;
-    if spec.spec.cloud_provider.as_deref() != Some("aws") {
-        bail!("cannot select instance types from non-aws cluster `{cluster}`\nhint: instance-selector reads EC2's instance types");
-    }
-    let region = kops_ops::update::cluster_region(&spec)?;
-    let cloud = kops_aws::AwsCloud::new(&region).await;
-    let types = kops_aws::instance_types::instance_types(&cloud).await?;
+    let types = kops_ops::instance_selector::instance_types(&spec).await?;
     let options = GroupOptions {
         cluster: cluster.clone(),
         name: a.group,

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{ArgAction, Args};
 use kops_template::toolbox::{self, ToolboxOptions};
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::output::print;
 
 #[derive(Debug, Args)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use crate::cli::{bool_flag, GlobalArgs, KubeApiFlags, Output};
+use crate::args::{bool_flag, GlobalArgs, KubeApiFlags, Output};
 use crate::context::{cluster_name, read_input, state};
 use crate::kubeconfig::{write_kubeconfig, KubeconfigChoice, KubeconfigUserFlags};
 use crate::output::{print, status};
@@ -127,16 +127,8 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
     if let Some(target) = render_target {
         return render_cluster(&registry, &cluster, a, target, phase).await;
     }
-    if kops_ops::vsphere::is_vsphere(&kops_ops::require_cluster(&registry, &cluster).await?) {
-        return update_vsphere(&registry, &cluster, &a).await;
-    }
     let started = std::time::Instant::now();
-    let control_plane_running_version = if a.ignore_kubelet_version_skew {
-        None
-    } else {
-        control_plane_running_version(&registry, &cluster).await
-    };
-    let outcome = kops_ops::update_cluster(
+    let updated = kops_ops::update_cluster(
         &registry,
         kops_ops::UpdateRequest {
             cluster: cluster.clone(),
@@ -145,18 +137,32 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
                 Box::new(crate::progress::ProgressLines::stderr(global.verbosity))
                     as Box<dyn kops_engine::Progress>
             }),
-            sdk_config: None,
             options: kops_ops::update::UpdateOptions {
                 instance_groups: a.instance_groups.clone(),
                 instance_group_roles: a.instance_group_roles.clone(),
                 phase,
                 lifecycle_overrides,
                 allow_kops_downgrade: a.allow_kops_downgrade,
-                control_plane_running_version,
+                control_plane_running_version: None,
             },
+            running_version: (!a.ignore_kubelet_version_skew).then(|| {
+                let cluster = cluster.clone();
+                Box::new(move |spec: String| {
+                    Box::pin(control_plane_running_version(cluster, spec))
+                        as std::pin::Pin<
+                            Box<dyn std::future::Future<Output = Option<String>> + Send>,
+                        >
+                }) as kops_ops::update::RunningVersion
+            }),
         },
     )
     .await?;
+    let outcome = match updated {
+        kops_ops::Updated::Tasks(outcome) => outcome,
+        kops_ops::Updated::Vms(outcome) => {
+            return vms_updated(&cluster, &a, outcome, started).await
+        }
+    };
     for warning in &outcome.warnings {
         status(&format!("warning: {warning}"));
     }
@@ -289,15 +295,8 @@ async fn export_after_apply(
 /// The oldest control-plane kubelet's version (kops' skew rule, see
 /// `kops_roll::skew`); `None` when the cluster cannot be asked, said with
 /// `-v`, as kops logs it.
-async fn control_plane_running_version(
-    registry: &kops_ops::Registry,
-    cluster: &str,
-) -> Option<String> {
-    let spec = kops_ops::require_cluster(registry, cluster)
-        .await
-        .ok()?
-        .spec
-        .kubernetes_version?;
+async fn control_plane_running_version(cluster: String, spec: String) -> Option<String> {
+    let cluster = cluster.as_str();
     match kops_roll::skew::control_plane_running_version(None, cluster, &spec).await {
         Ok(version) => {
             if version != spec.trim_start_matches('v') {
@@ -317,16 +316,16 @@ async fn control_plane_running_version(
     }
 }
 
-/// `update cluster` on vSphere: the VMs each group lacks are cloned, the
-/// surplus destroyed; VMs made from an older spec are left to
-/// `rolling-update`. The plan (or what was done) and the SOAP calls made.
-async fn update_vsphere(
-    registry: &kops_ops::Registry,
+/// `update cluster` where the cloud's work is VMs (vSphere): the VMs each
+/// group lacks are cloned, the surplus destroyed; VMs made from an older
+/// spec are left to `rolling-update`. The plan (or what was done) and the
+/// SOAP calls made.
+async fn vms_updated(
     cluster: &str,
     a: &UpdateClusterArgs,
+    outcome: kops_ops::vsphere::VsphereUpdate,
+    started: std::time::Instant,
 ) -> Result<i32> {
-    let started = std::time::Instant::now();
-    let outcome = kops_ops::vsphere::update(registry, cluster, a.yes).await?;
     for warning in &outcome.warnings {
         status(&format!("warning: {warning}"));
     }
@@ -383,7 +382,7 @@ async fn update_vsphere(
     }
     print(&text);
     if a.yes {
-        component_secrets(registry, cluster).await?;
+        component_secrets(cluster, &outcome.secrets).await;
     }
     let summary = format!(
         "{}, {:.1}s",
@@ -408,9 +407,7 @@ async fn update_vsphere(
 /// controller manager, kops-controller, CSI driver), written as Secrets
 /// through the cluster's kubeconfig context once its API answers; until
 /// then each `update --yes` says they are still to be written.
-async fn component_secrets(registry: &kops_ops::Registry, cluster: &str) -> Result<()> {
-    let spec = kops_ops::require_cluster(registry, cluster).await?;
-    let secrets = kops_ops::vsphere::component_secrets(&spec)?;
+async fn component_secrets(cluster: &str, secrets: &[kops_ops::vsphere::ComponentSecret]) {
     let names = || {
         secrets
             .iter()
@@ -418,7 +415,7 @@ async fn component_secrets(registry: &kops_ops::Registry, cluster: &str) -> Resu
             .collect::<Vec<_>>()
             .join(", ")
     };
-    match kops_roll::secrets::apply_secrets(None, cluster, &secrets).await {
+    match kops_roll::secrets::apply_secrets(None, cluster, secrets).await {
         kops_roll::secrets::SecretsOutcome::Applied(written) if written.is_empty() => {}
         kops_roll::secrets::SecretsOutcome::Applied(written) => status(&format!(
             "Wrote the vCenter credentials of the cluster's components: Secrets {}",
@@ -433,5 +430,4 @@ async fn component_secrets(registry: &kops_ops::Registry, cluster: &str) -> Resu
             names()
         )),
     }
-    Ok(())
 }

@@ -6,10 +6,10 @@ use clap::Args;
 use kops_api::manifest::to_yaml;
 use kops_api::version::KubernetesVersion;
 
+use crate::args::GlobalArgs;
 use crate::channel_versions::{
     channel_versions, proposed_version, semver_text, triple, upstream_image,
 };
-use crate::cli::GlobalArgs;
 use crate::context::{cluster_name, state};
 use crate::output::{print, status, Table};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 
-use crate::cli::{parse_duration, GlobalArgs, KubeApiFlags};
+use crate::args::{parse_duration, GlobalArgs, KubeApiFlags};
 use crate::context::{cluster_name, state};
 use crate::kubeconfig::kubeconfig_for;
 use crate::output::{print, status, Table};
@@ -78,7 +78,6 @@ pub async fn run(global: &GlobalArgs, a: ValidateClusterArgs) -> Result<i32> {
             count: a.count,
             interval: a.interval,
             max_unready_nodes: a.max_unready_nodes,
-            sdk_config: None,
         },
         &on_attempt,
     )

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use clap::Args;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::output::print;
 
 #[derive(Debug, Args)]
