@@ -58,6 +58,9 @@ pub struct UpdateOptions {
     /// asked or `--ignore-kubelet-version-skew`): when the spec names
     /// another, groups without an API server keep this one.
     pub control_plane_running_version: Option<String>,
+    /// `--vsphere-copy-operator-credentials`: an in-cluster component
+    /// without an account of its own gets the operator's (vSphere).
+    pub vsphere_copy_operator_credentials: bool,
 }
 
 /// What it did.
@@ -102,7 +105,8 @@ pub async fn update_cluster(
     let cluster = require_cluster(registry, &request.cluster).await?;
     match crate::cloud::Cloud::of(&cluster)? {
         crate::cloud::Cloud::Vsphere => {
-            crate::vsphere::update(registry, &request.cluster, request.apply)
+            let copy = request.options.vsphere_copy_operator_credentials;
+            crate::vsphere::update(registry, &request.cluster, request.apply, copy)
                 .await
                 .map(Updated::Vms)
         }

@@ -378,6 +378,7 @@ pub async fn update(
     registry: &Registry,
     name: &str,
     apply: bool,
+    copy_operator: bool,
 ) -> Result<VsphereUpdate, OpsError> {
     let loaded = load(registry, name).await?;
     require_api_address(&loaded.cluster)?;
@@ -388,7 +389,7 @@ pub async fn update(
     outcome.calls = vc.client.calls();
     outcome.warnings = kops_api::vsphere::warnings(&loaded.cluster);
     if apply {
-        outcome.secrets = component_secrets(&loaded.cluster)?;
+        outcome.secrets = component_secrets(&loaded.cluster, copy_operator, &mut outcome.warnings)?;
     }
     Ok(outcome)
 }
@@ -470,60 +471,116 @@ impl std::fmt::Debug for ComponentSecret {
     }
 }
 
+/// Each in-cluster component's own vCenter account: from the file its
+/// variable names, else (`copy_operator`) the operator's own, said in a
+/// warning; else none, and the warning says how to give one.
+fn component_account(
+    var: &str,
+    secret: &str,
+    component: &str,
+    copy_operator: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Credentials>, OpsError> {
+    let lookup = |name: &str| std::env::var(name).ok();
+    if let Some(own) = Credentials::from_file_named_by(var, &lookup)? {
+        return Ok(Some(own));
+    }
+    if copy_operator {
+        let operator = Credentials::from_env()?;
+        warnings.push(format!(
+            "copied your own vCenter account `{}` into the Secret {secret} (--vsphere-copy-operator-credentials): it can clone and destroy VMs and read every VM's guestinfo; give the {component} an account of its own in {var} (privileges: docs/vsphere.md)",
+            operator.username
+        ));
+        return Ok(Some(operator));
+    }
+    warnings.push(format!(
+        "the Secret {secret} was not written: the {component} needs a vCenter account of its own\nhint: name a file holding its user and password (two lines) in {var} (privileges: docs/vsphere.md), or pass --vsphere-copy-operator-credentials to copy yours"
+    ));
+    Ok(None)
+}
+
 /// The Secrets the cloud controller manager (and kops-controller) and the
-/// CSI driver read, filled from the environment's credentials (as
-/// `update` logs in with them): `kube-system/vsphere-cloud-secret`
+/// CSI driver read, each with the component's own vCenter account
+/// ([`component_account`]): `kube-system/vsphere-cloud-secret`
 /// (`<host>.username`, `<host>.password`) and
 /// `vmware-system-csi/vsphere-config-secret` (`csi-vsphere.conf`). They
-/// go to the cluster's API only; never to the state store or a node.
-pub fn component_secrets(cluster: &Cluster) -> Result<Vec<ComponentSecret>, OpsError> {
+/// go to the cluster's API only; never to the state store or a node. A
+/// component without an account gets no Secret, and a warning.
+pub fn component_secrets(
+    cluster: &Cluster,
+    copy_operator: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<ComponentSecret>, OpsError> {
     let settings = settings(cluster)?;
-    let credentials = Credentials::from_env()?;
+    let cpi_secret = format!("kube-system/{}", kops_model::addons::VSPHERE_CPI_SECRET);
+    let csi_secret = format!(
+        "vmware-system-csi/{}",
+        kops_model::addons::VSPHERE_CSI_SECRET
+    );
+    let cpi = component_account(
+        kops_vsphere::CCM_CREDENTIALS_FILE,
+        &cpi_secret,
+        "cloud controller manager (and kops-controller)",
+        copy_operator,
+        warnings,
+    )?;
+    let csi = component_account(
+        kops_vsphere::CSI_CREDENTIALS_FILE,
+        &csi_secret,
+        "CSI driver",
+        copy_operator,
+        warnings,
+    )?;
     let server = kops_api::new_cluster::VsphereServer::parse(&settings.server);
     let quoted = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
-    let mut csi = format!(
+    let mut secrets = Vec::new();
+    if let Some(account) = cpi {
+        secrets.push(ComponentSecret {
+            namespace: "kube-system",
+            name: kops_model::addons::VSPHERE_CPI_SECRET,
+            data: BTreeMap::from([
+                (format!("{}.username", server.host), account.username),
+                (format!("{}.password", server.host), account.password),
+            ]),
+        });
+    }
+    let Some(account) = csi else {
+        return Ok(secrets);
+    };
+    let mut conf = format!(
         "[Global]\ncluster-id = {}\n\n[VirtualCenter {}]\ninsecure-flag = \"{}\"\nuser = {}\npassword = {}\nport = \"{}\"\ndatacenters = {}\n",
         quoted(cluster.name()),
         quoted(&server.host),
         server.insecure,
-        quoted(&credentials.username),
-        quoted(&credentials.password),
+        quoted(&account.username),
+        quoted(&account.password),
         server.port,
         quoted(&settings.placement.datacenter),
     );
     // The CSI driver checks vCenter's certificate as kops-rs does: pinned
     // by its thumbprint, or against the spec's CA (a file next to the
     // config in the same Secret).
-    let mut csi_data = BTreeMap::new();
+    let mut data = BTreeMap::new();
     match &settings.trust {
         kops_vsphere::trust::Trust::Thumbprint(pin) => {
-            csi.push_str(&format!(
+            conf.push_str(&format!(
                 "thumbprint = {}\n",
                 quoted(&kops_vsphere::trust::format_thumbprint(pin))
             ));
         }
         kops_vsphere::trust::Trust::Ca(pem) => {
-            csi.push_str(&format!("ca-file = {}\n", quoted(CSI_CA_PATH)));
-            csi_data.insert(CA_KEY.to_string(), pem.clone());
+            conf.push_str(&format!("ca-file = {}\n", quoted(CSI_CA_PATH)));
+            data.insert(CA_KEY.to_string(), pem.clone());
         }
         kops_vsphere::trust::Trust::System => {}
     }
-    csi_data.insert("csi-vsphere.conf".to_string(), csi);
-    Ok(vec![
-        ComponentSecret {
-            namespace: "kube-system",
-            name: kops_model::addons::VSPHERE_CPI_SECRET,
-            data: BTreeMap::from([
-                (format!("{}.username", server.host), credentials.username),
-                (format!("{}.password", server.host), credentials.password),
-            ]),
-        },
-        ComponentSecret {
-            namespace: "vmware-system-csi",
-            name: kops_model::addons::VSPHERE_CSI_SECRET,
-            data: csi_data,
-        },
-    ])
+    data.insert("csi-vsphere.conf".to_string(), conf);
+    secrets.push(ComponentSecret {
+        namespace: "vmware-system-csi",
+        name: kops_model::addons::VSPHERE_CSI_SECRET,
+        data,
+    });
+    Ok(secrets)
 }
 
 /// `delete cluster` on vSphere: the cluster's VMs (powered off first) and

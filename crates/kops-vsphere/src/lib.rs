@@ -122,24 +122,8 @@ impl Credentials {
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Credentials, VsphereError> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        if let Some(path) = get("VSPHERE_CREDENTIALS_FILE") {
-            let text = std::fs::read_to_string(path.trim()).map_err(|e| {
-                VsphereError::Credentials(format!(
-                    "cannot read VSPHERE_CREDENTIALS_FILE `{}`: {e}",
-                    path.trim()
-                ))
-            })?;
-            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-            return match (lines.next(), lines.next()) {
-                (Some(user), Some(password)) => Ok(Credentials {
-                    username: user.to_string(),
-                    password: password.to_string(),
-                }),
-                _ => Err(VsphereError::Credentials(format!(
-                    "VSPHERE_CREDENTIALS_FILE `{}` must hold two lines: the user name, then the password",
-                    path.trim()
-                ))),
-            };
+        if let Some(found) = Self::from_file_named_by("VSPHERE_CREDENTIALS_FILE", &lookup)? {
+            return Ok(found);
         }
         match (get("VSPHERE_USERNAME"), get("VSPHERE_PASSWORD")) {
             (Some(username), Some(password)) => Ok(Credentials { username, password }),
@@ -149,6 +133,41 @@ impl Credentials {
         }
     }
 }
+
+impl Credentials {
+    /// The account in the file the variable `var` names (two lines: user,
+    /// then password); `None` when `var` is not set. An in-cluster
+    /// component's own account ([`CCM_CREDENTIALS_FILE`],
+    /// [`CSI_CREDENTIALS_FILE`]) is read this way.
+    pub fn from_file_named_by(
+        var: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Credentials>, VsphereError> {
+        let Some(path) = lookup(var).filter(|v| !v.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let path = path.trim();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| VsphereError::Credentials(format!("cannot read {var} `{path}`: {e}")))?;
+        let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+        match (lines.next(), lines.next()) {
+            (Some(user), Some(password)) => Ok(Some(Credentials {
+                username: user.to_string(),
+                password: password.to_string(),
+            })),
+            _ => Err(VsphereError::Credentials(format!(
+                "{var} `{path}` must hold two lines: the user name, then the password"
+            ))),
+        }
+    }
+}
+
+/// Names the file with the vCenter account of the cloud controller manager
+/// and kops-controller (the Secret `kube-system/vsphere-cloud-secret`).
+pub const CCM_CREDENTIALS_FILE: &str = "VSPHERE_CCM_CREDENTIALS_FILE";
+/// Names the file with the vCenter account of the CSI driver (the Secret
+/// `vmware-system-csi/vsphere-config-secret`).
+pub const CSI_CREDENTIALS_FILE: &str = "VSPHERE_CSI_CREDENTIALS_FILE";
 
 #[cfg(test)]
 mod tests {

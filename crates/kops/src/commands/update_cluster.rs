@@ -76,6 +76,11 @@ pub struct UpdateClusterArgs {
     /// the cluster, until the control plane is rolled).
     #[arg(long)]
     pub ignore_kubelet_version_skew: bool,
+    /// vSphere: give an in-cluster component without an account of its own
+    /// (VSPHERE_CCM_CREDENTIALS_FILE, VSPHERE_CSI_CREDENTIALS_FILE) your own
+    /// vCenter account, with a warning (it can clone and destroy VMs).
+    #[arg(long)]
+    pub vsphere_copy_operator_credentials: bool,
 }
 
 pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
@@ -144,6 +149,7 @@ pub async fn run(global: &GlobalArgs, a: UpdateClusterArgs) -> Result<i32> {
                 lifecycle_overrides,
                 allow_kops_downgrade: a.allow_kops_downgrade,
                 control_plane_running_version: None,
+                vsphere_copy_operator_credentials: a.vsphere_copy_operator_credentials,
             },
             running_version: (!a.ignore_kubelet_version_skew).then(|| {
                 let cluster = cluster.clone();
@@ -381,7 +387,7 @@ async fn vms_updated(
         }
     }
     print(&text);
-    if a.yes {
+    if a.yes && !outcome.secrets.is_empty() {
         component_secrets(cluster, &outcome.secrets).await;
     }
     let summary = format!(

@@ -30,6 +30,8 @@ struct Case {
     kube: FakeApi,
     state: String,
     dir: tempfile::TempDir,
+    /// More environment for every run (the components' accounts).
+    env: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 impl Case {
@@ -40,6 +42,9 @@ impl Case {
             c.env(k, v);
         }
         c.env("KUBECONFIG", self.dir.path().join("kubeconfig"));
+        for (k, v) in self.env.lock().unwrap().iter() {
+            c.env(k, v);
+        }
         c.output().expect("run kops").into()
     }
 
@@ -203,8 +208,8 @@ fn component_secrets(case: &Case) {
         .kube
         .get("api/v1", "secrets", "kube-system", "vsphere-cloud-secret")
         .expect("the cloud controller manager's Secret");
-    assert_eq!(decode(&cpi, "127.0.0.1.username"), vcsim::USER);
-    assert_eq!(decode(&cpi, "127.0.0.1.password"), vcsim::PASSWORD);
+    assert_eq!(decode(&cpi, "127.0.0.1.username"), "ccm-reader");
+    assert_eq!(decode(&cpi, "127.0.0.1.password"), "ccm-password");
     assert!(case
         .kube
         .get("api/v1", "namespaces", "", "vmware-system-csi")
@@ -280,15 +285,35 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
         &sim,
         &["replace", "-f", file.to_str().unwrap(), "--state", &state],
     );
-    // The cluster's API does not answer yet: the Secrets are left for later.
+    // No component has a vCenter account of its own yet, and the
+    // operator's is not copied unasked: no Secret, one warning each.
     let r = update_yes(&sim, CLUSTER, &state);
-    assert!(r.stderr.contains("is not reachable yet"), "{}", r.stderr);
+    for (secret, var) in [
+        (
+            "kube-system/vsphere-cloud-secret",
+            "VSPHERE_CCM_CREDENTIALS_FILE",
+        ),
+        (
+            "vmware-system-csi/vsphere-config-secret",
+            "VSPHERE_CSI_CREDENTIALS_FILE",
+        ),
+    ] {
+        assert!(
+            r.stderr
+                .contains(&format!("the Secret {secret} was not written"))
+                && r.stderr.contains(var),
+            "{}",
+            r.stderr
+        );
+    }
+    assert!(!r.stderr.contains("is not reachable yet"), "{}", r.stderr);
     addons_and_images(&dir.path().join("state").join(CLUSTER), sim.url());
     let case = Case {
         sim,
         kube,
         state,
         dir,
+        env: Default::default(),
     };
     let mut steps: Vec<(String, String)> = Vec::new();
     let first = case.vms();
@@ -324,9 +349,31 @@ fn vsphere_cluster_validates_rolls_and_dumps() {
     steps.push(("get instances (3 VMs, node names)".into(), calls(&r)));
 
     // Once the API answers, `update --yes` writes the components' vCenter
-    // credentials there (and only there), then leaves them alone.
+    // credentials there (and only there), then leaves them alone: the cloud
+    // controller manager's own account from its file, and, asked for with
+    // the flag and warned about, the operator's for the CSI driver.
+    let account = case.dir.path().join("ccm-account");
+    std::fs::write(&account, "ccm-reader\nccm-password\n").unwrap();
+    case.env.lock().unwrap().push((
+        "VSPHERE_CCM_CREDENTIALS_FILE".into(),
+        account.display().to_string(),
+    ));
     case.kube.take_requests();
-    let r = case.kops_ok(&["update", "cluster", CLUSTER, "--yes"]);
+    let r = case.kops_ok(&[
+        "update",
+        "cluster",
+        CLUSTER,
+        "--yes",
+        "--vsphere-copy-operator-credentials",
+    ]);
+    assert!(
+        r.stderr.contains(&format!(
+            "copied your own vCenter account `{}` into the Secret vmware-system-csi/vsphere-config-secret",
+            vcsim::USER
+        )) && !r.stderr.contains("into the Secret kube-system/vsphere-cloud-secret"),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains(
             "Secrets kube-system/vsphere-cloud-secret, vmware-system-csi/vsphere-config-secret"
