@@ -104,7 +104,7 @@ impl Ipam {
             .map_err(|e| {
                 format!(
                     "EC2 DescribeNetworkInterfaces {instance}: {}",
-                    crate::verify::error_chain(&e)
+                    kops_bootstrap::text::error_chain(&e)
                 )
             })?;
         let cidr = match pod_cidr(instance, &interfaces) {

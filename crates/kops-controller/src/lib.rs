@@ -21,8 +21,6 @@
 //! certificate, and the keys of the CAs it signs with (`kubernetes-ca`
 //! only): nothing else of the PKI.
 
-pub mod client;
-pub mod config;
 pub mod connections;
 pub mod fairness;
 pub mod gce;
@@ -30,18 +28,16 @@ pub mod hostkey;
 pub mod ipam;
 pub mod labels;
 pub mod nodes;
-pub mod protocol;
-pub mod proxy;
 pub mod replay;
 pub mod server;
-pub mod signed_token;
+pub mod signed_claim;
 pub mod test_support;
 pub mod verify;
 pub mod vsphere;
 
 use std::sync::Arc;
 
-pub use config::Options;
+pub use kops_bootstrap::config::{self, Options};
 pub use server::{Controller, SigningKeys, StartError};
 pub use verify::{AwsVerifier, NodeIdentity, Refusal, Verifier, VerifierParts};
 
@@ -99,7 +95,7 @@ pub async fn build_with(
         partition,
         nodes_roles: aws.nodes_roles.clone(),
         region: aws.region.clone(),
-        sts_url: protocol::sts_url(&aws.region),
+        sts_url: kops_bootstrap::protocol::sts_url(&aws.region),
         use_ip_based_node_names: aws.use_ip_based_node_names,
         accept_kops_node_tokens: options.accept_kops_node_tokens,
         ec2: aws_sdk_ec2::Client::new(sdk),
@@ -127,7 +123,8 @@ pub async fn build_gce(options: Options) -> Result<Controller, StartError> {
             reason: "server.provider.gce needs projectID and region".into(),
         });
     }
-    let metadata = Arc::new(gce::metadata::Metadata::from_env().map_err(StartError::Tls)?);
+    let metadata =
+        Arc::new(kops_bootstrap::gce::metadata::Metadata::from_env().map_err(StartError::Tls)?);
     let compute = gce::compute::Compute::from_env(metadata).map_err(StartError::Tls)?;
     let verifier = Verifier::Gce(Box::new(gce::GceVerifier::new(
         &options.cluster_name,
@@ -247,6 +244,6 @@ where
             e.code().unwrap_or("error"),
             e.message().unwrap_or_default()
         ),
-        None => verify::error_chain(error),
+        None => kops_bootstrap::text::error_chain(error),
     }
 }

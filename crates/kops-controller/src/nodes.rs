@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_ec2::types::{Filter, Instance, InstanceStateName};
 use k8s_openapi::api::core::v1::Node;
 
-use crate::verify::{error_chain, escape, in_cluster, node_name, private_dns_name};
+use crate::verify::{in_cluster, node_name, private_dns_name};
+use kops_bootstrap::text::{error_chain, escape};
 
 /// How nodes are bound to instances in one cluster.
 #[derive(Clone)]

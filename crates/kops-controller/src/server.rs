@@ -23,65 +23,17 @@ use kops_state::ObjectStore;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::Options;
 use crate::connections::{Connections, MAX_CONNECTIONS};
-use crate::protocol::{BootstrapRequest, BootstrapResponse, NodeConfig, BOOTSTRAP_API_VERSION};
 use crate::verify::{escape, NodeIdentity, Verifier};
+use kops_bootstrap::config::Options;
+use kops_bootstrap::config::MAX_BODY;
+use kops_bootstrap::protocol::{
+    BootstrapRequest, BootstrapResponse, NodeConfig, BOOTSTRAP_API_VERSION,
+};
 
-/// Largest request body accepted: a node's request (its public keys and
-/// keypair ids) is about 2 KiB.
-pub const MAX_BODY: usize = 16 * 1024;
 /// The most a request's head (request line and headers, the token
 /// included) may take: hyper answers 431 beyond.
 const MAX_HEAD: usize = 32 * 1024;
-/// How long a TLS handshake may take.
-pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a request's head may take to arrive, and how long a
-/// kept-alive connection may wait for its next request.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// The longest a request's body may take to arrive.
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// The slowest a request's body may arrive: its deadline is one second
-/// plus its declared length at this rate, at most [`BODY_READ_TIMEOUT`]
-/// (a node's 2 KiB body: 1.5 s; it comes within milliseconds).
-pub const MIN_BODY_RATE: u64 = 4 * 1024;
-
-/// How long a slow client may hold a connection at each step. Production
-/// uses the constants above ([`Timeouts::default`]); tests shorten them
-/// to see each one fire within a second or two.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    pub tls_handshake: Duration,
-    pub header_read: Duration,
-    /// The most any body may take, however long it is.
-    pub body_read: Duration,
-    /// The slowest a body may arrive, in bytes a second, after a first
-    /// second.
-    pub min_body_rate: u64,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        Timeouts {
-            tls_handshake: TLS_HANDSHAKE_TIMEOUT,
-            header_read: HEADER_READ_TIMEOUT,
-            body_read: BODY_READ_TIMEOUT,
-            min_body_rate: MIN_BODY_RATE,
-        }
-    }
-}
-
-impl Timeouts {
-    /// How long the body of a request declaring `length` bytes may take:
-    /// one second plus `length` at the minimum rate, at most `body_read`.
-    pub fn body_deadline(&self, length: Option<u64>) -> Duration {
-        let length = length.unwrap_or(MAX_BODY as u64);
-        let rate = self.min_body_rate.max(1);
-        let at_min_rate = Duration::from_millis(1_000 + length * 1_000 / rate);
-        at_min_rate.min(self.body_read)
-    }
-}
-
 /// How long a connection is kept, whatever it does.
 const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
 
@@ -302,7 +254,7 @@ impl Controller {
         authorization: &str,
         body: &[u8],
     ) -> Result<NodeIdentity, crate::verify::Refusal> {
-        if !authorization.starts_with(crate::hostkey::token::TOKEN_PREFIX) {
+        if !authorization.starts_with(kops_bootstrap::hostkey::TOKEN_PREFIX) {
             return self.verifier.verify(authorization, body).await;
         }
         match &self.host_keys {
@@ -701,10 +653,10 @@ impl Controller {
 /// The identity an AWS token claims before STS says whose it is: the
 /// access key of its signature's credential (one instance's role session).
 fn claimed_identity(authorization: &str) -> Option<String> {
-    if !authorization.starts_with(crate::protocol::AWS_TOKEN_PREFIX_V1) {
+    if !authorization.starts_with(kops_bootstrap::protocol::AWS_TOKEN_PREFIX_V1) {
         return None;
     }
-    let headers = crate::protocol::TokenHeaders::decode(authorization).ok()?;
+    let headers = kops_bootstrap::protocol::TokenHeaders::decode(authorization).ok()?;
     let signed = headers.get("authorization")?;
     let credential = signed.split("Credential=").nth(1)?;
     let key = credential.split('/').next()?;
@@ -750,19 +702,6 @@ fn public_key_der(text: &str) -> Result<Vec<u8>, String> {
     base64::engine::general_purpose::STANDARD
         .decode(body)
         .map_err(|e| format!("the public key is not PEM: {e}"))
-}
-
-/// The PEM a node sends for its public key (kops' label).
-pub fn public_key_pem(der: &[u8]) -> String {
-    use base64::Engine;
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = String::from("-----BEGIN RSA PUBLIC KEY-----\n");
-    for chunk in b64.as_bytes().chunks(64) {
-        out.push_str(&String::from_utf8_lossy(chunk));
-        out.push('\n');
-    }
-    out.push_str("-----END RSA PUBLIC KEY-----\n");
-    out
 }
 
 fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {

@@ -25,7 +25,7 @@ impl ServingPki {
         let serving = ca
             .issue(&IssueRequest::server(
                 "kops-controller",
-                &[crate::protocol::audience(cluster)],
+                &[kops_bootstrap::protocol::audience(cluster)],
             ))
             .expect("a serving certificate");
         std::fs::create_dir_all(dir).expect("the PKI directory");

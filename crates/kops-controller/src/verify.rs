@@ -13,12 +13,14 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
+use kops_bootstrap::http::{http_client, HttpClient};
+use kops_bootstrap::text::error_chain;
+pub use kops_bootstrap::text::escape;
 
-use crate::protocol::{
+use crate::replay::{Denied, ReplayCache, StsLimiter};
+use kops_bootstrap::protocol::{
     audience, body_sha, TokenHeaders, AUDIENCE_HEADER, REQUEST_SHA_HEADER, STS_BODY,
 };
-use crate::replay::{Denied, ReplayCache, StsLimiter};
 
 /// How old a token may be. STS accepts a signature for 15 minutes; a
 /// node signs its token just before it sends it, so the controller takes
@@ -203,7 +205,7 @@ pub struct AwsVerifier {
     use_ip_based_node_names: bool,
     accept_kops_node_tokens: bool,
     ec2: aws_sdk_ec2::Client,
-    http: StsHttp,
+    http: HttpClient,
     /// Signatures being checked or accepted (see [`crate::replay`]).
     seen: ReplayCache,
     sts_limit: StsLimiter,
@@ -230,37 +232,8 @@ pub struct VerifierParts {
     pub ec2: aws_sdk_ec2::Client,
 }
 
-/// The HTTPS (and, for a local endpoint, HTTP) client used for STS and
-/// Google's APIs, through the environment's proxy ([`crate::proxy`]).
-pub(crate) type StsHttp =
-    Client<hyper_rustls::HttpsConnector<crate::proxy::Connector>, Full<Bytes>>;
-
-fn sts_http(sts_url: &str) -> Result<StsHttp, String> {
+fn sts_http(sts_url: &str) -> Result<HttpClient, String> {
     http_client(sts_url, "STS")
-}
-
-/// A client for `url`'s host: through the proxy the environment names
-/// for it, if any (`what` names the service in the log line saying so).
-pub(crate) fn http_client(url: &str, what: &str) -> Result<StsHttp, String> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| format!("{what} URL `{url}`: {e}"))?;
-    let proxy = crate::proxy::proxy_for(&uri, &|name| std::env::var(name).ok())?;
-    if let Some(proxy) = &proxy {
-        tracing::info!("{what} calls go through the proxy {}", proxy.uri);
-    }
-    client_through(proxy)
-}
-
-/// An HTTP(S) client connecting directly (`None`) or through `proxy`.
-pub(crate) fn client_through(proxy: Option<crate::proxy::Proxy>) -> Result<StsHttp, String> {
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
-        .map_err(|e| format!("cannot load the system's CA certificates: {e}"))?
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(crate::proxy::Connector::new(proxy));
-    Ok(Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector))
 }
 
 impl AwsVerifier {
@@ -723,25 +696,6 @@ pub fn token_kind(authorization: &str) -> String {
     escape(&word.chars().take(32).collect::<String>())
 }
 
-/// A value from a token or another caller, fit for one log line: control
-/// characters escaped (a newline cannot start a forged line), at most 200
-/// characters.
-pub fn escape(text: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == 200 {
-            out.push_str("...");
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// `20261125T010203Z` → time.
 fn parse_amz_date(text: &str) -> Option<SystemTime> {
     let b = text.as_bytes();
@@ -775,21 +729,6 @@ fn xml_value(text: &str, tag: &str) -> Option<String> {
     let start = text.find(&open)? + open.len();
     let end = text[start..].find(&close)? + start;
     Some(text[start..end].trim().to_string())
-}
-
-/// An error and its sources on one line.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        let message = s.to_string();
-        if !text.contains(&message) {
-            text.push_str(": ");
-            text.push_str(&message);
-        }
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]
@@ -836,16 +775,6 @@ mod tests {
             let auth = ok.replace(&sig, &bad);
             assert!(malformed(&auth).contains("64 hex digits"), "{bad}");
         }
-    }
-
-    #[test]
-    fn escaped_fields_stay_on_one_line() {
-        assert_eq!(
-            escape("20261125T010203Z\nforged"),
-            "20261125T010203Z\\nforged"
-        );
-        assert_eq!(escape("a\nb\r\u{1b}c"), "a\\nb\\r\\u{1b}c");
-        assert_eq!(escape(&"x".repeat(500)).len(), 203);
     }
 
     #[test]

@@ -14,8 +14,8 @@ use kops_vsphere::trust::Trust;
 use kops_vsphere::vcenter::{extra_config, Vcenter};
 use kops_vsphere::{proof, Credentials, CLUSTER_KEY, GROUP_KEY, TOKEN_KEY};
 
-use crate::config::VsphereOptions;
 use crate::verify::NodeIdentity;
+use kops_bootstrap::config::VsphereOptions;
 
 /// The Secret of `kube-system` holding the vCenter credentials in the
 /// vSphere cloud provider's format (`<host>.username`,
@@ -107,7 +107,7 @@ impl VsphereVerifier {
     /// The verifier a controller's options describe.
     pub fn from_options(cluster: &str, options: &VsphereOptions) -> VsphereVerifier {
         let file = if options.credentials_file.is_empty() {
-            crate::config::VSPHERE_CREDENTIALS_FILE
+            kops_bootstrap::config::VSPHERE_CREDENTIALS_FILE
         } else {
             options.credentials_file.as_str()
         };

@@ -11,8 +11,9 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde::Deserialize;
 
-use super::metadata::Metadata;
-use crate::verify::{error_chain, http_client, StsHttp};
+use kops_bootstrap::gce::metadata::Metadata;
+use kops_bootstrap::http::{http_client, HttpClient};
+use kops_bootstrap::text::error_chain;
 
 /// Google's Compute API base.
 pub const DEFAULT_ENDPOINT: &str = "https://compute.googleapis.com/compute/v1/";
@@ -24,7 +25,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// A Compute client.
 pub struct Compute {
     base: String,
-    http: StsHttp,
+    http: HttpClient,
     metadata: Arc<Metadata>,
 }
 

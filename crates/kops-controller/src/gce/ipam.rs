@@ -23,7 +23,7 @@ use serde_json::json;
 use super::compute::Instance;
 use super::nodes::GceBinding;
 use crate::labels::all_nodes;
-use crate::verify::escape;
+use kops_bootstrap::text::escape;
 
 /// Gives a Google Cloud cluster's nodes their pod ranges.
 pub struct GceIpam {

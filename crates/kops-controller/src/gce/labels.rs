@@ -16,10 +16,10 @@ use kube::api::Api;
 use std::collections::BTreeMap;
 
 use super::compute::CallError;
-use super::metadata::last_component;
 use super::nodes::GceBinding;
 use super::INSTANCE_GROUP_KEY;
 use crate::verify::{escape, INSTANCE_GROUP_TAG};
+use kops_bootstrap::gce::metadata::last_component;
 
 /// Labels the nodes of one Google Cloud cluster.
 pub struct GceLabeler {

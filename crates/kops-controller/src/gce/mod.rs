@@ -14,18 +14,18 @@
 pub mod compute;
 pub mod ipam;
 pub mod labels;
-pub mod metadata;
 pub mod nodes;
-pub mod token;
 
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-use crate::config::GceOptions;
 use crate::replay::{Denied, ReplayCache, StsLimiter};
-use crate::verify::{escape, NodeIdentity, Refusal};
+use crate::verify::{NodeIdentity, Refusal};
 use compute::{CallError, Compute, Instance};
+use kops_bootstrap::config::GceOptions;
+use kops_bootstrap::gce::{metadata, token};
+use kops_bootstrap::text::escape;
 
 /// The metadata item naming the cluster an instance belongs to.
 pub const CLUSTER_NAME_KEY: &str = "cluster-name";
@@ -109,7 +109,7 @@ impl GceVerifier {
         let (token, data) = token::decode(authorization).map_err(Refusal::Malformed)?;
         let skew = self.max_skew();
         let now = SystemTime::now();
-        let signed = crate::signed_token::check_claim(
+        let signed = crate::signed_claim::check_claim(
             &data.audience,
             token::AUDIENCE,
             data.timestamp,

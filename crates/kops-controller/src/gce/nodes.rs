@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use super::compute::{CallError, Compute, Instance};
 use super::CLUSTER_NAME_KEY;
-use crate::verify::escape;
+use kops_bootstrap::text::escape;
 
 /// How nodes are bound to instances in one Google Cloud cluster.
 #[derive(Clone)]
