@@ -1,7 +1,7 @@
 //! kops-controller's HTTPS server: `/healthz` and `/bootstrap` on port
 //! 3988, with a serving certificate from the cluster CA.
 //!
-//! `/bootstrap` verifies the caller ([`crate::verify`]), then issues the
+//! `/bootstrap` verifies the caller ([`crate::verifier`]), then issues the
 //! certificates it asks for (only the names the configuration enables,
 //! each with its fixed subject: the node cannot choose what it is
 //! certified as) with the CA keys nodeup gave this controller, and, when
@@ -24,35 +24,22 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 use crate::connections::{Connections, MAX_CONNECTIONS};
-use crate::verify::{escape, NodeIdentity, Verifier};
+use crate::error::StartError;
+use crate::identity::NodeIdentity;
+use crate::refusal::Refusal;
+use crate::verifier::{NodePass, Verifier};
 use kops_bootstrap::config::Options;
 use kops_bootstrap::config::MAX_BODY;
 use kops_bootstrap::protocol::{
     BootstrapRequest, BootstrapResponse, NodeConfig, BOOTSTRAP_API_VERSION,
 };
+use kops_bootstrap::text::escape;
 
 /// The most a request's head (request line and headers, the token
 /// included) may take: hyper answers 431 beyond.
 const MAX_HEAD: usize = 32 * 1024;
 /// How long a connection is kept, whatever it does.
 const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
-
-/// Everything that stops the controller from starting.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("cannot read `{path}`: {reason}\nhint: nodeup writes kops-controller's files on control-plane nodes; run it first")]
-    Read { path: String, reason: String },
-    #[error("`{path}`: {reason}")]
-    Invalid { path: String, reason: String },
-    #[error("TLS: {0}")]
-    Tls(String),
-    #[error("cannot listen on {addr}: {reason}")]
-    Listen { addr: String, reason: String },
-    #[error("state store: {0}")]
-    Store(#[from] kops_state::StoreError),
-    #[error("AWS: {0}")]
-    Aws(String),
-}
 
 fn read(path: &str) -> Result<String, StartError> {
     std::fs::read_to_string(path).map_err(|e| StartError::Read {
@@ -114,7 +101,7 @@ fn serde_yaml_ids(text: &str) -> Result<BTreeMap<String, String>, String> {
 /// The bootstrap service of one cluster.
 pub struct Controller {
     options: Options,
-    verifier: Verifier,
+    verifier: Box<dyn Verifier>,
     /// Enrolled machines' verifier, beside the cloud's (`server.pki`).
     host_keys: Option<crate::hostkey::HostKeyVerifier>,
     keys: SigningKeys,
@@ -124,8 +111,6 @@ pub struct Controller {
     /// a node already registered and Ready gets nothing more (see
     /// [`Controller::refuse_registered_nodes`]).
     registered: std::sync::OnceLock<kube::Api<k8s_openapi::api::core::v1::Node>>,
-    /// How nodes are bound to their instances (labels, pod ranges; AWS).
-    binding: Option<crate::nodes::Binding>,
     connections: Arc<Connections>,
     /// Per-peer limits and the line before any verifier runs.
     gate: crate::fairness::Gate,
@@ -134,7 +119,7 @@ pub struct Controller {
 impl Controller {
     pub async fn new(
         options: Options,
-        verifier: Verifier,
+        verifier: Box<dyn Verifier>,
         keys: SigningKeys,
     ) -> Result<Controller, StartError> {
         let config_store = kops_state::open(&options.config_base).await?;
@@ -146,7 +131,6 @@ impl Controller {
         let host_keys = options.pki().map(crate::hostkey::HostKeyVerifier::new);
         Ok(Controller {
             options,
-            binding: verifier.binding(),
             connections: Connections::new(MAX_CONNECTIONS, crate::connections::GRACE),
             gate: crate::fairness::Gate::default(),
             host_keys,
@@ -184,62 +168,30 @@ impl Controller {
         Ok(ready)
     }
 
-    /// A node labeller sharing this controller's EC2 client and state
-    /// store (AWS; `None` on Google Cloud, see [`Controller::gce_labeler`]).
+    /// The node labeller of this controller's cloud, sharing its clients
+    /// and state store (`None` where the cloud has none).
     pub fn labeler(
         &self,
         nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
-    ) -> Option<crate::labels::Labeler> {
-        Some(crate::labels::Labeler {
-            nodes,
-            ec2: self.verifier.ec2()?.clone(),
-            config_store: self.config_store.clone(),
-            binding: self.binding.clone()?,
-        })
+    ) -> Option<Arc<dyn NodePass>> {
+        self.verifier.labeller(nodes, self.config_store.clone())
     }
 
-    /// The node labeller of a Google Cloud cluster (`None` elsewhere).
-    pub fn gce_labeler(
-        &self,
-        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
-    ) -> Option<crate::gce::labels::GceLabeler> {
-        match &self.verifier {
-            Verifier::Gce(gce) => Some(gce.labeler(nodes)),
-            Verifier::Aws(_) | Verifier::Vsphere(_) | Verifier::Metal => None,
-        }
-    }
-
-    /// The cloud IPAM of a Google Cloud cluster, when its options enable
-    /// it (`enableCloudIPAM`; `None` elsewhere).
-    pub fn gce_ipam(
-        &self,
-        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
-    ) -> Option<crate::gce::ipam::GceIpam> {
-        match &self.verifier {
-            Verifier::Gce(gce) if self.options.enable_cloud_ipam => Some(gce.ipam(nodes)),
-            _ => None,
-        }
-    }
-
-    /// The cloud IPAM sharing this controller's EC2 client, when its
-    /// options enable it (`enableCloudIPAM`).
+    /// The cloud IPAM of this controller's cloud, when its options enable
+    /// it (`enableCloudIPAM`; `None` where the cloud has none).
     pub fn ipam(
         &self,
         nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
-    ) -> Option<crate::ipam::Ipam> {
+    ) -> Option<Arc<dyn NodePass>> {
         if !self.options.enable_cloud_ipam {
             return None;
         }
-        Some(crate::ipam::Ipam {
-            nodes,
-            ec2: self.verifier.ec2()?.clone(),
-            binding: self.binding.clone()?,
-        })
+        self.verifier.ipam(nodes)
     }
 
     /// The verifier (tests look at its replay cache).
-    pub fn verifier(&self) -> &Verifier {
-        &self.verifier
+    pub fn verifier(&self) -> &dyn Verifier {
+        self.verifier.as_ref()
     }
 
     /// The verifier of enrolled machines, when the options turn it on.
@@ -249,17 +201,13 @@ impl Controller {
 
     /// Who sent a request: an enrolled machine's token goes to the
     /// machine-key verifier, any other to the cloud's (kops' chain).
-    async fn verify(
-        &self,
-        authorization: &str,
-        body: &[u8],
-    ) -> Result<NodeIdentity, crate::verify::Refusal> {
+    async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
         if !authorization.starts_with(kops_bootstrap::hostkey::TOKEN_PREFIX) {
             return self.verifier.verify(authorization, body).await;
         }
         match &self.host_keys {
             Some(host_keys) => host_keys.verify(authorization, body).await,
-            None => Err(crate::verify::Refusal::NotAccepted(
+            None => Err(Refusal::NotAccepted(
                 "`x-pki-tpm` tokens (enrolled machines) are not accepted: this controller's options have no server.pki".into(),
             )),
         }

@@ -3,6 +3,8 @@
 
 use std::time::SystemTime;
 
+use crate::refusal::Refusal;
+
 /// kops' checks of the fields every signed claim has, in kops' order: the
 /// audience, a signing time within `skew` of `now` either way, and the
 /// hash of the body the token came with. The signing time.
@@ -14,8 +16,7 @@ pub fn check_claim(
     body: &[u8],
     now: SystemTime,
     skew: std::time::Duration,
-) -> Result<SystemTime, crate::verify::Refusal> {
-    use crate::verify::Refusal;
+) -> Result<SystemTime, Refusal> {
     use kops_bootstrap::text::escape;
     use sha2::{Digest, Sha256};
     if audience != want_audience {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use kops_pki::{CertificateAuthority, IssueRequest};
 
 use crate::server::Controller;
-use crate::Options;
+use kops_bootstrap::config::Options;
 
 /// A cluster CA and kops-controller's serving certificate, in files.
 pub struct ServingPki {

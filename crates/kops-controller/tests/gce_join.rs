@@ -325,11 +325,11 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
                 .await
                 .unwrap();
             assert!(
-                controller.gce_ipam(kube::Api::all(kube.clone())).is_none(),
+                controller.ipam(kube::Api::all(kube.clone())).is_none(),
                 "no cloud IPAM without enableCloudIPAM"
             );
             let labeler = controller
-                .gce_labeler(kube::Api::all(kube))
+                .labeler(kube::Api::all(kube))
                 .expect("a GCE cluster");
             api.take_calls();
             assert_eq!(labeler.run_once().await.unwrap(), 1);
@@ -462,9 +462,8 @@ fn gce_ipam_gives_nodes_their_instances_ipv6_ranges() {
         let kube = kops_controller::kube_client(&kube_api.write_kubeconfig(tmp.path()))
             .await
             .unwrap();
-        assert!(controller.ipam(kube::Api::all(kube.clone())).is_none(), "no EC2 IPAM on GCE");
         let ipam = controller
-            .gce_ipam(kube::Api::all(kube))
+            .ipam(kube::Api::all(kube))
             .expect("enableCloudIPAM on a GCE cluster");
         api.take_calls();
         assert_eq!(ipam.run_once().await.unwrap(), 1);

@@ -22,8 +22,9 @@ use std::time::{Duration, SystemTime};
 use kube::core::{ApiResource, DynamicObject};
 use sha2::{Digest, Sha256};
 
+use crate::identity::NodeIdentity;
+use crate::refusal::Refusal;
 use crate::replay::{Denied, ReplayCache, StsLimiter};
-use crate::verify::{NodeIdentity, Refusal};
 use kops_bootstrap::config::PkiOptions;
 use kops_bootstrap::hostkey as token;
 use kops_bootstrap::text::escape;

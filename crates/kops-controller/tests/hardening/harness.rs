@@ -191,13 +191,9 @@ impl Cluster {
                     &options.server.signing_cas,
                 )
                 .unwrap();
-                Controller::new(
-                    options,
-                    kops_controller::Verifier::Aws(Box::new(verifier)),
-                    keys,
-                )
-                .await
-                .unwrap_or_else(|e| panic!("kops-controller: {e}"))
+                Controller::new(options, Box::new(verifier), keys)
+                    .await
+                    .unwrap_or_else(|e| panic!("kops-controller: {e}"))
             }
         };
         let controller = Arc::new(controller);

@@ -552,7 +552,7 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     // 6. Cloud IPAM (IPv6-only clusters): the node's instance is found by
     // its interface; moto gives interfaces no IPv6 prefixes, so the node is
     // named in a warning and left without a range (the prefix → range rule
-    // is a unit test of kops_controller::ipam). A node that has its range
+    // is a unit test of kops_controller::aws::ipam). A node that has its range
     // is not looked up.
     let ipam = controller
         .ipam(kube::Api::all(kube))
