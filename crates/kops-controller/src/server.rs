@@ -1,7 +1,7 @@
 //! kops-controller's HTTPS server: `/healthz` and `/bootstrap` on port
 //! 3988, with a serving certificate from the cluster CA.
 //!
-//! `/bootstrap` verifies the caller ([`crate::verify`]), then issues the
+//! `/bootstrap` verifies the caller ([`crate::verifier`]), then issues the
 //! certificates it asks for (only the names the configuration enables,
 //! each with its fixed subject: the node cannot choose what it is
 //! certified as) with the CA keys nodeup gave this controller, and, when
@@ -23,84 +23,23 @@ use kops_state::ObjectStore;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::Options;
 use crate::connections::{Connections, MAX_CONNECTIONS};
-use crate::protocol::{BootstrapRequest, BootstrapResponse, NodeConfig, BOOTSTRAP_API_VERSION};
-use crate::verify::{escape, NodeIdentity, Verifier};
+use crate::error::StartError;
+use crate::identity::NodeIdentity;
+use crate::refusal::Refusal;
+use crate::verifier::{NodePass, Verifier};
+use kops_bootstrap::config::Options;
+use kops_bootstrap::config::MAX_BODY;
+use kops_bootstrap::protocol::{
+    BootstrapRequest, BootstrapResponse, NodeConfig, BOOTSTRAP_API_VERSION,
+};
+use kops_bootstrap::text::escape;
 
-/// Largest request body accepted: a node's request (its public keys and
-/// keypair ids) is about 2 KiB.
-pub const MAX_BODY: usize = 16 * 1024;
 /// The most a request's head (request line and headers, the token
 /// included) may take: hyper answers 431 beyond.
 const MAX_HEAD: usize = 32 * 1024;
-/// How long a TLS handshake may take.
-pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a request's head may take to arrive, and how long a
-/// kept-alive connection may wait for its next request.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// The longest a request's body may take to arrive.
-pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// The slowest a request's body may arrive: its deadline is one second
-/// plus its declared length at this rate, at most [`BODY_READ_TIMEOUT`]
-/// (a node's 2 KiB body: 1.5 s; it comes within milliseconds).
-pub const MIN_BODY_RATE: u64 = 4 * 1024;
-
-/// How long a slow client may hold a connection at each step. Production
-/// uses the constants above ([`Timeouts::default`]); tests shorten them
-/// to see each one fire within a second or two.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    pub tls_handshake: Duration,
-    pub header_read: Duration,
-    /// The most any body may take, however long it is.
-    pub body_read: Duration,
-    /// The slowest a body may arrive, in bytes a second, after a first
-    /// second.
-    pub min_body_rate: u64,
-}
-
-impl Default for Timeouts {
-    fn default() -> Self {
-        Timeouts {
-            tls_handshake: TLS_HANDSHAKE_TIMEOUT,
-            header_read: HEADER_READ_TIMEOUT,
-            body_read: BODY_READ_TIMEOUT,
-            min_body_rate: MIN_BODY_RATE,
-        }
-    }
-}
-
-impl Timeouts {
-    /// How long the body of a request declaring `length` bytes may take:
-    /// one second plus `length` at the minimum rate, at most `body_read`.
-    pub fn body_deadline(&self, length: Option<u64>) -> Duration {
-        let length = length.unwrap_or(MAX_BODY as u64);
-        let rate = self.min_body_rate.max(1);
-        let at_min_rate = Duration::from_millis(1_000 + length * 1_000 / rate);
-        at_min_rate.min(self.body_read)
-    }
-}
-
 /// How long a connection is kept, whatever it does.
 const MAX_CONNECTION_AGE: Duration = Duration::from_secs(120);
-
-/// Everything that stops the controller from starting.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("cannot read `{path}`: {reason}\nhint: nodeup writes kops-controller's files on control-plane nodes; run it first")]
-    Read { path: String, reason: String },
-    #[error("`{path}`: {reason}")]
-    Invalid { path: String, reason: String },
-    #[error("TLS: {0}")]
-    Tls(String),
-    #[error("cannot listen on {addr}: {reason}")]
-    Listen { addr: String, reason: String },
-    #[error("state store: {0}")]
-    Store(#[from] kops_state::StoreError),
-    #[error("AWS: {0}")]
-    Aws(String),
-}
 
 fn read(path: &str) -> Result<String, StartError> {
     std::fs::read_to_string(path).map_err(|e| StartError::Read {
@@ -162,7 +101,7 @@ fn serde_yaml_ids(text: &str) -> Result<BTreeMap<String, String>, String> {
 /// The bootstrap service of one cluster.
 pub struct Controller {
     options: Options,
-    verifier: Verifier,
+    verifier: Box<dyn Verifier>,
     /// Enrolled machines' verifier, beside the cloud's (`server.pki`).
     host_keys: Option<crate::hostkey::HostKeyVerifier>,
     keys: SigningKeys,
@@ -172,8 +111,6 @@ pub struct Controller {
     /// a node already registered and Ready gets nothing more (see
     /// [`Controller::refuse_registered_nodes`]).
     registered: std::sync::OnceLock<kube::Api<k8s_openapi::api::core::v1::Node>>,
-    /// How nodes are bound to their instances (labels, pod ranges; AWS).
-    binding: Option<crate::nodes::Binding>,
     connections: Arc<Connections>,
     /// Per-peer limits and the line before any verifier runs.
     gate: crate::fairness::Gate,
@@ -182,7 +119,7 @@ pub struct Controller {
 impl Controller {
     pub async fn new(
         options: Options,
-        verifier: Verifier,
+        verifier: Box<dyn Verifier>,
         keys: SigningKeys,
     ) -> Result<Controller, StartError> {
         let config_store = kops_state::open(&options.config_base).await?;
@@ -194,7 +131,6 @@ impl Controller {
         let host_keys = options.pki().map(crate::hostkey::HostKeyVerifier::new);
         Ok(Controller {
             options,
-            binding: verifier.binding(),
             connections: Connections::new(MAX_CONNECTIONS, crate::connections::GRACE),
             gate: crate::fairness::Gate::default(),
             host_keys,
@@ -232,62 +168,30 @@ impl Controller {
         Ok(ready)
     }
 
-    /// A node labeller sharing this controller's EC2 client and state
-    /// store (AWS; `None` on Google Cloud, see [`Controller::gce_labeler`]).
+    /// The node labeller of this controller's cloud, sharing its clients
+    /// and state store (`None` where the cloud has none).
     pub fn labeler(
         &self,
         nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
-    ) -> Option<crate::labels::Labeler> {
-        Some(crate::labels::Labeler {
-            nodes,
-            ec2: self.verifier.ec2()?.clone(),
-            config_store: self.config_store.clone(),
-            binding: self.binding.clone()?,
-        })
+    ) -> Option<Arc<dyn NodePass>> {
+        self.verifier.labeller(nodes, self.config_store.clone())
     }
 
-    /// The node labeller of a Google Cloud cluster (`None` elsewhere).
-    pub fn gce_labeler(
-        &self,
-        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
-    ) -> Option<crate::gce::labels::GceLabeler> {
-        match &self.verifier {
-            Verifier::Gce(gce) => Some(gce.labeler(nodes)),
-            Verifier::Aws(_) | Verifier::Vsphere(_) | Verifier::Metal => None,
-        }
-    }
-
-    /// The cloud IPAM of a Google Cloud cluster, when its options enable
-    /// it (`enableCloudIPAM`; `None` elsewhere).
-    pub fn gce_ipam(
-        &self,
-        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
-    ) -> Option<crate::gce::ipam::GceIpam> {
-        match &self.verifier {
-            Verifier::Gce(gce) if self.options.enable_cloud_ipam => Some(gce.ipam(nodes)),
-            _ => None,
-        }
-    }
-
-    /// The cloud IPAM sharing this controller's EC2 client, when its
-    /// options enable it (`enableCloudIPAM`).
+    /// The cloud IPAM of this controller's cloud, when its options enable
+    /// it (`enableCloudIPAM`; `None` where the cloud has none).
     pub fn ipam(
         &self,
         nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
-    ) -> Option<crate::ipam::Ipam> {
+    ) -> Option<Arc<dyn NodePass>> {
         if !self.options.enable_cloud_ipam {
             return None;
         }
-        Some(crate::ipam::Ipam {
-            nodes,
-            ec2: self.verifier.ec2()?.clone(),
-            binding: self.binding.clone()?,
-        })
+        self.verifier.ipam(nodes)
     }
 
     /// The verifier (tests look at its replay cache).
-    pub fn verifier(&self) -> &Verifier {
-        &self.verifier
+    pub fn verifier(&self) -> &dyn Verifier {
+        self.verifier.as_ref()
     }
 
     /// The verifier of enrolled machines, when the options turn it on.
@@ -297,17 +201,13 @@ impl Controller {
 
     /// Who sent a request: an enrolled machine's token goes to the
     /// machine-key verifier, any other to the cloud's (kops' chain).
-    async fn verify(
-        &self,
-        authorization: &str,
-        body: &[u8],
-    ) -> Result<NodeIdentity, crate::verify::Refusal> {
-        if !authorization.starts_with(crate::hostkey::token::TOKEN_PREFIX) {
+    async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
+        if !authorization.starts_with(kops_bootstrap::hostkey::TOKEN_PREFIX) {
             return self.verifier.verify(authorization, body).await;
         }
         match &self.host_keys {
             Some(host_keys) => host_keys.verify(authorization, body).await,
-            None => Err(crate::verify::Refusal::NotAccepted(
+            None => Err(Refusal::NotAccepted(
                 "`x-pki-tpm` tokens (enrolled machines) are not accepted: this controller's options have no server.pki".into(),
             )),
         }
@@ -701,10 +601,10 @@ impl Controller {
 /// The identity an AWS token claims before STS says whose it is: the
 /// access key of its signature's credential (one instance's role session).
 fn claimed_identity(authorization: &str) -> Option<String> {
-    if !authorization.starts_with(crate::protocol::AWS_TOKEN_PREFIX_V1) {
+    if !authorization.starts_with(kops_bootstrap::protocol::AWS_TOKEN_PREFIX_V1) {
         return None;
     }
-    let headers = crate::protocol::TokenHeaders::decode(authorization).ok()?;
+    let headers = kops_bootstrap::protocol::TokenHeaders::decode(authorization).ok()?;
     let signed = headers.get("authorization")?;
     let credential = signed.split("Credential=").nth(1)?;
     let key = credential.split('/').next()?;
@@ -750,19 +650,6 @@ fn public_key_der(text: &str) -> Result<Vec<u8>, String> {
     base64::engine::general_purpose::STANDARD
         .decode(body)
         .map_err(|e| format!("the public key is not PEM: {e}"))
-}
-
-/// The PEM a node sends for its public key (kops' label).
-pub fn public_key_pem(der: &[u8]) -> String {
-    use base64::Engine;
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = String::from("-----BEGIN RSA PUBLIC KEY-----\n");
-    for chunk in b64.as_bytes().chunks(64) {
-        out.push_str(&String::from_utf8_lossy(chunk));
-        out.push('\n');
-    }
-    out.push_str("-----END RSA PUBLIC KEY-----\n");
-    out
 }
 
 fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {

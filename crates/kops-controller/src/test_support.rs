@@ -9,7 +9,7 @@ use std::sync::Arc;
 use kops_pki::{CertificateAuthority, IssueRequest};
 
 use crate::server::Controller;
-use crate::Options;
+use kops_bootstrap::config::Options;
 
 /// A cluster CA and kops-controller's serving certificate, in files.
 pub struct ServingPki {
@@ -25,7 +25,7 @@ impl ServingPki {
         let serving = ca
             .issue(&IssueRequest::server(
                 "kops-controller",
-                &[crate::protocol::audience(cluster)],
+                &[kops_bootstrap::protocol::audience(cluster)],
             ))
             .expect("a serving certificate");
         std::fs::create_dir_all(dir).expect("the PKI directory");

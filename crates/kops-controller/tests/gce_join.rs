@@ -17,9 +17,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use kops_controller::client::{BootstrapClient, ClientError};
-use kops_controller::gce::token::{create_token, InstanceRef, SoftwareKey};
-use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
+use kops_bootstrap::client::{BootstrapClient, ClientError};
+use kops_bootstrap::gce::token::{create_token, InstanceRef, SoftwareKey};
+use kops_bootstrap::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_controller::Options;
 use kops_pki::CertificateAuthority;
 use kops_testkit::logs::Logs;
@@ -88,7 +88,7 @@ fn request() -> BootstrapRequest {
         api_version: BOOTSTRAP_API_VERSION.to_string(),
         certs: BTreeMap::from([(
             "kubelet".to_string(),
-            kops_controller::server::public_key_pem(&public_key),
+            kops_bootstrap::protocol::public_key_pem(&public_key),
         )]),
         include_node_config: true,
         ..Default::default()
@@ -325,11 +325,11 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
                 .await
                 .unwrap();
             assert!(
-                controller.gce_ipam(kube::Api::all(kube.clone())).is_none(),
+                controller.ipam(kube::Api::all(kube.clone())).is_none(),
                 "no cloud IPAM without enableCloudIPAM"
             );
             let labeler = controller
-                .gce_labeler(kube::Api::all(kube))
+                .labeler(kube::Api::all(kube))
                 .expect("a GCE cluster");
             api.take_calls();
             assert_eq!(labeler.run_once().await.unwrap(), 1);
@@ -360,7 +360,7 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
                 "scope": "Namespaced",
                 "versions": [{"name": "v1alpha2", "served": true}],
             }}));
-            let (machine, _) = kops_controller::hostkey::token::MachineKey::generate().unwrap();
+            let (machine, _) = kops_bootstrap::hostkey::MachineKey::generate().unwrap();
             kube_api.put(
                 "apis/kops.k8s.io/v1alpha2",
                 "hosts",
@@ -381,7 +381,7 @@ fn a_gce_worker_joins_and_impostors_are_refused() {
                 .read_hosts_from(kops_controller::hostkey::hosts_api(kube));
             api.take_calls();
             let enrolled =
-                kops_controller::hostkey::token::create_token("enrolled-1", &machine, &body, SystemTime::now())
+                kops_bootstrap::hostkey::create_token("enrolled-1", &machine, &body, SystemTime::now())
                     .unwrap();
             let response = client
                 .post(&url, &enrolled, &body)
@@ -462,9 +462,8 @@ fn gce_ipam_gives_nodes_their_instances_ipv6_ranges() {
         let kube = kops_controller::kube_client(&kube_api.write_kubeconfig(tmp.path()))
             .await
             .unwrap();
-        assert!(controller.ipam(kube::Api::all(kube.clone())).is_none(), "no EC2 IPAM on GCE");
         let ipam = controller
-            .gce_ipam(kube::Api::all(kube))
+            .ipam(kube::Api::all(kube))
             .expect("enableCloudIPAM on a GCE cluster");
         api.take_calls();
         assert_eq!(ipam.run_once().await.unwrap(), 1);

@@ -13,7 +13,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kops_controller::protocol;
+use kops_bootstrap::protocol;
 use kops_controller::test_support::{self, ServingPki};
 use kops_nodeup::agent::{self, tpm, NodeupError};
 use kops_nodeup::bootstrap::{render_script, BootConfig, ConfigServer};

@@ -7,7 +7,7 @@
 
 use std::time::SystemTime;
 
-use kops_controller::gce::token::{self, InstanceRef, Signer};
+use kops_bootstrap::gce::token::{self, InstanceRef, Signer};
 use kops_nodeup::agent::tpm::{AttestationKey, Tpm, TpmSigner, GCE_AK_TEMPLATE_RSA};
 
 #[test]

@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use kops_controller::client::{BootstrapClient, ClientError};
-use kops_controller::hostkey::token::{create_token, MachineKey, MACHINE_PRIVATE_KEY};
-use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
+use kops_bootstrap::client::{BootstrapClient, ClientError};
+use kops_bootstrap::hostkey::{create_token, MachineKey, MACHINE_PRIVATE_KEY};
+use kops_bootstrap::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_nodeup::agent::{self, NodeupError};
 use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
 use kops_pki::CertificateAuthority;
@@ -403,7 +403,7 @@ fn request() -> BootstrapRequest {
         api_version: BOOTSTRAP_API_VERSION.to_string(),
         certs: BTreeMap::from([(
             "kubelet".to_string(),
-            kops_controller::server::public_key_pem(&public_key),
+            kops_bootstrap::protocol::public_key_pem(&public_key),
         )]),
         ..Default::default()
     }

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kops_controller::protocol;
+use kops_bootstrap::protocol;
 use kops_nodeup::agent::{self, vsphere::Guest, NodeupError};
 use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
 use kops_testkit::logs::Logs;

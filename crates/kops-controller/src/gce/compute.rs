@@ -11,10 +11,16 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde::Deserialize;
 
-use super::metadata::Metadata;
-use crate::verify::{error_chain, http_client, StsHttp};
+use kops_bootstrap::gce::metadata::Metadata;
+use kops_bootstrap::http::{http_client, HttpClient};
+use kops_bootstrap::text::error_chain;
 
 /// Google's Compute API base.
+/// The metadata item naming the cluster an instance belongs to.
+pub const CLUSTER_NAME_KEY: &str = "cluster-name";
+/// The metadata item naming an instance's instance group.
+pub const INSTANCE_GROUP_KEY: &str = "kops-k8s-io-instance-group-name";
+
 pub const DEFAULT_ENDPOINT: &str = "https://compute.googleapis.com/compute/v1/";
 /// The variable gcloud reads to send Compute calls elsewhere.
 pub const ENDPOINT_VARIABLE: &str = "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE";
@@ -24,7 +30,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// A Compute client.
 pub struct Compute {
     base: String,
-    http: StsHttp,
+    http: HttpClient,
     metadata: Arc<Metadata>,
 }
 

@@ -22,8 +22,9 @@ use serde_json::json;
 
 use super::compute::Instance;
 use super::nodes::GceBinding;
-use crate::labels::all_nodes;
-use crate::verify::escape;
+use crate::node_labels::all_nodes;
+use crate::verifier::NodePass;
+use kops_bootstrap::text::escape;
 
 /// Gives a Google Cloud cluster's nodes their pod ranges.
 pub struct GceIpam {
@@ -107,6 +108,13 @@ impl GceIpam {
         if warned.insert((name.to_string(), reason.to_string())) {
             tracing::warn!("cloud IPAM: node {}: {reason}", escape(name));
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl NodePass for GceIpam {
+    async fn run_once(&self) -> Result<usize, String> {
+        GceIpam::run_once(self).await
     }
 }
 

@@ -16,10 +16,12 @@ use kube::api::Api;
 use std::collections::BTreeMap;
 
 use super::compute::CallError;
-use super::metadata::last_component;
+use super::compute::INSTANCE_GROUP_KEY;
 use super::nodes::GceBinding;
-use super::INSTANCE_GROUP_KEY;
-use crate::verify::{escape, INSTANCE_GROUP_TAG};
+use crate::identity::INSTANCE_GROUP_TAG;
+use crate::verifier::NodePass;
+use kops_bootstrap::gce::metadata::last_component;
+use kops_bootstrap::text::escape;
 
 /// Labels the nodes of one Google Cloud cluster.
 pub struct GceLabeler {
@@ -43,7 +45,7 @@ fn role_labels(cluster: &str) -> [(String, &'static str); 3] {
 impl GceLabeler {
     /// One pass over all nodes: the number of nodes patched.
     pub async fn run_once(&self) -> Result<usize, String> {
-        let nodes = crate::labels::all_nodes(&self.nodes).await?;
+        let nodes = crate::node_labels::all_nodes(&self.nodes).await?;
         let mut patched = 0;
         for node in &nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
@@ -52,7 +54,7 @@ impl GceLabeler {
             };
             match self.identify(&name, &provider_id).await {
                 Ok((group, wanted)) => {
-                    if crate::labels::reconcile(&self.nodes, node, &group, &wanted).await {
+                    if crate::node_labels::reconcile(&self.nodes, node, &group, &wanted).await {
                         patched += 1;
                     }
                 }
@@ -131,5 +133,12 @@ impl GceLabeler {
         }
         labels.insert(INSTANCE_GROUP_TAG.to_string(), group.clone());
         Ok((group, labels))
+    }
+}
+
+#[async_trait::async_trait]
+impl NodePass for GceLabeler {
+    async fn run_once(&self) -> Result<usize, String> {
+        GceLabeler::run_once(self).await
     }
 }

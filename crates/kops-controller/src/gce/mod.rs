@@ -14,25 +14,49 @@
 pub mod compute;
 pub mod ipam;
 pub mod labels;
-pub mod metadata;
 pub mod nodes;
-pub mod token;
 
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-use crate::config::GceOptions;
+use crate::error::StartError;
+use crate::identity::NodeIdentity;
+use crate::refusal::Refusal;
 use crate::replay::{Denied, ReplayCache, StsLimiter};
-use crate::verify::{escape, NodeIdentity, Refusal};
+use crate::verifier::{NodePass, Verifier};
 use compute::{CallError, Compute, Instance};
+use kops_bootstrap::config::{GceOptions, Options, CONFIG_PATH};
+use kops_bootstrap::gce::{metadata, token};
+use kops_bootstrap::text::escape;
 
-/// The metadata item naming the cluster an instance belongs to.
-pub const CLUSTER_NAME_KEY: &str = "cluster-name";
-/// The metadata item naming an instance's instance group.
-pub const INSTANCE_GROUP_KEY: &str = "kops-k8s-io-instance-group-name";
+pub use compute::{CLUSTER_NAME_KEY, INSTANCE_GROUP_KEY};
+
 /// kops' default clock skew allowance when the options give none.
 const DEFAULT_MAX_SKEW: Duration = Duration::from_secs(300);
+
+/// The verifier of a Google Cloud cluster: Compute at gcloud's endpoint
+/// (`CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`, else Google's), with the
+/// instance's service-account token from the metadata server
+/// (`GCE_METADATA_HOST`, else the link-local one).
+pub fn verifier(options: &Options) -> Result<GceVerifier, StartError> {
+    let gce = options
+        .gce()
+        .ok_or_else(|| StartError::Invalid {
+            path: CONFIG_PATH.to_string(),
+            reason: "server.provider.gce is missing".into(),
+        })?
+        .clone();
+    if gce.project_id.is_empty() || gce.region.is_empty() {
+        return Err(StartError::Invalid {
+            path: CONFIG_PATH.to_string(),
+            reason: "server.provider.gce needs projectID and region".into(),
+        });
+    }
+    let metadata = std::sync::Arc::new(metadata::Metadata::from_env().map_err(StartError::Tls)?);
+    let compute = Compute::from_env(metadata).map_err(StartError::Tls)?;
+    Ok(GceVerifier::new(&options.cluster_name, gce, compute))
+}
 
 /// The verifier of one cluster's controller on Google Cloud.
 pub struct GceVerifier {
@@ -109,7 +133,7 @@ impl GceVerifier {
         let (token, data) = token::decode(authorization).map_err(Refusal::Malformed)?;
         let skew = self.max_skew();
         let now = SystemTime::now();
-        let signed = crate::signed_token::check_claim(
+        let signed = crate::signed_claim::check_claim(
             &data.audience,
             token::AUDIENCE,
             data.timestamp,
@@ -247,6 +271,32 @@ impl GceVerifier {
             }
         }
         Ok(identity_of(&instance, instance_group))
+    }
+}
+
+#[async_trait::async_trait]
+impl Verifier for GceVerifier {
+    async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
+        GceVerifier::verify(self, authorization, body).await
+    }
+
+    fn replay_entries(&self) -> usize {
+        GceVerifier::replay_entries(self)
+    }
+
+    fn labeller(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+        _config_store: std::sync::Arc<dyn kops_state::ObjectStore>,
+    ) -> Option<std::sync::Arc<dyn NodePass>> {
+        Some(std::sync::Arc::new(self.labeler(nodes)))
+    }
+
+    fn ipam(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> Option<std::sync::Arc<dyn NodePass>> {
+        Some(std::sync::Arc::new(GceVerifier::ipam(self, nodes)))
     }
 }
 

@@ -1,6 +1,6 @@
 //! Which Google Cloud instance a Kubernetes node is, before the controller
 //! acts on it (role labels, an IPv6 pod range): the GCE counterpart of
-//! [`crate::nodes`].
+//! [`crate::aws::nodes`].
 //!
 //! A kubelet chooses its node's `spec.providerID`
 //! (`gce://<project>/<zone>/<instance>`), so the id alone proves nothing.
@@ -13,9 +13,9 @@
 
 use std::sync::Arc;
 
+use super::compute::CLUSTER_NAME_KEY;
 use super::compute::{CallError, Compute, Instance};
-use super::CLUSTER_NAME_KEY;
-use crate::verify::escape;
+use kops_bootstrap::text::escape;
 
 /// How nodes are bound to instances in one Google Cloud cluster.
 #[derive(Clone)]

@@ -16,17 +16,18 @@
 //! beside the cloud's own, on any cluster updated with
 //! `KOPS_FEATURE_FLAGS=Metal` (`server.pki` in the controller's options).
 
-pub mod token;
-
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use kube::core::{ApiResource, DynamicObject};
 use sha2::{Digest, Sha256};
 
-use crate::config::PkiOptions;
+use crate::identity::NodeIdentity;
+use crate::refusal::Refusal;
 use crate::replay::{Denied, ReplayCache, StsLimiter};
-use crate::verify::{escape, NodeIdentity, Refusal};
+use kops_bootstrap::config::PkiOptions;
+use kops_bootstrap::hostkey as token;
+use kops_bootstrap::text::escape;
 
 /// The namespace of `Host` objects.
 pub const HOST_NAMESPACE: &str = "kops-system";
@@ -89,9 +90,9 @@ impl HostKeyVerifier {
         let (token, data) = token::decode(authorization).map_err(Refusal::Malformed)?;
         let now = SystemTime::now();
         let skew = self.max_skew;
-        let signed = crate::signed_token::check_claim(
+        let signed = crate::signed_claim::check_claim(
             &data.audience,
-            crate::gce::token::AUDIENCE,
+            kops_bootstrap::gce::token::AUDIENCE,
             data.timestamp,
             &data.request_hash,
             body,
@@ -126,7 +127,7 @@ impl HostKeyVerifier {
     async fn check_host(
         &self,
         name: &str,
-        token: &crate::gce::token::AuthToken,
+        token: &kops_bootstrap::gce::token::AuthToken,
     ) -> Result<NodeIdentity, Refusal> {
         let host = format!("{HOST_NAMESPACE}/{name}");
         let lookup = |reason: String| Refusal::HostLookup {
@@ -140,7 +141,7 @@ impl HostKeyVerifier {
         let found = tokio::time::timeout(LOOKUP_TIMEOUT, api.get_opt(name))
             .await
             .map_err(|_| lookup(format!("no answer in {}s", LOOKUP_TIMEOUT.as_secs())))?
-            .map_err(|e| lookup(escape(&crate::verify::error_chain(&e))))?
+            .map_err(|e| lookup(escape(&kops_bootstrap::text::error_chain(&e))))?
             .ok_or_else(|| Refusal::UnknownHost { host: host.clone() })?;
         let field = |name: &str| {
             found.data["spec"][name]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use aws_sdk_ec2::config::Credentials;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use kops_controller::protocol;
+use kops_bootstrap::protocol;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::{request, tls_client, with_moto, Cluster, REGION, WORKERS};
@@ -383,7 +383,7 @@ fn the_replay_cache_bound_is_reached_and_released() {
         for n in 0..BOUND {
             let token = forged_token(&cluster, &body, n);
             match client_of(&cluster).post(&cluster.url, &token, &body).await {
-                Err(kops_controller::client::ClientError::Refused { status: 403, .. }) => {}
+                Err(kops_bootstrap::client::ClientError::Refused { status: 403, .. }) => {}
                 other => panic!("token {n}: {:?}", other.err()),
             }
         }
@@ -391,7 +391,7 @@ fn the_replay_cache_bound_is_reached_and_released() {
         // Reached: a node is told to come back, nothing older is dropped.
         let full = cluster.client().bootstrap(&request(), &credentials).await;
         match full {
-            Err(kops_controller::client::ClientError::Refused { status: 503, .. }) => {}
+            Err(kops_bootstrap::client::ClientError::Refused { status: 503, .. }) => {}
             other => panic!(
                 "with the cache full ({BOUND} entries held): {:?}",
                 other.map(|_| "the node joined: the bound was not enforced")
@@ -419,7 +419,7 @@ fn the_replay_cache_bound_is_reached_and_released() {
     });
 }
 
-fn client_of(cluster: &Cluster) -> kops_controller::client::BootstrapClient {
+fn client_of(cluster: &Cluster) -> kops_bootstrap::client::BootstrapClient {
     cluster.client()
 }
 
@@ -478,7 +478,7 @@ fn dribble<W: tokio::io::AsyncWrite + Unpin + Send + 'static>(
 /// 4 KiB/s, and a body a little faster than that is not cut.
 #[test]
 fn clients_slower_than_each_timeout_are_cut_off() {
-    use kops_controller::server::Timeouts;
+    use kops_bootstrap::config::Timeouts;
     let timeouts = Timeouts {
         tls_handshake: Duration::from_secs(1),
         header_read: Duration::from_secs(1),
@@ -580,7 +580,7 @@ fn busy_slow_body_connections_do_not_stop_a_node() {
         return;
     }
     with_moto(|moto| async move {
-        let timeouts = kops_controller::server::Timeouts {
+        let timeouts = kops_bootstrap::config::Timeouts {
             body_read: Duration::from_secs(110),
             min_body_rate: 1,
             ..Default::default()

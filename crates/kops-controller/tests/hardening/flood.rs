@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kops_controller::client::ClientError;
+use kops_bootstrap::client::ClientError;
 use tokio::io::AsyncWriteExt;
 
 use crate::harness::{edit_token, request, rss_kib, tls_client, with_moto, Cluster, WORKERS};
@@ -154,7 +154,7 @@ fn idle_and_slow_connections_do_not_stop_a_node() {
             }
         }
         let tls = tls_client(&cluster.ca_pem);
-        let name = rustls_pki_types::ServerName::try_from(kops_controller::protocol::audience(
+        let name = rustls_pki_types::ServerName::try_from(kops_bootstrap::protocol::audience(
             &cluster.name,
         ))
         .unwrap();

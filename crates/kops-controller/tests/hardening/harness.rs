@@ -10,9 +10,9 @@ use std::time::SystemTime;
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;
-use kops_controller::client::BootstrapClient;
-use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
-use kops_controller::server::Timeouts;
+use kops_bootstrap::client::BootstrapClient;
+use kops_bootstrap::config::Timeouts;
+use kops_bootstrap::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_controller::{Controller, Options};
 pub use kops_testkit::logs::Logs;
 
@@ -191,13 +191,9 @@ impl Cluster {
                     &options.server.signing_cas,
                 )
                 .unwrap();
-                Controller::new(
-                    options,
-                    kops_controller::Verifier::Aws(Box::new(verifier)),
-                    keys,
-                )
-                .await
-                .unwrap_or_else(|e| panic!("kops-controller: {e}"))
+                Controller::new(options, Box::new(verifier), keys)
+                    .await
+                    .unwrap_or_else(|e| panic!("kops-controller: {e}"))
             }
         };
         let controller = Arc::new(controller);
@@ -322,7 +318,7 @@ pub fn request() -> BootstrapRequest {
         api_version: BOOTSTRAP_API_VERSION.to_string(),
         certs: BTreeMap::from([(
             "kubelet".to_string(),
-            kops_controller::server::public_key_pem(&public_key),
+            kops_bootstrap::protocol::public_key_pem(&public_key),
         )]),
         include_node_config: true,
         ..Default::default()

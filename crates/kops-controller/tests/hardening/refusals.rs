@@ -2,12 +2,12 @@
 //! duplicated signature parameter, and an internal error, each answered
 //! as it should be and logged once, on one line.
 
-use kops_controller::client::ClientError;
+use kops_bootstrap::client::ClientError;
 
 use crate::harness::{edit_token, request, with_moto, Cluster, WORKERS};
 
 fn status(
-    result: Result<kops_controller::protocol::BootstrapResponse, ClientError>,
+    result: Result<kops_bootstrap::protocol::BootstrapResponse, ClientError>,
 ) -> (u16, String) {
     match result {
         Err(ClientError::Refused {

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kops_controller::client::{default_credentials, BootstrapClient, ClientError};
-use kops_controller::protocol::{BootstrapRequest, BOOTSTRAP_API_VERSION};
+use kops_bootstrap::client::{default_credentials, BootstrapClient, ClientError};
+use kops_bootstrap::protocol::{BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_pki::IssueRequest;
 
 use super::files::under;
@@ -76,18 +76,18 @@ pub enum Identity {
     Aws,
     /// A token signed by the instance's vTPM attestation key (or its stand-in).
     Gce {
-        instance: kops_controller::gce::token::InstanceRef,
-        signer: std::sync::Arc<dyn kops_controller::gce::token::Signer>,
+        instance: kops_bootstrap::gce::token::InstanceRef,
+        signer: std::sync::Arc<dyn kops_bootstrap::gce::token::Signer>,
     },
     /// The VM's BIOS UUID and an HMAC keyed with its one-time token
     /// ([`kops_vsphere::proof`]): one request only.
     Vsphere { bios_uuid: String, token: String },
     /// A machine enrolled with `kops toolbox enroll` (bare metal): a token
     /// signed with the machine key `toolbox enroll` made on it, naming its
-    /// `Host` object ([`kops_controller::hostkey`]).
+    /// `Host` object (kops-controller's `hostkey`).
     HostKey {
         host: String,
-        key: std::sync::Arc<kops_controller::hostkey::token::MachineKey>,
+        key: std::sync::Arc<kops_bootstrap::hostkey::MachineKey>,
     },
 }
 
@@ -160,7 +160,7 @@ fn ask_for(
     let (private_key, public_der) = kops_pki::new_private_key()?;
     request.certs.insert(
         name.to_string(),
-        kops_controller::server::public_key_pem(&public_der),
+        kops_bootstrap::protocol::public_key_pem(&public_der),
     );
     keys.insert(name, (cert_path, private_key));
     Ok(())
@@ -168,7 +168,7 @@ fn ask_for(
 
 /// The certificates of `response` for the keys asked with, by path.
 fn take_issued(
-    response: &kops_controller::protocol::BootstrapResponse,
+    response: &kops_bootstrap::protocol::BootstrapResponse,
     keys: BTreeMap<&'static str, (&'static str, String)>,
     issued: &mut BTreeMap<String, (String, String)>,
 ) -> Result<(), NodeupError> {
@@ -188,8 +188,8 @@ fn take_issued(
 /// boot config pins.
 fn checked_node_config(
     target: &Target<'_>,
-    node_config: Option<kops_controller::protocol::NodeConfig>,
-) -> Result<(NodeupConfig, kops_controller::protocol::NodeConfig), NodeupError> {
+    node_config: Option<kops_bootstrap::protocol::NodeConfig>,
+) -> Result<(NodeupConfig, kops_bootstrap::protocol::NodeConfig), NodeupError> {
     let node_config = node_config.ok_or_else(|| NodeupError::Bootstrap {
         reason: "kops-controller sent no node config".into(),
     })?;
@@ -248,7 +248,7 @@ async fn ask(
     client: &BootstrapClient,
     target: &Target<'_>,
     request: &BootstrapRequest,
-) -> Result<kops_controller::protocol::BootstrapResponse, NodeupError> {
+) -> Result<kops_bootstrap::protocol::BootstrapResponse, NodeupError> {
     let started = Instant::now();
     let mut delay = target.retry_delay;
     loop {
@@ -267,7 +267,7 @@ async fn ask(
             Identity::HostKey { host, key } => {
                 client
                     .bootstrap_with(request, &|body| {
-                        kops_controller::hostkey::token::create_token(
+                        kops_bootstrap::hostkey::create_token(
                             host,
                             key,
                             body,
@@ -314,7 +314,7 @@ const KOPS_CONTROLLER_ADDON: &str = kops_api::switch::KOPS_CONTROLLER_ADDON;
 pub async fn controller_options(
     loaded: &super::Loaded,
     region: Option<&str>,
-) -> Result<kops_controller::Options, NodeupError> {
+) -> Result<kops_bootstrap::config::Options, NodeupError> {
     let base = loaded.config_base.trim_end_matches('/');
     let cluster = &loaded.config.cluster_name;
     if let Some(options) = controller_options_from_addon(base).await? {
@@ -323,9 +323,9 @@ pub async fn controller_options(
     if loaded.boot.cloud_provider == kops_vsphere::CLOUD {
         return vsphere_controller_options(base, cluster).await;
     }
-    if loaded.boot.cloud_provider == kops_controller::config::METAL {
+    if loaded.boot.cloud_provider == kops_bootstrap::config::METAL {
         // kops' options for a bare-metal cluster: enrolled machines only.
-        return Ok(kops_controller::Options::for_metal(
+        return Ok(kops_bootstrap::config::Options::for_metal(
             cluster,
             base,
             &format!("{base}/secrets"),
@@ -334,7 +334,7 @@ pub async fn controller_options(
     tracing::warn!(
         "no kops-controller configuration in {base}/addons; using the defaults for {cluster}"
     );
-    Ok(kops_controller::Options::for_aws(
+    Ok(kops_bootstrap::config::Options::for_aws(
         cluster,
         base,
         &format!("{base}/secrets"),
@@ -349,7 +349,7 @@ pub async fn controller_options(
 async fn vsphere_controller_options(
     base: &str,
     cluster: &str,
-) -> Result<kops_controller::Options, NodeupError> {
+) -> Result<kops_bootstrap::config::Options, NodeupError> {
     let store = kops_state::open(base).await?;
     let key = "cluster-completed.spec";
     let bytes = store
@@ -363,7 +363,7 @@ async fn vsphere_controller_options(
             reason: format!("{}: {e}", store.url_of(key)),
         })?;
     let cloud = spec.spec.cloud_config.unwrap_or_default();
-    let mut options = kops_controller::Options::for_vsphere(
+    let mut options = kops_bootstrap::config::Options::for_vsphere(
         cluster,
         base,
         &format!("{base}/secrets"),
@@ -380,7 +380,7 @@ async fn vsphere_controller_options(
 
 async fn controller_options_from_addon(
     base: &str,
-) -> Result<Option<kops_controller::Options>, NodeupError> {
+) -> Result<Option<kops_bootstrap::config::Options>, NodeupError> {
     let store = kops_state::open(base).await?;
     let Some(channel) = store.read("addons/bootstrap-channel.yaml").await? else {
         return Ok(None);
@@ -413,7 +413,7 @@ async fn controller_options_from_addon(
             .and_then(|c| c.as_str())
             .filter(|_| is_config)
         {
-            let mut options = kops_controller::Options::parse(config).map_err(|reason| {
+            let mut options = kops_bootstrap::config::Options::parse(config).map_err(|reason| {
                 NodeupError::Bootstrap {
                     reason: format!(
                         "{}: kops-controller's config.yaml: {reason}",

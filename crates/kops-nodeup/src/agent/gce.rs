@@ -11,8 +11,8 @@
 use std::io::Read;
 use std::sync::Arc;
 
-use kops_controller::gce::metadata::Metadata;
-use kops_controller::gce::token::{InstanceRef, Signer};
+use kops_bootstrap::gce::metadata::Metadata;
+use kops_bootstrap::gce::token::{InstanceRef, Signer};
 
 use crate::bootstrap::{boot_config_text, BootConfig};
 

@@ -365,7 +365,7 @@ async fn load_node(
     let region = options.region.clone().ok_or(NodeupError::NoRegion)?;
     let identity = match (gce_instance, vsphere_vm) {
         // A machine enrolled with `toolbox enroll`: its machine key.
-        _ if boot.cloud_provider == kops_controller::config::METAL => {
+        _ if boot.cloud_provider == kops_bootstrap::config::METAL => {
             config_server::Identity::HostKey {
                 host: node_name.to_string(),
                 key: std::sync::Arc::new(machine_key(&options.root)?),
@@ -387,12 +387,12 @@ async fn load_node(
                         let text = std::fs::read_to_string(path).map_err(|e| NodeupError::Gce {
                             reason: format!("cannot read {}: {e}", path.display()),
                         })?;
-                        let key = kops_controller::gce::token::SoftwareKey::from_pem(&text)
+                        let key = kops_bootstrap::gce::token::SoftwareKey::from_pem(&text)
                             .map_err(|e| NodeupError::Gce {
                                 reason: format!("{}: {e}", path.display()),
                             })?;
                         Some(std::sync::Arc::new(key)
-                            as std::sync::Arc<dyn kops_controller::gce::token::Signer>)
+                            as std::sync::Arc<dyn kops_bootstrap::gce::token::Signer>)
                     }
                     None => None,
                 };
@@ -426,14 +426,14 @@ async fn load_node(
 }
 
 /// The key `toolbox enroll` made on this machine.
-fn machine_key(root: &Path) -> Result<kops_controller::hostkey::token::MachineKey, NodeupError> {
-    let path = files::under(root, kops_controller::hostkey::token::MACHINE_PRIVATE_KEY);
+fn machine_key(root: &Path) -> Result<kops_bootstrap::hostkey::MachineKey, NodeupError> {
+    let path = files::under(root, kops_bootstrap::hostkey::MACHINE_PRIVATE_KEY);
     let failed = |reason: String| NodeupError::MachineKey {
         path: path.display().to_string(),
         reason,
     };
     let text = std::fs::read_to_string(&path).map_err(|e| failed(e.to_string()))?;
-    kops_controller::hostkey::token::MachineKey::from_pem(&text).map_err(failed)
+    kops_bootstrap::hostkey::MachineKey::from_pem(&text).map_err(failed)
 }
 
 /// A node that knows who it is and has its config (and, for a worker,
@@ -471,7 +471,7 @@ pub async fn join(options: &Options) -> Result<Joined, NodeupError> {
     };
     // An enrolled machine has no cloud region (the AWS client of a
     // worker is not used).
-    if boot.cloud_provider == kops_controller::config::METAL {
+    if boot.cloud_provider == kops_bootstrap::config::METAL {
         resolved.region.get_or_insert_with(String::new);
     }
     // On vSphere, VMware Tools says which VM this is.

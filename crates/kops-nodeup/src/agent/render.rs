@@ -1251,16 +1251,16 @@ pub fn kubelet_may_set(label: &str) -> bool {
 pub fn kops_controller_files(
     ctx: &Context<'_>,
     ks: &Keystore,
-    options: &kops_controller::Options,
+    options: &kops_bootstrap::config::Options,
 ) -> Result<Vec<PlannedFile>, NodeupError> {
-    use kops_controller::config::{CONFIG_PATH, PKI_DIR};
+    use kops_bootstrap::config::{CONFIG_PATH, PKI_DIR};
     let mut out = vec![PlannedFile::new(
         CONFIG_PATH,
         0o644,
         format!("{}\n", options.to_json()),
     )];
     let cluster = &ctx.loaded.config.cluster_name;
-    let mut names = vec![kops_controller::protocol::audience(cluster)];
+    let mut names = vec![kops_bootstrap::protocol::audience(cluster)];
     names.extend(ctx.node_ip.map(str::to_string));
     out.extend(ks.certificate(
         ctx.root,
@@ -1316,7 +1316,7 @@ pub fn kops_controller_files(
             "10m",
         ))
         .unwrap_or_default();
-        pod["metadata"]["annotations"] = json!({"dns.alpha.kubernetes.io/internal": kops_controller::protocol::audience(cluster)});
+        pod["metadata"]["annotations"] = json!({"dns.alpha.kubernetes.io/internal": kops_bootstrap::protocol::audience(cluster)});
         if let Some(c) = pod["spec"]["containers"][0].as_object_mut() {
             c.remove("command");
         }

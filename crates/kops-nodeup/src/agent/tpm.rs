@@ -17,7 +17,7 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 
-use kops_controller::gce::token::Signer;
+use kops_bootstrap::gce::token::Signer;
 
 /// Where the kernel's TPM resource manager is.
 pub const DEFAULT_DEVICE: &str = "/dev/tpmrm0";

@@ -45,7 +45,7 @@ enum Command {
 #[derive(clap::Args, Debug)]
 struct KopsControllerArgs {
     /// kops-controller's configuration (kops' JSON), as nodeup writes it.
-    #[arg(long, default_value = kops_controller::config::CONFIG_PATH)]
+    #[arg(long, default_value = kops_bootstrap::config::CONFIG_PATH)]
     conf: PathBuf,
     /// The cluster's API, to label nodes from their instance groups.
     #[arg(long)]
@@ -159,7 +159,7 @@ async fn kops_controller(args: KopsControllerArgs) -> anyhow::Result<()> {
         .init();
     let text = std::fs::read_to_string(&args.conf)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.conf.display()))?;
-    let options = kops_controller::Options::parse(&text)
+    let options = kops_bootstrap::config::Options::parse(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.conf.display()))?;
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;

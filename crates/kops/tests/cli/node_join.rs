@@ -19,8 +19,8 @@ use std::time::{Duration, SystemTime};
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::config::Credentials;
-use kops_controller::client::{BootstrapClient, ClientError};
-use kops_controller::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
+use kops_bootstrap::client::{BootstrapClient, ClientError};
+use kops_bootstrap::protocol::{self, BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_nodeup::agent::Options;
 use kops_nodeup::bootstrap::{BootConfig, ConfigServer};
 use kops_nodeup::{config, Arch};
@@ -243,14 +243,14 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
         .await
         .unwrap_or_else(|e| panic!("control-plane nodeup: {e}"));
     let under = |root: &Path, p: &str| root.join(p.trim_start_matches('/'));
-    let conf_path = under(&cp_root, kops_controller::config::CONFIG_PATH);
+    let conf_path = under(&cp_root, kops_bootstrap::config::CONFIG_PATH);
     let mut controller_options =
         kops_controller::Options::parse(&std::fs::read_to_string(&conf_path).unwrap()).unwrap();
     let aws = controller_options.aws().unwrap();
     assert_eq!(aws.nodes_roles, vec![format!("nodes.{CLUSTER}")]);
     assert_eq!(aws.region, "us-east-1");
     // Only the key of the CA it signs with.
-    let pki_dir = under(&cp_root, kops_controller::config::PKI_DIR);
+    let pki_dir = under(&cp_root, kops_bootstrap::config::PKI_DIR);
     let mut held: Vec<String> = std::fs::read_dir(&pki_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -442,7 +442,7 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
         api_version: BOOTSTRAP_API_VERSION.to_string(),
         certs: BTreeMap::from([(
             "kubelet".to_string(),
-            kops_controller::server::public_key_pem(&public_key),
+            kops_bootstrap::protocol::public_key_pem(&public_key),
         )]),
         include_node_config: true,
         ..Default::default()
@@ -552,7 +552,7 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     // 6. Cloud IPAM (IPv6-only clusters): the node's instance is found by
     // its interface; moto gives interfaces no IPv6 prefixes, so the node is
     // named in a warning and left without a range (the prefix → range rule
-    // is a unit test of kops_controller::ipam). A node that has its range
+    // is a unit test of kops_controller::aws::ipam). A node that has its range
     // is not looked up.
     let ipam = controller
         .ipam(kube::Api::all(kube))
@@ -734,7 +734,7 @@ async fn mixed_join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, cluster:
         !labels.contains("node-role.kubernetes.io/") && !labels.contains("kops.k8s.io/"),
         "kubelet refuses labels it may not set itself: {labels}"
     );
-    let conf_path = under(&cp_root, kops_controller::config::CONFIG_PATH);
+    let conf_path = under(&cp_root, kops_bootstrap::config::CONFIG_PATH);
     let mut host =
         kops_controller::Options::parse(&std::fs::read_to_string(&conf_path).unwrap()).unwrap();
     assert!(
@@ -840,7 +840,7 @@ async fn mixed_join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, cluster:
         api_version: BOOTSTRAP_API_VERSION.to_string(),
         certs: BTreeMap::from([(
             "kubelet".to_string(),
-            kops_controller::server::public_key_pem(&public_key),
+            kops_bootstrap::protocol::public_key_pem(&public_key),
         )]),
         ..Default::default()
     };

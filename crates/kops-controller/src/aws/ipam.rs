@@ -5,23 +5,19 @@
 //! `spec.podCIDRs` gets `podCIDR` and `podCIDRs` set to the one IPv6 prefix
 //! of the one interface attached to its instance; a node that has them is
 //! left alone. Until then the network plugin has no range for the node's
-//! pods, so the controller looks often ([`IPAM_INTERVAL`]). Only a node
-//! bound to its instance ([`crate::nodes`]) is given that instance's
+//! pods, so the controller looks often ([`crate::IPAM_INTERVAL`]). Only a node
+//! bound to its instance ([`super::nodes`]) is given that instance's
 //! prefix, and each node is handled on its own: one that fails is named
 //! in a warning and tried again next pass.
-
-use std::time::Duration;
 
 use aws_sdk_ec2::types::{Filter, NetworkInterface};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-use crate::labels::all_nodes;
-use crate::nodes::Binding;
-
-/// How often nodes without a pod range are looked for.
-pub const IPAM_INTERVAL: Duration = Duration::from_secs(5);
+use super::nodes::{instances, Binding};
+use crate::node_labels::all_nodes;
+use crate::verifier::NodePass;
 
 /// Gives the cluster's nodes their pod ranges.
 pub struct Ipam {
@@ -72,7 +68,7 @@ impl Ipam {
         if ids.is_empty() {
             return Ok(0);
         }
-        let instances = crate::nodes::instances(&self.ec2, &ids).await?;
+        let instances = instances(&self.ec2, &ids).await?;
         let mut assigned = 0;
         for (name, _, instance) in self.binding.bind(&nodes, &instances) {
             let instance = instance.instance_id().unwrap_or_default();
@@ -104,7 +100,7 @@ impl Ipam {
             .map_err(|e| {
                 format!(
                     "EC2 DescribeNetworkInterfaces {instance}: {}",
-                    crate::verify::error_chain(&e)
+                    kops_bootstrap::text::error_chain(&e)
                 )
             })?;
         let cidr = match pod_cidr(instance, &interfaces) {
@@ -121,6 +117,13 @@ impl Ipam {
             .map_err(|e| format!("cannot give it its pod range: {e}"))?;
         tracing::info!("node {name}: pod range {cidr} (instance {instance})");
         Ok(true)
+    }
+}
+
+#[async_trait::async_trait]
+impl NodePass for Ipam {
+    async fn run_once(&self) -> Result<usize, String> {
+        Ipam::run_once(self).await
     }
 }
 

@@ -15,7 +15,8 @@ use http_body_util::{BodyExt, Full};
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use crate::verify::{client_through, error_chain, StsHttp};
+use crate::http::{client_through, HttpClient};
+use crate::text::error_chain;
 
 /// The metadata server's address when `GCE_METADATA_HOST` is not set.
 pub const DEFAULT_HOST: &str = "169.254.169.254";
@@ -27,7 +28,7 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
 /// A client of the metadata server.
 pub struct Metadata {
     host: String,
-    http: StsHttp,
+    http: HttpClient,
     token: Mutex<Option<(String, Instant)>>,
 }
 

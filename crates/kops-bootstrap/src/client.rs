@@ -15,7 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 
 use crate::protocol::{audience, create_token_v1, sts_url, BootstrapRequest, BootstrapResponse};
-use crate::verify::error_chain;
+use crate::text::error_chain;
 
 /// Why a bootstrap attempt failed.
 #[derive(Debug, thiserror::Error)]

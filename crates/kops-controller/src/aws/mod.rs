@@ -9,16 +9,27 @@
 //! cluster (EC2 DescribeInstances) in an instance group, and returns the
 //! node's identity.
 
+pub mod ipam;
+pub mod labels;
+pub mod nodes;
+
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
+use kops_bootstrap::config::{Options, CONFIG_PATH};
+use kops_bootstrap::http::{http_client, HttpClient};
+use kops_bootstrap::text::{error_chain, escape};
 
-use crate::protocol::{
+use crate::error::StartError;
+use crate::identity::{NodeIdentity, INSTANCE_GROUP_TAG};
+use crate::refusal::Refusal;
+use crate::replay::{Denied, ReplayCache, StsLimiter};
+use crate::verifier::{NodePass, Verifier};
+use kops_bootstrap::protocol::{
     audience, body_sha, TokenHeaders, AUDIENCE_HEADER, REQUEST_SHA_HEADER, STS_BODY,
 };
-use crate::replay::{Denied, ReplayCache, StsLimiter};
+use nodes::{in_cluster, is_live, node_name, tag, Binding};
 
 /// How old a token may be. STS accepts a signature for 15 minutes; a
 /// node signs its token just before it sends it, so the controller takes
@@ -29,166 +40,67 @@ pub const MAX_TOKEN_AGE: Duration = Duration::from_secs(5 * 60);
 /// keep time with the hypervisor's clock service).
 const MAX_CLOCK_SKEW: Duration = Duration::from_secs(2 * 60);
 
-/// The instance tag naming a machine's instance group.
-pub const INSTANCE_GROUP_TAG: &str = "kops.k8s.io/instancegroup";
-
-/// A node whose identity was proven.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeIdentity {
-    /// The node's name: its instance id (kops' resource-based names) or
-    /// its IP-based private DNS name.
-    pub node_name: String,
-    pub instance_id: String,
-    pub instance_group: String,
-    /// The names its kubelet serving certificate is valid for.
-    pub certificate_names: Vec<String>,
+/// The verifier of an AWS cluster: the AWS clients for the options'
+/// region, with the default credentials.
+pub async fn verifier(options: &Options) -> Result<AwsVerifier, StartError> {
+    let region = options.aws().map(|a| a.region.clone()).unwrap_or_default();
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region))
+        .load()
+        .await;
+    verifier_with(options, &sdk).await
 }
 
-/// Why a request was refused (logged by the server, one line; the node
-/// gets only "failed to verify token").
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum Refusal {
-    #[error("malformed token: {0}")]
-    Malformed(String),
-    #[error("the token does not cover this request's body (X-Kops-Request-Sha differs)")]
-    BodyMismatch,
-    #[error("the token is for `{got}`, not this controller (`{want}`)")]
-    WrongAudience { got: String, want: String },
-    #[error("the token was signed at {signed}, outside the {window} minutes accepted")]
-    Expired { signed: String, window: u64 },
-    #[error("the token was already used (replay)")]
-    Replay,
-    #[error("too many tokens being checked at once; the node is told to retry")]
-    Busy,
-    #[error("STS refused the token: HTTP {status}: {message}")]
-    Sts { status: u16, message: String },
-    #[error("cannot reach STS at {url}: {reason}")]
-    StsUnreachable { url: String, reason: String },
-    #[error("the caller is in account {got}, not {want}")]
-    WrongAccount { got: String, want: String },
-    #[error("the caller `{arn}` is not an instance of a worker role ({roles})")]
-    NotANodeRole { arn: String, roles: String },
-    #[error("instance `{instance}` does not exist")]
-    NoInstance { instance: String },
-    #[error("instance `{instance}` is {state}, not running or pending")]
-    NotRunning { instance: String, state: String },
-    #[error("instance `{instance}` is not part of cluster `{cluster}`")]
-    NotInCluster { instance: String, cluster: String },
-    #[error("instance `{instance}` has no `{INSTANCE_GROUP_TAG}` tag")]
-    NoInstanceGroup { instance: String },
-    #[error("EC2 DescribeInstances for `{instance}` failed: {reason}")]
-    Ec2 { instance: String, reason: String },
-    #[error("the token names project `{got}`, not this cluster's (`{want}`)")]
-    WrongProject { got: String, want: String },
-    #[error("instance `{instance}` is in zone `{zone}`, not in region {region}")]
-    WrongRegion {
-        instance: String,
-        zone: String,
-        region: String,
-    },
-    #[error("instance `{instance}` is not part of cluster `{want}` (its `cluster-name` metadata: {got})")]
-    WrongClusterMetadata {
-        instance: String,
-        got: String,
-        want: String,
-    },
-    #[error("instance `{instance}` has no `kops-k8s-io-instance-group-name` metadata")]
-    NoInstanceGroupMetadata { instance: String },
-    #[error("instance `{instance}` has no shielded-VM signing key (getShieldedInstanceIdentity)")]
-    NoSigningKey { instance: String },
-    #[error("the token's signature does not verify with the shielded-VM signing key of instance `{instance}`")]
-    BadSignature { instance: String },
-    #[error("Compute API for instance `{instance}`: {reason}")]
-    Compute { instance: String, reason: String },
-    #[error("{0}")]
-    Vsphere(crate::vsphere::VsphereRefusal),
-    #[error(
-        "no Host `{host}`: the machine was not enrolled into this cluster (`kops toolbox enroll`)"
-    )]
-    UnknownHost { host: String },
-    #[error("Host `{host}` has no spec.{field}")]
-    HostIncomplete { host: String, field: &'static str },
-    #[error("the spec.publicKey of Host `{host}` is not usable: {reason}")]
-    HostKeyUnusable { host: String, reason: String },
-    #[error("the token's signature does not verify with the public key of Host `{host}`")]
-    HostKeyMismatch { host: String },
-    #[error("cannot read Host `{host}`: {reason}")]
-    HostLookup { host: String, reason: String },
-    #[error("{0}")]
-    NotAccepted(String),
+/// [`verifier`] with the AWS configuration given (credentials, endpoint):
+/// this controller's own account and partition from STS
+/// GetCallerIdentity.
+pub async fn verifier_with(
+    options: &Options,
+    sdk: &aws_config::SdkConfig,
+) -> Result<AwsVerifier, StartError> {
+    let aws = options
+        .aws()
+        .ok_or_else(|| StartError::Invalid {
+            path: CONFIG_PATH.to_string(),
+            reason: "kops-rs' kops-controller runs on AWS only (server.provider.aws is missing)"
+                .into(),
+        })?
+        .clone();
+    let sts = aws_sdk_sts::Client::new(sdk);
+    let me = sts
+        .get_caller_identity()
+        .send()
+        .await
+        .map_err(|e| StartError::Aws(format!("STS GetCallerIdentity: {}", sdk_message(&e))))?;
+    let arn = me.arn().unwrap_or_default();
+    let partition = arn.split(':').nth(1).unwrap_or("aws").to_string();
+    AwsVerifier::new(VerifierParts {
+        cluster: options.cluster_name.clone(),
+        account: me.account().unwrap_or_default().to_string(),
+        partition,
+        nodes_roles: aws.nodes_roles.clone(),
+        region: aws.region.clone(),
+        sts_url: kops_bootstrap::protocol::sts_url(&aws.region),
+        use_ip_based_node_names: aws.use_ip_based_node_names,
+        accept_kops_node_tokens: options.accept_kops_node_tokens,
+        ec2: aws_sdk_ec2::Client::new(sdk),
+    })
+    .map_err(StartError::Tls)
 }
 
-impl Refusal {
-    /// A refusal the node may retry (the controller or its cloud could not
-    /// answer), rather than a verdict on the node.
-    pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            Refusal::Busy
-                | Refusal::StsUnreachable { .. }
-                | Refusal::Ec2 { .. }
-                | Refusal::Compute { .. }
-                | Refusal::HostLookup { .. }
-        ) || matches!(self, Refusal::Vsphere(v) if v.is_transient())
-    }
-}
-
-/// The verifier of the controller's cloud.
-pub enum Verifier {
-    Aws(Box<AwsVerifier>),
-    Gce(Box<crate::gce::GceVerifier>),
-    Vsphere(Box<crate::vsphere::VsphereVerifier>),
-    /// No cloud (`cloudProvider: metal`): only enrolled machines, by
-    /// their machine key (see [`crate::hostkey`]).
-    Metal,
-}
-
-impl Verifier {
-    /// The AWS verifier (see [`AwsVerifier::new`]).
-    pub fn new(parts: VerifierParts) -> Result<Verifier, String> {
-        AwsVerifier::new(parts).map(|v| Verifier::Aws(Box::new(v)))
-    }
-
-    /// Checks `authorization` for a request with `body`.
-    pub async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
-        match self {
-            Verifier::Aws(v) => v.verify(authorization, body).await,
-            Verifier::Gce(v) => v.verify(authorization, body).await,
-            Verifier::Vsphere(v) => v
-                .verify(authorization, body)
-                .await
-                .map_err(Refusal::Vsphere),
-            Verifier::Metal => Err(Refusal::NotAccepted(format!(
-                "`{}` tokens are not accepted on a bare-metal cluster (only enrolled machines' `x-pki-tpm`)",
-                token_kind(authorization)
-            ))),
-        }
-    }
-
-    /// Tokens held by the replay cache now.
-    pub fn replay_entries(&self) -> usize {
-        match self {
-            Verifier::Aws(v) => v.replay_entries(),
-            Verifier::Gce(v) => v.replay_entries(),
-            // One-time tokens live in vCenter, not in a cache.
-            Verifier::Vsphere(_) | Verifier::Metal => 0,
-        }
-    }
-
-    /// The EC2 client, on AWS (node labels and the IPv6 IPAM use it).
-    pub fn ec2(&self) -> Option<&aws_sdk_ec2::Client> {
-        match self {
-            Verifier::Aws(v) => Some(v.ec2()),
-            Verifier::Gce(_) | Verifier::Vsphere(_) | Verifier::Metal => None,
-        }
-    }
-
-    /// How nodes are bound to AWS instances, on AWS.
-    pub fn binding(&self) -> Option<crate::nodes::Binding> {
-        match self {
-            Verifier::Aws(v) => Some(v.binding()),
-            Verifier::Gce(_) | Verifier::Vsphere(_) | Verifier::Metal => None,
-        }
+/// An SDK error as code and message, one line.
+fn sdk_message<E, R>(error: &aws_smithy_runtime_api::client::result::SdkError<E, R>) -> String
+where
+    E: aws_sdk_sts::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match error.as_service_error() {
+        Some(e) => format!(
+            "{}: {}",
+            e.code().unwrap_or("error"),
+            e.message().unwrap_or_default()
+        ),
+        None => error_chain(error),
     }
 }
 
@@ -203,7 +115,7 @@ pub struct AwsVerifier {
     use_ip_based_node_names: bool,
     accept_kops_node_tokens: bool,
     ec2: aws_sdk_ec2::Client,
-    http: StsHttp,
+    http: HttpClient,
     /// Signatures being checked or accepted (see [`crate::replay`]).
     seen: ReplayCache,
     sts_limit: StsLimiter,
@@ -211,6 +123,9 @@ pub struct AwsVerifier {
     /// [`MAX_CLOCK_SKEW`]; tests shorten them).
     token_age: Duration,
     clock_skew: Duration,
+    /// How nodes are bound to their instances: one for the labeller and
+    /// the IPAM, which share their warnings.
+    binding: Binding,
 }
 
 /// What the verifier needs to know.
@@ -225,46 +140,23 @@ pub struct VerifierParts {
     pub sts_url: String,
     pub use_ip_based_node_names: bool,
     /// Tokens without an audience (kops' nodes) are accepted too
-    /// ([`crate::Options::accept_kops_node_tokens`]).
+    /// ([`Options::accept_kops_node_tokens`]).
     pub accept_kops_node_tokens: bool,
     pub ec2: aws_sdk_ec2::Client,
 }
 
-/// The HTTPS (and, for a local endpoint, HTTP) client used for STS and
-/// Google's APIs, through the environment's proxy ([`crate::proxy`]).
-pub(crate) type StsHttp =
-    Client<hyper_rustls::HttpsConnector<crate::proxy::Connector>, Full<Bytes>>;
-
-fn sts_http(sts_url: &str) -> Result<StsHttp, String> {
+fn sts_http(sts_url: &str) -> Result<HttpClient, String> {
     http_client(sts_url, "STS")
-}
-
-/// A client for `url`'s host: through the proxy the environment names
-/// for it, if any (`what` names the service in the log line saying so).
-pub(crate) fn http_client(url: &str, what: &str) -> Result<StsHttp, String> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| format!("{what} URL `{url}`: {e}"))?;
-    let proxy = crate::proxy::proxy_for(&uri, &|name| std::env::var(name).ok())?;
-    if let Some(proxy) = &proxy {
-        tracing::info!("{what} calls go through the proxy {}", proxy.uri);
-    }
-    client_through(proxy)
-}
-
-/// An HTTP(S) client connecting directly (`None`) or through `proxy`.
-pub(crate) fn client_through(proxy: Option<crate::proxy::Proxy>) -> Result<StsHttp, String> {
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
-        .map_err(|e| format!("cannot load the system's CA certificates: {e}"))?
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(crate::proxy::Connector::new(proxy));
-    Ok(Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector))
 }
 
 impl AwsVerifier {
     pub fn new(parts: VerifierParts) -> Result<AwsVerifier, String> {
+        let binding = Binding {
+            cluster: parts.cluster.clone(),
+            region: parts.region.clone(),
+            use_ip_based_node_names: parts.use_ip_based_node_names,
+            warned: Default::default(),
+        };
         Ok(AwsVerifier {
             cluster: parts.cluster,
             account: parts.account,
@@ -280,6 +172,7 @@ impl AwsVerifier {
             sts_limit: StsLimiter::default(),
             token_age: MAX_TOKEN_AGE,
             clock_skew: MAX_CLOCK_SKEW,
+            binding,
         })
     }
 
@@ -305,13 +198,8 @@ impl AwsVerifier {
 
     /// Which Kubernetes node an instance of this cluster must be: what
     /// the labeller and the IPAM bind a node's provider id to.
-    pub fn binding(&self) -> crate::nodes::Binding {
-        crate::nodes::Binding {
-            cluster: self.cluster.clone(),
-            region: self.region.clone(),
-            use_ip_based_node_names: self.use_ip_based_node_names,
-            warned: Default::default(),
-        }
+    pub fn binding(&self) -> Binding {
+        self.binding.clone()
     }
 
     /// Signatures held by the replay cache now (tests: forged tokens
@@ -566,54 +454,39 @@ impl AwsVerifier {
     }
 }
 
-/// An instance's tag.
-pub fn tag<'a>(instance: &'a aws_sdk_ec2::types::Instance, key: &str) -> Option<&'a str> {
-    instance
-        .tags()
-        .iter()
-        .find(|t| t.key() == Some(key))
-        .and_then(|t| t.value())
-}
-
-/// Whether an instance is tagged as one of `cluster`'s (kops' two tags).
-pub fn in_cluster(instance: &aws_sdk_ec2::types::Instance, cluster: &str) -> bool {
-    let owned = format!("kubernetes.io/cluster/{cluster}");
-    tag(instance, "KubernetesCluster") == Some(cluster)
-        || tag(instance, &owned).is_some_and(|v| v == "owned" || v == "shared")
-}
-
-/// The node name the controller certifies an instance's kubelet as: its
-/// instance id, or with IP-based names its private DNS name (nodeup gives
-/// kubelet the same name, `--hostname-override`).
-pub fn node_name(
-    instance: &aws_sdk_ec2::types::Instance,
-    region: &str,
-    use_ip_based_node_names: bool,
-) -> String {
-    let id = instance.instance_id().unwrap_or_default().to_string();
-    match instance.private_ip_address() {
-        Some(ip) if use_ip_based_node_names => private_dns_name(ip, region),
-        _ => id,
+#[async_trait::async_trait]
+impl Verifier for AwsVerifier {
+    async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
+        AwsVerifier::verify(self, authorization, body).await
     }
-}
 
-/// Whether an instance is pending or running.
-pub fn is_live(instance: &aws_sdk_ec2::types::Instance) -> bool {
-    use aws_sdk_ec2::types::InstanceStateName;
-    matches!(
-        instance.state().and_then(|s| s.name()),
-        Some(InstanceStateName::Running | InstanceStateName::Pending)
-    )
-}
+    fn replay_entries(&self) -> usize {
+        AwsVerifier::replay_entries(self)
+    }
 
-/// EC2's private DNS name of an address (`ip-10-0-0-1.ec2.internal`).
-pub fn private_dns_name(ip: &str, region: &str) -> String {
-    let domain = if region == "us-east-1" {
-        "ec2.internal".to_string()
-    } else {
-        format!("{region}.compute.internal")
-    };
-    format!("ip-{}.{domain}", ip.replace('.', "-"))
+    fn labeller(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+        config_store: std::sync::Arc<dyn kops_state::ObjectStore>,
+    ) -> Option<std::sync::Arc<dyn NodePass>> {
+        Some(std::sync::Arc::new(labels::Labeler {
+            nodes,
+            ec2: self.ec2.clone(),
+            config_store,
+            binding: self.binding(),
+        }))
+    }
+
+    fn ipam(
+        &self,
+        nodes: kube::Api<k8s_openapi::api::core::v1::Node>,
+    ) -> Option<std::sync::Arc<dyn NodePass>> {
+        Some(std::sync::Arc::new(ipam::Ipam {
+            nodes,
+            ec2: self.ec2.clone(),
+            binding: self.binding(),
+        }))
+    }
 }
 
 /// What the token's SigV4 `Authorization` header says.
@@ -716,32 +589,6 @@ impl SignedAuthorization {
     }
 }
 
-/// The scheme word of an `Authorization` header (`x-aws-sts`, ...), fit
-/// for a log line.
-pub fn token_kind(authorization: &str) -> String {
-    let word = authorization.split_whitespace().next().unwrap_or("(none)");
-    escape(&word.chars().take(32).collect::<String>())
-}
-
-/// A value from a token or another caller, fit for one log line: control
-/// characters escaped (a newline cannot start a forged line), at most 200
-/// characters.
-pub fn escape(text: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == 200 {
-            out.push_str("...");
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// `20261125T010203Z` → time.
 fn parse_amz_date(text: &str) -> Option<SystemTime> {
     let b = text.as_bytes();
@@ -775,21 +622,6 @@ fn xml_value(text: &str, tag: &str) -> Option<String> {
     let start = text.find(&open)? + open.len();
     let end = text[start..].find(&close)? + start;
     Some(text[start..end].trim().to_string())
-}
-
-/// An error and its sources on one line.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        let message = s.to_string();
-        if !text.contains(&message) {
-            text.push_str(": ");
-            text.push_str(&message);
-        }
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]
@@ -839,34 +671,12 @@ mod tests {
     }
 
     #[test]
-    fn escaped_fields_stay_on_one_line() {
-        assert_eq!(
-            escape("20261125T010203Z\nforged"),
-            "20261125T010203Z\\nforged"
-        );
-        assert_eq!(escape("a\nb\r\u{1b}c"), "a\\nb\\r\\u{1b}c");
-        assert_eq!(escape(&"x".repeat(500)).len(), 203);
-    }
-
-    #[test]
     fn sts_answers_are_read() {
         let xml = "<GetCallerIdentityResponse><GetCallerIdentityResult><Arn>arn:aws:sts::123456789012:assumed-role/nodes.a/i-1</Arn><UserId>X</UserId><Account>123456789012</Account></GetCallerIdentityResult></GetCallerIdentityResponse>";
         assert_eq!(xml_value(xml, "Account").unwrap(), "123456789012");
         assert_eq!(
             xml_value(xml, "Arn").unwrap(),
             "arn:aws:sts::123456789012:assumed-role/nodes.a/i-1"
-        );
-    }
-
-    #[test]
-    fn private_dns_names_follow_ec2() {
-        assert_eq!(
-            private_dns_name("10.0.0.1", "us-east-1"),
-            "ip-10-0-0-1.ec2.internal"
-        );
-        assert_eq!(
-            private_dns_name("10.0.0.1", "eu-west-1"),
-            "ip-10-0-0-1.eu-west-1.compute.internal"
         );
     }
 }

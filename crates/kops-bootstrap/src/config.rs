@@ -2,6 +2,8 @@
 //! the `kops-controller` ConfigMap), written by nodeup on control-plane
 //! nodes to `/etc/kubernetes/kops-controller/config/config.yaml`.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 /// Where nodeup writes kops-controller's files on a control-plane node.
@@ -29,7 +31,7 @@ pub struct Options {
     pub secret_store: String,
     pub server: ServerOptions,
     /// Nodes get their pod ranges from their instances' IPv6 prefixes
-    /// (IPv6-only clusters; see [`crate::ipam`]).
+    /// (IPv6-only clusters; see kops-controller's IPAM).
     #[serde(
         rename = "enableCloudIPAM",
         default,
@@ -51,7 +53,7 @@ pub struct Options {
     /// How long slow clients may take (not in kops' options: always the
     /// production values, except in tests).
     #[serde(skip)]
-    pub timeouts: crate::server::Timeouts,
+    pub timeouts: Timeouts,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -299,6 +301,57 @@ impl Options {
             vsphere: None,
         };
         options
+    }
+}
+
+/// Largest request body accepted: a node's request (its public keys and
+/// keypair ids) is about 2 KiB.
+pub const MAX_BODY: usize = 16 * 1024;
+/// How long a TLS handshake may take.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a request's head may take to arrive, and how long a
+/// kept-alive connection may wait for its next request.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a request's body may take to arrive.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// The slowest a request's body may arrive: its deadline is one second
+/// plus its declared length at this rate, at most [`BODY_READ_TIMEOUT`]
+/// (a node's 2 KiB body: 1.5 s; it comes within milliseconds).
+pub const MIN_BODY_RATE: u64 = 4 * 1024;
+
+/// How long a slow client may hold a connection at each step. Production
+/// uses the constants above ([`Timeouts::default`]); tests shorten them
+/// to see each one fire within a second or two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub tls_handshake: Duration,
+    pub header_read: Duration,
+    /// The most any body may take, however long it is.
+    pub body_read: Duration,
+    /// The slowest a body may arrive, in bytes a second, after a first
+    /// second.
+    pub min_body_rate: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            tls_handshake: TLS_HANDSHAKE_TIMEOUT,
+            header_read: HEADER_READ_TIMEOUT,
+            body_read: BODY_READ_TIMEOUT,
+            min_body_rate: MIN_BODY_RATE,
+        }
+    }
+}
+
+impl Timeouts {
+    /// How long the body of a request declaring `length` bytes may take:
+    /// one second plus `length` at the minimum rate, at most `body_read`.
+    pub fn body_deadline(&self, length: Option<u64>) -> Duration {
+        let length = length.unwrap_or(MAX_BODY as u64);
+        let rate = self.min_body_rate.max(1);
+        let at_min_rate = Duration::from_millis(1_000 + length * 1_000 / rate);
+        at_min_rate.min(self.body_read)
     }
 }
 

@@ -49,7 +49,7 @@ pub fn proxy_for(
         Some(other) => {
             return Err(format!(
                 "{name}: a `{}://` proxy is not supported (kops-controller reaches its proxy over plain HTTP, and the tunnel inside is TLS); set {name} to the proxy's `http://host:port`",
-                crate::verify::escape(other)
+                crate::text::escape(other)
             ))
         }
     }
@@ -62,7 +62,7 @@ pub fn proxy_for(
     let Ok(uri) = format!("http://{hostport}").parse::<Uri>() else {
         return Err(format!(
             "{name}: `{}` is not a proxy's `http://host:port`",
-            crate::verify::escape(hostport)
+            crate::text::escape(hostport)
         ));
     };
     let authorization = userinfo.map(|user| {
@@ -174,7 +174,7 @@ impl tower_service::Service<Uri> for Connector {
                 return Err(format!(
                     "the proxy {} refused CONNECT {host}:{port}: {}",
                     proxy.uri,
-                    crate::verify::escape(status)
+                    crate::text::escape(status)
                 )
                 .into());
             }

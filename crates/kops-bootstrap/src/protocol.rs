@@ -347,6 +347,18 @@ impl TokenHeaders {
     }
 }
 
+/// The PEM a node sends for its public key (kops' label).
+pub fn public_key_pem(der: &[u8]) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = String::from("-----BEGIN RSA PUBLIC KEY-----\n");
+    for chunk in b64.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(chunk));
+        out.push('\n');
+    }
+    out.push_str("-----END RSA PUBLIC KEY-----\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

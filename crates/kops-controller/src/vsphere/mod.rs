@@ -14,39 +14,17 @@ use kops_vsphere::trust::Trust;
 use kops_vsphere::vcenter::{extra_config, Vcenter};
 use kops_vsphere::{proof, Credentials, CLUSTER_KEY, GROUP_KEY, TOKEN_KEY};
 
-use crate::config::VsphereOptions;
-use crate::verify::NodeIdentity;
+use crate::identity::NodeIdentity;
+use crate::refusal::Refusal;
+pub use crate::refusal::VsphereRefusal;
+use crate::verifier::Verifier;
+use kops_bootstrap::config::VsphereOptions;
 
 /// The Secret of `kube-system` holding the vCenter credentials in the
 /// vSphere cloud provider's format (`<host>.username`,
 /// `<host>.password`): the controller reads it when no credentials file
 /// is mounted; the cloud controller manager reads the same Secret.
 pub const CREDENTIALS_SECRET: &str = "vsphere-cloud-secret";
-
-/// Why a vSphere node was refused (logged; the node learns nothing more).
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum VsphereRefusal {
-    #[error("malformed vSphere bootstrap header")]
-    Malformed,
-    #[error("no VM has BIOS UUID `{0}`")]
-    NoVm(String),
-    #[error("VM `{vm}` is not part of cluster `{cluster}`")]
-    NotInCluster { vm: String, cluster: String },
-    #[error("VM `{0}` holds no bootstrap token (already used: a replay)")]
-    Used(String),
-    #[error("the proof does not match VM `{0}`'s token (forged)")]
-    Forged(String),
-    #[error("vCenter: {0}")]
-    Vcenter(String),
-}
-
-impl VsphereRefusal {
-    /// vCenter could not answer (or the controller has no credentials
-    /// yet): the node may retry.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, VsphereRefusal::Vcenter(_))
-    }
-}
 
 /// Where the controller's vCenter credentials come from.
 pub enum CredentialSource {
@@ -107,7 +85,7 @@ impl VsphereVerifier {
     /// The verifier a controller's options describe.
     pub fn from_options(cluster: &str, options: &VsphereOptions) -> VsphereVerifier {
         let file = if options.credentials_file.is_empty() {
-            crate::config::VSPHERE_CREDENTIALS_FILE
+            kops_bootstrap::config::VSPHERE_CREDENTIALS_FILE
         } else {
             options.credentials_file.as_str()
         };
@@ -266,6 +244,21 @@ impl VsphereVerifier {
             instance_group: extra.get(GROUP_KEY).cloned().unwrap_or_default(),
             certificate_names: vec![name],
         })
+    }
+}
+
+#[async_trait::async_trait]
+impl Verifier for VsphereVerifier {
+    async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
+        VsphereVerifier::verify(self, authorization, body)
+            .await
+            .map_err(Refusal::Vsphere)
+    }
+
+    // One-time tokens live in vCenter, not in a replay cache.
+
+    fn connect(&self, client: &kube::Client) {
+        self.read_secrets_from(kube::Api::namespaced(client.clone(), "kube-system"));
     }
 }
 

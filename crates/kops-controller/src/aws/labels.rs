@@ -2,7 +2,7 @@
 //! labels (`node-role.kubernetes.io/*`; the NodeRestriction admission
 //! plugin refuses them), so the controller sets them, as kops' does.
 //!
-//! For every node bound to its instance ([`crate::nodes`]: the instance in
+//! For every node bound to its instance ([`super::nodes`]: the instance in
 //! its `spec.providerID`, running, of this cluster, whose name and
 //! addresses the node has), it finds the instance's group (its
 //! `kops.k8s.io/instancegroup` tag; one DescribeInstances for all nodes),
@@ -19,20 +19,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
+use kops_bootstrap::text::escape;
 use kops_state::ObjectStore;
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use serde_json::{json, Value};
+use kube::api::Api;
+use serde_json::Value;
 
-use crate::nodes::Binding;
-use crate::verify::{escape, tag, INSTANCE_GROUP_TAG};
-
-/// Role labels the controller removes when a node's group does not give
-/// them (kops' managed labels).
-const MANAGED_ROLE_LABELS: &[&str] = &[
-    "node-role.kubernetes.io/api-server",
-    "node-role.kubernetes.io/node",
-    "node-role.kubernetes.io/control-plane",
-];
+use super::nodes::{instances, tag, Binding};
+use crate::identity::INSTANCE_GROUP_TAG;
+use crate::node_labels::{all_nodes, reconcile};
+use crate::verifier::NodePass;
 
 /// Labels nodes of one cluster.
 pub struct Labeler {
@@ -40,69 +35,6 @@ pub struct Labeler {
     pub ec2: aws_sdk_ec2::Client,
     pub config_store: Arc<dyn ObjectStore>,
     pub binding: Binding,
-}
-
-/// Every node of the cluster (the controller's passes look at all).
-pub(crate) async fn all_nodes(nodes: &Api<Node>) -> Result<Vec<Node>, String> {
-    nodes
-        .list(&ListParams::default())
-        .await
-        .map(|list| list.items)
-        .map_err(|e| format!("cannot list nodes: {e}"))
-}
-
-/// The labels to set and to remove on a node that has `current`, for a
-/// group whose node config gives `wanted` (the group's name included).
-pub fn label_changes(
-    current: &BTreeMap<String, String>,
-    wanted: &BTreeMap<String, String>,
-) -> (BTreeMap<String, String>, Vec<String>) {
-    let set = wanted
-        .iter()
-        .filter(|(k, v)| current.get(*k) != Some(*v))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let remove = MANAGED_ROLE_LABELS
-        .iter()
-        .filter(|l| current.contains_key(**l) && !wanted.contains_key(**l))
-        .map(|l| l.to_string())
-        .collect();
-    (set, remove)
-}
-
-/// Gives `node` (of instance group `group`) the `wanted` labels and takes
-/// away the role labels its group does not give, with one merge patch;
-/// whether it was patched (a failure is a warning).
-pub(crate) async fn reconcile(
-    nodes: &Api<Node>,
-    node: &Node,
-    group: &str,
-    wanted: &BTreeMap<String, String>,
-) -> bool {
-    let name = node.metadata.name.as_deref().unwrap_or_default();
-    let current = node.metadata.labels.clone().unwrap_or_default();
-    let (set, remove) = label_changes(&current, wanted);
-    if set.is_empty() && remove.is_empty() {
-        return false;
-    }
-    let mut labels = serde_json::Map::new();
-    for (k, v) in set {
-        labels.insert(k, Value::String(v));
-    }
-    for k in remove {
-        labels.insert(k, Value::Null);
-    }
-    let patch = Patch::Merge(json!({"metadata": {"labels": labels}}));
-    match nodes.patch(name, &PatchParams::default(), &patch).await {
-        Ok(_) => {
-            tracing::info!("labelled node {name} (instance group {})", escape(group));
-            true
-        }
-        Err(e) => {
-            tracing::warn!("cannot label node {name}: {e}");
-            false
-        }
-    }
 }
 
 impl Labeler {
@@ -113,7 +45,7 @@ impl Labeler {
         if ids.is_empty() {
             return Ok(0);
         }
-        let instances = crate::nodes::instances(&self.ec2, &ids).await?;
+        let instances = instances(&self.ec2, &ids).await?;
         let mut wanted_by_group: BTreeMap<String, Option<BTreeMap<String, String>>> =
             BTreeMap::new();
         let mut patched = 0;
@@ -169,30 +101,9 @@ impl Labeler {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn changes_set_missing_and_remove_foreign_roles() {
-        let current = BTreeMap::from([
-            (
-                "node-role.kubernetes.io/control-plane".to_string(),
-                String::new(),
-            ),
-            ("team".to_string(), "a".to_string()),
-            ("topology.kubernetes.io/zone".to_string(), "z".to_string()),
-        ]);
-        let wanted = BTreeMap::from([
-            ("node-role.kubernetes.io/node".to_string(), String::new()),
-            ("team".to_string(), "a".to_string()),
-            (INSTANCE_GROUP_TAG.to_string(), "nodes".to_string()),
-        ]);
-        let (set, remove) = label_changes(&current, &wanted);
-        assert_eq!(
-            set.keys().cloned().collect::<Vec<_>>(),
-            vec![INSTANCE_GROUP_TAG, "node-role.kubernetes.io/node"]
-        );
-        assert_eq!(remove, vec!["node-role.kubernetes.io/control-plane"]);
+#[async_trait::async_trait]
+impl NodePass for Labeler {
+    async fn run_once(&self) -> Result<usize, String> {
+        Labeler::run_once(self).await
     }
 }

@@ -7,7 +7,7 @@
 //! control-plane DaemonSets and their credentials), or another instance's
 //! IPv6 prefix. The node's name is another matter: its kubelet can only
 //! write the Node its certificate names, and kops-controller certified it
-//! as exactly one instance ([`crate::verify::node_name`]; nodeup gives
+//! as exactly one instance ([`node_name`]; nodeup gives
 //! kubelet the same name). So a node is bound to the instance in its
 //! provider id only when that instance exists, is running, is tagged as
 //! this cluster's, the node's name is the instance's (its id or its
@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_ec2::types::{Filter, Instance, InstanceStateName};
 use k8s_openapi::api::core::v1::Node;
 
-use crate::verify::{error_chain, escape, in_cluster, node_name, private_dns_name};
+use kops_bootstrap::text::{error_chain, escape};
 
 /// How nodes are bound to instances in one cluster.
 #[derive(Clone)]
@@ -217,6 +217,56 @@ impl Binding {
     }
 }
 
+/// An instance's tag.
+pub fn tag<'a>(instance: &'a aws_sdk_ec2::types::Instance, key: &str) -> Option<&'a str> {
+    instance
+        .tags()
+        .iter()
+        .find(|t| t.key() == Some(key))
+        .and_then(|t| t.value())
+}
+
+/// Whether an instance is tagged as one of `cluster`'s (kops' two tags).
+pub fn in_cluster(instance: &aws_sdk_ec2::types::Instance, cluster: &str) -> bool {
+    let owned = format!("kubernetes.io/cluster/{cluster}");
+    tag(instance, "KubernetesCluster") == Some(cluster)
+        || tag(instance, &owned).is_some_and(|v| v == "owned" || v == "shared")
+}
+
+/// The node name the controller certifies an instance's kubelet as: its
+/// instance id, or with IP-based names its private DNS name (nodeup gives
+/// kubelet the same name, `--hostname-override`).
+pub fn node_name(
+    instance: &aws_sdk_ec2::types::Instance,
+    region: &str,
+    use_ip_based_node_names: bool,
+) -> String {
+    let id = instance.instance_id().unwrap_or_default().to_string();
+    match instance.private_ip_address() {
+        Some(ip) if use_ip_based_node_names => private_dns_name(ip, region),
+        _ => id,
+    }
+}
+
+/// Whether an instance is pending or running.
+pub fn is_live(instance: &aws_sdk_ec2::types::Instance) -> bool {
+    use aws_sdk_ec2::types::InstanceStateName;
+    matches!(
+        instance.state().and_then(|s| s.name()),
+        Some(InstanceStateName::Running | InstanceStateName::Pending)
+    )
+}
+
+/// EC2's private DNS name of an address (`ip-10-0-0-1.ec2.internal`).
+pub fn private_dns_name(ip: &str, region: &str) -> String {
+    let domain = if region == "us-east-1" {
+        "ec2.internal".to_string()
+    } else {
+        format!("{region}.compute.internal")
+    };
+    format!("ip-{}.{domain}", ip.replace('.', "-"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +287,17 @@ mod tests {
             None
         );
         assert_eq!(instance_id("gce://p/z/n"), None);
+    }
+
+    #[test]
+    fn private_dns_names_follow_ec2() {
+        assert_eq!(
+            private_dns_name("10.0.0.1", "us-east-1"),
+            "ip-10-0-0-1.ec2.internal"
+        );
+        assert_eq!(
+            private_dns_name("10.0.0.1", "eu-west-1"),
+            "ip-10-0-0-1.eu-west-1.compute.internal"
+        );
     }
 }
