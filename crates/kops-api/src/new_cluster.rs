@@ -25,6 +25,8 @@ use crate::components::{
     CloudConfiguration, CloudControllerManagerConfig, FeatureGates, KubeApiServerConfig,
     KubeControllerManagerConfig, KubeProxyConfig, KubeSchedulerConfig, KubeletConfig,
 };
+use crate::dns::{dns_name_problem, is_gossip_name, GOSSIP_HINT, GOSSIP_REMOVED};
+use crate::field_error::FieldError;
 use crate::gce;
 use crate::instance_group::{InstanceGroup, MixedInstancesPolicy, Role};
 use crate::meta::{Extra, LABEL_INSTANCE_GROUP};
@@ -32,10 +34,9 @@ use crate::networking::{
     CalicoSpec, CiliumSpec, FlannelSpec, NetworkingSpec, NETWORKING_FLAG_VALUES,
 };
 use crate::set;
-use crate::validation::{
-    dns_name_problem, is_gossip_name, FieldError, GOSSIP_HINT, GOSSIP_REMOVED, KNOWN_CLOUDS,
-};
+use crate::validation::KNOWN_CLOUDS;
 use crate::version::{self, KubernetesVersion, VersionProblem};
+use crate::zones::{aws_region, gce_region};
 
 /// The channel new clusters follow unless `--channel` says otherwise.
 pub const DEFAULT_CHANNEL: &str = "stable";
@@ -439,41 +440,6 @@ pub fn default_machine_type(region: &str, role: Role, image: Option<&str>) -> &'
         (_, false) => "t3.medium",
         (_, true) => "t4g.medium",
     }
-}
-
-/// The region of an AWS availability zone (`us-east-1a` → `us-east-1`,
-/// Local Zones such as `us-west-2-lax-1a` → `us-west-2`), or `None` when the
-/// name is not an AWS zone.
-pub fn aws_zone_region(zone: &str) -> Option<String> {
-    if zone.is_empty()
-        || !zone
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-    {
-        return None;
-    }
-    let parts: Vec<&str> = zone.split('-').collect();
-    let at = parts
-        .iter()
-        .position(|p| p.starts_with(|c: char| c.is_ascii_digit()))?;
-    if at < 2
-        || parts[..at]
-            .iter()
-            .any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase()))
-    {
-        return None;
-    }
-    let part = parts[at];
-    let digits = part.chars().take_while(|c| c.is_ascii_digit()).count();
-    let suffix = &part[digits..];
-    let rest = &parts[at + 1..];
-    let standard =
-        rest.is_empty() && !suffix.is_empty() && suffix.chars().all(|c| c.is_ascii_lowercase());
-    let local = suffix.is_empty() && !rest.is_empty() && rest.iter().all(|p| !p.is_empty());
-    if !(standard || local) {
-        return None;
-    }
-    Some(format!("{}-{}", parts[..at].join("-"), &part[..digits]))
 }
 
 /// Parses `--cloud-labels`: `KEY=VALUE` pairs separated by commas; a key or
@@ -1043,8 +1009,8 @@ impl Cloud {
     /// The region of one of this cloud's zones.
     fn zone_region(self, zone: &str) -> Option<String> {
         match self {
-            Cloud::Aws => aws_zone_region(zone),
-            Cloud::Gce => gce::zone_region(zone),
+            Cloud::Aws => aws_region(zone),
+            Cloud::Gce => gce_region(zone),
             // vSphere zones are names of the user's choosing, in one
             // datacenter.
             Cloud::Vsphere => Some("vsphere".into()),
@@ -1113,10 +1079,10 @@ fn guess_cloud(o: &NewClusterOptions) -> Option<&'static str> {
         }
     }
     let zones = clean_list(&o.zones);
-    if !zones.is_empty() && zones.iter().all(|z| aws_zone_region(z).is_some()) {
+    if !zones.is_empty() && zones.iter().all(|z| aws_region(z).is_some()) {
         return Some("aws");
     }
-    if !zones.is_empty() && zones.iter().all(|z| gce::zone_region(z).is_some()) {
+    if !zones.is_empty() && zones.iter().all(|z| gce_region(z).is_some()) {
         return Some("gce");
     }
     None
@@ -2060,7 +2026,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     let mut zone_subnets: BTreeMap<String, Vec<String>> = BTreeMap::new();
     // GCE subnets are regional: one per region, named after it.
     for zone in f.all_zones.iter().filter(|_| gce) {
-        let region = gce::zone_region(zone).unwrap_or_default();
+        let region = gce_region(zone).unwrap_or_default();
         if !subnets.iter().any(|s| s.name == region) {
             subnets.push(ClusterSubnetSpec {
                 name: region.clone(),
@@ -3273,22 +3239,5 @@ mod tests {
             (s.id.as_deref(), s.cidr.as_deref()),
             (Some("subnet-1"), Some("10.10.0.0/24"))
         );
-    }
-
-    #[test]
-    fn aws_zone_names() {
-        assert_eq!(aws_zone_region("us-east-1a").as_deref(), Some("us-east-1"));
-        assert_eq!(
-            aws_zone_region("us-gov-west-1b").as_deref(),
-            Some("us-gov-west-1")
-        );
-        assert_eq!(
-            aws_zone_region("us-west-2-lax-1a").as_deref(),
-            Some("us-west-2")
-        );
-        assert_eq!(aws_zone_region("us-test-1a").as_deref(), Some("us-test-1"));
-        assert_eq!(aws_zone_region("us-east-1"), None);
-        assert_eq!(aws_zone_region("us-central1-a"), None);
-        assert_eq!(aws_zone_region("fsn1"), None);
     }
 }

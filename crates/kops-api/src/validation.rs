@@ -2,93 +2,17 @@
 //! path, the bad value and, where the user can fix it, how.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use ipnet::{IpNet, Ipv4Net};
 
 use crate::cluster::{Cluster, SubnetType};
+use crate::dns::{dns_name_problem, is_gossip_name, GOSSIP_HINT, GOSSIP_REMOVED};
+use crate::field_error::into_result;
+// Re-exported: the crates above name them from here.
+pub use crate::field_error::{FieldError, ValidationError};
 use crate::instance_group::{InstanceGroup, Role};
 use crate::networking::KNOWN_NETWORKING;
 use crate::version::{self, VersionProblem};
-
-/// One problem with one field.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
-    /// The field, e.g. `spec.subnets[1].cidr`.
-    pub path: String,
-    /// The offending value as the user wrote it.
-    pub value: Option<String>,
-    pub message: String,
-    pub hint: Option<String>,
-}
-
-impl FieldError {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError {
-            path: path.into(),
-            value: None,
-            message: message.into(),
-            hint: None,
-        }
-    }
-
-    pub fn value(mut self, value: impl fmt::Display) -> Self {
-        self.value = Some(value.to_string());
-        self
-    }
-
-    pub fn hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
-        self
-    }
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: ", self.path)?;
-        if let Some(v) = &self.value {
-            write!(f, "`{v}`: ")?;
-        }
-        write!(f, "{}", self.message)?;
-        if let Some(h) = &self.hint {
-            write!(f, "\n  hint: {h}")?;
-        }
-        Ok(())
-    }
-}
-
-/// All the problems found in one object.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct ValidationError {
-    /// What was validated, e.g. ``cluster `a.example.com` ``.
-    pub object: String,
-    pub errors: Vec<FieldError>,
-}
-
-impl fmt::Display for ValidationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.errors.len();
-        write!(
-            f,
-            "{} is not valid ({n} problem{}):",
-            self.object,
-            if n == 1 { "" } else { "s" }
-        )?;
-        for e in &self.errors {
-            write!(f, "\n- {}", e.to_string().replace('\n', "\n  "))?;
-        }
-        Ok(())
-    }
-}
-
-/// Turns a list of problems into a result.
-pub fn into_result(object: String, errors: Vec<FieldError>) -> Result<(), ValidationError> {
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ValidationError { object, errors })
-    }
-}
 
 /// Cloud providers kops knows. Only `aws` is deployable by kops-rs; the
 /// others load, round-trip and validate so existing specs keep working.
@@ -202,48 +126,6 @@ fn validate_cloud_fields(cluster: &Cluster, cloud: &str, errors: &mut Vec<FieldE
         }
     }
 }
-
-/// Why a `.k8s.local` cluster with DNS records is refused (kops 1.37).
-pub const GOSSIP_REMOVED: &str =
-    "gossip DNS (a cluster name ending in `.k8s.local`) was removed in kops 1.37";
-/// What to do instead of gossip DNS.
-pub const GOSSIP_HINT: &str = "use DNS type `None` (nodes reach the API through its load balancer), or name the cluster in a DNS zone you own";
-
-/// Whether `name` is a gossip cluster name (`*.k8s.local`).
-pub fn is_gossip_name(name: &str) -> bool {
-    name.trim_end_matches('.').ends_with(".k8s.local")
-}
-
-/// Checks a DNS subdomain name (RFC 1123): lowercase labels of letters,
-/// digits and `-`, separated by dots.
-pub fn dns_name_problem(name: &str) -> Option<&'static str> {
-    if name.is_empty() {
-        return Some("is required");
-    }
-    if name.len() > 253 {
-        return Some("is longer than 253 characters");
-    }
-    for label in name.split('.') {
-        if label.is_empty() {
-            return Some("has an empty label (two dots in a row, or a leading or trailing dot)");
-        }
-        if label.len() > 63 {
-            return Some("has a label longer than 63 characters");
-        }
-        if !label
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        {
-            return Some("may only hold lowercase letters, digits, `-` and `.`");
-        }
-        if label.starts_with('-') || label.ends_with('-') {
-            return Some("has a label that starts or ends with `-`");
-        }
-    }
-    None
-}
-
-pub use crate::new_cluster::aws_zone_region as region_of_zone;
 
 fn parse_cidr(text: &str) -> Option<IpNet> {
     text.parse::<IpNet>().ok()
@@ -856,7 +738,7 @@ fn validate_subnets(
                     FieldError::new(format!("{path}.zone"), "is required on AWS")
                         .hint("set the availability zone, e.g. `us-east-1a`"),
                 ),
-                Some(z) => match region_of_zone(z) {
+                Some(z) => match crate::zones::aws_region(z) {
                     Some(r) => {
                         regions.entry(r).or_insert_with(|| format!("{path}.zone"));
                     }
@@ -1352,29 +1234,6 @@ pub fn validate_all(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<(), V
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn regions() {
-        assert_eq!(region_of_zone("us-east-1a").as_deref(), Some("us-east-1"));
-        assert_eq!(
-            region_of_zone("us-gov-west-1b").as_deref(),
-            Some("us-gov-west-1")
-        );
-        assert_eq!(
-            region_of_zone("us-west-2-lax-1a").as_deref(),
-            Some("us-west-2")
-        );
-        assert_eq!(region_of_zone("us-test-1a").as_deref(), Some("us-test-1"));
-        assert_eq!(region_of_zone("nozone"), None);
-    }
-
-    #[test]
-    fn dns_names() {
-        assert!(dns_name_problem("a.example.com").is_none());
-        assert!(dns_name_problem("A.example.com").is_some());
-        assert!(dns_name_problem("a..b").is_some());
-        assert!(dns_name_problem("-a.b").is_some());
-    }
 
     /// A valid cluster and node group, in the shape of kops' `complex` case.
     fn complex() -> (Cluster, InstanceGroup) {

@@ -92,12 +92,6 @@ pub fn encode_label(value: &str) -> String {
     out
 }
 
-/// The region of a zone (`us-central1-a` -> `us-central1`).
-pub fn zone_region(zone: &str) -> Option<&str> {
-    let (region, letter) = zone.rsplit_once('-')?;
-    (!letter.is_empty() && region.contains('-')).then_some(region)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +128,5 @@ mod tests {
             "minimal-gce-ilb-cilium-etcd-ex-eqdptu-k8s-io-role-control-plane"
         );
         assert_eq!(encode_label("a/a"), "a-2fa");
-        assert_eq!(zone_region("us-test1-a"), Some("us-test1"));
     }
 }

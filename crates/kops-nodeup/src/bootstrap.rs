@@ -459,13 +459,7 @@ pub fn nodeup_binaries(cluster: &Cluster) -> Result<Vec<NodeupBinary>, assets::A
 /// The region of the cluster (from its first subnet's zone), for
 /// `AWS_REGION` on the instance.
 fn region(cluster: &Cluster) -> Option<String> {
-    cluster
-        .spec
-        .subnets
-        .iter()
-        .flatten()
-        .filter_map(|s| s.zone.as_deref())
-        .find_map(kops_api::new_cluster::aws_zone_region)
+    cluster.aws_region()
 }
 
 /// The boot config of a group whose node config hashes to `hash`.

@@ -54,8 +54,7 @@ fn gce_region(cluster: &Cluster) -> Result<String, OpsError> {
         .or_else(|| {
             subnets
                 .filter_map(|s| s.zone.as_deref())
-                .find_map(kops_gce::names::zone_region)
-                .map(str::to_string)
+                .find_map(kops_api::zones::gce_region)
         })
         .ok_or_else(|| OpsError::NotOnAws {
             cluster: cluster.name().to_string(),

@@ -138,8 +138,8 @@ pub async fn delete_cluster(
 /// (`us-central1`, kops' `us-test1`) rather than an AWS one (`us-east-1`).
 fn is_gce_region(region: &str) -> bool {
     let zone = format!("{region}-a");
-    kops_api::gce::zone_region(&zone).as_deref() == Some(region)
-        && kops_api::new_cluster::aws_zone_region(&format!("{region}a")).is_none()
+    kops_api::zones::gce_region(&zone).as_deref() == Some(region)
+        && kops_api::zones::aws_region(&format!("{region}a")).is_none()
 }
 
 /// A GCE resource as the delete use case reports resources.

@@ -79,17 +79,10 @@ pub struct UpdateOutcome {
 
 /// The region of a cluster: the region of its subnets' zones.
 pub fn cluster_region(cluster: &kops_api::Cluster) -> Result<String, OpsError> {
-    cluster
-        .spec
-        .subnets
-        .iter()
-        .flatten()
-        .filter_map(|s| s.zone.as_deref())
-        .find_map(kops_api::new_cluster::aws_zone_region)
-        .ok_or_else(|| OpsError::NotOnAws {
-            cluster: cluster.name().to_string(),
-            reason: "its subnets name no AWS availability zone".into(),
-        })
+    cluster.aws_region().ok_or_else(|| OpsError::NotOnAws {
+        cluster: cluster.name().to_string(),
+        reason: "its subnets name no AWS availability zone".into(),
+    })
 }
 
 pub async fn update_cluster(
