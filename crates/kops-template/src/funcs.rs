@@ -9,11 +9,11 @@
 use std::collections::BTreeSet;
 
 use base64::Engine as _;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 use sha2::Digest;
 
-use crate::exec::truth;
 use crate::gofmt;
+use crate::govalue::{float, floatify, truth};
 
 type R = Result<Value, String>;
 
@@ -297,10 +297,6 @@ fn to_f64(v: &Value) -> f64 {
     }
 }
 
-fn float(f: f64) -> Value {
-    Number::from_f64(f).map_or(Value::Null, Value::Number)
-}
-
 fn type_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "<nil>",
@@ -391,16 +387,6 @@ fn compare(name: &str, a: &Value, b: &Value) -> Result<std::cmp::Ordering, Strin
         }
         (Value::Null, _) | (_, Value::Null) => Err("invalid type for comparison".into()),
         _ => Err("incompatible types for comparison".into()),
-    }
-}
-
-/// JSON numbers as Go's `json.Unmarshal` into `interface{}` gives them: float64.
-pub fn floatify(v: Value) -> Value {
-    match v {
-        Value::Number(n) if !n.is_f64() => n.as_f64().map_or(Value::Number(n), float),
-        Value::Array(a) => Value::Array(a.into_iter().map(floatify).collect()),
-        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, floatify(v))).collect()),
-        other => other,
     }
 }
 
@@ -1268,7 +1254,7 @@ pub fn call(name: &str, args: Vec<Value>) -> R {
         }
         "toYaml" => {
             want(name, a, 1)?;
-            let y = gofmt::to_yaml(&a[0])?;
+            let y = crate::yaml::to_yaml(&a[0])?;
             Ok(Value::String(
                 y.strip_suffix('\n').unwrap_or(&y).to_string(),
             ))
