@@ -498,7 +498,7 @@ pub struct NodeInputs {
     /// Where nodes download nodeup, as `update` resolved it (kops'
     /// environment variables or the uploaded binaries). `None`: the
     /// default mirrors (tests, previews).
-    pub nodeup: Option<crate::bootstrap::NodeupSources>,
+    pub nodeup: Option<crate::assets::NodeupSources>,
     /// The API load balancer's addresses as the cloud reports them (its
     /// DNS name; with `dns: None` also its interfaces' private addresses),
     /// sorted: nodes that run the API server list them as
