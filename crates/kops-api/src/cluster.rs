@@ -68,9 +68,20 @@ impl Cluster {
             .and_then(|lb| lb.class.as_deref())
     }
 
+    /// The AWS region of the cluster: that of the first subnet zone that is
+    /// an AWS availability zone (`None` on other clouds).
+    pub fn aws_region(&self) -> Option<String> {
+        self.spec
+            .subnets
+            .iter()
+            .flatten()
+            .filter_map(|s| s.zone.as_deref())
+            .find_map(crate::zones::aws_region)
+    }
+
     /// True when the cluster uses gossip DNS (`*.k8s.local`).
     pub fn is_gossip(&self) -> bool {
-        crate::validation::is_gossip_name(&self.metadata.name)
+        crate::dns::is_gossip_name(&self.metadata.name)
     }
 
     /// The issuer the API server signs service-account tokens with, as kops

@@ -3,10 +3,10 @@
 //! type `create cluster` would pick.
 
 use crate::cluster::{Cluster, SubnetType};
+use crate::field_error::FieldError;
 use crate::instance_group::{InstanceGroup, Role};
 use crate::meta::LABEL_INSTANCE_GROUP;
-use crate::new_cluster::{aws_zone_region, default_image, default_machine_type, Architecture};
-use crate::validation::FieldError;
+use crate::new_cluster::{default_image, default_machine_type, Architecture};
 use crate::version::KubernetesVersion;
 
 /// Builds a new instance group for an existing cluster, as `kops create
@@ -91,7 +91,7 @@ pub fn default_instance_group(
     });
     let region = cluster_subnets
         .iter()
-        .find_map(|s| s.zone.as_deref().and_then(aws_zone_region))
+        .find_map(|s| s.zone.as_deref().and_then(crate::zones::aws_region))
         .unwrap_or_default();
     ig.spec.machine_type = existing
         .iter()

@@ -11,9 +11,10 @@
 use ipnet::Ipv4Net;
 
 use crate::cluster::Cluster;
+use crate::field_error::FieldError;
 use crate::instance_group::Role;
-use crate::validation::FieldError;
 use crate::version::KubernetesVersion;
+use crate::zones::gce_region;
 
 /// Machine type of control-plane and worker nodes when none is given.
 pub const DEFAULT_MACHINE_TYPE: &str = "e2-medium";
@@ -21,22 +22,6 @@ pub const DEFAULT_MACHINE_TYPE: &str = "e2-medium";
 pub const DEFAULT_BASTION_MACHINE_TYPE: &str = "e2-micro";
 /// The private range kops carves GCE subnets (and IP alias ranges) from.
 pub const SUBNET_POOL: &str = "10.0.0.0/8";
-
-/// The region of a Compute Engine zone: `us-central1-a` → `us-central1`,
-/// kops' test zone `us-test1-a` → `us-test1`. `None` when the name does not
-/// have that shape (an AWS zone such as `us-east-1a`, a bare region).
-pub fn zone_region(zone: &str) -> Option<String> {
-    let parts: Vec<&str> = zone.split('-').collect();
-    let [area, place, letter] = parts.as_slice() else {
-        return None;
-    };
-    let lower = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase());
-    let letters = place.chars().take_while(|c| c.is_ascii_lowercase()).count();
-    let digits = &place[letters..];
-    let place_ok = letters > 0 && !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit());
-    (lower(area) && place_ok && letter.len() == 1 && lower(letter))
-        .then(|| format!("{area}-{place}"))
-}
 
 /// What is wrong with a Compute Engine machine type name, if anything.
 /// Compute Engine names are lowercase letters, digits and `-`, start with a
@@ -307,7 +292,7 @@ pub fn validate_instance_group(
         .collect();
     for (i, z) in zones.iter().enumerate() {
         let path = format!("spec.zones[{i}]");
-        match zone_region(z) {
+        match gce_region(z) {
             None => errors.push(
                 FieldError::new(path, "is not a Compute Engine zone")
                     .value(z)
@@ -332,30 +317,6 @@ pub fn validate_instance_group(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn zones_and_regions() {
-        assert_eq!(zone_region("us-central1-a").as_deref(), Some("us-central1"));
-        assert_eq!(zone_region("us-test1-b").as_deref(), Some("us-test1"));
-        assert_eq!(
-            zone_region("northamerica-northeast1-c").as_deref(),
-            Some("northamerica-northeast1")
-        );
-        assert_eq!(
-            zone_region("europe-west10-a").as_deref(),
-            Some("europe-west10")
-        );
-        for bad in [
-            "us-east-1a",
-            "us-central1",
-            "us-central1-ab",
-            "US-central1-a",
-            "a-b-c",
-            "",
-        ] {
-            assert_eq!(zone_region(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn machine_type_names() {

@@ -9,7 +9,9 @@
 pub mod cluster;
 pub mod components;
 pub mod defaults;
+pub mod dns;
 pub mod env;
+pub mod field_error;
 pub mod gce;
 pub mod instance_group;
 pub mod manifest;
@@ -23,6 +25,7 @@ pub mod switch;
 pub mod validation;
 pub mod version;
 pub mod vsphere;
+pub mod zones;
 
 /// The kops release kops-rs follows: the version of kops' own images it
 /// deploys (`registry.k8s.io/kops/...`: dns-controller, kops-channels,
@@ -33,7 +36,7 @@ pub mod vsphere;
 pub const KOPS_VERSION: &str = "1.37.0-alpha.1";
 
 pub use cluster::{Cluster, ClusterSpec, ClusterSubnetSpec, SubnetType};
+pub use field_error::{FieldError, ValidationError};
 pub use instance_group::{InstanceGroup, InstanceGroupSpec, Role, LABEL_GVISOR};
 pub use manifest::{parse_objects, to_yaml, ManifestError, Object};
 pub use meta::{ObjectMeta, API_VERSION, LABEL_CLUSTER_NAME, LABEL_INSTANCE_GROUP};
-pub use validation::{FieldError, ValidationError};

@@ -25,6 +25,8 @@ use crate::components::{
     CloudConfiguration, CloudControllerManagerConfig, FeatureGates, KubeApiServerConfig,
     KubeControllerManagerConfig, KubeProxyConfig, KubeSchedulerConfig, KubeletConfig,
 };
+use crate::dns::{dns_name_problem, is_gossip_name, GOSSIP_HINT, GOSSIP_REMOVED};
+use crate::field_error::FieldError;
 use crate::gce;
 use crate::instance_group::{InstanceGroup, MixedInstancesPolicy, Role};
 use crate::meta::{Extra, LABEL_INSTANCE_GROUP};
@@ -32,10 +34,9 @@ use crate::networking::{
     CalicoSpec, CiliumSpec, FlannelSpec, NetworkingSpec, NETWORKING_FLAG_VALUES,
 };
 use crate::set;
-use crate::validation::{
-    dns_name_problem, is_gossip_name, FieldError, GOSSIP_HINT, GOSSIP_REMOVED, KNOWN_CLOUDS,
-};
+use crate::validation::KNOWN_CLOUDS;
 use crate::version::{self, KubernetesVersion, VersionProblem};
+use crate::zones::{aws_region, gce_region};
 
 /// The channel new clusters follow unless `--channel` says otherwise.
 pub const DEFAULT_CHANNEL: &str = "stable";
@@ -441,41 +442,6 @@ pub fn default_machine_type(region: &str, role: Role, image: Option<&str>) -> &'
     }
 }
 
-/// The region of an AWS availability zone (`us-east-1a` → `us-east-1`,
-/// Local Zones such as `us-west-2-lax-1a` → `us-west-2`), or `None` when the
-/// name is not an AWS zone.
-pub fn aws_zone_region(zone: &str) -> Option<String> {
-    if zone.is_empty()
-        || !zone
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-    {
-        return None;
-    }
-    let parts: Vec<&str> = zone.split('-').collect();
-    let at = parts
-        .iter()
-        .position(|p| p.starts_with(|c: char| c.is_ascii_digit()))?;
-    if at < 2
-        || parts[..at]
-            .iter()
-            .any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase()))
-    {
-        return None;
-    }
-    let part = parts[at];
-    let digits = part.chars().take_while(|c| c.is_ascii_digit()).count();
-    let suffix = &part[digits..];
-    let rest = &parts[at + 1..];
-    let standard =
-        rest.is_empty() && !suffix.is_empty() && suffix.chars().all(|c| c.is_ascii_lowercase());
-    let local = suffix.is_empty() && !rest.is_empty() && rest.iter().all(|p| !p.is_empty());
-    if !(standard || local) {
-        return None;
-    }
-    Some(format!("{}-{}", parts[..at].join("-"), &part[..digits]))
-}
-
 /// Parses `--cloud-labels`: `KEY=VALUE` pairs separated by commas; a key or
 /// value holding `=` is written in double quotes (`dn="cn=x"`, `""` for a
 /// quote). Leading spaces of keys and values are dropped. Commas cannot be
@@ -627,70 +593,7 @@ pub fn assign_subnet_cidrs(
     }
 
     if let Some(network_id) = &network_id {
-        let with_id: Vec<usize> = (0..subnets.len())
-            .filter(|&i| subnets[i].id.as_deref().is_some_and(|id| !id.is_empty()))
-            .collect();
-        if !with_id.is_empty() {
-            let info = existing.filter(|e| &e.network_id == network_id).ok_or_else(|| {
-                FieldError::new("--subnets", format!("the CIDRs of the subnets of VPC `{network_id}` are not known"))
-                    .value(network_id)
-                    .hint("kops reads them from AWS (DescribeSubnets); pass the existing network's description, or give each subnet its `cidr`")
-            })?;
-            for i in with_id {
-                let subnet = &mut subnets[i];
-                let id = subnet.id.clone().unwrap_or_default();
-                let found = info.subnet(&id).ok_or_else(|| {
-                    FieldError::new(
-                        "--subnets",
-                        format!("subnet `{id}` is not in VPC `{network_id}`"),
-                    )
-                    .value(&id)
-                    .hint("name subnets of the VPC given with --vpc")
-                })?;
-                match subnet.cidr.as_deref().filter(|c| !c.is_empty()) {
-                    None => {
-                        subnet.cidr = found.cidr.clone().filter(|c| !c.is_empty());
-                        let ipv6_private =
-                            subnet.ipv6_cidr.as_deref().is_some_and(|c| !c.is_empty())
-                                && subnet.subnet_type() == Some(SubnetType::Private);
-                        if subnet.cidr.is_none() && !ipv6_private {
-                            return Err(FieldError::new(
-                                "--subnets",
-                                format!("subnet `{id}` has no IPv4 CIDR"),
-                            )
-                            .value(&id)
-                            .hint("use a subnet with an IPv4 CIDR"));
-                        }
-                    }
-                    Some(c) if Some(c) != found.cidr.as_deref() => {
-                        return Err(FieldError::new(
-                            "spec.subnets",
-                            format!(
-                                "subnet `{id}` is configured with CIDR `{c}` but AWS has `{}`",
-                                found.cidr.as_deref().unwrap_or("")
-                            ),
-                        )
-                        .value(c)
-                        .hint("remove the cidr or set the subnet's real CIDR"));
-                    }
-                    Some(_) => {}
-                }
-                let zone = subnet.zone.clone().unwrap_or_default();
-                if zone.is_empty() {
-                    subnet.zone = Some(found.zone.clone());
-                } else if zone != found.zone {
-                    return Err(FieldError::new(
-                        "spec.subnets",
-                        format!(
-                            "subnet `{id}` is configured in zone `{zone}` but AWS has it in `{}`",
-                            found.zone
-                        ),
-                    )
-                    .value(&zone)
-                    .hint("use the subnet's real zone"));
-                }
-            }
-        }
+        take_existing_subnets(subnets, network_id, existing)?;
     }
     if let Some(s) = subnets.iter().find(|s| {
         s.id.as_deref().is_some_and(|i| !i.is_empty()) && s.zone.as_deref().unwrap_or("").is_empty()
@@ -809,6 +712,80 @@ pub fn assign_subnet_cidrs(
             .hint("give the subnet a `cidr`, or widen the network CIDR")
         })?;
         subnets[i].cidr = Some(block.to_string());
+    }
+    Ok(())
+}
+
+/// Subnets with an `id` take their CIDR and zone from the existing
+/// network's description (which kops reads from AWS), and must agree with
+/// it where they set them.
+fn take_existing_subnets(
+    subnets: &mut [ClusterSubnetSpec],
+    network_id: &str,
+    existing: Option<&ExistingNetwork>,
+) -> Result<(), FieldError> {
+    let with_id: Vec<usize> = (0..subnets.len())
+        .filter(|&i| subnets[i].id.as_deref().is_some_and(|id| !id.is_empty()))
+        .collect();
+    if !with_id.is_empty() {
+        let info = existing.filter(|e| &e.network_id == network_id).ok_or_else(|| {
+            FieldError::new("--subnets", format!("the CIDRs of the subnets of VPC `{network_id}` are not known"))
+                .value(network_id)
+                .hint("kops reads them from AWS (DescribeSubnets); pass the existing network's description, or give each subnet its `cidr`")
+        })?;
+        for i in with_id {
+            let subnet = &mut subnets[i];
+            let id = subnet.id.clone().unwrap_or_default();
+            let found = info.subnet(&id).ok_or_else(|| {
+                FieldError::new(
+                    "--subnets",
+                    format!("subnet `{id}` is not in VPC `{network_id}`"),
+                )
+                .value(&id)
+                .hint("name subnets of the VPC given with --vpc")
+            })?;
+            match subnet.cidr.as_deref().filter(|c| !c.is_empty()) {
+                None => {
+                    subnet.cidr = found.cidr.clone().filter(|c| !c.is_empty());
+                    let ipv6_private = subnet.ipv6_cidr.as_deref().is_some_and(|c| !c.is_empty())
+                        && subnet.subnet_type() == Some(SubnetType::Private);
+                    if subnet.cidr.is_none() && !ipv6_private {
+                        return Err(FieldError::new(
+                            "--subnets",
+                            format!("subnet `{id}` has no IPv4 CIDR"),
+                        )
+                        .value(&id)
+                        .hint("use a subnet with an IPv4 CIDR"));
+                    }
+                }
+                Some(c) if Some(c) != found.cidr.as_deref() => {
+                    return Err(FieldError::new(
+                        "spec.subnets",
+                        format!(
+                            "subnet `{id}` is configured with CIDR `{c}` but AWS has `{}`",
+                            found.cidr.as_deref().unwrap_or("")
+                        ),
+                    )
+                    .value(c)
+                    .hint("remove the cidr or set the subnet's real CIDR"));
+                }
+                Some(_) => {}
+            }
+            let zone = subnet.zone.clone().unwrap_or_default();
+            if zone.is_empty() {
+                subnet.zone = Some(found.zone.clone());
+            } else if zone != found.zone {
+                return Err(FieldError::new(
+                    "spec.subnets",
+                    format!(
+                        "subnet `{id}` is configured in zone `{zone}` but AWS has it in `{}`",
+                        found.zone
+                    ),
+                )
+                .value(&zone)
+                .hint("use the subnet's real zone"));
+            }
+        }
     }
     Ok(())
 }
@@ -1043,8 +1020,8 @@ impl Cloud {
     /// The region of one of this cloud's zones.
     fn zone_region(self, zone: &str) -> Option<String> {
         match self {
-            Cloud::Aws => aws_zone_region(zone),
-            Cloud::Gce => gce::zone_region(zone),
+            Cloud::Aws => aws_region(zone),
+            Cloud::Gce => gce_region(zone),
             // vSphere zones are names of the user's choosing, in one
             // datacenter.
             Cloud::Vsphere => Some("vsphere".into()),
@@ -1113,10 +1090,10 @@ fn guess_cloud(o: &NewClusterOptions) -> Option<&'static str> {
         }
     }
     let zones = clean_list(&o.zones);
-    if !zones.is_empty() && zones.iter().all(|z| aws_zone_region(z).is_some()) {
+    if !zones.is_empty() && zones.iter().all(|z| aws_region(z).is_some()) {
         return Some("aws");
     }
-    if !zones.is_empty() && zones.iter().all(|z| gce::zone_region(z).is_some()) {
+    if !zones.is_empty() && zones.iter().all(|z| gce_region(z).is_some()) {
         return Some("gce");
     }
     None
@@ -1161,9 +1138,63 @@ fn aws_only_flags(o: &NewClusterOptions) -> Vec<(&'static str, &'static str)> {
     .collect()
 }
 
+/// The flags checked one concern at a time, in the order their problems
+/// are reported.
 fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
     let mut errors = Vec::new();
+    let e = &mut errors;
+    let name = check_name(o, e);
+    let cloud = check_cloud(o, e);
+    let project = check_cloud_flags(o, cloud, e);
+    let zones = check_zones(o, cloud, e);
+    let control_plane_count = check_control_plane_count(o, &zones.control_plane_zones, e);
+    let (kubernetes_version, parsed_version) = check_kubernetes_version(o, e);
+    let feature_gates = check_feature_gates(o, e);
+    let networking = check_networking(o, e);
+    let topology = check_topology(o, &networking, e);
+    let dns = check_dns(o, cloud, &name, e);
+    let api_lb_type = check_api_load_balancer_type(o, e);
+    let always_allow = check_authorization(o, e);
+    let karpenter = check_instance_manager(o, e);
+    let cloud_labels = check_cloud_labels(o, e);
+    check_network_cidrs_and_sizes(o, e);
+    let network_id = check_network_id(o, cloud, e);
 
+    if errors.is_empty() {
+        let Zones {
+            zones,
+            control_plane_zones,
+            all_zones,
+            region,
+        } = zones;
+        Ok(Flags {
+            name,
+            cloud,
+            region,
+            zones,
+            control_plane_zones,
+            all_zones,
+            control_plane_count,
+            topology,
+            dns,
+            networking,
+            kubernetes_version,
+            parsed_version,
+            feature_gates,
+            cloud_labels,
+            api_lb_type,
+            karpenter,
+            always_allow,
+            network_id,
+            project,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// The cluster's name, trimmed: a DNS name.
+fn check_name(o: &NewClusterOptions, errors: &mut Vec<FieldError>) -> String {
     let name = o.cluster_name.trim().to_string();
     if let Some(problem) = dns_name_problem(&name) {
         errors.push(
@@ -1172,8 +1203,12 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
                 .hint("name the cluster with a DNS name such as `mycluster.example.com` (or `mycluster.k8s.local`)"),
         );
     }
+    name
+}
 
-    // Cloud.
+/// `--cloud`, or the cloud guessed; AWS stands in when it is unknown (its
+/// problem is reported).
+fn check_cloud(o: &NewClusterOptions, errors: &mut Vec<FieldError>) -> Cloud {
     let cloud = chosen_cloud(o).unwrap_or_else(|| {
         errors.push(
             FieldError::new("--cloud", "the cloud provider could not be guessed")
@@ -1181,7 +1216,7 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
         );
         String::new()
     });
-    let cloud = match (cloud.as_str(), Cloud::parse(&cloud)) {
+    match (cloud.as_str(), Cloud::parse(&cloud)) {
         (_, Some(c)) => c,
         ("", None) => Cloud::Aws,
         (other, None) => {
@@ -1197,155 +1232,22 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             );
             Cloud::Aws
         }
-    };
+    }
+}
 
-    // The Google Cloud project and service account.
+/// The flags of one cloud given for another; the Google Cloud project of
+/// a GCE cluster.
+fn check_cloud_flags(
+    o: &NewClusterOptions,
+    cloud: Cloud,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
     let mut project = None;
-    let gce_flags = [
-        ("--project", o.project.as_ref()),
-        ("--gce-service-account", o.gce_service_account.as_ref()),
-    ];
     match cloud {
-        Cloud::Gce => {
-            match o.project.as_deref().map(str::trim) {
-                Some("") => errors.push(
-                    FieldError::new("--project", "is empty")
-                        .hint("name the Google Cloud project (an unset variable in `--project=$PROJECT`?), or leave --project out to use gcloud's default project"),
-                ),
-                Some(p) => project = Some(p.to_string()),
-                None => errors.push(
-                    FieldError::new("--project", "no Google Cloud project is given and gcloud has no default project")
-                        .hint("pass `--project <project-id>`, or set gcloud's default with `gcloud config set project <project-id>`"),
-                ),
-            }
-            if o.gce_service_account.as_deref().map(str::trim) == Some("") {
-                errors.push(
-                    FieldError::new("--gce-service-account", "is empty")
-                        .hint("name a service account such as `kops@<project>.iam.gserviceaccount.com`, or leave the flag out (kops then makes one per role)"),
-                );
-            }
-            for (flag, hint) in aws_only_flags(o) {
-                errors.push(
-                    FieldError::new(flag, "applies to AWS clusters only")
-                        .value("--cloud gce")
-                        .hint(hint),
-                );
-            }
-            if clean_list(&o.subnet_ids).len() > 1 {
-                errors.push(
-                    FieldError::new(
-                        "--subnets",
-                        "a GCE cluster uses one subnetwork (GCE subnets are regional)",
-                    )
-                    .value(o.subnet_ids.join(","))
-                    .hint("name the one existing subnetwork of the cluster's region"),
-                );
-            }
-            for (flag, sizes) in [
-                ("--control-plane-size", &o.control_plane_size),
-                ("--node-size", &o.node_size),
-                ("--apiserver-size", &o.apiserver_size),
-            ] {
-                for t in clean_list(sizes) {
-                    if let Some(problem) = gce::machine_type_problem(&t) {
-                        errors.push(
-                            FieldError::new(flag, problem)
-                                .value(&t)
-                                .hint(gce::MACHINE_TYPE_HINT),
-                        );
-                    }
-                }
-            }
-        }
-        Cloud::Vsphere => {
-            let v = &o.vsphere;
-            for (flag, value, hint) in [
-                (
-                    "--vsphere-server",
-                    &v.server,
-                    "name the vCenter, e.g. `--vsphere-server vcenter.example.com`",
-                ),
-                (
-                    "--vsphere-datacenter",
-                    &v.datacenter,
-                    "name the datacenter the VMs run in",
-                ),
-                (
-                    "--vsphere-resource-pool",
-                    &v.resource_pool,
-                    "name the cluster, host or resource pool the VMs run in",
-                ),
-                (
-                    "--vsphere-datastore",
-                    &v.datastore,
-                    "name the datastore of the VMs' disks",
-                ),
-            ] {
-                if non_empty(value).is_none() {
-                    errors.push(FieldError::new(flag, "is required for vSphere").hint(hint));
-                }
-            }
-            if non_empty(&v.thumbprint).is_some() && non_empty(&v.ca_certificate).is_some() {
-                errors.push(
-                    FieldError::new(
-                        "--vsphere-thumbprint",
-                        "and --vsphere-ca-file are both given",
-                    )
-                    .hint("pin vCenter's certificate or trust its CA, not both"),
-                );
-            }
-            if let Some(t) = non_empty(&v.thumbprint) {
-                if normalize_thumbprint(t).is_none() {
-                    errors.push(
-                        FieldError::new("--vsphere-thumbprint", "is not a SHA-1 fingerprint")
-                            .value(t)
-                            .hint("give 20 hex bytes as `govc about.cert -thumbprint` prints them (AB:CD:...)"),
-                    );
-                }
-            }
-            if let Some(pem) = non_empty(&v.ca_certificate) {
-                if !pem.contains("-----BEGIN CERTIFICATE-----") {
-                    errors.push(
-                        FieldError::new("--vsphere-ca-file", "holds no PEM certificate")
-                            .hint("name the PEM file of the CA that signed vCenter's certificate (-----BEGIN CERTIFICATE-----)"),
-                    );
-                }
-            }
-            for (flag, hint) in aws_only_flags(o) {
-                errors.push(
-                    FieldError::new(flag, "applies to AWS clusters only")
-                        .value("--cloud vsphere")
-                        .hint(hint),
-                );
-            }
-            for (flag, value) in gce_flags {
-                if value.is_some() {
-                    errors.push(
-                        FieldError::new(flag, "applies to Google Cloud (GCE) clusters only")
-                            .value("--cloud vsphere")
-                            .hint("drop it"),
-                    );
-                }
-            }
-            for (flag, sizes) in [
-                ("--control-plane-size", &o.control_plane_size),
-                ("--node-size", &o.node_size),
-            ] {
-                for t in clean_list(sizes) {
-                    if vsphere_machine_type(&t).is_none() {
-                        errors.push(
-                            FieldError::new(flag, "is not a vSphere machine size")
-                                .value(&t)
-                                .hint(
-                                    "size vSphere VMs as `<cpus>cpu-<memory>gb`, e.g. `2cpu-4gb`",
-                                ),
-                        );
-                    }
-                }
-            }
-        }
+        Cloud::Gce => project = check_gce_flags(o, errors),
+        Cloud::Vsphere => check_vsphere_flags(o, errors),
         Cloud::Aws => {
-            for (flag, value) in gce_flags {
+            for (flag, value) in gce_flags(o) {
                 if value.is_some() {
                     errors.push(
                         FieldError::new(flag, "applies to Google Cloud (GCE) clusters only")
@@ -1365,9 +1267,174 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             );
         }
     }
+    project
+}
 
-    // Zones (a vSphere cluster without any gets one named after its
-    // datacenter).
+/// The flags that only Google Cloud reads.
+fn gce_flags(o: &NewClusterOptions) -> [(&'static str, Option<&String>); 2] {
+    [
+        ("--project", o.project.as_ref()),
+        ("--gce-service-account", o.gce_service_account.as_ref()),
+    ]
+}
+
+/// A GCE cluster's flags: its project (returned), service account,
+/// subnetwork and machine types, and no AWS-only flag.
+fn check_gce_flags(o: &NewClusterOptions, errors: &mut Vec<FieldError>) -> Option<String> {
+    let mut project = None;
+    match o.project.as_deref().map(str::trim) {
+        Some("") => errors.push(
+            FieldError::new("--project", "is empty")
+                .hint("name the Google Cloud project (an unset variable in `--project=$PROJECT`?), or leave --project out to use gcloud's default project"),
+        ),
+        Some(p) => project = Some(p.to_string()),
+        None => errors.push(
+            FieldError::new("--project", "no Google Cloud project is given and gcloud has no default project")
+                .hint("pass `--project <project-id>`, or set gcloud's default with `gcloud config set project <project-id>`"),
+        ),
+    }
+    if o.gce_service_account.as_deref().map(str::trim) == Some("") {
+        errors.push(
+            FieldError::new("--gce-service-account", "is empty")
+                .hint("name a service account such as `kops@<project>.iam.gserviceaccount.com`, or leave the flag out (kops then makes one per role)"),
+        );
+    }
+    for (flag, hint) in aws_only_flags(o) {
+        errors.push(
+            FieldError::new(flag, "applies to AWS clusters only")
+                .value("--cloud gce")
+                .hint(hint),
+        );
+    }
+    if clean_list(&o.subnet_ids).len() > 1 {
+        errors.push(
+            FieldError::new(
+                "--subnets",
+                "a GCE cluster uses one subnetwork (GCE subnets are regional)",
+            )
+            .value(o.subnet_ids.join(","))
+            .hint("name the one existing subnetwork of the cluster's region"),
+        );
+    }
+    for (flag, sizes) in [
+        ("--control-plane-size", &o.control_plane_size),
+        ("--node-size", &o.node_size),
+        ("--apiserver-size", &o.apiserver_size),
+    ] {
+        for t in clean_list(sizes) {
+            if let Some(problem) = gce::machine_type_problem(&t) {
+                errors.push(
+                    FieldError::new(flag, problem)
+                        .value(&t)
+                        .hint(gce::MACHINE_TYPE_HINT),
+                );
+            }
+        }
+    }
+    project
+}
+
+/// A vSphere cluster's flags: where its VMs go, how vCenter is trusted,
+/// its machine sizes, and no flag of another cloud.
+fn check_vsphere_flags(o: &NewClusterOptions, errors: &mut Vec<FieldError>) {
+    let v = &o.vsphere;
+    for (flag, value, hint) in [
+        (
+            "--vsphere-server",
+            &v.server,
+            "name the vCenter, e.g. `--vsphere-server vcenter.example.com`",
+        ),
+        (
+            "--vsphere-datacenter",
+            &v.datacenter,
+            "name the datacenter the VMs run in",
+        ),
+        (
+            "--vsphere-resource-pool",
+            &v.resource_pool,
+            "name the cluster, host or resource pool the VMs run in",
+        ),
+        (
+            "--vsphere-datastore",
+            &v.datastore,
+            "name the datastore of the VMs' disks",
+        ),
+    ] {
+        if non_empty(value).is_none() {
+            errors.push(FieldError::new(flag, "is required for vSphere").hint(hint));
+        }
+    }
+    if non_empty(&v.thumbprint).is_some() && non_empty(&v.ca_certificate).is_some() {
+        errors.push(
+            FieldError::new(
+                "--vsphere-thumbprint",
+                "and --vsphere-ca-file are both given",
+            )
+            .hint("pin vCenter's certificate or trust its CA, not both"),
+        );
+    }
+    if let Some(t) = non_empty(&v.thumbprint) {
+        if normalize_thumbprint(t).is_none() {
+            errors.push(
+                FieldError::new("--vsphere-thumbprint", "is not a SHA-1 fingerprint")
+                    .value(t)
+                    .hint("give 20 hex bytes as `govc about.cert -thumbprint` prints them (AB:CD:...)"),
+            );
+        }
+    }
+    if let Some(pem) = non_empty(&v.ca_certificate) {
+        if !pem.contains("-----BEGIN CERTIFICATE-----") {
+            errors.push(
+                FieldError::new("--vsphere-ca-file", "holds no PEM certificate")
+                    .hint("name the PEM file of the CA that signed vCenter's certificate (-----BEGIN CERTIFICATE-----)"),
+            );
+        }
+    }
+    for (flag, hint) in aws_only_flags(o) {
+        errors.push(
+            FieldError::new(flag, "applies to AWS clusters only")
+                .value("--cloud vsphere")
+                .hint(hint),
+        );
+    }
+    for (flag, value) in gce_flags(o) {
+        if value.is_some() {
+            errors.push(
+                FieldError::new(flag, "applies to Google Cloud (GCE) clusters only")
+                    .value("--cloud vsphere")
+                    .hint("drop it"),
+            );
+        }
+    }
+    for (flag, sizes) in [
+        ("--control-plane-size", &o.control_plane_size),
+        ("--node-size", &o.node_size),
+    ] {
+        for t in clean_list(sizes) {
+            if vsphere_machine_type(&t).is_none() {
+                errors.push(
+                    FieldError::new(flag, "is not a vSphere machine size")
+                        .value(&t)
+                        .hint("size vSphere VMs as `<cpus>cpu-<memory>gb`, e.g. `2cpu-4gb`"),
+                );
+            }
+        }
+    }
+}
+
+/// The zones, checked and normalised.
+struct Zones {
+    zones: Vec<String>,
+    control_plane_zones: Vec<String>,
+    /// Zones and control-plane zones, sorted.
+    all_zones: Vec<String>,
+    region: String,
+}
+
+/// `--zones` and `--control-plane-zones`: each once, each a zone of the
+/// cloud, all in one region (a vSphere cluster without any gets one named
+/// after its datacenter).
+fn check_zones(o: &NewClusterOptions, cloud: Cloud, errors: &mut Vec<FieldError>) -> Zones {
     let mut zones = clean_list(&o.zones);
     if zones.is_empty() && cloud == Cloud::Vsphere {
         if let Some(dc) = non_empty(&o.vsphere.datacenter) {
@@ -1446,8 +1513,20 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
+    Zones {
+        zones,
+        control_plane_zones,
+        all_zones,
+        region,
+    }
+}
 
-    // Control-plane count.
+/// `--control-plane-count`: at least one, and one per control-plane zone.
+fn check_control_plane_count(
+    o: &NewClusterOptions,
+    control_plane_zones: &[String],
+    errors: &mut Vec<FieldError>,
+) -> usize {
     let mut control_plane_count = 1;
     match o.control_plane_count {
         Some(0) => errors.push(
@@ -1477,8 +1556,15 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             }
         }
     }
+    control_plane_count
+}
 
-    // Kubernetes version.
+/// `--kubernetes-version`, as given and parsed (the recommended version
+/// stands in for one that is refused).
+fn check_kubernetes_version(
+    o: &NewClusterOptions,
+    errors: &mut Vec<FieldError>,
+) -> (String, KubernetesVersion) {
     let kubernetes_version = match non_empty(&o.kubernetes_version) {
         Some(v) => v.to_string(),
         None => version::recommended(None).to_string(),
@@ -1515,8 +1601,11 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             version::recommended(None)
         }
     };
+    (kubernetes_version, parsed_version)
+}
 
-    // Feature gates.
+/// `--kubernetes-feature-gates`, parsed.
+fn check_feature_gates(o: &NewClusterOptions, errors: &mut Vec<FieldError>) -> Vec<(String, bool)> {
     let mut feature_gates = Vec::new();
     for g in &o.kubernetes_feature_gates {
         match parse_feature_gate(g) {
@@ -1528,8 +1617,11 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             ),
         }
     }
+    feature_gates
+}
 
-    // Networking.
+/// `--networking` (cilium unless given).
+fn check_networking(o: &NewClusterOptions, errors: &mut Vec<FieldError>) -> String {
     let networking = non_empty(&o.networking).unwrap_or("cilium").to_string();
     let valid_networking =
         NETWORKING_FLAG_VALUES.contains(&networking.as_str()) || networking == "gcp";
@@ -1540,8 +1632,16 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
                 .hint(format!("use one of: {}", NETWORKING_FLAG_VALUES.join(", "))),
         );
     }
+    networking
+}
 
-    // Topology.
+/// `--topology`, and what it does not go with (a bastion on the public
+/// topology, kubenet on the private one).
+fn check_topology(
+    o: &NewClusterOptions,
+    networking: &str,
+    errors: &mut Vec<FieldError>,
+) -> Topology {
     let topology = match non_empty(&o.topology)
         .map(str::to_ascii_lowercase)
         .as_deref()
@@ -1580,8 +1680,17 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             .hint("choose another CNI such as `cilium` or `calico`, or use `--topology public`"),
         );
     }
+    topology
+}
 
-    // DNS.
+/// `--dns` (public when a DNS zone is given, else none), and what it needs:
+/// a control-plane address on vSphere without DNS, no gossip name.
+fn check_dns(
+    o: &NewClusterOptions,
+    cloud: Cloud,
+    name: &str,
+    errors: &mut Vec<FieldError>,
+) -> &'static str {
     let dns = match non_empty(&o.dns_type)
         .map(str::to_ascii_lowercase)
         .as_deref()
@@ -1623,9 +1732,15 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
                 .hint(GOSSIP_HINT),
         );
     }
+    dns
+}
 
-    // API load balancer.
-    let api_lb_type = match non_empty(&o.api_load_balancer_type)
+/// `--api-loadbalancer-type`.
+fn check_api_load_balancer_type(
+    o: &NewClusterOptions,
+    errors: &mut Vec<FieldError>,
+) -> Option<&'static str> {
+    match non_empty(&o.api_load_balancer_type)
         .map(str::to_ascii_lowercase)
         .as_deref()
     {
@@ -1640,10 +1755,12 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             );
             None
         }
-    };
+    }
+}
 
-    // Authorization.
-    let always_allow = match non_empty(&o.authorization) {
+/// `--authorization`: whether it is `AlwaysAllow`.
+fn check_authorization(o: &NewClusterOptions, errors: &mut Vec<FieldError>) -> bool {
+    match non_empty(&o.authorization) {
         None => false,
         Some(a) if a.eq_ignore_ascii_case("rbac") => false,
         Some(a) if a.eq_ignore_ascii_case("alwaysallow") => true,
@@ -1655,10 +1772,13 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             );
             false
         }
-    };
+    }
+}
 
-    // Instance manager.
-    let karpenter = match non_empty(&o.instance_manager)
+/// `--instance-manager`: whether it is Karpenter (which needs a discovery
+/// store).
+fn check_instance_manager(o: &NewClusterOptions, errors: &mut Vec<FieldError>) -> bool {
+    match non_empty(&o.instance_manager)
         .map(str::to_ascii_lowercase)
         .as_deref()
     {
@@ -1681,10 +1801,15 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             );
             false
         }
-    };
+    }
+}
 
-    // Cloud labels.
-    let cloud_labels = match non_empty(&o.cloud_labels) {
+/// `--cloud-labels`, parsed.
+fn check_cloud_labels(
+    o: &NewClusterOptions,
+    errors: &mut Vec<FieldError>,
+) -> BTreeMap<String, String> {
+    match non_empty(&o.cloud_labels) {
         None => BTreeMap::new(),
         Some(text) => parse_cloud_labels(text).unwrap_or_else(|message| {
             errors.push(
@@ -1694,9 +1819,11 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             );
             BTreeMap::new()
         }),
-    };
+    }
+}
 
-    // Network CIDRs.
+/// `--network-cidr` and `--apiserver-size`.
+fn check_network_cidrs_and_sizes(o: &NewClusterOptions, errors: &mut Vec<FieldError>) {
     for c in clean_list(&o.network_cidrs) {
         if c.parse::<Ipv4Net>().is_err() {
             errors.push(
@@ -1718,8 +1845,15 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             .hint("give a single machine type"),
         );
     }
+}
 
-    // The VPC of shared subnets.
+/// The VPC of the cluster: `--vpc`, else (on AWS) that of the first of
+/// `--subnets`, which kops looks up.
+fn check_network_id(
+    o: &NewClusterOptions,
+    cloud: Cloud,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
     let mut network_id = non_empty(&o.network_id).map(str::to_string);
     let subnet_ids = clean_list(&o.subnet_ids);
     if network_id.is_none() && cloud == Cloud::Aws {
@@ -1734,32 +1868,7 @@ fn check_flags(o: &NewClusterOptions) -> Result<Flags, Vec<FieldError>> {
             }
         }
     }
-
-    if errors.is_empty() {
-        Ok(Flags {
-            name,
-            cloud,
-            region,
-            zones,
-            control_plane_zones,
-            all_zones,
-            control_plane_count,
-            topology,
-            dns,
-            networking,
-            kubernetes_version,
-            parsed_version,
-            feature_gates,
-            cloud_labels,
-            api_lb_type,
-            karpenter,
-            always_allow,
-            network_id,
-            project,
-        })
-    } else {
-        Err(errors)
-    }
+    network_id
 }
 
 // ------------------------------------------------------------------ building
@@ -1931,10 +2040,52 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     let o = options;
     let f = check_flags(o)?;
     let existing = o.existing_network.as_ref();
-    let name = f.name.clone();
-    let gce = f.cloud == Cloud::Gce;
 
-    let mut cluster = Cluster::new(&name);
+    let mut cluster = base_cluster(o, &f);
+    cluster.spec.network_id = f.network_id.clone();
+    let mut errors = Vec::new();
+    let (mut subnets, zone_subnets) = cluster_subnets(o, &f, existing, &mut errors);
+    let networking = networking_spec(&f.networking, &mut cluster);
+    cluster.spec.networking = Some(networking);
+    let bastions = topology(o, &f, existing, &mut cluster, &mut subnets, &mut errors);
+    let control_planes = control_plane_groups(o, &f, &zone_subnets);
+    etcd_clusters(o, &f, &control_planes, &mut cluster);
+    let nodes = node_groups(o, &f, &mut cluster, &zone_subnets);
+    let apiservers = api_server_groups(o, &f, &zone_subnets);
+    api_access(o, &f, &mut cluster);
+
+    let mut groups: Vec<InstanceGroup> = control_planes;
+    groups.extend(apiservers);
+    groups.extend(nodes);
+    groups.extend(bastions);
+    complete_groups(o, &f, &subnets, &mut groups, &mut errors)?;
+    cluster.spec.subnets = Some(subnets);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    apply_create_flags(o, &f, &mut cluster, &mut groups);
+    if f.cloud == Cloud::Vsphere {
+        assign_vsphere_addresses(&mut cluster, &groups, &o.vsphere.control_plane_addresses)?;
+    }
+    apply_sets(o, &mut cluster, &mut groups)?;
+    calico_bpf_replaces_kube_proxy(&mut cluster);
+    perform_assignments(&mut cluster, existing)?;
+
+    groups.sort_by(|a, b| a.name().cmp(b.name()));
+    Ok(NewCluster {
+        cluster,
+        instance_groups: groups,
+    })
+}
+
+/// The cluster as kops starts it: channel, version, state store,
+/// authorization, IAM, kubelet, feature gates, who may reach it, the
+/// cloud's settings and the service-account issuer's store.
+fn base_cluster(o: &NewClusterOptions, f: &Flags) -> Cluster {
+    let name = f.name.as_str();
+    let gce = f.cloud == Cloud::Gce;
+    let mut cluster = Cluster::new(name);
     let spec = &mut cluster.spec;
     spec.channel = Some(non_empty(&o.channel).unwrap_or(DEFAULT_CHANNEL).to_string());
     spec.kubernetes_version = Some(f.kubernetes_version.clone());
@@ -2038,10 +2189,19 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             iam.use_service_account_external_permissions = Some(true);
         }
     }
+    cluster
+}
 
-    // The network.
-    spec.network_id = f.network_id.clone();
-    let mut errors = Vec::new();
+/// The subnets of the zones (one per region on GCE, one per zone
+/// elsewhere, more for more `--network-cidr`s) and the subnets of each
+/// zone, main one first.
+fn cluster_subnets(
+    o: &NewClusterOptions,
+    f: &Flags,
+    existing: Option<&ExistingNetwork>,
+    errors: &mut Vec<FieldError>,
+) -> (Vec<ClusterSubnetSpec>, BTreeMap<String, Vec<String>>) {
+    let gce = f.cloud == Cloud::Gce;
     let subnet_ids = clean_list(&o.subnet_ids);
     // AWS subnets are per zone, so kops asks AWS for each one's zone.
     let aws_subnet_ids = if gce { &[][..] } else { &subnet_ids[..] };
@@ -2060,7 +2220,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     let mut zone_subnets: BTreeMap<String, Vec<String>> = BTreeMap::new();
     // GCE subnets are regional: one per region, named after it.
     for zone in f.all_zones.iter().filter(|_| gce) {
-        let region = gce::zone_region(zone).unwrap_or_default();
+        let region = gce_region(zone).unwrap_or_default();
         if !subnets.iter().any(|s| s.name == region) {
             subnets.push(ClusterSubnetSpec {
                 name: region.clone(),
@@ -2100,11 +2260,21 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             .or_default()
             .push(subnet_name);
     }
+    (subnets, zone_subnets)
+}
 
-    let networking = networking_spec(&f.networking, &mut cluster);
-    cluster.spec.networking = Some(networking);
-
-    // Topology, DNS and the bastion.
+/// Topology and DNS: the subnets' types, the private topology's utility
+/// (and dual-stack) subnets and its bastion group (returned), IPv6.
+fn topology(
+    o: &NewClusterOptions,
+    f: &Flags,
+    existing: Option<&ExistingNetwork>,
+    cluster: &mut Cluster,
+    subnets: &mut Vec<ClusterSubnetSpec>,
+    errors: &mut Vec<FieldError>,
+) -> Vec<InstanceGroup> {
+    let name = f.name.as_str();
+    let gce = f.cloud == Cloud::Gce;
     let mut bastions = Vec::new();
     let mut topology = TopologySpec {
         dns: Some(DnsSpec {
@@ -2115,12 +2285,12 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     };
     match f.topology {
         Topology::Public => {
-            for s in &mut subnets {
+            for s in subnets.iter_mut() {
                 s.kind = Some(SubnetType::Public.as_str().into());
             }
         }
         Topology::Private => {
-            for s in &mut subnets {
+            for s in subnets.iter_mut() {
                 s.kind = Some(SubnetType::Private.as_str().into());
             }
             let utility_ids = clean_list(&o.utility_subnet_ids);
@@ -2199,8 +2369,18 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
         }
     }
     cluster.spec.topology = Some(topology);
+    bastions
+}
 
-    // The control plane.
+/// One control-plane group per control-plane node, spread over the
+/// control-plane zones (the zones when none are given).
+fn control_plane_groups(
+    o: &NewClusterOptions,
+    f: &Flags,
+    zone_subnets: &BTreeMap<String, Vec<String>>,
+) -> Vec<InstanceGroup> {
+    let name = f.name.as_str();
+    let gce = f.cloud == Cloud::Gce;
     let cp_zones = if f.control_plane_zones.is_empty() {
         &f.zones
     } else {
@@ -2238,8 +2418,17 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
         ig.spec.image = non_empty(&o.control_plane_image).map(str::to_string);
         control_planes.push(ig);
     }
+    control_planes
+}
 
-    // etcd.
+/// The etcd clusters (`main`, `events`, and `cilium` for cilium-etcd), a
+/// member on each control-plane group.
+fn etcd_clusters(
+    o: &NewClusterOptions,
+    f: &Flags,
+    control_planes: &[InstanceGroup],
+    cluster: &mut Cluster,
+) {
     let mut etcd_names = clean_list(&o.etcd_clusters);
     if etcd_names.is_empty() {
         etcd_names = vec!["main".into(), "events".into()];
@@ -2280,8 +2469,18 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             })
             .collect(),
     );
+}
 
-    // Worker nodes.
+/// The worker groups: one per zone sharing `--node-count`, or one
+/// Karpenter group.
+fn node_groups(
+    o: &NewClusterOptions,
+    f: &Flags,
+    cluster: &mut Cluster,
+    zone_subnets: &BTreeMap<String, Vec<String>>,
+) -> Vec<InstanceGroup> {
+    let name = f.name.as_str();
+    let gce = f.cloud == Cloud::Gce;
     let node_sizes = clean_list(&o.node_size);
     let mut nodes = Vec::new();
     if f.karpenter {
@@ -2315,8 +2514,18 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             nodes.push(ig);
         }
     }
+    nodes
+}
 
-    // API server groups.
+/// The API server groups `--apiserver-count` asks for, spread over the
+/// zones.
+fn api_server_groups(
+    o: &NewClusterOptions,
+    f: &Flags,
+    zone_subnets: &BTreeMap<String, Vec<String>>,
+) -> Vec<InstanceGroup> {
+    let name = f.name.as_str();
+    let gce = f.cloud == Cloud::Gce;
     let mut apiservers = Vec::new();
     if let Some(total) = o.apiserver_count.filter(|n| *n > 0) {
         let sizes = clean_list(&o.apiserver_size);
@@ -2337,8 +2546,13 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             apiservers.push(ig);
         }
     }
+    apiservers
+}
 
-    // How the API is reached.
+/// How the API is reached: a load balancer, or DNS records of the control
+/// plane.
+fn api_access(o: &NewClusterOptions, f: &Flags, cluster: &mut Cluster) {
+    let gce = f.cloud == Cloud::Gce;
     let mut api = ApiSpec::default();
     let ssl_certificate = non_empty(&o.api_ssl_certificate).map(str::to_string);
     // vSphere has no cloud load balancer: the API is the control plane's
@@ -2360,15 +2574,19 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
         api.dns = Some(Extra::new());
     }
     cluster.spec.api = Some(api);
+}
 
-    // Per group: image, machine type, subnets, the instance-group node label.
-    let mut groups: Vec<InstanceGroup> = control_planes;
-    groups.extend(apiservers);
-    groups.extend(nodes);
-    groups.extend(bastions);
+/// Per group: image, machine type, subnets, the instance-group node label.
+fn complete_groups(
+    o: &NewClusterOptions,
+    f: &Flags,
+    subnets: &[ClusterSubnetSpec],
+    groups: &mut [InstanceGroup],
+    errors: &mut Vec<FieldError>,
+) -> Result<(), Vec<FieldError>> {
     let ipv6_only = o.ipv6;
     let image = non_empty(&o.image).map(str::to_string);
-    for ig in &mut groups {
+    for ig in groups.iter_mut() {
         if ig.spec.image.is_none() {
             ig.spec.image = match &image {
                 Some(i) => Some(i.clone()),
@@ -2445,12 +2663,18 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             .get_or_insert_with(BTreeMap::new)
             .insert(LABEL_INSTANCE_GROUP.to_string(), label);
     }
-    cluster.spec.subnets = Some(subnets);
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    Ok(())
+}
 
-    // What `create cluster` adds after building the spec.
+/// What `create cluster` adds after building the spec: cloud labels,
+/// tenancy, security groups and volumes of the groups, the DNS zone, the
+/// network CIDRs, subnet tags, the API's public name.
+fn apply_create_flags(
+    o: &NewClusterOptions,
+    f: &Flags,
+    cluster: &mut Cluster,
+    groups: &mut [InstanceGroup],
+) {
     if !f.cloud_labels.is_empty() {
         cluster.spec.cloud_labels = Some(f.cloud_labels.clone());
     }
@@ -2460,7 +2684,7 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     let cp_sgs = clean_list(&o.control_plane_security_groups);
     let cp_volume_type = non_empty(&o.control_plane_volume_type).map(str::to_string);
     let node_volume_type = non_empty(&o.node_volume_type).map(str::to_string);
-    for ig in &mut groups {
+    for ig in groups.iter_mut() {
         if let Some(a) = o.associate_public_ip {
             ig.spec.associate_public_ip = Some(a);
         }
@@ -2511,25 +2735,30 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
     if let Some(public_name) = non_empty(&o.api_public_name) {
         spec.master_public_name = Some(public_name.to_string());
     }
+}
 
-    if f.cloud == Cloud::Vsphere {
-        assign_vsphere_addresses(&mut cluster, &groups, &o.vsphere.control_plane_addresses)?;
-    }
-
-    // --unset and --set.
+/// `--unset` and `--set`, on the cluster and on every group.
+fn apply_sets(
+    o: &NewClusterOptions,
+    cluster: &mut Cluster,
+    groups: &mut [InstanceGroup],
+) -> Result<(), Vec<FieldError>> {
     let is_group_path = |p: &str| p.trim_start().starts_with("instancegroup.");
     let (group_unsets, cluster_unsets): (Vec<String>, Vec<String>) =
         o.unsets.iter().cloned().partition(|u| is_group_path(u));
     let (group_sets, cluster_sets): (Vec<String>, Vec<String>) =
         o.sets.iter().cloned().partition(|s| is_group_path(s));
-    set::unset_cluster_fields(&mut cluster, &cluster_unsets)?;
-    set::set_cluster_fields(&mut cluster, &cluster_sets)?;
-    for ig in &mut groups {
+    set::unset_cluster_fields(cluster, &cluster_unsets)?;
+    set::set_cluster_fields(cluster, &cluster_sets)?;
+    for ig in groups.iter_mut() {
         set::unset_instance_group_fields(ig, &group_unsets)?;
         set::set_instance_group_fields(ig, &group_sets)?;
     }
+    Ok(())
+}
 
-    // Calico's eBPF data plane replaces kube-proxy.
+/// Calico's eBPF data plane replaces kube-proxy.
+fn calico_bpf_replaces_kube_proxy(cluster: &mut Cluster) {
     let calico_bpf = cluster
         .spec
         .networking
@@ -2543,14 +2772,6 @@ pub fn new_cluster(options: &NewClusterOptions) -> Result<NewCluster, Vec<FieldE
             .get_or_insert_with(KubeProxyConfig::default);
         proxy.enabled.get_or_insert(false);
     }
-
-    perform_assignments(&mut cluster, existing)?;
-
-    groups.sort_by(|a, b| a.name().cmp(b.name()));
-    Ok(NewCluster {
-        cluster,
-        instance_groups: groups,
-    })
 }
 
 #[cfg(test)]
@@ -3273,22 +3494,5 @@ mod tests {
             (s.id.as_deref(), s.cidr.as_deref()),
             (Some("subnet-1"), Some("10.10.0.0/24"))
         );
-    }
-
-    #[test]
-    fn aws_zone_names() {
-        assert_eq!(aws_zone_region("us-east-1a").as_deref(), Some("us-east-1"));
-        assert_eq!(
-            aws_zone_region("us-gov-west-1b").as_deref(),
-            Some("us-gov-west-1")
-        );
-        assert_eq!(
-            aws_zone_region("us-west-2-lax-1a").as_deref(),
-            Some("us-west-2")
-        );
-        assert_eq!(aws_zone_region("us-test-1a").as_deref(), Some("us-test-1"));
-        assert_eq!(aws_zone_region("us-east-1"), None);
-        assert_eq!(aws_zone_region("us-central1-a"), None);
-        assert_eq!(aws_zone_region("fsn1"), None);
     }
 }

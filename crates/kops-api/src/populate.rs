@@ -12,8 +12,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use serde_json::{json, Map, Value};
 
 use crate::cluster::Cluster;
+use crate::field_error::FieldError;
 use crate::instance_group::{InstanceGroup, Role};
-use crate::validation::FieldError;
 use crate::version::KubernetesVersion;
 
 /// What populating needs beyond the spec itself.
@@ -780,7 +780,7 @@ impl<'a> Populate<'a> {
             let region = arr(spec, "subnets")
                 .iter()
                 .filter_map(|s| str_of(s, "zone"))
-                .find_map(crate::new_cluster::aws_zone_region)
+                .find_map(crate::zones::aws_region)
                 .unwrap_or_default();
             if let Some(url) =
                 crate::cluster::discovery_store_url(store, &region, is_ipv6_only(spec))

@@ -18,8 +18,8 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::cluster::Cluster;
+use crate::field_error::FieldError;
 use crate::instance_group::InstanceGroup;
-use crate::validation::FieldError;
 
 /// One step of a field path.
 #[derive(Debug, Clone, PartialEq, Eq)]

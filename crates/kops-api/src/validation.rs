@@ -2,93 +2,17 @@
 //! path, the bad value and, where the user can fix it, how.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use ipnet::{IpNet, Ipv4Net};
 
 use crate::cluster::{Cluster, SubnetType};
+use crate::dns::{dns_name_problem, is_gossip_name, GOSSIP_HINT, GOSSIP_REMOVED};
+use crate::field_error::into_result;
+// Re-exported: the crates above name them from here.
+pub use crate::field_error::{FieldError, ValidationError};
 use crate::instance_group::{InstanceGroup, Role};
 use crate::networking::KNOWN_NETWORKING;
 use crate::version::{self, VersionProblem};
-
-/// One problem with one field.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
-    /// The field, e.g. `spec.subnets[1].cidr`.
-    pub path: String,
-    /// The offending value as the user wrote it.
-    pub value: Option<String>,
-    pub message: String,
-    pub hint: Option<String>,
-}
-
-impl FieldError {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError {
-            path: path.into(),
-            value: None,
-            message: message.into(),
-            hint: None,
-        }
-    }
-
-    pub fn value(mut self, value: impl fmt::Display) -> Self {
-        self.value = Some(value.to_string());
-        self
-    }
-
-    pub fn hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
-        self
-    }
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: ", self.path)?;
-        if let Some(v) = &self.value {
-            write!(f, "`{v}`: ")?;
-        }
-        write!(f, "{}", self.message)?;
-        if let Some(h) = &self.hint {
-            write!(f, "\n  hint: {h}")?;
-        }
-        Ok(())
-    }
-}
-
-/// All the problems found in one object.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct ValidationError {
-    /// What was validated, e.g. ``cluster `a.example.com` ``.
-    pub object: String,
-    pub errors: Vec<FieldError>,
-}
-
-impl fmt::Display for ValidationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.errors.len();
-        write!(
-            f,
-            "{} is not valid ({n} problem{}):",
-            self.object,
-            if n == 1 { "" } else { "s" }
-        )?;
-        for e in &self.errors {
-            write!(f, "\n- {}", e.to_string().replace('\n', "\n  "))?;
-        }
-        Ok(())
-    }
-}
-
-/// Turns a list of problems into a result.
-pub fn into_result(object: String, errors: Vec<FieldError>) -> Result<(), ValidationError> {
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ValidationError { object, errors })
-    }
-}
 
 /// Cloud providers kops knows. Only `aws` is deployable by kops-rs; the
 /// others load, round-trip and validate so existing specs keep working.
@@ -202,48 +126,6 @@ fn validate_cloud_fields(cluster: &Cluster, cloud: &str, errors: &mut Vec<FieldE
         }
     }
 }
-
-/// Why a `.k8s.local` cluster with DNS records is refused (kops 1.37).
-pub const GOSSIP_REMOVED: &str =
-    "gossip DNS (a cluster name ending in `.k8s.local`) was removed in kops 1.37";
-/// What to do instead of gossip DNS.
-pub const GOSSIP_HINT: &str = "use DNS type `None` (nodes reach the API through its load balancer), or name the cluster in a DNS zone you own";
-
-/// Whether `name` is a gossip cluster name (`*.k8s.local`).
-pub fn is_gossip_name(name: &str) -> bool {
-    name.trim_end_matches('.').ends_with(".k8s.local")
-}
-
-/// Checks a DNS subdomain name (RFC 1123): lowercase labels of letters,
-/// digits and `-`, separated by dots.
-pub fn dns_name_problem(name: &str) -> Option<&'static str> {
-    if name.is_empty() {
-        return Some("is required");
-    }
-    if name.len() > 253 {
-        return Some("is longer than 253 characters");
-    }
-    for label in name.split('.') {
-        if label.is_empty() {
-            return Some("has an empty label (two dots in a row, or a leading or trailing dot)");
-        }
-        if label.len() > 63 {
-            return Some("has a label longer than 63 characters");
-        }
-        if !label
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        {
-            return Some("may only hold lowercase letters, digits, `-` and `.`");
-        }
-        if label.starts_with('-') || label.ends_with('-') {
-            return Some("has a label that starts or ends with `-`");
-        }
-    }
-    None
-}
-
-pub use crate::new_cluster::aws_zone_region as region_of_zone;
 
 fn parse_cidr(text: &str) -> Option<IpNet> {
     text.parse::<IpNet>().ok()
@@ -375,8 +257,34 @@ fn port_range_problem(text: &str) -> Option<String> {
 /// Validates a cluster on its own (no instance groups).
 pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    let spec = &cluster.spec;
+    let e = &mut errors;
+    validate_name(cluster, e);
+    let cloud = validate_cloud_provider(cluster, e);
+    validate_kubernetes_version(cluster, e);
+    validate_networking(cluster, e);
+    let network_cidrs = validate_network_cidrs(cluster, e);
+    validate_access_lists(cluster, e);
+    validate_subnets(cluster, &network_cidrs, e);
+    validate_cloud_fields(cluster, cloud, e);
+    if cloud == "gce" {
+        crate::gce::validate_cluster(cluster, e);
+    }
+    if cloud == "vsphere" {
+        crate::vsphere::validate_cluster(cluster, e);
+    }
+    check_quantities(e, "spec", &crate::manifest::to_json_value(&cluster.spec));
+    validate_node_port_range(cluster, e);
+    validate_dns(cluster, e);
+    validate_api_load_balancer(cluster, cloud, e);
+    validate_etcd(cluster, e);
+    validate_node_local_dns(cluster, e);
+    errors
+}
 
+/// The cluster's name (a DNS name with a domain), and no gVisor
+/// cluster-wide.
+fn validate_name(cluster: &Cluster, errors: &mut Vec<FieldError>) {
+    let spec = &cluster.spec;
     if let Some(problem) = dns_name_problem(&cluster.metadata.name) {
         errors.push(
             FieldError::new("metadata.name", format!("cluster name {problem}"))
@@ -398,7 +306,11 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
                 .hint("remove it here and set `spec.containerd.gvisor.enabled: true` on the worker groups that should run it"),
         );
     }
+}
 
+/// `spec.cloudProvider`: set, and a cloud kops knows. Returns it.
+fn validate_cloud_provider<'a>(cluster: &'a Cluster, errors: &mut Vec<FieldError>) -> &'a str {
+    let spec = &cluster.spec;
     let cloud = spec.cloud_provider.as_deref().unwrap_or("");
     if cloud.is_empty() {
         errors.push(
@@ -412,7 +324,12 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
                 .hint(format!("use one of: {}", KNOWN_CLOUDS.join(", "))),
         );
     }
+    cloud
+}
 
+/// `spec.kubernetesVersion`: set, and one kops-rs deploys.
+fn validate_kubernetes_version(cluster: &Cluster, errors: &mut Vec<FieldError>) {
+    let spec = &cluster.spec;
     match spec.kubernetes_version.as_deref() {
         None | Some("") => errors.push(
             FieldError::new("spec.kubernetesVersion", "is required")
@@ -445,8 +362,11 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
             ),
         },
     }
+}
 
-    // Networking: exactly one known CNI.
+/// `spec.networking`: exactly one known CNI.
+fn validate_networking(cluster: &Cluster, errors: &mut Vec<FieldError>) {
+    let spec = &cluster.spec;
     match &spec.networking {
         None => {
             errors.push(FieldError::new("spec.networking", "is required").hint(
@@ -483,8 +403,12 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
             }
         }
     }
+}
 
-    // Network CIDRs.
+/// The network's CIDRs, the pod and service ranges, and that the pods'
+/// range stays out of the VPC's. Returns the network's CIDRs by path.
+fn validate_network_cidrs(cluster: &Cluster, errors: &mut Vec<FieldError>) -> Vec<(String, IpNet)> {
+    let spec = &cluster.spec;
     let mut network_cidrs: Vec<(String, IpNet)> = Vec::new();
     if let Some(c) = spec.network_cidr.as_deref() {
         match parse_ipv4_cidr(c) {
@@ -555,32 +479,28 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
             );
         }
     }
+    network_cidrs
+}
 
-    check_cidr_list(&mut errors, "spec.sshAccess", spec.ssh_access.as_ref());
+/// Who may reach SSH, the API and node ports: CIDRs.
+fn validate_access_lists(cluster: &Cluster, errors: &mut Vec<FieldError>) {
+    let spec = &cluster.spec;
+    check_cidr_list(errors, "spec.sshAccess", spec.ssh_access.as_ref());
     check_cidr_list(
-        &mut errors,
+        errors,
         "spec.kubernetesApiAccess",
         spec.kubernetes_api_access.as_ref(),
     );
     check_cidr_list(
-        &mut errors,
+        errors,
         "spec.nodePortAccess",
         spec.node_port_access.as_ref(),
     );
+}
 
-    validate_subnets(cluster, &network_cidrs, &mut errors);
-    validate_cloud_fields(cluster, cloud, &mut errors);
-    if cloud == "gce" {
-        crate::gce::validate_cluster(cluster, &mut errors);
-    }
-    if cloud == "vsphere" {
-        crate::vsphere::validate_cluster(cluster, &mut errors);
-    }
-    check_quantities(
-        &mut errors,
-        "spec",
-        &crate::manifest::to_json_value(&cluster.spec),
-    );
+/// `spec.kubeAPIServer.serviceNodePortRange`: a port range.
+fn validate_node_port_range(cluster: &Cluster, errors: &mut Vec<FieldError>) {
+    let spec = &cluster.spec;
     if let Some(range) = spec
         .kube_api_server
         .as_ref()
@@ -596,7 +516,11 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
             );
         }
     }
+}
 
+/// `spec.topology.dns.type`: a DNS type, and not gossip's.
+fn validate_dns(cluster: &Cluster, errors: &mut Vec<FieldError>) {
+    let spec = &cluster.spec;
     if let Some(topology) = &spec.topology {
         if let Some(t) = topology.dns.as_ref().and_then(|d| d.kind.as_deref()) {
             if !["Public", "Private", "None"].contains(&t) {
@@ -625,7 +549,11 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
                 .hint(GOSSIP_HINT),
         );
     }
+}
 
+/// `spec.api.loadBalancer`: its subnets (AWS), type and class.
+fn validate_api_load_balancer(cluster: &Cluster, cloud: &str, errors: &mut Vec<FieldError>) {
+    let spec = &cluster.spec;
     if let Some(lb) = spec.api.as_ref().and_then(|a| a.load_balancer.as_ref()) {
         if cloud == "aws" {
             let known: Vec<&str> = spec
@@ -666,7 +594,7 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
         }
         match lb.class.as_deref() {
             None | Some("Network") => {}
-            Some("Classic") if cloud == "aws" => validate_classic(cluster, lb, &mut errors),
+            Some("Classic") if cloud == "aws" => validate_classic(cluster, lb, errors),
             Some("Classic") => {}
             Some(other) => errors.push(
                 FieldError::new(
@@ -678,10 +606,6 @@ pub fn validate_cluster(cluster: &Cluster) -> Vec<FieldError> {
             ),
         }
     }
-
-    validate_etcd(cluster, &mut errors);
-    validate_node_local_dns(cluster, &mut errors);
-    errors
 }
 
 /// NodeLocal DNSCache runs beside CoreDNS only, at an IP address.
@@ -856,7 +780,7 @@ fn validate_subnets(
                     FieldError::new(format!("{path}.zone"), "is required on AWS")
                         .hint("set the availability zone, e.g. `us-east-1a`"),
                 ),
-                Some(z) => match region_of_zone(z) {
+                Some(z) => match crate::zones::aws_region(z) {
                     Some(r) => {
                         regions.entry(r).or_insert_with(|| format!("{path}.zone"));
                     }
@@ -1030,6 +954,26 @@ fn ig_name_problem(name: &str) -> Option<&'static str> {
 /// Validates an instance group, against its cluster when known.
 pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) -> Vec<FieldError> {
     let mut errors = Vec::new();
+    let e = &mut errors;
+    let role = validate_group_name_and_role(ig, e);
+    validate_group_sizes(ig, e);
+    let is_aws = cluster
+        .and_then(|c| c.spec.cloud_provider.as_deref())
+        .is_none_or(|c| c == "aws");
+    if is_aws {
+        validate_group_aws(ig, e);
+    }
+    validate_group_volumes(ig, e);
+    validate_group_profile_and_taints(ig, e);
+    if let Some(c) = cluster {
+        validate_group_in_cluster(ig, c, role, is_aws, e);
+    }
+    errors
+}
+
+/// The group's name, role (returned when known) and manager; gVisor only
+/// on workers.
+fn validate_group_name_and_role(ig: &InstanceGroup, errors: &mut Vec<FieldError>) -> Option<Role> {
     let spec = &ig.spec;
     if let Some(problem) = ig_name_problem(&ig.metadata.name) {
         errors.push(
@@ -1081,6 +1025,12 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
             );
         }
     }
+    role
+}
+
+/// Group sizes and root volume sizes.
+fn validate_group_sizes(ig: &InstanceGroup, errors: &mut Vec<FieldError>) {
+    let spec = &ig.spec;
     if let Some(min) = spec.min_size {
         if min < 0 {
             errors.push(FieldError::new("spec.minSize", "must not be negative").value(min));
@@ -1122,85 +1072,87 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
             }
         }
     }
-    let is_aws = cluster
-        .and_then(|c| c.spec.cloud_provider.as_deref())
-        .is_none_or(|c| c == "aws");
-    if is_aws {
-        const VOLUME_TYPES: &[&str] = &["gp2", "gp3", "io1", "io2", "st1", "sc1", "standard"];
-        for (field, value) in [
-            ("spec.rootVolumeType", spec.root_volume_type.as_deref()),
-            (
-                "spec.rootVolume.type",
-                spec.root_volume.as_ref().and_then(|r| r.kind.as_deref()),
-            ),
-        ] {
-            if let Some(t) = value {
-                if !VOLUME_TYPES.contains(&t) {
-                    errors.push(
-                        FieldError::new(field, "is not an EBS volume type")
-                            .value(t)
-                            .hint(format!("use one of: {}", VOLUME_TYPES.join(", "))),
-                    );
-                }
-            }
-        }
-        for (i, v) in spec.volumes.iter().flatten().enumerate() {
-            if let Some(t) = v.kind.as_deref() {
-                if !VOLUME_TYPES.contains(&t) {
-                    errors.push(
-                        FieldError::new(
-                            format!("spec.volumes[{i}].type"),
-                            "is not an EBS volume type",
-                        )
+}
+
+/// What only AWS groups are checked for.
+fn validate_group_aws(ig: &InstanceGroup, errors: &mut Vec<FieldError>) {
+    let spec = &ig.spec;
+    const VOLUME_TYPES: &[&str] = &["gp2", "gp3", "io1", "io2", "st1", "sc1", "standard"];
+    for (field, value) in [
+        ("spec.rootVolumeType", spec.root_volume_type.as_deref()),
+        (
+            "spec.rootVolume.type",
+            spec.root_volume.as_ref().and_then(|r| r.kind.as_deref()),
+        ),
+    ] {
+        if let Some(t) = value {
+            if !VOLUME_TYPES.contains(&t) {
+                errors.push(
+                    FieldError::new(field, "is not an EBS volume type")
                         .value(t)
                         .hint(format!("use one of: {}", VOLUME_TYPES.join(", "))),
-                    );
-                }
-            }
-        }
-        if let Some(mt) = spec.machine_type.as_deref() {
-            for (i, t) in mt.split(',').enumerate() {
-                let t = t.trim();
-                if t.is_empty() || !t.contains('.') || t.contains(char::is_whitespace) {
-                    let path = if mt.contains(',') {
-                        format!("spec.machineType[{i}]")
-                    } else {
-                        "spec.machineType".into()
-                    };
-                    errors.push(
-                        FieldError::new(path, "is not an EC2 instance type")
-                            .value(t)
-                            .hint("EC2 instance types look like `t3.medium` or `m6i.large`"),
-                    );
-                }
-            }
-        }
-        if let Some(md) = &spec.instance_metadata {
-            if let Some(t) = md.http_tokens.as_deref() {
-                if !["required", "optional"].contains(&t) {
-                    errors.push(
-                        FieldError::new(
-                            "spec.instanceMetadata.httpTokens",
-                            "is not a valid setting",
-                        )
-                        .value(t)
-                        .hint("use `required` (IMDSv2, the default) or `optional`"),
-                    );
-                }
-            }
-            if let Some(h) = md.http_put_response_hop_limit {
-                if !(1..=64).contains(&h) {
-                    errors.push(
-                        FieldError::new(
-                            "spec.instanceMetadata.httpPutResponseHopLimit",
-                            "must be between 1 and 64",
-                        )
-                        .value(h),
-                    );
-                }
+                );
             }
         }
     }
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        if let Some(t) = v.kind.as_deref() {
+            if !VOLUME_TYPES.contains(&t) {
+                errors.push(
+                    FieldError::new(
+                        format!("spec.volumes[{i}].type"),
+                        "is not an EBS volume type",
+                    )
+                    .value(t)
+                    .hint(format!("use one of: {}", VOLUME_TYPES.join(", "))),
+                );
+            }
+        }
+    }
+    if let Some(mt) = spec.machine_type.as_deref() {
+        for (i, t) in mt.split(',').enumerate() {
+            let t = t.trim();
+            if t.is_empty() || !t.contains('.') || t.contains(char::is_whitespace) {
+                let path = if mt.contains(',') {
+                    format!("spec.machineType[{i}]")
+                } else {
+                    "spec.machineType".into()
+                };
+                errors.push(
+                    FieldError::new(path, "is not an EC2 instance type")
+                        .value(t)
+                        .hint("EC2 instance types look like `t3.medium` or `m6i.large`"),
+                );
+            }
+        }
+    }
+    if let Some(md) = &spec.instance_metadata {
+        if let Some(t) = md.http_tokens.as_deref() {
+            if !["required", "optional"].contains(&t) {
+                errors.push(
+                    FieldError::new("spec.instanceMetadata.httpTokens", "is not a valid setting")
+                        .value(t)
+                        .hint("use `required` (IMDSv2, the default) or `optional`"),
+                );
+            }
+        }
+        if let Some(h) = md.http_put_response_hop_limit {
+            if !(1..=64).contains(&h) {
+                errors.push(
+                    FieldError::new(
+                        "spec.instanceMetadata.httpPutResponseHopLimit",
+                        "must be between 1 and 64",
+                    )
+                    .value(h),
+                );
+            }
+        }
+    }
+}
+
+/// The group's additional volumes: a device each, once, and a size.
+fn validate_group_volumes(ig: &InstanceGroup, errors: &mut Vec<FieldError>) {
+    let spec = &ig.spec;
     let mut devices = BTreeSet::new();
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
         let path = format!("spec.volumes[{i}]");
@@ -1228,11 +1180,12 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
             ),
         }
     }
-    check_quantities(
-        &mut errors,
-        "spec",
-        &crate::manifest::to_json_value(&ig.spec),
-    );
+}
+
+/// Resource quantities, the instance profile's ARN and the taints.
+fn validate_group_profile_and_taints(ig: &InstanceGroup, errors: &mut Vec<FieldError>) {
+    let spec = &ig.spec;
+    check_quantities(errors, "spec", &crate::manifest::to_json_value(&ig.spec));
     if let Some(profile) = spec.extra.get("iam").and_then(|i| i.get("profile")) {
         let arn = profile.as_str().unwrap_or("");
         let resource = arn
@@ -1259,43 +1212,53 @@ pub fn validate_instance_group(ig: &InstanceGroup, cluster: Option<&Cluster>) ->
             );
         }
     }
-    if let Some(c) = cluster {
-        let subnet_names: BTreeSet<&str> = c
-            .spec
-            .subnets
-            .iter()
-            .flatten()
-            .map(|s| s.name.as_str())
-            .collect();
-        for (i, s) in spec.subnets.iter().flatten().enumerate() {
-            if !subnet_names.contains(s.as_str()) {
-                let known: Vec<&str> = subnet_names.iter().copied().collect();
-                errors.push(
-                    FieldError::new(
-                        format!("spec.subnets[{i}]"),
-                        "is not a subnet of the cluster",
-                    )
-                    .value(s)
-                    .hint(if known.is_empty() {
-                        "the cluster has no subnets; add them to the cluster's spec.subnets first"
-                            .to_string()
-                    } else {
-                        format!("use one of: {}", known.join(", "))
-                    }),
-                );
-            }
-        }
-        if c.spec.cloud_provider.as_deref() == Some("gce") {
-            crate::gce::validate_instance_group(ig, c, &mut errors);
-        }
-        if is_aws && spec.subnets.as_ref().is_none_or(|s| s.is_empty()) && role.is_some() {
+}
+
+/// The group against its cluster: its subnets are the cluster's, GCE's
+/// rules on GCE, subnets required on AWS.
+fn validate_group_in_cluster(
+    ig: &InstanceGroup,
+    c: &Cluster,
+    role: Option<Role>,
+    is_aws: bool,
+    errors: &mut Vec<FieldError>,
+) {
+    let spec = &ig.spec;
+
+    let subnet_names: BTreeSet<&str> = c
+        .spec
+        .subnets
+        .iter()
+        .flatten()
+        .map(|s| s.name.as_str())
+        .collect();
+    for (i, s) in spec.subnets.iter().flatten().enumerate() {
+        if !subnet_names.contains(s.as_str()) {
+            let known: Vec<&str> = subnet_names.iter().copied().collect();
             errors.push(
-                FieldError::new("spec.subnets", "is required")
-                    .hint("list the cluster subnets (by name) this group's instances run in"),
+                FieldError::new(
+                    format!("spec.subnets[{i}]"),
+                    "is not a subnet of the cluster",
+                )
+                .value(s)
+                .hint(if known.is_empty() {
+                    "the cluster has no subnets; add them to the cluster's spec.subnets first"
+                        .to_string()
+                } else {
+                    format!("use one of: {}", known.join(", "))
+                }),
             );
         }
     }
-    errors
+    if c.spec.cloud_provider.as_deref() == Some("gce") {
+        crate::gce::validate_instance_group(ig, c, errors);
+    }
+    if is_aws && spec.subnets.as_ref().is_none_or(|s| s.is_empty()) && role.is_some() {
+        errors.push(
+            FieldError::new("spec.subnets", "is required")
+                .hint("list the cluster subnets (by name) this group's instances run in"),
+        );
+    }
 }
 
 /// Validates a cluster together with its instance groups: everything
@@ -1352,29 +1315,6 @@ pub fn validate_all(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<(), V
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn regions() {
-        assert_eq!(region_of_zone("us-east-1a").as_deref(), Some("us-east-1"));
-        assert_eq!(
-            region_of_zone("us-gov-west-1b").as_deref(),
-            Some("us-gov-west-1")
-        );
-        assert_eq!(
-            region_of_zone("us-west-2-lax-1a").as_deref(),
-            Some("us-west-2")
-        );
-        assert_eq!(region_of_zone("us-test-1a").as_deref(), Some("us-test-1"));
-        assert_eq!(region_of_zone("nozone"), None);
-    }
-
-    #[test]
-    fn dns_names() {
-        assert!(dns_name_problem("a.example.com").is_none());
-        assert!(dns_name_problem("A.example.com").is_some());
-        assert!(dns_name_problem("a..b").is_some());
-        assert!(dns_name_problem("-a.b").is_some());
-    }
 
     /// A valid cluster and node group, in the shape of kops' `complex` case.
     fn complex() -> (Cluster, InstanceGroup) {

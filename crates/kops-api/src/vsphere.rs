@@ -16,8 +16,8 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use crate::cluster::Cluster;
+use crate::field_error::FieldError;
 use crate::instance_group::InstanceGroup;
-use crate::validation::FieldError;
 
 /// The field holding the addresses, for messages.
 pub const ADDRESSES_FIELD: &str = "spec.cloudConfig.vSphereControlPlaneAddresses";

@@ -92,18 +92,12 @@ pub fn encode_label(value: &str) -> String {
     out
 }
 
-/// The region of a zone (`us-central1-a` -> `us-central1`).
-pub fn zone_region(zone: &str) -> Option<&str> {
-    let (region, letter) = zone.rsplit_once('-')?;
-    (!letter.is_empty() && region.contains('-')).then_some(region)
-}
-
 /// Whether `region` has the shape of a Compute Engine region
 /// (`us-central1`, kops' `us-test1`) rather than an AWS one (`us-east-1`).
 pub fn is_region(region: &str) -> bool {
     let zone = format!("{region}-a");
-    kops_api::gce::zone_region(&zone).as_deref() == Some(region)
-        && kops_api::new_cluster::aws_zone_region(&format!("{region}a")).is_none()
+    kops_api::zones::gce_region(&zone).as_deref() == Some(region)
+        && kops_api::zones::aws_region(&format!("{region}a")).is_none()
 }
 
 #[cfg(test)]
@@ -158,6 +152,5 @@ mod tests {
             "minimal-gce-ilb-cilium-etcd-ex-eqdptu-k8s-io-role-control-plane"
         );
         assert_eq!(encode_label("a/a"), "a-2fa");
-        assert_eq!(zone_region("us-test1-a"), Some("us-test1"));
     }
 }

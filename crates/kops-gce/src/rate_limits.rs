@@ -173,11 +173,6 @@ fn known(name: &str) -> Option<&'static str> {
         .find(|g| *g == name)
 }
 
-/// The region of a zone (`us-central1-a`: `us-central1`).
-fn region_of_zone(zone: &str) -> &str {
-    zone.rsplit_once('-').map_or(zone, |(region, _)| region)
-}
-
 /// The quota bucket of a call of `method` to `url` (`None`: an API without
 /// quota groups here, such as Cloud Storage).
 pub fn bucket(endpoints: &Endpoints, method: &Method, url: &str) -> Option<Bucket> {
@@ -210,11 +205,11 @@ fn compute_bucket(method: &Method, rest: &str) -> Option<Bucket> {
     let (region, within) = match after {
         ["regions" | "zones", scope, within @ ..] if !within.is_empty() => {
             let region = if after[0] == "zones" {
-                region_of_zone(scope)
+                kops_api::zones::gce_region(scope).unwrap_or_else(|| scope.to_string())
             } else {
-                scope
+                scope.to_string()
             };
-            (Some(region.to_string()), within)
+            (Some(region), within)
         }
         _ => (None, after),
     };

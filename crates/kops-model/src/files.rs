@@ -857,14 +857,7 @@ fn volume_args(cluster: &Cluster, etcd: &str) -> Vec<Value> {
 }
 
 fn region_of(cluster: &Cluster) -> String {
-    cluster
-        .spec
-        .subnets
-        .iter()
-        .flatten()
-        .filter_map(|s| s.zone.as_deref())
-        .find_map(kops_api::new_cluster::aws_zone_region)
-        .unwrap_or_default()
+    cluster.aws_region().unwrap_or_default()
 }
 
 fn healthcheck_manifest(cluster: &Cluster) -> String {

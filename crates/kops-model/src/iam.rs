@@ -13,17 +13,16 @@ use crate::{Model, ModelError};
 /// IAM's limit on role (and instance profile) names.
 pub const MAX_ROLE_NAME: usize = 64;
 
-/// The region of the cluster's subnets (`us-east-1a` → `us-east-1`).
+/// The region of the cluster's first subnet: its `region` (Google Cloud),
+/// else the AWS region of its zone (`us-east-1a` → `us-east-1`, a Local
+/// Zone's parent region), else the zone's name as it is.
 pub fn region(model: &Model<'_>) -> Option<String> {
     let subnet = model.cluster.spec.subnets.iter().flatten().next()?;
     if let Some(region) = &subnet.region {
         return Some(region.clone());
     }
     let zone = subnet.zone.as_deref()?;
-    Some(match zone.strip_suffix(|c: char| c.is_ascii_lowercase()) {
-        Some(region) if region.ends_with(|c: char| c.is_ascii_digit()) => region.to_string(),
-        _ => zone.to_string(),
-    })
+    Some(kops_api::zones::aws_region(zone).unwrap_or_else(|| zone.to_string()))
 }
 
 /// The AWS partition a region belongs to (`aws`, `aws-cn`, `aws-us-gov`),

@@ -425,6 +425,36 @@ fn hint_for(kind: AssetKind) -> String {
     }
 }
 
+/// The nodeup binary for one architecture: mirrors in order and, when
+/// known, its sha256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeupBinary {
+    pub arch: Arch,
+    pub urls: Vec<String>,
+    pub sha256: Option<String>,
+}
+
+/// Where nodes download nodeup from, decided by `update cluster` (kops-ops:
+/// kops' environment variables, or the binaries shipped beside `kops` and
+/// uploaded to the state store) and handed to the renderer, which reads no
+/// environment. Each binary is pinned by its sha256.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeupSources {
+    /// One entry per architecture nodeup is available for.
+    pub binaries: Vec<NodeupBinary>,
+    /// The state-store folder (`s3://bucket/.../<cluster>/kops-rs/nodeup/`)
+    /// the uploaded binaries live under, when they live in the state store:
+    /// the node role gets read access to exactly this prefix.
+    pub state_store_prefix: Option<String>,
+}
+
+impl NodeupSources {
+    /// The binary for `arch`, if one is available.
+    pub fn binary(&self, arch: Arch) -> Option<&NodeupBinary> {
+        self.binaries.iter().find(|b| b.arch == arch)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

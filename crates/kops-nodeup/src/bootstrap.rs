@@ -250,35 +250,9 @@ pub fn role_name(role: Role) -> &'static str {
     }
 }
 
-/// The nodeup binary for one architecture: mirrors in order and, when
-/// known, its sha256.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeupBinary {
-    pub arch: Arch,
-    pub urls: Vec<String>,
-    pub sha256: Option<String>,
-}
-
-/// Where nodes download nodeup from, decided by `update cluster` (kops-ops:
-/// kops' environment variables, or the binaries shipped beside `kops` and
-/// uploaded to the state store) and handed to the renderer, which reads no
-/// environment. Each binary is pinned by its sha256.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeupSources {
-    /// One entry per architecture nodeup is available for.
-    pub binaries: Vec<NodeupBinary>,
-    /// The state-store folder (`s3://bucket/.../<cluster>/kops-rs/nodeup/`)
-    /// the uploaded binaries live under, when they live in the state store:
-    /// the node role gets read access to exactly this prefix.
-    pub state_store_prefix: Option<String>,
-}
-
-impl NodeupSources {
-    /// The binary for `arch`, if one is available.
-    pub fn binary(&self, arch: Arch) -> Option<&NodeupBinary> {
-        self.binaries.iter().find(|b| b.arch == arch)
-    }
-}
+// Where nodeup comes from sits with the other downloads, below both the
+// boot script and the node config; named here as well for callers.
+pub use crate::assets::{NodeupBinary, NodeupSources};
 
 /// kops' environment variables that say where nodeup is, read by the caller
 /// (`update`, `render`) and passed in. Empty values count as unset.
@@ -459,13 +433,7 @@ pub fn nodeup_binaries(cluster: &Cluster) -> Result<Vec<NodeupBinary>, assets::A
 /// The region of the cluster (from its first subnet's zone), for
 /// `AWS_REGION` on the instance.
 fn region(cluster: &Cluster) -> Option<String> {
-    cluster
-        .spec
-        .subnets
-        .iter()
-        .flatten()
-        .filter_map(|s| s.zone.as_deref())
-        .find_map(kops_api::new_cluster::aws_zone_region)
+    cluster.aws_region()
 }
 
 /// The boot config of a group whose node config hashes to `hash`.

@@ -498,7 +498,7 @@ pub struct NodeInputs {
     /// Where nodes download nodeup, as `update` resolved it (kops'
     /// environment variables or the uploaded binaries). `None`: the
     /// default mirrors (tests, previews).
-    pub nodeup: Option<crate::bootstrap::NodeupSources>,
+    pub nodeup: Option<crate::assets::NodeupSources>,
     /// The API load balancer's addresses as the cloud reports them (its
     /// DNS name; with `dns: None` also its interfaces' private addresses),
     /// sorted: nodes that run the API server list them as
@@ -638,32 +638,10 @@ pub fn nodeup_config_with_inputs(
     let role = group.role().ok_or_else(|| ConfigError::NoRole {
         group: group.name().to_string(),
     })?;
+    let v = NodeView::new(cluster, group, config_base, inputs, role);
+    let (spec_json, group_json) = (&v.spec_json, &v.group_json);
+    let (control_plane, runs_api_server) = (v.control_plane, v.runs_api_server);
     let spec = &cluster.spec;
-    // Fields kops-rs does not model are read from the spec as JSON.
-    let spec_json = serde_json::to_value(spec).unwrap_or(Value::Null);
-    // Component settings come from the completed spec (kops' populate
-    // step), as kops builds its node configs from the completed cluster.
-    // `create cluster` always writes the non-masquerade range; a spec
-    // written by hand may not, and kops-rs' default before was kops' one.
-    let mut with_range;
-    let populated = if spec.non_masquerade_cidr.is_none() {
-        with_range = cluster.clone();
-        with_range.spec.non_masquerade_cidr = Some("100.64.0.0/10".into());
-        &with_range
-    } else {
-        cluster
-    };
-    let completed = kops_api::populate::completed_spec(
-        populated,
-        &kops_api::populate::PopulateOptions {
-            config_base,
-            instance_groups: inputs.instance_groups.as_deref(),
-            dns_zone_id: inputs.dns_zone.as_deref(),
-        },
-    );
-    let completed = serde_json::to_value(&completed.spec).unwrap_or(Value::Null);
-    let group_json = serde_json::to_value(&group.spec).unwrap_or(Value::Null);
-    let ipv6 = spec.non_masquerade_cidr.as_deref() == Some("::/0");
     // Workers held back to the control plane's running version (kops
     // forces the group's version: its kubelet assets and KubernetesVersion).
     let held_back;
@@ -681,32 +659,293 @@ pub fn nodeup_config_with_inputs(
     let k8s = assets::kubernetes_version(versioned).map_err(asset_error)?;
     let version = k8s.to_string();
     let name = cluster.name().to_string();
-    let completed_str = |key: &str, default: &str| {
-        completed
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or(default)
-            .to_string()
-    };
-    let service_range = completed_str(
+    let service_range = v.completed_str(
         "serviceClusterIPRange",
-        if ipv6 {
+        if v.ipv6 {
             "fd00:5e4f:ce::/108"
         } else {
             "100.64.0.0/13"
         },
     );
-    let non_masquerade = completed_str("nonMasqueradeCIDR", "100.64.0.0/10");
-    let dns_domain = completed_str("clusterDNSDomain", "cluster.local");
-    let control_plane = matches!(role, Role::ControlPlane);
-    let networking_json = spec_json.get("networking").cloned().unwrap_or(Value::Null);
-    let has_cni = |name: &str| networking_json.get(name).is_some_and(|v| !v.is_null());
-    let runs_api_server = matches!(role, Role::ControlPlane | Role::ApiServer);
-    let install_cni_assets = match networking_json.get("cilium").filter(|v| !v.is_null()) {
+    let non_masquerade = v.completed_str("nonMasqueradeCIDR", "100.64.0.0/10");
+    let dns_domain = v.completed_str("clusterDNSDomain", "cluster.local");
+    let install_cni_assets = match v.networking_json.get("cilium").filter(|v| !v.is_null()) {
         Some(c) => c.get("chainingMode").and_then(Value::as_str) == Some("portmap"),
-        None => !has_cni("amazonvpc") && !has_cni("calico"),
+        None => !v.has_cni("amazonvpc") && !v.has_cni("calico"),
+    };
+    let assets_by_arch = assets_by_arch(&v, versioned, install_cni_assets).map_err(asset_error)?;
+    let kubelet = kubelet_config(&v, &service_range)?;
+    let isolated = control_plane && spec.isolate_masters == Some(true);
+    let kube_proxy = match spec.kube_proxy.as_ref().and_then(|p| p.enabled) {
+        Some(false) => None,
+        _ if isolated => None,
+        _ => Some(object_at(&v.completed, "kubeProxy")),
+    };
+    let (containerd, gvisor, nvidia_gpu) = containerd_config(&v);
+    let NodeNetworking {
+        networking,
+        default_machine_type,
+        use_cilium_etcd,
+        uses_kubenet,
+    } = node_networking(&v, non_masquerade, service_range);
+    let api_server_config = runs_api_server.then(|| api_server_config(&v, dns_domain));
+
+    let (control_plane_config, etcd_cluster_names) = control_plane_config(&v);
+    let uses_none_dns = spec
+        .topology
+        .as_ref()
+        .and_then(|t| t.dns.as_ref())
+        .and_then(|d| d.kind.as_deref())
+        == Some("None");
+    let base = config_base.trim_end_matches('/');
+    let config_store = config_store(&v, base);
+
+    let (cas, keypair_ids) = trusted_keys(cluster, role, inputs);
+    let (hooks, file_assets, static_manifests) = hooks_and_files(&v);
+    let sysctl_parameters = sysctl_parameters(&v);
+    let (channels_manifest, etcd_manifests, dns_zone) = control_plane_manifests(&v, base);
+    let extra = extra_settings(&v);
+    let (multizone, node_tags) = gce_settings(&v, &name);
+    let apiserver_additional_ips = if runs_api_server {
+        inputs.api_server_addresses.clone()
+    } else {
+        Vec::new()
+    };
+    let kube_vip_image = (spec.cloud_provider.as_deref() == Some("vsphere")
+        && !apiserver_additional_ips.is_empty())
+    .then(|| {
+        let empty = serde_json::Map::new();
+        kops_api::populate::remap_image(spec_json.as_object().unwrap_or(&empty), KUBE_VIP_IMAGE)
+    });
+    let images = base_url_images(role, inputs);
+
+    Ok(NodeupConfig {
+        api_server_config,
+        apiserver_additional_ips,
+        assets: assets_by_arch,
+        cas,
+        cluster_name: name,
+        control_plane_config,
+        dns_zone,
+        default_machine_type,
+        enable_lifecycle_hook: warm_pool_lifecycle_hook(&spec_json, &group_json, role),
+        etcd_cluster_names,
+        file_assets,
+        gvisor,
+        hooks,
+        install_cni_assets,
+        keypair_ids,
+        kube_proxy,
+        kubelet_config: kubelet,
+        kubernetes_version: version.trim_start_matches('v').to_string(),
+        ntp_unmanaged: v.ntp_unmanaged(),
+        networking,
+        nvidia_gpu,
+        service_node_port_range: v.service_node_port_range(),
+        sysctl_parameters,
+        update_policy: Some(v.update_policy()),
+        use_cilium_etcd,
+        uses_kubenet,
+        volume_mounts: v.volume_mounts(),
+        channels_manifest,
+        config_store,
+        containerd_config: Some(containerd),
+        etcd_manifests,
+        images,
+        multizone,
+        node_tags,
+        packages: v.packages(),
+        static_manifests,
+        uses_none_dns,
+        kube_vip_image,
+        warm_pool_images: Vec::new(),
+        extra,
+    })
+}
+
+/// What the steps of [`nodeup_config_with_inputs`] read: the cluster and
+/// the group, typed and as JSON, and what the node's role makes of them.
+struct NodeView<'a> {
+    cluster: &'a Cluster,
+    group: &'a InstanceGroup,
+    inputs: &'a NodeInputs,
+    role: Role,
+    /// The spec as JSON: fields kops-rs does not model are read from it.
+    spec_json: Value,
+    /// The completed spec (kops' populate step) as JSON.
+    completed: Value,
+    group_json: Value,
+    networking_json: Value,
+    control_plane: bool,
+    runs_api_server: bool,
+    ipv6: bool,
+}
+
+impl<'a> NodeView<'a> {
+    fn new(
+        cluster: &'a Cluster,
+        group: &'a InstanceGroup,
+        config_base: &str,
+        inputs: &'a NodeInputs,
+        role: Role,
+    ) -> Self {
+        let spec = &cluster.spec;
+        let spec_json = serde_json::to_value(spec).unwrap_or(Value::Null);
+        // Component settings come from the completed spec (kops' populate
+        // step), as kops builds its node configs from the completed cluster.
+        // `create cluster` always writes the non-masquerade range; a spec
+        // written by hand may not, and kops-rs' default before was kops' one.
+        let mut with_range;
+        let populated = if spec.non_masquerade_cidr.is_none() {
+            with_range = cluster.clone();
+            with_range.spec.non_masquerade_cidr = Some("100.64.0.0/10".into());
+            &with_range
+        } else {
+            cluster
+        };
+        let completed = kops_api::populate::completed_spec(
+            populated,
+            &kops_api::populate::PopulateOptions {
+                config_base,
+                instance_groups: inputs.instance_groups.as_deref(),
+                dns_zone_id: inputs.dns_zone.as_deref(),
+            },
+        );
+        let networking_json = spec_json.get("networking").cloned().unwrap_or(Value::Null);
+        NodeView {
+            cluster,
+            group,
+            inputs,
+            role,
+            completed: serde_json::to_value(&completed.spec).unwrap_or(Value::Null),
+            group_json: serde_json::to_value(&group.spec).unwrap_or(Value::Null),
+            networking_json,
+            spec_json,
+            control_plane: matches!(role, Role::ControlPlane),
+            runs_api_server: matches!(role, Role::ControlPlane | Role::ApiServer),
+            ipv6: spec.non_masquerade_cidr.as_deref() == Some("::/0"),
+        }
+    }
+
+    /// Whether the cluster runs CNI `name` (its block in `spec.networking`).
+    fn has_cni(&self, name: &str) -> bool {
+        self.networking_json.get(name).is_some_and(|v| !v.is_null())
+    }
+
+    /// A string of the completed spec, or `default`.
+    fn completed_str(&self, key: &str, default: &str) -> String {
+        self.completed
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or(default)
+            .to_string()
+    }
+
+    /// The packages of the cluster, then of the group.
+    fn packages(&self) -> Vec<String> {
+        let (spec_json, group_json) = (&self.spec_json, &self.group_json);
+        [spec_json.get("packages"), group_json.get("packages")]
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+    }
+
+    /// The group's volume mounts.
+    fn volume_mounts(&self) -> Vec<Value> {
+        self.group_json
+            .get("volumeMounts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Whether the cluster manages NTP itself (`spec.ntp.managed: false`).
+    fn ntp_unmanaged(&self) -> bool {
+        self.spec_json
+            .get("ntp")
+            .and_then(|n| n.get("managed"))
+            .and_then(Value::as_bool)
+            == Some(false)
+    }
+
+    /// `spec.kubeAPIServer.serviceNodePortRange`.
+    fn service_node_port_range(&self) -> Option<String> {
+        self.spec_json
+            .get("kubeAPIServer")
+            .and_then(|a| a.get("serviceNodePortRange"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
+    /// The group's update policy, else the cluster's, else `automatic`.
+    fn update_policy(&self) -> String {
+        self.group_json
+            .get("updatePolicy")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| self.cluster.spec.update_policy.clone())
+            .unwrap_or_else(|| "automatic".into())
+    }
+}
+
+/// A control plane's controller manager and scheduler settings, and its
+/// etcd clusters.
+fn control_plane_config(v: &NodeView<'_>) -> (Option<ControlPlaneConfig>, Vec<String>) {
+    let spec = &v.cluster.spec;
+    let control_plane = v.control_plane;
+    let control_plane_config = if control_plane {
+        let kcm = object_at(&v.completed, "kubeControllerManager");
+        let sched = object_at(&v.completed, "kubeScheduler");
+        Some(ControlPlaneConfig {
+            kube_controller_manager: kcm,
+            kube_scheduler: sched,
+            extra: Settings::new(),
+        })
+    } else {
+        None
     };
 
+    let etcd_cluster_names = if control_plane {
+        spec.etcd_clusters
+            .iter()
+            .flatten()
+            .map(|c| c.name.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (control_plane_config, etcd_cluster_names)
+}
+
+/// Where the node reads keys and secrets: nodes that run the API server
+/// read the keystore; with a config server the others get their
+/// certificates from kops-controller.
+fn config_store(v: &NodeView<'_>, base: &str) -> Option<ConfigStore> {
+    let spec = &v.cluster.spec;
+    (v.runs_api_server || !v.inputs.config_server).then(|| ConfigStore {
+        keypairs: Some(
+            spec.key_store
+                .clone()
+                .unwrap_or_else(|| format!("{base}/pki")),
+        ),
+        secrets: Some(
+            spec.secret_store
+                .clone()
+                .unwrap_or_else(|| format!("{base}/secrets")),
+        ),
+    })
+}
+
+/// The node's downloads per architecture.
+fn assets_by_arch(
+    v: &NodeView<'_>,
+    versioned: &Cluster,
+    install_cni_assets: bool,
+) -> Result<BTreeMap<String, Vec<String>>, AssetError> {
+    let completed = &v.completed;
     // kops leaves out the CNI plugins when the CNI brings its own, and the
     // runtime (containerd and runc, the list's last two) when the image has
     // it (`containerd.skipInstall`).
@@ -717,7 +956,7 @@ pub fn nodeup_config_with_inputs(
         == Some(true);
     let mut assets_by_arch = BTreeMap::new();
     for arch in Arch::ALL {
-        let mut list = assets::node_assets(versioned, arch).map_err(asset_error)?;
+        let mut list = assets::node_assets(versioned, arch)?;
         if skip_runtime {
             list.truncate(list.len().saturating_sub(2));
         }
@@ -732,7 +971,15 @@ pub fn nodeup_config_with_inputs(
             list.iter().map(|a| a.compact()).collect(),
         );
     }
+    Ok(assets_by_arch)
+}
 
+/// The kubelet as kops' instance-group populate step leaves it: the
+/// completed spec's (the control plane's own for control planes), the
+/// group's laid over it, the role's labels and taints added.
+fn kubelet_config(v: &NodeView<'_>, service_range: &str) -> Result<Settings, ConfigError> {
+    let (completed, group_json) = (&v.completed, &v.group_json);
+    let (group, role, inputs, control_plane) = (v.group, v.role, v.inputs, v.control_plane);
     // The kubelet as kops' instance-group populate step leaves it: the
     // completed spec's (the control plane's own for control planes), the
     // group's laid over it, the role's labels and taints added.
@@ -830,16 +1077,15 @@ pub fn nodeup_config_with_inputs(
         kubelet.insert("taints".into(), json!(taints));
     }
     if !kubelet.contains_key("clusterDNS") {
-        kubelet.insert("clusterDNS".into(), json!(cluster_dns(&service_range)?));
+        kubelet.insert("clusterDNS".into(), json!(cluster_dns(service_range)?));
     }
+    Ok(kubelet)
+}
 
-    let isolated = control_plane && spec.isolate_masters == Some(true);
-    let kube_proxy = match spec.kube_proxy.as_ref().and_then(|p| p.enabled) {
-        Some(false) => None,
-        _ if isolated => None,
-        _ => Some(object_at(&completed, "kubeProxy")),
-    };
-
+/// containerd as the completed spec has it (the group's laid over it);
+/// gVisor's settings only on a group that runs it; the NVIDIA driver.
+fn containerd_config(v: &NodeView<'_>) -> (Settings, Option<GVisorConfig>, Option<Value>) {
+    let (completed, group_json, group) = (&v.completed, &v.group_json, v.group);
     // containerd as the completed spec has it (the group's laid over it);
     // gVisor's settings only on a group that runs it.
     let mut containerd = object_at(&completed, "containerd");
@@ -867,7 +1113,28 @@ pub fn nodeup_config_with_inputs(
             }
             g
         });
+    (containerd, gvisor, nvidia_gpu)
+}
 
+/// What nodeup hears of the cluster's network.
+struct NodeNetworking {
+    networking: Settings,
+    default_machine_type: Option<String>,
+    use_cilium_etcd: bool,
+    uses_kubenet: bool,
+}
+
+/// The node's ranges and its CNI's block with only what nodeup needs of it
+/// (as kops passes it).
+fn node_networking(
+    v: &NodeView<'_>,
+    non_masquerade: String,
+    service_range: String,
+) -> NodeNetworking {
+    let (spec_json, networking_json, group) = (&v.spec_json, &v.networking_json, v.group);
+    let spec = &v.cluster.spec;
+    let runs_api_server = v.runs_api_server;
+    let has_cni = |name: &str| v.has_cni(name);
     let mut networking: Settings = [
         ("nonMasqueradeCIDR", json!(non_masquerade)),
         ("serviceClusterIPRange", json!(service_range)),
@@ -937,115 +1204,79 @@ pub fn nodeup_config_with_inputs(
     let uses_kubenet = ["kubenet", "gce", "external", "kopeio"]
         .iter()
         .any(|n| has_cni(n));
+    NodeNetworking {
+        networking,
+        default_machine_type,
+        use_cilium_etcd,
+        uses_kubenet,
+    }
+}
 
-    let api_server_config = if runs_api_server {
-        let api = object_at(&completed, "kubeAPIServer");
-        // Of the API spec, nodes get the names and how the API is reached.
-        let user_api = spec_json.get("api").cloned().unwrap_or(Value::Null);
-        let mut api_spec = Settings::new();
-        // The public name as the user or kops' populate step set it (a
-        // hosted zone or public DNS); gossip and `dns: None` clusters have
-        // none, and kops writes none.
-        if let Some(public) = user_api
-            .get("publicName")
-            .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
-            .or_else(|| {
-                completed
-                    .get("masterPublicName")
-                    .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
-            })
-        {
-            api_spec.insert("publicName".into(), public.clone());
-        }
-        if let Some(sans) = user_api.get("additionalSANs").filter(|v| !v.is_null()) {
-            api_spec.insert("additionalSANs".into(), sans.clone());
-        }
-        let load_balancer = user_api.get("loadBalancer").filter(|v| !v.is_null());
-        if user_api.get("dns").is_some_and(|v| !v.is_null()) || load_balancer.is_none() {
-            api_spec.insert("dns".into(), json!({}));
-        }
-        if load_balancer
-            .and_then(|lb| {
-                lb.get("useForInternalApi")
-                    .or_else(|| lb.get("useForInternalAPI"))
-            })
-            .and_then(Value::as_bool)
-            == Some(true)
-        {
-            api_spec.insert("loadBalancer".into(), json!({"useForInternalAPI": true}));
-        }
-        // Authentication as configured, except that AWS IAM's settings
-        // stay with its addon.
-        let authentication = spec_json
-            .get("authentication")
-            .filter(|v| !v.is_null())
-            .cloned()
-            .map(|mut a| {
-                if let Some(aws) = a.get_mut("aws").filter(|v| !v.is_null()) {
-                    *aws = json!({});
-                }
-                a
-            });
-        Some(ApiServerConfig {
-            api: api_spec,
-            authentication,
-            cluster_dns_domain: dns_domain.clone(),
-            encryption_config_secret_hash: String::new(),
-            kube_api_server: api,
-            service_account_public_keys: inputs.service_account_public_keys.clone(),
-            extra: Settings::new(),
+/// What a node that runs the API server is told of it.
+fn api_server_config(v: &NodeView<'_>, dns_domain: String) -> ApiServerConfig {
+    let (completed, spec_json, inputs) = (&v.completed, &v.spec_json, v.inputs);
+    let api = object_at(&completed, "kubeAPIServer");
+    // Of the API spec, nodes get the names and how the API is reached.
+    let user_api = spec_json.get("api").cloned().unwrap_or(Value::Null);
+    let mut api_spec = Settings::new();
+    // The public name as the user or kops' populate step set it (a
+    // hosted zone or public DNS); gossip and `dns: None` clusters have
+    // none, and kops writes none.
+    if let Some(public) = user_api
+        .get("publicName")
+        .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+        .or_else(|| {
+            completed
+                .get("masterPublicName")
+                .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
         })
-    } else {
-        None
-    };
-
-    let control_plane_config = if control_plane {
-        let kcm = object_at(&completed, "kubeControllerManager");
-        let sched = object_at(&completed, "kubeScheduler");
-        Some(ControlPlaneConfig {
-            kube_controller_manager: kcm,
-            kube_scheduler: sched,
-            extra: Settings::new(),
+    {
+        api_spec.insert("publicName".into(), public.clone());
+    }
+    if let Some(sans) = user_api.get("additionalSANs").filter(|v| !v.is_null()) {
+        api_spec.insert("additionalSANs".into(), sans.clone());
+    }
+    let load_balancer = user_api.get("loadBalancer").filter(|v| !v.is_null());
+    if user_api.get("dns").is_some_and(|v| !v.is_null()) || load_balancer.is_none() {
+        api_spec.insert("dns".into(), json!({}));
+    }
+    if load_balancer
+        .and_then(|lb| {
+            lb.get("useForInternalApi")
+                .or_else(|| lb.get("useForInternalAPI"))
         })
-    } else {
-        None
-    };
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        api_spec.insert("loadBalancer".into(), json!({"useForInternalAPI": true}));
+    }
+    // Authentication as configured, except that AWS IAM's settings
+    // stay with its addon.
+    let authentication = spec_json
+        .get("authentication")
+        .filter(|v| !v.is_null())
+        .cloned()
+        .map(|mut a| {
+            if let Some(aws) = a.get_mut("aws").filter(|v| !v.is_null()) {
+                *aws = json!({});
+            }
+            a
+        });
+    ApiServerConfig {
+        api: api_spec,
+        authentication,
+        cluster_dns_domain: dns_domain.clone(),
+        encryption_config_secret_hash: String::new(),
+        kube_api_server: api,
+        service_account_public_keys: inputs.service_account_public_keys.clone(),
+        extra: Settings::new(),
+    }
+}
 
-    let etcd_cluster_names = if control_plane {
-        spec.etcd_clusters
-            .iter()
-            .flatten()
-            .map(|c| c.name.clone())
-            .collect()
-    } else {
-        Vec::new()
-    };
-
-    let uses_none_dns = spec
-        .topology
-        .as_ref()
-        .and_then(|t| t.dns.as_ref())
-        .and_then(|d| d.kind.as_deref())
-        == Some("None");
-
-    let base = config_base.trim_end_matches('/');
-    // Nodes that run the API server read the keystore; with a config
-    // server the others get their certificates from kops-controller.
-    let config_store = (runs_api_server || !inputs.config_server).then(|| ConfigStore {
-        keypairs: Some(
-            spec.key_store
-                .clone()
-                .unwrap_or_else(|| format!("{base}/pki")),
-        ),
-        secrets: Some(
-            spec.secret_store
-                .clone()
-                .unwrap_or_else(|| format!("{base}/secrets")),
-        ),
-    });
-
-    let (cas, keypair_ids) = trusted_keys(cluster, role, inputs);
-
+/// Hooks, file assets and static manifests for the node's role.
+fn hooks_and_files(v: &NodeView<'_>) -> (Vec<Option<Vec<Value>>>, Vec<Value>, Vec<StaticManifest>) {
+    let (completed, spec_json, group_json) = (&v.completed, &v.spec_json, &v.group_json);
+    let (role, inputs, runs_api_server) = (v.role, v.inputs, v.runs_api_server);
     let applies = |item: &Value| match item.get("roles").and_then(Value::as_array) {
         Some(roles) if !roles.is_empty() => roles
             .iter()
@@ -1091,7 +1322,12 @@ pub fn nodeup_config_with_inputs(
             path: "manifests/static/kube-apiserver-healthcheck.yaml".into(),
         });
     }
+    (hooks, file_assets, static_manifests)
+}
 
+/// The custom sysctl parameters of the group, then of the cluster.
+fn sysctl_parameters(v: &NodeView<'_>) -> Vec<String> {
+    let (spec_json, group_json) = (&v.spec_json, &v.group_json);
     let mut sysctl_parameters = Vec::new();
     for (list, from) in [
         (group_json.get("sysctlParameters"), "instance group"),
@@ -1109,36 +1345,18 @@ pub fn nodeup_config_with_inputs(
             sysctl_parameters.extend(list);
         }
     }
-    let packages: Vec<String> = [spec_json.get("packages"), group_json.get("packages")]
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_string))
-        .collect();
-    let volume_mounts = group_json
-        .get("volumeMounts")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let ntp_unmanaged = spec_json
-        .get("ntp")
-        .and_then(|n| n.get("managed"))
-        .and_then(Value::as_bool)
-        == Some(false);
-    let service_node_port_range = spec_json
-        .get("kubeAPIServer")
-        .and_then(|a| a.get("serviceNodePortRange"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let update_policy = group_json
-        .get("updatePolicy")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .or_else(|| spec.update_policy.clone())
-        .unwrap_or_else(|| "automatic".into());
+    sysctl_parameters
+}
 
-    let (channels_manifest, etcd_manifests, dns_zone) = if control_plane {
+/// A control plane's channel manifest, its etcd members' manifests and the
+/// DNS zone.
+fn control_plane_manifests(
+    v: &NodeView<'_>,
+    base: &str,
+) -> (Option<String>, Vec<String>, Option<String>) {
+    let (spec, group, inputs) = (&v.cluster.spec, v.group, v.inputs);
+    let control_plane = v.control_plane;
+    if control_plane {
         let manifests = spec
             .etcd_clusters
             .iter()
@@ -1157,8 +1375,14 @@ pub fn nodeup_config_with_inputs(
         )
     } else {
         (None, Vec::new(), None)
-    };
+    }
+}
 
+/// Settings kops passes beside the typed ones: AWS's for API servers,
+/// IP-based node names, the discovery service.
+fn extra_settings(v: &NodeView<'_>) -> Settings {
+    let spec_json = &v.spec_json;
+    let (runs_api_server, ipv6) = (v.runs_api_server, v.ipv6);
     let mut extra = Settings::new();
     let aws = spec_json
         .get("cloudProvider")
@@ -1196,7 +1420,14 @@ pub fn nodeup_config_with_inputs(
         }
         extra.insert("discoveryServiceWithUniverse".into(), Value::Object(d));
     }
+    extra
+}
 
+/// Google Cloud: the cloud provider's view of the nodes (kops copies them
+/// from the completed spec's cloud config).
+fn gce_settings(v: &NodeView<'_>, name: &str) -> (Option<bool>, Option<String>) {
+    let spec = &v.cluster.spec;
+    let completed = &v.completed;
     // Google Cloud: the cloud provider's view of the nodes (kops copies
     // them from the completed spec's cloud config).
     let gce = spec.cloud_provider.as_deref() == Some("gce");
@@ -1212,20 +1443,13 @@ pub fn nodeup_config_with_inputs(
             .and_then(|c| c.get("nodeTags"))
             .and_then(Value::as_str)
             .map(str::to_string)
-            .unwrap_or_else(|| kops_api::names::gce_tag_for_role(&name, "node"))
+            .unwrap_or_else(|| kops_api::names::gce_tag_for_role(name, "node"))
     });
+    (multizone, node_tags)
+}
 
-    let apiserver_additional_ips = if runs_api_server {
-        inputs.api_server_addresses.clone()
-    } else {
-        Vec::new()
-    };
-    let kube_vip_image = (spec.cloud_provider.as_deref() == Some("vsphere")
-        && !apiserver_additional_ips.is_empty())
-    .then(|| {
-        let empty = serde_json::Map::new();
-        kops_api::populate::remap_image(spec_json.as_object().unwrap_or(&empty), KUBE_VIP_IMAGE)
-    });
+/// kops' images under `KOPS_BASE_URL` that nodes of `role` load.
+fn base_url_images(role: Role, inputs: &NodeInputs) -> BTreeMap<String, Vec<NodeImage>> {
     let image_names: &[&str] = match role {
         Role::ControlPlane => &BASE_URL_IMAGES,
         Role::ApiServer => &["kube-apiserver-healthcheck"],
@@ -1249,49 +1473,7 @@ pub fn nodeup_config_with_inputs(
             }
         }
     }
-
-    Ok(NodeupConfig {
-        api_server_config,
-        apiserver_additional_ips,
-        assets: assets_by_arch,
-        cas,
-        cluster_name: name,
-        control_plane_config,
-        dns_zone,
-        default_machine_type,
-        enable_lifecycle_hook: warm_pool_lifecycle_hook(&spec_json, &group_json, role),
-        etcd_cluster_names,
-        file_assets,
-        gvisor,
-        hooks,
-        install_cni_assets,
-        keypair_ids,
-        kube_proxy,
-        kubelet_config: kubelet,
-        kubernetes_version: version.trim_start_matches('v').to_string(),
-        ntp_unmanaged,
-        networking,
-        nvidia_gpu,
-        service_node_port_range,
-        sysctl_parameters,
-        update_policy: Some(update_policy),
-        use_cilium_etcd,
-        uses_kubenet,
-        volume_mounts,
-        channels_manifest,
-        config_store,
-        containerd_config: Some(containerd),
-        etcd_manifests,
-        images,
-        multizone,
-        node_tags,
-        packages,
-        static_manifests,
-        uses_none_dns,
-        kube_vip_image,
-        warm_pool_images: Vec::new(),
-        extra,
-    })
+    images
 }
 
 /// kube-scheduler's config file as kops writes it: the cluster's

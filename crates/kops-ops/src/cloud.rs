@@ -76,17 +76,10 @@ impl Cloud {
 
 /// An AWS cluster's region: the region of its subnets' zones.
 pub fn aws_region(cluster: &kops_api::Cluster) -> Result<String, OpsError> {
-    cluster
-        .spec
-        .subnets
-        .iter()
-        .flatten()
-        .filter_map(|s| s.zone.as_deref())
-        .find_map(kops_api::new_cluster::aws_zone_region)
-        .ok_or_else(|| OpsError::CannotApply {
-            cluster: cluster.name().to_string(),
-            reason: "its subnets name no AWS availability zone".into(),
-        })
+    cluster.aws_region().ok_or_else(|| OpsError::CannotApply {
+        cluster: cluster.name().to_string(),
+        reason: "its subnets name no AWS availability zone".into(),
+    })
 }
 
 /// The cluster's Google Cloud project (`spec.project`), required on GCE.
@@ -114,8 +107,7 @@ fn gce_region(cluster: &Cluster) -> Result<String, OpsError> {
         .or_else(|| {
             subnets
                 .filter_map(|s| s.zone.as_deref())
-                .find_map(kops_gce::names::zone_region)
-                .map(str::to_string)
+                .find_map(kops_api::zones::gce_region)
         })
         .ok_or_else(|| OpsError::CannotApply {
             cluster: cluster.name().to_string(),

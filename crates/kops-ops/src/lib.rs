@@ -202,10 +202,7 @@ async fn look_up_existing_network(
         return Ok(None);
     }
     let zones = options.zones.iter().chain(&options.control_plane_zones);
-    let Some(region) = zones
-        .filter_map(|z| kops_api::new_cluster::aws_zone_region(z))
-        .next()
-    else {
+    let Some(region) = zones.filter_map(|z| kops_api::zones::aws_region(z)).next() else {
         // new_cluster reports the missing zones.
         return Ok(None);
     };

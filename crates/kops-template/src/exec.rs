@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::funcs;
 use crate::gofmt;
+use crate::govalue::truth;
 use crate::parse::{self, Arg, Cmd, Control, Node, Pipe, Tree};
 use crate::Error;
 
@@ -113,18 +114,6 @@ struct State<'a> {
     tree: &'a Tree,
     vars: Vec<(String, Value)>,
     depth: usize,
-}
-
-/// Go's truth: false, 0, nil, and empty strings, lists and maps are false.
-pub fn truth(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(m) => !m.is_empty(),
-    }
 }
 
 fn go_type(v: &Value) -> &'static str {

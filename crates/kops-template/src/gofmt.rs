@@ -281,33 +281,6 @@ pub fn go_quote(s: &str) -> String {
     out
 }
 
-/// YAML the way `sigs.k8s.io/yaml.Marshal` writes a value: through JSON (so whole
-/// floats become integers), then go-yaml v2's layout.
-pub fn to_yaml(v: &Value) -> Result<String, String> {
-    Ok(crate::yaml::marshal(&json_round_trip(v)))
-}
-
-/// What a value looks like after Go's JSON encode + YAML decode: whole floats are ints.
-fn json_round_trip(v: &Value) -> Value {
-    match v {
-        Value::Number(n) if n.is_f64() => {
-            let f = n.as_f64().unwrap_or(0.0);
-            if f.fract() == 0.0 && f.abs() < 9.0e18 {
-                Value::from(f as i64)
-            } else {
-                v.clone()
-            }
-        }
-        Value::Array(a) => Value::Array(a.iter().map(json_round_trip).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), json_round_trip(v)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 /// `fmt.Sprint(args...)`: a space between operands when neither side is a string.
 pub fn sprint_args(args: &[Value]) -> String {
     let mut out = String::new();

@@ -30,6 +30,7 @@
 mod exec;
 mod funcs;
 mod gofmt;
+mod govalue;
 mod parse;
 mod semver;
 pub mod toolbox;

@@ -200,7 +200,7 @@ pub fn run(opts: &ToolboxOptions, setup: &dyn Fn(&mut Engine)) -> Result<String,
             if m.is_empty() {
                 continue;
             }
-            documents.push(gofmt::to_yaml(&Value::Object(m)).map_err(Error::Values)?);
+            documents.push(crate::yaml::to_yaml(&Value::Object(m)).map_err(Error::Values)?);
         }
     }
     Ok(documents.join("---\n"))

@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::funcs::floatify;
 use crate::gofmt;
+use crate::govalue::floatify;
 
 /// Parses YAML into JSON-shaped data as `sigs.k8s.io/yaml.Unmarshal` into `interface{}`:
 /// YAML 1.1 resolution of unquoted scalars as go-yaml v2 does it (`yes`/`no`/`on`/`off`/

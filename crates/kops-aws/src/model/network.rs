@@ -240,7 +240,7 @@ fn flag(extra: &kops_api::meta::Extra, key: &str) -> Option<bool> {
 fn region(model: &Model<'_>, subnets: &[SubnetPlan<'_>]) -> Result<String, ModelError> {
     subnets
         .iter()
-        .find_map(|s| kops_api::new_cluster::aws_zone_region(s.zone))
+        .find_map(|s| kops_api::zones::aws_region(s.zone))
         .ok_or_else(|| {
             spec_error(
                 "spec.subnets[].zone",

@@ -14,7 +14,7 @@ use super::files::{Change, ChangeKind, PlannedFile};
 use super::pki::Keystore;
 use super::{Loaded, NodeupError, ServiceAction};
 use crate::assets::{Asset, AssetKind};
-use crate::config::Settings;
+use crate::config::{ControlPlaneConfig, Settings};
 
 /// What the renderers read.
 pub struct Context<'a> {
@@ -152,11 +152,19 @@ fn gvisor_shim_config(platform: &str) -> String {
 
 /// Files every node gets.
 pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, NodeupError> {
-    let config = &ctx.loaded.config;
-    let control_plane = matches!(ctx.loaded.role, Role::ControlPlane | Role::ApiServer);
     let mut out = Vec::new();
+    sysctl_files(ctx, &mut out);
+    containerd_files(ctx, &mut out);
+    kubelet_files(ctx, ks, &mut out)?;
+    kube_proxy_files(ctx, ks, &mut out)?;
+    out.extend(etc_hosts(ctx));
+    Ok(out)
+}
 
-    // sysctls kubelet (protectKernelDefaults) and the network need.
+/// The sysctls kubelet (protectKernelDefaults) and the network need, and
+/// the cluster's and group's own.
+fn sysctl_files(ctx: &Context<'_>, out: &mut Vec<PlannedFile>) {
+    let config = &ctx.loaded.config;
     let mut sysctl = String::from("# Written by kops-rs nodeup.\n");
     for line in [
         "fs.inotify.max_user_instances=8192",
@@ -182,8 +190,11 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
         0o644,
         sysctl,
     ));
+}
 
-    // containerd.
+/// containerd's config (gVisor's runtime where the group runs it).
+fn containerd_files(ctx: &Context<'_>, out: &mut Vec<PlannedFile>) {
+    let config = &ctx.loaded.config;
     let containerd = config.containerd_config.clone().unwrap_or_default();
     let sandbox = str_of(&containerd, "sandboxImage").unwrap_or(crate::config::SANDBOX_IMAGE);
     let log_level = str_of(&containerd, "logLevel").unwrap_or("info");
@@ -221,8 +232,15 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
         0o644,
         "runtime-endpoint: unix:///run/containerd/containerd.sock\n",
     ));
+}
 
-    // kubelet.
+/// kubelet: its certificate, kubeconfig, config and flags.
+fn kubelet_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+    out: &mut Vec<PlannedFile>,
+) -> Result<(), NodeupError> {
+    let config = &ctx.loaded.config;
     let kubelet = &config.kubelet_config;
     let ca_file = "/srv/kubernetes/ca.crt";
     out.push(PlannedFile::new(
@@ -242,11 +260,7 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
         "/var/lib/kubelet/pki/kubelet-client.key",
         &node_request,
     )?);
-    let server = if control_plane {
-        "https://127.0.0.1".to_string()
-    } else {
-        format!("https://api.internal.{}", config.cluster_name)
-    };
+    let server = api_server_url(ctx);
     let kubeconfig_path =
         str_of(kubelet, "kubeconfigPath").unwrap_or("/var/lib/kubelet/kubeconfig");
     out.push(PlannedFile::secret(
@@ -338,8 +352,28 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
          [Service]\nEnvironmentFile=/etc/sysconfig/kubelet\nExecStart=/usr/local/bin/kubelet $DAEMON_ARGS\nRestart=always\nRestartSec=2s\nStartLimitInterval=0\nKillMode=process\n\n\
          [Install]\nWantedBy=multi-user.target\n",
     ));
+    Ok(())
+}
 
-    // kube-proxy, a static pod on every node, when the cluster runs it.
+/// Where the node's kubelet and kube-proxy reach the API: on nodes that
+/// run the API server, their own.
+fn api_server_url(ctx: &Context<'_>) -> String {
+    if matches!(ctx.loaded.role, Role::ControlPlane | Role::ApiServer) {
+        "https://127.0.0.1".to_string()
+    } else {
+        format!("https://api.internal.{}", ctx.loaded.config.cluster_name)
+    }
+}
+
+/// kube-proxy, a static pod on every node, when the cluster runs it.
+fn kube_proxy_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+    out: &mut Vec<PlannedFile>,
+) -> Result<(), NodeupError> {
+    let config = &ctx.loaded.config;
+    let server = api_server_url(ctx);
+    let ca_file = "/srv/kubernetes/ca.crt";
     if let Some(proxy) = &config.kube_proxy {
         let dir = "/var/lib/kube-proxy";
         out.extend(ks.certificate(
@@ -389,8 +423,7 @@ pub fn node_files(ctx: &Context<'_>, ks: &Keystore) -> Result<Vec<PlannedFile>, 
             ),
         ));
     }
-    out.extend(etc_hosts(ctx));
-    Ok(out)
+    Ok(())
 }
 
 /// The names a node resolves through `/etc/hosts` when the cluster
@@ -830,9 +863,41 @@ pub fn control_plane_files(
     ctx: &Context<'_>,
     ks: &Keystore,
 ) -> Result<Vec<PlannedFile>, NodeupError> {
+    let mut out = Vec::new();
+    api_server_files(ctx, ks, &mut out)?;
+    if ctx.loaded.role != Role::ControlPlane {
+        return Ok(out);
+    }
+    let cp = ctx
+        .loaded
+        .config
+        .control_plane_config
+        .clone()
+        .unwrap_or_default();
+    controller_manager_files(ctx, ks, &cp, &mut out)?;
+    scheduler_files(ctx, ks, &cp, &mut out)?;
+    etcd_manager_files(ctx, ks, &mut out)?;
+    addon_applier_files(ctx, ks, &mut out)?;
+    // On vSphere, kube-vip holds the control plane's virtual IP (with the
+    // addon applier's kubeconfig: a cluster admin, as kubeadm's admin.conf).
+    if ctx.loaded.boot.cloud_provider == kops_vsphere::CLOUD {
+        out.extend(super::vsphere::kube_vip(
+            &ctx.loaded.config,
+            CHANNELS_KUBECONFIG,
+            &[CHANNELS_CERT, CHANNELS_KEY, "/srv/kubernetes/ca.crt"],
+        )?);
+    }
+    Ok(out)
+}
+
+/// The API server's certificates, keys and static pod.
+fn api_server_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+    out: &mut Vec<PlannedFile>,
+) -> Result<(), NodeupError> {
     let config = &ctx.loaded.config;
     let cluster = &config.cluster_name;
-    let mut out = Vec::new();
     let api = config.api_server_config.clone().unwrap_or_default();
     let dir = "/srv/kubernetes/kube-apiserver";
     let domain = if api.cluster_dns_domain.is_empty() {
@@ -959,12 +1024,16 @@ pub fn control_plane_files(
             "150m",
         ),
     ));
+    Ok(())
+}
 
-    if ctx.loaded.role != Role::ControlPlane {
-        return Ok(out);
-    }
-    let cp = config.control_plane_config.clone().unwrap_or_default();
-    // controller manager
+/// The controller manager's certificate, kubeconfig and static pod.
+fn controller_manager_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+    cp: &ControlPlaneConfig,
+    out: &mut Vec<PlannedFile>,
+) -> Result<(), NodeupError> {
     let kcm = "/srv/kubernetes/kube-controller-manager";
     out.extend(ks.certificate(
         ctx.root,
@@ -1007,8 +1076,16 @@ pub fn control_plane_files(
             "100m",
         ),
     ));
+    Ok(())
+}
 
-    // scheduler
+/// The scheduler's certificate, kubeconfig, config and static pod.
+fn scheduler_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+    cp: &ControlPlaneConfig,
+    out: &mut Vec<PlannedFile>,
+) -> Result<(), NodeupError> {
     let ks_dir = "/var/lib/kube-scheduler";
     out.extend(ks.certificate(
         ctx.root,
@@ -1058,9 +1135,19 @@ pub fn control_plane_files(
             "100m",
         ),
     ));
+    Ok(())
+}
 
-    // etcd-manager, one per etcd cluster, with its CAs (it issues its own
-    // peer and client certificates from them).
+/// etcd-manager, one per etcd cluster, with its CAs (it issues its own
+/// peer and client certificates from them); on vSphere the units that
+/// mount the etcd disks again at boot.
+fn etcd_manager_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+    out: &mut Vec<PlannedFile>,
+) -> Result<(), NodeupError> {
+    let config = &ctx.loaded.config;
+    let cluster = &config.cluster_name;
     for (index, etcd) in config.etcd_cluster_names.iter().enumerate() {
         let pki = format!("/etc/kubernetes/pki/etcd-manager-{etcd}");
         for (keyset, file) in [
@@ -1156,11 +1243,18 @@ pub fn control_plane_files(
     }
     // On vSphere, the etcd disks are mounted again at boot by label.
     out.extend(super::vsphere::etcd::mount_units(cluster, ctx.etcd_disks));
+    Ok(())
+}
 
-    // The addon applier (kops' channels): every minute it applies the
-    // changed addons of the bootstrap channel and of the channels kops'
-    // kops-channels pod manifest lists (custom addons, `spec.addons`), as a
-    // cluster admin.
+/// The addon applier (kops' channels): every minute it applies the
+/// changed addons of the bootstrap channel and of the channels kops'
+/// kops-channels pod manifest lists (custom addons, `spec.addons`), as a
+/// cluster admin.
+fn addon_applier_files(
+    ctx: &Context<'_>,
+    ks: &Keystore,
+    out: &mut Vec<PlannedFile>,
+) -> Result<(), NodeupError> {
     let config_base = ctx.loaded.config_base.trim_end_matches('/');
     let channels_manifest = ctx
         .loaded
@@ -1201,16 +1295,7 @@ pub fn control_plane_files(
              Restart=always\nRestartSec=10s\nStartLimitInterval=0\n\n[Install]\nWantedBy=multi-user.target\n"
         ),
     ));
-    // On vSphere, kube-vip holds the control plane's virtual IP (with the
-    // addon applier's kubeconfig: a cluster admin, as kubeadm's admin.conf).
-    if ctx.loaded.boot.cloud_provider == kops_vsphere::CLOUD {
-        out.extend(super::vsphere::kube_vip(
-            &ctx.loaded.config,
-            CHANNELS_KUBECONFIG,
-            &[CHANNELS_CERT, CHANNELS_KEY, "/srv/kubernetes/ca.crt"],
-        )?);
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// Whether kubelet may give its node `label` itself (`--node-labels`): any
