@@ -728,7 +728,7 @@ fn take_existing_subnets(
         .filter(|&i| subnets[i].id.as_deref().is_some_and(|id| !id.is_empty()))
         .collect();
     if !with_id.is_empty() {
-        let info = existing.filter(|e| &e.network_id == network_id).ok_or_else(|| {
+        let info = existing.filter(|e| e.network_id == network_id).ok_or_else(|| {
             FieldError::new("--subnets", format!("the CIDRs of the subnets of VPC `{network_id}` are not known"))
                 .value(network_id)
                 .hint("kops reads them from AWS (DescribeSubnets); pass the existing network's description, or give each subnet its `cidr`")
@@ -1676,7 +1676,7 @@ fn check_topology(
                 "--networking",
                 "kubenet does not support the private topology",
             )
-            .value(&networking)
+            .value(networking)
             .hint("choose another CNI such as `cilium` or `calico`, or use `--topology public`"),
         );
     }
@@ -1725,7 +1725,7 @@ fn check_dns(
             .hint("give a free address of the VMs' network: kube-vip holds it on a control-plane VM and nodes reach the API there"),
         );
     }
-    if dns != "None" && is_gossip_name(&name) {
+    if dns != "None" && is_gossip_name(name) {
         errors.push(
             FieldError::new("--dns", GOSSIP_REMOVED)
                 .value(dns.to_ascii_lowercase())
@@ -2326,17 +2326,17 @@ fn topology(
                     .collect()
             };
             if o.ipv6 {
-                let dual = derived(&subnets, "dualstack-", SubnetType::DualStack);
+                let dual = derived(subnets, "dualstack-", SubnetType::DualStack);
                 subnets.extend(dual);
             }
             // GCE needs no utility subnets.
             if !gce {
-                let utility = derived(&subnets, "utility-", SubnetType::Utility);
+                let utility = derived(subnets, "utility-", SubnetType::Utility);
                 subnets.extend(utility);
             }
 
             if o.bastion {
-                let mut bastion = sized_group(&name, "bastions".into(), Role::Bastion, 1);
+                let mut bastion = sized_group(name, "bastions".into(), Role::Bastion, 1);
                 if f.dns != "None" {
                     topology.bastion = Some(BastionSpec {
                         bastion_public_name: Some(format!("bastion.{name}")),
@@ -2395,7 +2395,7 @@ fn control_plane_groups(
             suffix = format!("{zone}-{}", 1 + i / cp_zones.len());
         }
         let mut ig = sized_group(
-            &name,
+            name,
             format!("control-plane-{suffix}"),
             Role::ControlPlane,
             1,
@@ -2488,7 +2488,7 @@ fn node_groups(
             enabled: Some(true),
             ..Default::default()
         });
-        let mut ig = InstanceGroup::new(&name, "nodes", Role::Node);
+        let mut ig = InstanceGroup::new(name, "nodes", Role::Node);
         ig.spec.manager = Some("Karpenter".into());
         if let Some(n) = o.node_count.filter(|n| *n > 0) {
             ig.spec.min_size = Some(i64::from(n));
@@ -2502,7 +2502,7 @@ fn node_groups(
             .map(|n| n as usize)
             .unwrap_or(f.zones.len());
         for (zone, count) in f.zones.iter().zip(spread(total, f.zones.len())) {
-            let mut ig = sized_group(&name, format!("nodes-{zone}"), Role::Node, count as i64);
+            let mut ig = sized_group(name, format!("nodes-{zone}"), Role::Node, count as i64);
             let zs = zone_subnets.get(zone).cloned().unwrap_or_default();
             // Additional subnets take the workers; the zone's main subnet may be small.
             ig.spec.subnets = Some(if zs.len() > 1 { zs[1..].to_vec() } else { zs });
@@ -2531,7 +2531,7 @@ fn api_server_groups(
         let sizes = clean_list(&o.apiserver_size);
         for (zone, count) in f.zones.iter().zip(spread(total as usize, f.zones.len())) {
             let mut ig = sized_group(
-                &name,
+                name,
                 format!("apiserver-{zone}"),
                 Role::ApiServer,
                 count as i64,

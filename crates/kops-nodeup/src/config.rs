@@ -728,7 +728,7 @@ pub fn nodeup_config_with_inputs(
         control_plane_config,
         dns_zone,
         default_machine_type,
-        enable_lifecycle_hook: warm_pool_lifecycle_hook(&spec_json, &group_json, role),
+        enable_lifecycle_hook: warm_pool_lifecycle_hook(spec_json, group_json, role),
         etcd_cluster_names,
         file_assets,
         gvisor,
@@ -984,7 +984,7 @@ fn kubelet_config(v: &NodeView<'_>, service_range: &str) -> Result<Settings, Con
     // completed spec's (the control plane's own for control planes), the
     // group's laid over it, the role's labels and taints added.
     let mut kubelet = object_at(
-        &completed,
+        completed,
         if control_plane {
             "masterKubelet"
         } else {
@@ -1031,7 +1031,7 @@ fn kubelet_config(v: &NodeView<'_>, service_range: &str) -> Result<Settings, Con
     if control_plane && has_api_server_groups {
         labels.insert("node-role.kubernetes.io/api-server".into(), json!(""));
     }
-    let gpu = has_gpu(&completed, &group_json, group.spec.machine_type.as_deref());
+    let gpu = has_gpu(completed, group_json, group.spec.machine_type.as_deref());
     let mut group_taints: Vec<String> = group.spec.taints.iter().flatten().cloned().collect();
     if gpu {
         labels.insert("kops.k8s.io/gpu".into(), json!("1"));
@@ -1088,7 +1088,7 @@ fn containerd_config(v: &NodeView<'_>) -> (Settings, Option<GVisorConfig>, Optio
     let (completed, group_json, group) = (&v.completed, &v.group_json, v.group);
     // containerd as the completed spec has it (the group's laid over it);
     // gVisor's settings only on a group that runs it.
-    let mut containerd = object_at(&completed, "containerd");
+    let mut containerd = object_at(completed, "containerd");
     if let Some(Value::Object(c)) = group_json.get("containerd") {
         overlay(&mut containerd, c.clone().into_iter().collect());
     }
@@ -1215,7 +1215,7 @@ fn node_networking(
 /// What a node that runs the API server is told of it.
 fn api_server_config(v: &NodeView<'_>, dns_domain: String) -> ApiServerConfig {
     let (completed, spec_json, inputs) = (&v.completed, &v.spec_json, v.inputs);
-    let api = object_at(&completed, "kubeAPIServer");
+    let api = object_at(completed, "kubeAPIServer");
     // Of the API spec, nodes get the names and how the API is reached.
     let user_api = spec_json.get("api").cloned().unwrap_or(Value::Null);
     let mut api_spec = Settings::new();
@@ -1314,7 +1314,7 @@ fn hooks_and_files(v: &NodeView<'_>) -> (Vec<Option<Vec<Value>>>, Vec<Value>, Ve
         // kops' own files for nodes that run the API server: the
         // scheduler's config and the API server's health check.
         file_assets.push(json!({
-            "content": scheduler_config(&completed, &inputs.additional_objects),
+            "content": scheduler_config(completed, &inputs.additional_objects),
             "path": "/var/lib/kube-scheduler/config.yaml",
         }));
         static_manifests.push(StaticManifest {
