@@ -108,6 +108,8 @@ pub enum VsphereRefusal {
     Used(String),
     #[error("the proof does not match VM `{0}`'s token (forged)")]
     Forged(String),
+    #[error("VM `{vm}` is of role `{role}`, which does not join through kops-controller")]
+    NotAWorker { vm: String, role: String },
     #[error("vCenter: {0}")]
     Vcenter(String),
 }

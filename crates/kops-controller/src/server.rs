@@ -428,7 +428,25 @@ impl Controller {
                 return reply(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
             }
         }
-        match self.answer(&request, &identity).await {
+        let answer = self.answer(&request, &identity).await;
+        if answer.is_ok() {
+            // The token is spent only now, with the answer made: of two
+            // requests with one token (two replicas), only the one that
+            // spends it is answered; a failure before leaves the node its
+            // retry.
+            if let Err(refusal) = self.verifier.spend(&identity).await {
+                tracing::warn!(
+                    "bootstrap from {peer} (node {}) refused: {refusal}",
+                    identity.node_name
+                );
+                return if refusal.is_transient() {
+                    reply(StatusCode::SERVICE_UNAVAILABLE, "try again later")
+                } else {
+                    reply(StatusCode::FORBIDDEN, "failed to verify token")
+                };
+            }
+        }
+        match answer {
             Ok(response) => {
                 let mut issued: Vec<String> = response.certs.keys().map(|k| escape(k)).collect();
                 if response.node_config.is_some() {

@@ -27,6 +27,15 @@ pub trait Verifier: Send + Sync {
     /// Checks `authorization` for a request with `body`.
     async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal>;
 
+    /// Spends the one-time token `verify` left in `identity.one_time`, once
+    /// the node's answer is made and before it is sent; an error means the
+    /// answer is not sent (another request spent the token first, or the
+    /// cloud did not answer: then transient). Nothing to do where the
+    /// cloud keeps no such token.
+    async fn spend(&self, _identity: &NodeIdentity) -> Result<(), Refusal> {
+        Ok(())
+    }
+
     /// Tokens held by the replay cache now (none where the cloud keeps
     /// one-time tokens itself, or where there is no cloud).
     fn replay_entries(&self) -> usize {

@@ -153,6 +153,14 @@ fn credentials() -> Credentials {
     }
 }
 
+/// The user data of a worker VM whose boot config is `boot`.
+fn user_data(boot: &BootConfig) -> String {
+    format!(
+        "#!/bin/bash\ncat > conf/kube_env.yaml << '__EOF_KUBE_ENV'\n{}\n__EOF_KUBE_ENV\n\ndownload-release\n",
+        boot.to_yaml()
+    )
+}
+
 /// `count` worker VMs of `cluster` whose user data carries `boot`.
 async fn workers(vc: &Vcenter, cluster: &str, count: usize, boot: &BootConfig) {
     let placement = Placement {
@@ -162,12 +170,10 @@ async fn workers(vc: &Vcenter, cluster: &str, count: usize, boot: &BootConfig) {
         datastore: vcsim::DATASTORE.into(),
         network: None,
     };
-    let script = format!(
-        "#!/bin/bash\ncat > conf/kube_env.yaml << '__EOF_KUBE_ENV'\n{}\n__EOF_KUBE_ENV\n\ndownload-release\n",
-        boot.to_yaml()
-    );
+    let script = user_data(boot);
     let groups = [GroupSpec {
         name: "nodes".into(),
+        role: "Node".into(),
         template: vcsim::TEMPLATE.into(),
         count,
         cpus: 2,
@@ -365,5 +371,74 @@ async fn joins(logs: Logs) {
         "nothing issued to the refused: {}",
         logs.text()
     );
+
+    // 5. The store fails after the check (the node config cannot be
+    //    read): nothing is issued and the token stays, so the node's next
+    //    try joins once the store answers.
+    let store_file = state.join("igconfig/node/nodes/nodeupconfig.yaml");
+    let aside = tmp.path().join("nodeupconfig.yaml.aside");
+    std::fs::rename(&store_file, &aside).unwrap();
+    let second = view(&vc, &format!("nodes-2.{CLUSTER}")).await;
+    let reason = refused(agent::join(&node(second.clone())).await);
+    assert!(reason.contains("500"), "{reason}");
+    assert_eq!(
+        view(&vc, &format!("nodes-2.{CLUSTER}")).await.guestinfo[TOKEN_KEY],
+        real,
+        "the token is spent only with an answer"
+    );
+    std::fs::rename(&aside, &store_file).unwrap();
+
+    // 6. One token, two controllers (one per control-plane VM), two
+    //    joins at once: one certificate set, one refusal.
+    let mut options2 = kops_controller::Options::for_vsphere(
+        CLUSTER,
+        &format!("file://{}", state.display()),
+        "",
+        sim.url(),
+        vcsim::DATACENTER,
+    );
+    pki.configure(&mut options2);
+    options2
+        .server
+        .provider
+        .vsphere
+        .as_mut()
+        .unwrap()
+        .credentials_file = credentials_file.display().to_string();
+    let controller2 = Arc::new(kops_controller::build(options2).await.unwrap());
+    let url2 = test_support::serve(controller2.clone()).await;
+    let mut to_second = second.clone();
+    let mut boot2 = boot(CLUSTER);
+    if let Some(server) = boot2.config_server.as_mut() {
+        server.servers = vec![url2.clone()];
+    }
+    use base64::Engine;
+    to_second.guestinfo.insert(
+        "guestinfo.userdata".into(),
+        base64::engine::general_purpose::STANDARD.encode(user_data(&boot2)),
+    );
+    let (first_node, second_node) = (node(second), node(to_second));
+    let (one, two) = tokio::join!(agent::join(&first_node), agent::join(&second_node));
+    let outcomes = [one.map(|j| j.node_name), two.map(|j| j.node_name)];
+    let joined: Vec<&String> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
+    assert_eq!(joined, [&format!("nodes-2.{CLUSTER}")], "{}", logs.text());
+    let refusal = outcomes
+        .iter()
+        .find_map(|o| o.as_ref().err())
+        .map(ToString::to_string)
+        .unwrap();
+    assert!(refusal.contains("403"), "{refusal}");
+    assert_eq!(
+        logs.count(&format!(
+            "node nodes-2.{CLUSTER} (instance group nodes): issued"
+        )),
+        1,
+        "{}",
+        logs.text()
+    );
+    assert!(!view(&vc, &format!("nodes-2.{CLUSTER}"))
+        .await
+        .guestinfo
+        .contains_key(TOKEN_KEY));
     vc.logout().await;
 }

@@ -182,6 +182,7 @@ fn group_specs(cluster: &Cluster, groups: &[InstanceGroup]) -> Result<Vec<GroupS
                 })?;
             Ok(GroupSpec {
                 name: g.name().to_string(),
+                role: g.role().unwrap_or(Role::Node).as_str().to_string(),
                 template,
                 count: usize::try_from(g.spec.min_size.unwrap_or(0).max(0)).unwrap_or(0),
                 cpus,

@@ -6,6 +6,9 @@
 // template VM, "kops-template", with one snapshot (so clones can be linked
 // clones).
 //
+// VMs carry config.changeVersion, and a reconfiguration naming a stale one
+// fails with ConcurrentAccess, as on vCenter (change_version.go).
+//
 // The uplink port group is marked as vCenter marks one (the switch's
 // config.uplinkPortgroup, the port group's config.uplink and its
 // SYSTEM/DVS.UPLINKPG tag); govmomi 0.24's simulator makes it without them.
@@ -48,6 +51,8 @@ func main() {
 		log.Fatalf("creating the model: %v", err)
 	}
 	markUplinks()
+	versions := &changeVersions{}
+	versions.stampAll()
 	model.Service.Listen = &url.URL{
 		Host: fmt.Sprintf("127.0.0.1:%d", *port),
 		User: url.UserPassword(*user, *password),
@@ -60,6 +65,9 @@ func main() {
 		model.Service.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	}
 	server := model.Service.NewServer()
+	// Before the first request: reconfigurations go through the change
+	// version check (change_version.go).
+	server.Config.Handler = versions.wrap(server.Config.Handler)
 
 	if err := addTemplate(server.URL); err != nil {
 		log.Fatalf("adding the template: %v", err)

@@ -13,7 +13,10 @@ use crate::client::MoRef;
 use crate::disks::{self, EtcdDisk, EtcdFile, EtcdVolume, TemplateHardware, ETCD_KEY};
 use crate::network::{first_nic, Network};
 use crate::vcenter::{extra_config, extra_config_xml, Properties, Vcenter};
-use crate::{VsphereError, BOOTED_KEY, CLUSTER_KEY, GROUP_KEY, SPEC_HASH_KEY, TOKEN_KEY};
+use crate::{
+    VsphereError, BOOTED_KEY, CLUSTER_KEY, GROUP_KEY, JOINING_ROLES, ROLE_KEY, SPEC_HASH_KEY,
+    TOKEN_KEY,
+};
 
 /// Where the cluster's VMs live (names as the user gave them).
 #[derive(Debug, Clone)]
@@ -34,6 +37,9 @@ pub struct Placement {
 #[derive(Debug, Clone)]
 pub struct GroupSpec {
     pub name: String,
+    /// Its role as kops writes it (`Master`, `Node`, ...): only
+    /// [`JOINING_ROLES`] get a bootstrap token.
+    pub role: String,
     /// The template VM (its name under `<dc>/vm`, or an inventory path).
     pub template: String,
     pub count: usize,
@@ -61,6 +67,12 @@ pub struct StaticNetwork {
 }
 
 impl GroupSpec {
+    /// Whether its VMs join through kops-controller (and so get a
+    /// one-time token).
+    pub fn joins(&self) -> bool {
+        JOINING_ROLES.contains(&self.role.as_str())
+    }
+
     /// The hash a VM made from this spec carries: a VM with another hash
     /// is replaced by a rolling update.
     pub fn hash(&self, placement: &Placement) -> String {
@@ -127,6 +139,9 @@ pub struct Vm {
     pub spec_hash: String,
     /// Whether its one-time bootstrap token is still unused.
     pub has_token: bool,
+    /// Its role ([`ROLE_KEY`]); `None` on a VM cloned before kops-rs
+    /// wrote it.
+    pub role: Option<String>,
     /// Whether its guest ever booted (nodeup's first-boot marker,
     /// [`BOOTED_KEY`]).
     pub booted: bool,
@@ -176,11 +191,18 @@ pub struct Changes {
     /// VMs that booted once and are powered off now (host maintenance,
     /// HA, an operator): left alone, only reported.
     pub powered_off: Vec<String>,
+    /// VMs of groups that do not join through kops-controller (control
+    /// plane) still holding a bootstrap token, as clones made before
+    /// kops-rs stopped giving them one: the token is removed.
+    pub tokens_removed: Vec<String>,
 }
 
 impl Changes {
     pub fn is_empty(&self) -> bool {
-        !self.folder_created && self.created.is_empty() && self.destroyed.is_empty()
+        !self.folder_created
+            && self.created.is_empty()
+            && self.destroyed.is_empty()
+            && self.tokens_removed.is_empty()
     }
 }
 
@@ -386,6 +408,7 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         ip: text("guest.ipAddress").filter(|ip| !ip.is_empty()),
         spec_hash: extra.get(SPEC_HASH_KEY).cloned().unwrap_or_default(),
         has_token: extra.contains_key(TOKEN_KEY),
+        role: extra.get(ROLE_KEY).cloned(),
         booted: extra.get(BOOTED_KEY).is_some_and(|v| !v.is_empty()),
         etcd_detach: disks::detach_etcd_disks(devices),
         etcd_dirs: disks::etcd_disk_dirs(devices),
@@ -413,13 +436,17 @@ pub async fn update(
         None => Default::default(),
     };
     let mut to_create: Vec<(&GroupSpec, String)> = Vec::new();
-    // A VM that provably never booted (powered off, its token unused and
-    // no first-boot marker: nodeup sets it before anything else) was left
-    // by an interrupted update between the clone and the power-on. It is
-    // made again. A powered-off VM that booted (a control-plane VM keeps
-    // its token) is someone's doing in vCenter: left alone, reported.
+    // A VM that provably never booted (powered off, no first-boot marker
+    // although its nodeup sets it before anything else: it carries its
+    // role, or, cloned before roles were written, an unused token) was
+    // left by an interrupted update between the clone and the power-on.
+    // It is made again. A powered-off VM that booted is someone's doing
+    // in vCenter: left alone, reported.
     let (unfinished, existing): (Vec<Vm>, Vec<Vm>) = existing.into_iter().partition(|v| {
-        !v.powered_on && v.has_token && !v.booted && groups.iter().any(|g| g.name == v.group)
+        !v.powered_on
+            && !v.booted
+            && (v.role.is_some() || v.has_token)
+            && groups.iter().any(|g| g.name == v.group)
     });
     changes.unfinished = unfinished.iter().map(|v| v.name.clone()).collect();
     changes.powered_off = existing
@@ -445,6 +472,11 @@ pub async fn update(
             to_create.push((group, name));
         }
     }
+    let tokens_to_remove: Vec<&Vm> = existing
+        .iter()
+        .filter(|v| v.has_token && groups.iter().any(|g| g.name == v.group && !g.joins()))
+        .collect();
+    changes.tokens_removed = tokens_to_remove.iter().map(|v| v.name.clone()).collect();
     changes.folder_created = resolved.folder.is_none();
     changes.created = to_create.iter().map(|(_, n)| n.clone()).collect();
     changes.destroyed = to_destroy.iter().map(|v| v.name.clone()).collect();
@@ -484,6 +516,10 @@ pub async fn update(
     }
     for vm in rest {
         destroy_vm(vc, vm).await?;
+    }
+    for vm in tokens_to_remove {
+        vc.set_extra_config(&vm.reference, &[(TOKEN_KEY, "")])
+            .await?;
     }
     Ok(changes)
 }
@@ -711,21 +747,24 @@ async fn clone(
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let user_data = b64(&group.user_data);
     let first_metadata = b64(&metadata(name, None));
-    let token = new_token();
+    let token = group.joins().then(new_token);
     let hash = group.hash(placement);
     let mut values = vec![
         ("guestinfo.userdata", user_data.as_str()),
         ("guestinfo.userdata.encoding", "base64"),
         ("guestinfo.metadata", first_metadata.as_str()),
         ("guestinfo.metadata.encoding", "base64"),
-        (TOKEN_KEY, token.as_str()),
         (CLUSTER_KEY, cluster),
         (GROUP_KEY, group.name.as_str()),
+        (ROLE_KEY, group.role.as_str()),
         (SPEC_HASH_KEY, hash.as_str()),
         // The disks' serial numbers (their vCenter UUIDs) are visible in
         // the guest, as the vSphere CSI driver requires.
         ("disk.EnableUUID", "TRUE"),
     ];
+    if let Some(token) = &token {
+        values.push((TOKEN_KEY, token.as_str()));
+    }
     if !etcd_disks.is_empty() {
         values.push((ETCD_KEY, etcd_value.as_str()));
     }
@@ -926,6 +965,7 @@ mod tests {
         };
         let group = GroupSpec {
             name: "nodes".into(),
+            role: "Node".into(),
             template: "ubuntu-2404-template".into(),
             count: 2,
             cpus: 2,
@@ -976,6 +1016,7 @@ mod tests {
         };
         let groups = [GroupSpec {
             name: "cp".into(),
+            role: "Master".into(),
             template: vcsim::TEMPLATE.into(),
             count: 1,
             cpus: 1,
@@ -1086,6 +1127,7 @@ mod tests {
         };
         let groups = [GroupSpec {
             name: "cp".into(),
+            role: "Master".into(),
             template: vcsim::TEMPLATE.into(),
             count: 1,
             cpus: 1,
@@ -1113,8 +1155,11 @@ mod tests {
         let before = list(&vc, &folder, cluster).await.unwrap();
         assert_eq!(before.len(), 1);
         let vm = &before[0];
+        // A control-plane VM carries its role and no join token.
+        assert_eq!(vm.role.as_deref(), Some("Master"));
+        assert!(!vm.has_token, "{vm:?}");
         // The guest's first boot: nodeup sets the marker through VMware
-        // Tools (here written as vCenter then shows it). The token stays.
+        // Tools (here written as vCenter then shows it).
         vc.set_extra_config(&vm.reference, &[(crate::BOOTED_KEY, "1")])
             .await
             .unwrap();
@@ -1131,7 +1176,22 @@ mod tests {
         let after = list(&vc, &folder, cluster).await.unwrap();
         assert_eq!(after.len(), 1);
         assert_eq!(after[0].uuid, vm.uuid, "the same VM");
-        assert!(!after[0].powered_on && after[0].has_token, "{after:?}");
+        assert!(!after[0].powered_on, "{after:?}");
+
+        // A control-plane VM cloned before roles were written holds a
+        // token kops-controller must never accept: update removes it.
+        vc.set_extra_config(
+            &vm.reference,
+            &[(ROLE_KEY, ""), (TOKEN_KEY, "0123456789abcdef")],
+        )
+        .await
+        .unwrap();
+        let changes = run().await;
+        assert_eq!(changes.tokens_removed, std::slice::from_ref(&vm.name));
+        assert!(changes.destroyed.is_empty(), "{changes:?}");
+        let after = list(&vc, &folder, cluster).await.unwrap();
+        assert!(!after[0].has_token, "{after:?}");
+        assert!(run().await.is_empty(), "a second update changes nothing");
         vc.logout().await;
     }
 }

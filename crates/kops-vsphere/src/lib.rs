@@ -33,8 +33,18 @@ pub const GROUP_KEY: &str = "kops.instancegroup";
 /// The extraConfig key holding the hash of what the VM was made from.
 pub const SPEC_HASH_KEY: &str = "kops.spec-hash";
 /// The guestinfo key holding the VM's one-time bootstrap token (read by
-/// nodeup inside the VM, checked and then removed by kops-controller).
+/// nodeup inside the VM, checked by kops-controller and removed once the
+/// node's certificates are issued). Only VMs of [`JOINING_ROLES`] get one.
 pub const TOKEN_KEY: &str = "guestinfo.kops.bootstrap-token";
+/// The extraConfig key naming a VM's instance-group role as kops writes
+/// it (`Master`, `Node`, `APIServer`, `Bastion`): kops-controller answers
+/// only VMs of [`JOINING_ROLES`]. Set from the first clone that carries it
+/// on; `update` treats its presence as "this VM's nodeup sets
+/// [`BOOTED_KEY`]".
+pub const ROLE_KEY: &str = "kops.role";
+/// The roles whose VMs join through kops-controller (a one-time token);
+/// control-plane VMs read the state store instead and get none.
+pub const JOINING_ROLES: [&str; 2] = ["Node", "APIServer"];
 /// The guestinfo key nodeup sets from inside the VM on its first boot
 /// (`vmware-rpctool "info-set guestinfo.kops.booted 1"`): a VM without it
 /// never booted, so `update` may remake it; a VM with it is never
@@ -237,5 +247,11 @@ fn untrusted_message(server: &str, fingerprint: &str, pinned: bool) -> String {
 impl VsphereError {
     pub(crate) fn protocol(message: &str) -> VsphereError {
         VsphereError::Protocol(message.to_string())
+    }
+
+    /// A reconfiguration lost a compare-and-swap: the VM's configuration
+    /// changed since its `changeVersion` was read.
+    pub fn is_concurrent_access(&self) -> bool {
+        matches!(self, VsphereError::Fault { kind, .. } if kind == "ConcurrentAccess")
     }
 }

@@ -290,6 +290,24 @@ impl Vcenter {
         self.run_task("ReconfigVM_Task", &body).await.map(drop)
     }
 
+    /// Applies `spec` only while the VM's `config.changeVersion` is still
+    /// `change_version` (what it was read as): a compare-and-swap of its
+    /// configuration. When someone changed it since, vCenter ends the task
+    /// with `ConcurrentAccess` ([`VsphereError::is_concurrent_access`]).
+    pub async fn reconfigure_if(
+        &self,
+        vm: &MoRef,
+        change_version: &str,
+        spec: &str,
+    ) -> Result<(), VsphereError> {
+        // The first element of a VirtualMachineConfigSpec.
+        let spec = format!(
+            "<changeVersion>{}</changeVersion>{spec}",
+            crate::xml::escape(change_version)
+        );
+        self.reconfigure(vm, &spec).await
+    }
+
     fn manager(&self, which: &Option<MoRef>, what: &str) -> Result<MoRef, VsphereError> {
         which
             .clone()
@@ -592,6 +610,52 @@ mod tests {
         );
         assert!(waited < Duration::from_secs(5), "{waited:?}");
         admin.logout().await;
+    }
+
+    /// The simulator keeps `config.changeVersion` as vCenter does: a new
+    /// one after each reconfiguration, and a reconfiguration naming an
+    /// older one fails with ConcurrentAccess and changes nothing.
+    #[tokio::test]
+    async fn a_reconfiguration_naming_a_stale_change_version_is_refused() {
+        use kops_testkit::vcsim::{self, Vcsim};
+        if !vcsim::vcsim_available() {
+            return;
+        }
+        let sim = Vcsim::start().unwrap();
+        let credentials = Credentials {
+            username: vcsim::USER.into(),
+            password: vcsim::PASSWORD.into(),
+        };
+        let vc = Vcenter::login(sim.url(), &credentials).await.unwrap();
+        let vm = vc
+            .find_path(&format!("{}/vm/DC0_H0_VM0", vcsim::DATACENTER))
+            .await
+            .unwrap()
+            .unwrap();
+        async fn read(vc: &Vcenter, vm: &MoRef) -> (String, BTreeMap<String, String>) {
+            let p = vc
+                .properties(vm, &["config.changeVersion", "config.extraConfig"])
+                .await
+                .unwrap();
+            let version = p["config.changeVersion"].text.trim().to_string();
+            (version, extra_config(p.get("config.extraConfig")))
+        }
+        let (first, _) = read(&vc, &vm).await;
+        assert!(!first.is_empty(), "the VM has a change version");
+        vc.reconfigure_if(&vm, &first, &extra_config_xml(&[("guestinfo.a", "1")]))
+            .await
+            .unwrap();
+        let (second, extra) = read(&vc, &vm).await;
+        assert_ne!(first, second, "a reconfiguration makes a new version");
+        assert_eq!(extra["guestinfo.a"], "1");
+        let lost = vc
+            .reconfigure_if(&vm, &first, &extra_config_xml(&[("guestinfo.a", "2")]))
+            .await
+            .unwrap_err();
+        assert!(lost.is_concurrent_access(), "{lost}");
+        let (third, extra) = read(&vc, &vm).await;
+        assert_eq!((third, extra["guestinfo.a"].as_str()), (second, "1"));
+        vc.logout().await;
     }
 
     /// A datastore search's result as vCenter gives it (capacities

@@ -35,6 +35,7 @@ fn placement() -> Placement {
 fn group(name: &str, root: Option<u64>, etcd: Vec<EtcdVolume>) -> GroupSpec {
     GroupSpec {
         name: name.into(),
+        role: "Master".into(),
         template: vcsim::TEMPLATE.into(),
         count: 1,
         cpus: 2,

@@ -16,6 +16,7 @@ const CLUSTER: &str = "faults.k8s.local";
 fn groups() -> Vec<GroupSpec> {
     let group = |name: &str, count: usize| GroupSpec {
         name: name.into(),
+        role: "Node".into(),
         template: vcsim::TEMPLATE.into(),
         count,
         cpus: 1,
@@ -26,6 +27,7 @@ fn groups() -> Vec<GroupSpec> {
         network: None,
     };
     let mut control_plane = group("control-plane", 1);
+    control_plane.role = "Master".into();
     control_plane.etcd = vec![EtcdVolume {
         etcd: "main".into(),
         member: "a".into(),

@@ -34,6 +34,7 @@ fn placement(folder: &str, network: &str) -> Placement {
 fn group(name: &str, count: usize) -> GroupSpec {
     GroupSpec {
         name: name.into(),
+        role: "Node".into(),
         template: vcsim::TEMPLATE.into(),
         count,
         cpus: 1,

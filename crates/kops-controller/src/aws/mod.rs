@@ -450,6 +450,7 @@ impl AwsVerifier {
             instance_id: instance_id.to_string(),
             instance_group,
             certificate_names: names,
+            one_time: None,
         })
     }
 }

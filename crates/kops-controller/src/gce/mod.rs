@@ -316,6 +316,7 @@ pub fn identity_of(instance: &Instance, instance_group: String) -> NodeIdentity 
         instance_id: instance.name.clone(),
         instance_group,
         certificate_names: names,
+        one_time: None,
     }
 }
 

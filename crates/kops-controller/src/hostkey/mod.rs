@@ -169,6 +169,7 @@ impl HostKeyVerifier {
             instance_id: name.to_string(),
             instance_group,
             certificate_names: vec![name.to_string()],
+            one_time: None,
         })
     }
 }

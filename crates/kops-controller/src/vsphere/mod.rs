@@ -1,20 +1,26 @@
 //! Who is asking, on vSphere: the verifier of a VM's one-time bootstrap
 //! token (see [`kops_vsphere::proof`]). The VM is found by the BIOS UUID
-//! the node names, must carry this cluster's marker and still hold its
-//! token; the MAC of the request body keyed with that token must match.
-//! The token is then removed from the VM, so it proves one join only.
-//! Checks run one at a time (a mutex), so two copies of one request cannot
-//! both pass before the token is gone.
+//! the node names, must carry this cluster's marker and a joining role,
+//! and still hold its token; the MAC of the request body keyed with that
+//! token must match. The token is removed from the VM once the node's
+//! answer is made ([`VsphereVerifier::spend`]), by a compare-and-swap on
+//! the VM's `config.changeVersion`: of two requests with one token, even
+//! to two controllers (one per control-plane VM), one spends it and the
+//! other is refused, and a failure before the answer leaves the token
+//! for the node's retry.
 
 use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::Secret;
 use kops_vsphere::client::MoRef;
 use kops_vsphere::trust::Trust;
+use kops_vsphere::vcenter::extra_config_xml;
 use kops_vsphere::vcenter::{extra_config, Vcenter};
-use kops_vsphere::{proof, Credentials, CLUSTER_KEY, GROUP_KEY, TOKEN_KEY};
+use kops_vsphere::{
+    proof, Credentials, CLUSTER_KEY, GROUP_KEY, JOINING_ROLES, ROLE_KEY, TOKEN_KEY,
+};
 
-use crate::identity::NodeIdentity;
+use crate::identity::{NodeIdentity, OneTimeToken};
 use crate::refusal::Refusal;
 pub use crate::refusal::VsphereRefusal;
 use crate::verifier::Verifier;
@@ -35,6 +41,11 @@ pub enum CredentialSource {
     /// Kubernetes client ([`VsphereVerifier::read_secrets_from`]).
     Mounted(PathBuf),
 }
+
+/// How many times a spend is tried again when the VM's configuration
+/// changed under it but still holds the token (the guest setting its
+/// first-boot marker, an operator's edit).
+const SPEND_ATTEMPTS: usize = 5;
 
 /// How long a logout after a fault may take (best effort).
 const LOGOUT_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
@@ -58,7 +69,8 @@ pub struct VsphereVerifier {
     /// does not parse) fails every login with its line.
     trust: Result<Trust, String>,
     secrets: std::sync::OnceLock<kube::Api<Secret>>,
-    /// Held through a whole check: one check at a time.
+    /// Held through a whole check or spend: one at a time per controller
+    /// (replicas are kept apart by the compare-and-swap).
     session: tokio::sync::Mutex<Option<Session>>,
 }
 
@@ -171,28 +183,78 @@ impl VsphereVerifier {
         })
     }
 
-    /// Checks `authorization` for a request with `body`.
+    /// This controller's vCenter session, held (logged in when there is
+    /// none).
+    async fn session(
+        &self,
+    ) -> Result<tokio::sync::MutexGuard<'_, Option<Session>>, VsphereRefusal> {
+        let mut session = self.session.lock().await;
+        if session.is_none() {
+            *session = Some(self.login().await.map_err(VsphereRefusal::Vcenter)?);
+        }
+        Ok(session)
+    }
+
+    /// Checks `authorization` for a request with `body`. The token is not
+    /// spent here: see [`VsphereVerifier::spend`].
     pub async fn verify(
         &self,
         authorization: &str,
         body: &[u8],
     ) -> Result<NodeIdentity, VsphereRefusal> {
         let (uuid, mac) = proof::parse(authorization).ok_or(VsphereRefusal::Malformed)?;
-        let mut session = self.session.lock().await;
-        if session.is_none() {
-            *session = Some(self.login().await.map_err(VsphereRefusal::Vcenter)?);
-        }
-        let current = session.as_ref().expect("logged in above");
-        let result = self.check(current, uuid, mac, body).await;
-        if matches!(result, Err(VsphereRefusal::Vcenter(_))) {
-            // Log in again next time (the session may have expired). End
-            // this one first, briefly: vCenter keeps sessions until they
-            // time out, and a fault should not leave them piling up.
-            if let Some(old) = session.take() {
-                let _ = tokio::time::timeout(LOGOUT_WITHIN, old.vcenter.logout()).await;
+        let mut session = self.session().await?;
+        let result = match session.as_ref() {
+            Some(current) => self.check(current, uuid, mac, body).await,
+            None => return Err(VsphereRefusal::Vcenter("not logged in".into())),
+        };
+        end_after_fault(&mut session, &result).await;
+        result
+    }
+
+    /// Removes the token `identity` was proven with from its VM, unless
+    /// someone did first: a reconfiguration bound to the configuration's
+    /// version as read. When the configuration changed meanwhile but still
+    /// holds that token, the removal is tried again on the new version.
+    pub async fn spend(&self, identity: &NodeIdentity) -> Result<(), VsphereRefusal> {
+        let Some(one_time) = &identity.one_time else {
+            return Ok(());
+        };
+        let mut session = self.session().await?;
+        let result = match session.as_ref() {
+            Some(current) => self.spend_in(current, &identity.node_name, one_time).await,
+            None => return Err(VsphereRefusal::Vcenter("not logged in".into())),
+        };
+        end_after_fault(&mut session, &result).await;
+        result
+    }
+
+    async fn spend_in(
+        &self,
+        session: &Session,
+        name: &str,
+        one_time: &OneTimeToken,
+    ) -> Result<(), VsphereRefusal> {
+        let vcenter = &session.vcenter;
+        let vm = MoRef::new("VirtualMachine", &one_time.object);
+        let remove = extra_config_xml(&[(TOKEN_KEY, "")]);
+        let mut version = one_time.version.clone();
+        for _ in 0..SPEND_ATTEMPTS {
+            match vcenter.reconfigure_if(&vm, &version, &remove).await {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_concurrent_access() => {
+                    let (now, extra) = vm_config(vcenter, &vm).await?;
+                    if extra.get(TOKEN_KEY) != Some(&one_time.token) {
+                        return Err(VsphereRefusal::Used(name.to_string()));
+                    }
+                    version = now;
+                }
+                Err(e) => return Err(vcenter_error(e)),
             }
         }
-        result
+        Err(VsphereRefusal::Vcenter(format!(
+            "VM `{name}`'s configuration changed under each of {SPEND_ATTEMPTS} attempts to remove its token"
+        )))
     }
 
     async fn check(
@@ -202,8 +264,6 @@ impl VsphereVerifier {
         mac: &str,
         body: &[u8],
     ) -> Result<NodeIdentity, VsphereRefusal> {
-        let vcenter_error =
-            |e: kops_vsphere::VsphereError| VsphereRefusal::Vcenter(first_line(&e.to_string()));
         let vcenter = &session.vcenter;
         let vm = vcenter
             .find_vm_by_uuid(&session.datacenter, uuid)
@@ -211,12 +271,16 @@ impl VsphereVerifier {
             .map_err(vcenter_error)?
             .ok_or_else(|| VsphereRefusal::NoVm(uuid.to_string()))?;
         let properties = vcenter
-            .properties(&vm, &["name", "config.extraConfig"])
+            .properties(&vm, &["name", "config.extraConfig", "config.changeVersion"])
             .await
             .map_err(vcenter_error)?;
         let name = properties
             .get("name")
             .map(|n| n.text.trim().to_string())
+            .unwrap_or_default();
+        let version = properties
+            .get("config.changeVersion")
+            .map(|v| v.text.trim().to_string())
             .unwrap_or_default();
         let extra = extra_config(properties.get("config.extraConfig"));
         if extra.get(CLUSTER_KEY) != Some(&self.cluster) {
@@ -224,6 +288,17 @@ impl VsphereVerifier {
                 vm: name,
                 cluster: self.cluster.clone(),
             });
+        }
+        // Control-plane VMs read the state store and get no token; one
+        // that holds one anyway (cloned before roles were written, or
+        // edited in) does not join through here.
+        if let Some(role) = extra.get(ROLE_KEY) {
+            if !JOINING_ROLES.contains(&role.as_str()) {
+                return Err(VsphereRefusal::NotAWorker {
+                    vm: name,
+                    role: role.clone(),
+                });
+            }
         }
         let token = extra
             .get(TOKEN_KEY)
@@ -234,23 +309,61 @@ impl VsphereVerifier {
             // from joining.
             return Err(VsphereRefusal::Forged(name));
         }
-        vcenter
-            .set_extra_config(&vm, &[(TOKEN_KEY, "")])
-            .await
-            .map_err(vcenter_error)?;
         Ok(NodeIdentity {
             node_name: name.clone(),
             instance_id: format!("vsphere://{}", uuid.to_ascii_lowercase()),
             instance_group: extra.get(GROUP_KEY).cloned().unwrap_or_default(),
             certificate_names: vec![name],
+            one_time: Some(OneTimeToken {
+                object: vm.value.clone(),
+                token: token.clone(),
+                version,
+            }),
         })
     }
+}
+
+/// After vCenter failed, ends the session (briefly: vCenter keeps sessions
+/// until they time out, and faults should not leave them piling up); the
+/// next request logs in again (the session may have expired).
+async fn end_after_fault<T>(session: &mut Option<Session>, result: &Result<T, VsphereRefusal>) {
+    if matches!(result, Err(VsphereRefusal::Vcenter(_))) {
+        if let Some(old) = session.take() {
+            let _ = tokio::time::timeout(LOGOUT_WITHIN, old.vcenter.logout()).await;
+        }
+    }
+}
+
+/// A VM's `config.changeVersion` and extraConfig.
+async fn vm_config(
+    vcenter: &Vcenter,
+    vm: &MoRef,
+) -> Result<(String, std::collections::BTreeMap<String, String>), VsphereRefusal> {
+    let found = vcenter
+        .properties(vm, &["config.changeVersion", "config.extraConfig"])
+        .await
+        .map_err(vcenter_error)?;
+    let version = found
+        .get("config.changeVersion")
+        .map(|v| v.text.trim().to_string())
+        .unwrap_or_default();
+    Ok((version, extra_config(found.get("config.extraConfig"))))
+}
+
+fn vcenter_error(e: kops_vsphere::VsphereError) -> VsphereRefusal {
+    VsphereRefusal::Vcenter(first_line(&e.to_string()))
 }
 
 #[async_trait::async_trait]
 impl Verifier for VsphereVerifier {
     async fn verify(&self, authorization: &str, body: &[u8]) -> Result<NodeIdentity, Refusal> {
         VsphereVerifier::verify(self, authorization, body)
+            .await
+            .map_err(Refusal::Vsphere)
+    }
+
+    async fn spend(&self, identity: &NodeIdentity) -> Result<(), Refusal> {
+        VsphereVerifier::spend(self, identity)
             .await
             .map_err(Refusal::Vsphere)
     }
@@ -296,6 +409,7 @@ mod tests {
         };
         let groups = [GroupSpec {
             name: "nodes".into(),
+            role: "Node".into(),
             template: vcsim::TEMPLATE.into(),
             count: 1,
             cpus: 2,
@@ -422,7 +536,8 @@ mod tests {
             Some(token.clone())
         );
 
-        // The worker joins.
+        // The worker is verified; its token stays until its answer is
+        // made (a failure before that leaves the node its retry).
         let identity = verifier.verify(&header, body).await.unwrap();
         assert_eq!(identity.node_name, "nodes-1.a.k8s.local");
         assert_eq!(identity.instance_group, "nodes");
@@ -430,8 +545,19 @@ mod tests {
             identity.instance_id,
             format!("vsphere://{}", uuid.to_ascii_lowercase())
         );
-        // Its token is gone from the VM: the same request again is a replay.
+        assert_eq!(
+            node_view(&vc, "nodes-1.a.k8s.local").await.1,
+            Some(token.clone())
+        );
+        let again = verifier.verify(&header, body).await.unwrap();
+        // Spent: the token is gone from the VM; the same request again is
+        // a replay, and so is a spend of the second verification.
+        verifier.spend(&identity).await.unwrap();
         assert_eq!(node_view(&vc, "nodes-1.a.k8s.local").await.1, None);
+        assert_eq!(
+            verifier.spend(&again).await,
+            Err(VsphereRefusal::Used("nodes-1.a.k8s.local".into()))
+        );
         let replayed = verifier.verify(&header, body).await;
         assert_eq!(
             replayed,
@@ -450,5 +576,76 @@ mod tests {
             verifier.verify("Bearer x", body).await,
             Err(VsphereRefusal::Malformed)
         );
+    }
+
+    /// Two controllers (one per control-plane VM) verify one request with
+    /// one token at the same time: both pass, and only one spends it. A
+    /// control-plane VM is refused whatever token it holds.
+    #[tokio::test]
+    async fn one_token_is_spent_once_across_controllers_and_roles_are_checked() {
+        if !vcsim::vcsim_available() {
+            return;
+        }
+        let sim = Vcsim::start().unwrap();
+        let vc = login(&sim).await;
+        worker(&vc, "a.k8s.local").await;
+        let controller = || {
+            VsphereVerifier::new(
+                "a.k8s.local",
+                sim.url(),
+                vcsim::DATACENTER,
+                CredentialSource::Given(credentials()),
+            )
+        };
+        let (first, second) = (controller(), controller());
+        let body = br#"{"apiVersion":"bootstrap.kops.k8s.io/v1alpha1","kind":"BootstrapRequest"}"#;
+        let (uuid, token) = node_view(&vc, "nodes-1.a.k8s.local").await;
+        let header = proof::authorization(&uuid, &token.clone().unwrap(), body);
+        let (one, two) = tokio::join!(first.verify(&header, body), second.verify(&header, body));
+        let (one, two) = (one.unwrap(), two.unwrap());
+        let (spent_one, spent_two) = tokio::join!(first.spend(&one), second.spend(&two));
+        let outcomes = [spent_one, spent_two];
+        assert_eq!(
+            outcomes.iter().filter(|o| o.is_ok()).count(),
+            1,
+            "{outcomes:?}"
+        );
+        assert!(
+            outcomes.contains(&Err(VsphereRefusal::Used("nodes-1.a.k8s.local".into()))),
+            "{outcomes:?}"
+        );
+        assert_eq!(node_view(&vc, "nodes-1.a.k8s.local").await.1, None);
+
+        // The guest (or anyone) changing the VM's configuration between
+        // the check and the spend does not stop the spend while the token
+        // is still there.
+        let folder = vc.find_path("DC0/vm/joins").await.unwrap().unwrap();
+        let vms = cluster::list(&vc, &folder, "a.k8s.local").await.unwrap();
+        let vm = vms[0].reference.clone();
+        let fresh = "f".repeat(64);
+        vc.set_extra_config(&vm, &[(TOKEN_KEY, &fresh)])
+            .await
+            .unwrap();
+        let header = proof::authorization(&uuid, &fresh, body);
+        let identity = first.verify(&header, body).await.unwrap();
+        vc.set_extra_config(&vm, &[(kops_vsphere::BOOTED_KEY, "1")])
+            .await
+            .unwrap();
+        first.spend(&identity).await.unwrap();
+        assert_eq!(node_view(&vc, "nodes-1.a.k8s.local").await.1, None);
+
+        // A control-plane VM holding a token (cloned before roles were
+        // written, or edited in) is refused, its token left alone.
+        vc.set_extra_config(&vm, &[(ROLE_KEY, "Master"), (TOKEN_KEY, &fresh)])
+            .await
+            .unwrap();
+        assert_eq!(
+            first.verify(&header, body).await,
+            Err(VsphereRefusal::NotAWorker {
+                vm: "nodes-1.a.k8s.local".into(),
+                role: "Master".into()
+            })
+        );
+        assert_eq!(node_view(&vc, "nodes-1.a.k8s.local").await.1, Some(fresh));
     }
 }

@@ -372,6 +372,16 @@ async fn vms_updated(
             text.push_str(&format!("  {name}\n"));
         }
     }
+    if !changes.tokens_removed.is_empty() {
+        text.push_str(&format!(
+            "{} (control-plane VMs do not join through kops-controller): {}\n",
+            verb(
+                "Removed the join token of VMs",
+                "Will remove the join token of VMs"
+            ),
+            changes.tokens_removed.join(", ")
+        ));
+    }
     if !changes.powered_off.is_empty() {
         text.push_str(&format!(
             "Left alone, powered off after they booted (power them on in vCenter): {}\n",

@@ -439,6 +439,17 @@ fn lifecycle_on_the_simulator() {
     assert_eq!(vm["guestinfo.userdata.encoding"], "base64");
     assert_eq!(vm["kops.instancegroup"], "nodes-a");
     assert_eq!(vm["guestinfo.kops.bootstrap-token"].len(), 64);
+    assert_eq!(vm["kops.role"], "Node");
+    // Control-plane VMs read the state store: no join token to steal.
+    let (name, control_plane) = info
+        .iter()
+        .find(|(name, _)| name.starts_with("control-plane-"))
+        .expect("a control-plane VM");
+    assert_eq!(control_plane["kops.role"], "Master", "{name}");
+    assert!(
+        !control_plane.contains_key("guestinfo.kops.bootstrap-token"),
+        "{name}"
+    );
     // A worker reaches the API and kops-controller at the control plane's
     // virtual IP (kube-vip holds it).
     use base64::Engine;
