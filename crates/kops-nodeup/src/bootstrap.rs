@@ -481,6 +481,25 @@ pub fn user_data_with(
     config_base: &str,
     inputs: &config::NodeInputs,
 ) -> Result<String, ConfigError> {
+    user_data_with_env(
+        cluster,
+        group,
+        config_base,
+        inputs,
+        &kops_api::env::process_env,
+    )
+}
+
+/// [`user_data_with`], with `lookup` giving the variables a control-plane
+/// group's script exports (kops' custom S3 settings) instead of this
+/// process' environment.
+pub fn user_data_with_env(
+    cluster: &Cluster,
+    group: &InstanceGroup,
+    config_base: &str,
+    inputs: &config::NodeInputs,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ConfigError> {
     let additional = group
         .spec
         .additional_user_data
@@ -519,7 +538,9 @@ pub fn user_data_with(
             source: Box::new(source),
         })?,
     };
-    Ok(group_user_data(cluster, group, &binaries, &boot))
+    Ok(group_user_data_with_env(
+        cluster, group, &binaries, &boot, lookup,
+    ))
 }
 
 /// The user data of a (non-bastion) group from its nodeup binaries and boot
@@ -533,7 +554,19 @@ pub fn group_user_data(
     binaries: &[NodeupBinary],
     boot: &BootConfig,
 ) -> String {
-    let script = render_script_with(binaries, &ScriptOptions::of(cluster, group), boot);
+    group_user_data_with_env(cluster, group, binaries, boot, &kops_api::env::process_env)
+}
+
+/// [`group_user_data`] with the exported variables from `lookup`.
+fn group_user_data_with_env(
+    cluster: &Cluster,
+    group: &InstanceGroup,
+    binaries: &[NodeupBinary],
+    boot: &BootConfig,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> String {
+    let options = ScriptOptions::of_with_env(cluster, group, lookup);
+    let script = render_script_with(binaries, &options, boot);
     match group.spec.additional_user_data.as_deref() {
         Some(additional) if !additional.is_empty() => multipart(Some(&script), additional),
         _ => script,

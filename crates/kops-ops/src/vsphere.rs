@@ -19,6 +19,7 @@ pub use kops_vsphere::calls_summary;
 use crate::{require_cluster, OpsError, Registry};
 
 pub mod settings;
+pub(crate) mod store_key;
 
 use settings::spec_error;
 pub use settings::{settings, Settings};
@@ -227,19 +228,33 @@ pub(crate) struct Loaded {
     pub(crate) groups: Vec<InstanceGroup>,
     pub(crate) settings: Settings,
     specs: Vec<GroupSpec>,
+    /// The state-store key control-plane user data carries instead of the
+    /// operator's (see [`store_key`]).
+    store_key: Option<Credentials>,
 }
 
-pub(crate) async fn load(registry: &Registry, name: &str) -> Result<Loaded, OpsError> {
+/// The cluster, its groups and settings; `consent` decides the state-store
+/// key of control-plane VMs ([`store_key`]; its warnings go to
+/// `warnings`).
+pub(crate) async fn load(
+    registry: &Registry,
+    name: &str,
+    consent: store_key::Consent,
+    warnings: &mut Vec<String>,
+) -> Result<Loaded, OpsError> {
     let cluster = require_cluster(registry, name).await?;
     let groups = registry.list_instance_groups(name).await?;
     kops_api::validation::validate_all(&cluster, &groups)?;
     let settings = settings(&cluster)?;
     let specs = group_specs(&cluster, &groups)?;
+    let store_key =
+        store_key::control_plane_store_key(consent, &config_base(registry, &cluster), warnings)?;
     Ok(Loaded {
         cluster,
         groups,
         settings,
         specs,
+        store_key,
     })
 }
 
@@ -281,15 +296,20 @@ async fn with_user_data(
             .iter()
             .find(|g| g.name() == spec.name)
             .expect("specs come from the groups");
-        spec.user_data =
-            kops_nodeup::bootstrap::user_data_with(&loaded.cluster, group, config_base, &inputs)
-                .map_err(|e| {
-                    spec_error(
-                        &format!("instance group `{}`", spec.name),
-                        &e.to_string(),
-                        "fix the group's spec",
-                    )
-                })?;
+        spec.user_data = kops_nodeup::bootstrap::user_data_with_env(
+            &loaded.cluster,
+            group,
+            config_base,
+            &inputs,
+            &store_key::with_store_key(loaded.store_key.as_ref()),
+        )
+        .map_err(|e| {
+            spec_error(
+                &format!("instance group `{}`", spec.name),
+                &e.to_string(),
+                "fix the group's spec",
+            )
+        })?;
         if let Some(rendered) =
             kops_nodeup::config::rendered_with_inputs(&loaded.cluster, group, config_base, &inputs)
                 .map_err(|e| {
@@ -381,7 +401,13 @@ pub async fn update(
     apply: bool,
     copy_operator: bool,
 ) -> Result<VsphereUpdate, OpsError> {
-    let loaded = load(registry, name).await?;
+    let consent = if copy_operator {
+        store_key::Consent::Copy
+    } else {
+        store_key::Consent::Ask
+    };
+    let mut store_warnings = Vec::new();
+    let loaded = load(registry, name, consent, &mut store_warnings).await?;
     require_api_address(&loaded.cluster)?;
     let vc = connect(&loaded.settings).await?;
     let result = update_with(registry, &loaded, &vc, apply).await;
@@ -389,6 +415,7 @@ pub async fn update(
     let mut outcome = result?;
     outcome.calls = vc.client.calls();
     outcome.warnings = kops_api::vsphere::warnings(&loaded.cluster);
+    outcome.warnings.extend(store_warnings);
     if apply {
         outcome.secrets = component_secrets(&loaded.cluster, copy_operator, &mut outcome.warnings)?;
     }

@@ -41,7 +41,9 @@ impl VsphereInstances {
     /// Loads the cluster's groups and works out what each VM should be
     /// made from (nothing is written; vCenter is not called yet).
     pub async fn open(registry: &Registry, name: &str) -> Result<VsphereInstances, OpsError> {
-        let loaded = load(registry, name).await?;
+        // VMs are remade with the state-store key `update` gave them.
+        let consent = crate::vsphere::store_key::Consent::Keep;
+        let loaded = load(registry, name, consent, &mut Vec::new()).await?;
         let specs = current_specs(registry, &loaded).await?;
         Ok(VsphereInstances {
             cluster: name.to_string(),

@@ -172,6 +172,12 @@ impl Credentials {
     }
 }
 
+/// Names the file with the state-store key (two lines: access key id,
+/// secret) control-plane VMs get in their user data instead of the
+/// operator's `S3_ACCESS_KEY_ID`/`S3_SECRET_ACCESS_KEY` (a custom S3
+/// endpoint's); meant to be limited to the cluster's prefix.
+pub const STATE_STORE_CREDENTIALS_FILE: &str = "VSPHERE_STATE_STORE_CREDENTIALS_FILE";
+
 /// Names the file with the vCenter account of the cloud controller manager
 /// and kops-controller (the Secret `kube-system/vsphere-cloud-secret`).
 pub const CCM_CREDENTIALS_FILE: &str = "VSPHERE_CCM_CREDENTIALS_FILE";

@@ -724,6 +724,112 @@ fn lifecycle_on_the_simulator() {
     }
 }
 
+/// With a custom S3 endpoint (MinIO), control-plane VMs carry a state-store
+/// key in their user data, so in guestinfo: the cluster's own key from
+/// VSPHERE_STATE_STORE_CREDENTIALS_FILE; without one `update` refuses
+/// (one line, nothing made) unless asked to copy the operator's.
+#[test]
+fn control_plane_vms_get_the_clusters_own_store_key() {
+    if !vcsim::vcsim_available() {
+        return;
+    }
+    let sim = Vcsim::start().unwrap();
+    let before = inventory(&sim);
+    let tmp = tempfile::tempdir().unwrap();
+    let state = file_url(&tmp.path().join("state"));
+    let name = "storekey.k8s.local";
+    ok(&sim, &create_args(&sim, name, &state, "1"));
+    let minio = [
+        ("S3_ENDPOINT", "https://minio.example.com:9000"),
+        ("S3_REGION", "us-east-1"),
+        ("S3_ACCESS_KEY_ID", "operator-key"),
+        ("S3_SECRET_ACCESS_KEY", "operator-secret"),
+    ];
+    let run = |args: &[&str], extra: &[(&str, &str)]| -> Run {
+        let mut c = command(args);
+        for (k, v) in sim.env() {
+            c.env(k, v);
+        }
+        for (k, v) in minio.iter().chain(extra) {
+            c.env(k, v);
+        }
+        c.output().expect("run kops").into()
+    };
+    let update = ["update", "cluster", name, "--yes", "--state", &state];
+
+    let r = run(&update, &[]);
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    for part in [
+        "`operator-key`",
+        "VSPHERE_STATE_STORE_CREDENTIALS_FILE",
+        "--vsphere-copy-operator-credentials",
+        "/storekey.k8s.local/",
+    ] {
+        assert!(r.stderr.contains(part), "{part}: {}", r.stderr);
+    }
+    assert!(!r.stderr.contains("operator-secret"), "{}", r.stderr);
+    assert!(r.stderr.lines().count() <= 2, "{}", r.stderr);
+    assert_eq!(inventory(&sim), before, "the refusal made something");
+
+    let key = tmp.path().join("store-key");
+    std::fs::write(&key, "cluster-key\ncluster-secret\n").unwrap();
+    let key = key.display().to_string();
+    let r = run(
+        &update,
+        &[("VSPHERE_STATE_STORE_CREDENTIALS_FILE", key.as_str())],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    use base64::Engine;
+    let mut control_planes = 0;
+    for (vm, info) in guestinfo(&sim) {
+        let user_data = base64::engine::general_purpose::STANDARD
+            .decode(&info["guestinfo.userdata"])
+            .unwrap();
+        let user_data = String::from_utf8_lossy(&user_data);
+        assert!(!user_data.contains("operator-"), "{vm}: {user_data}");
+        if info["kops.role"] == "Master" {
+            control_planes += 1;
+            assert!(
+                user_data.contains("export S3_ACCESS_KEY_ID=cluster-key\n")
+                    && user_data.contains("export S3_SECRET_ACCESS_KEY=cluster-secret\n")
+                    && user_data.contains("export S3_ENDPOINT=https://minio.example.com:9000\n"),
+                "{vm}: {user_data}"
+            );
+        } else {
+            assert!(!user_data.contains("S3_ACCESS_KEY_ID"), "{vm}: {user_data}");
+        }
+    }
+    assert_eq!(control_planes, 1);
+
+    // Asked to, the operator's own key goes there, with a warning; the
+    // control-plane VM is then made from an older spec.
+    let r = run(
+        &[
+            "update",
+            "cluster",
+            name,
+            "--vsphere-copy-operator-credentials",
+            "--state",
+            &state,
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("carries your own state-store key S3_ACCESS_KEY_ID `operator-key`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("VMs made from an older spec")
+            && r.stdout.contains(&format!("control-plane-a-1.{name}"))
+            && !r.stdout.contains(&format!("nodes-a-1.{name}")),
+        "{}",
+        r.stdout
+    );
+}
+
 /// Bad input: one line naming what is wrong and the fix, a non-zero exit,
 /// and nothing made in the simulator.
 #[test]
