@@ -10,7 +10,9 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::client::MoRef;
-use crate::disks::{self, EtcdDisk, EtcdFile, EtcdVolume, TemplateHardware, ETCD_KEY};
+use crate::disks::{
+    self, AttachedEtcdDisk, EtcdDisk, EtcdFile, EtcdVolume, TemplateHardware, ETCD_KEY,
+};
 use crate::network::{first_nic, Network};
 use crate::vcenter::{extra_config, extra_config_xml, Properties, Vcenter};
 use crate::{
@@ -145,12 +147,12 @@ pub struct Vm {
     /// Whether its guest ever booted (nodeup's first-boot marker,
     /// [`BOOTED_KEY`]).
     pub booted: bool,
-    /// The `<deviceChange>`s detaching its etcd disks (empty: none).
-    pub etcd_detach: String,
-    /// The datastore directories of its etcd disks.
-    pub etcd_dirs: Vec<String>,
-    /// Its etcd disks' files and capacities (KiB).
-    pub etcd_sizes: Vec<(String, u64)>,
+    /// Its etcd disks, found by the SCSI addresses its `guestinfo.kops.etcd`
+    /// records (wherever vCenter moved their files).
+    pub etcd_disks: Vec<AttachedEtcdDisk>,
+    /// Why its `guestinfo.kops.etcd` cannot be read, if it cannot: such a
+    /// VM is never destroyed (its etcd disks could not be told apart).
+    pub etcd_unreadable: Option<String>,
 }
 
 /// The vCenter objects a placement names, looked up.
@@ -395,6 +397,11 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         return None;
     }
     let text = |name: &str| p.get(name).map(|e| e.text.trim().to_string());
+    let (recorded, etcd_unreadable) = match extra.get(ETCD_KEY).map(|v| EtcdDisk::decode_all(v)) {
+        None => (Vec::new(), None),
+        Some(Ok(recorded)) => (recorded, None),
+        Some(Err(e)) => (Vec::new(), Some(e)),
+    };
     let devices = p
         .get("config.hardware.device")
         .map(|d| d.children.as_slice())
@@ -410,9 +417,8 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         has_token: extra.contains_key(TOKEN_KEY),
         role: extra.get(ROLE_KEY).cloned(),
         booted: extra.get(BOOTED_KEY).is_some_and(|v| !v.is_empty()),
-        etcd_detach: disks::detach_etcd_disks(devices),
-        etcd_dirs: disks::etcd_disk_dirs(devices),
-        etcd_sizes: disks::etcd_disk_sizes(devices),
+        etcd_disks: disks::attached_etcd_disks(devices, &recorded),
+        etcd_unreadable,
     })
 }
 
@@ -500,13 +506,18 @@ pub async fn update(
         Some(folder) => folder.clone(),
         None => make_folder(vc, &resolved.vm_folder_path).await?,
     };
+    let home = DiskHome {
+        datacenter: &resolved.datacenter,
+        datastore: datastore_name(placement),
+        cluster,
+    };
     // Unfinished VMs go first: their etcd disks are detached for the
     // clones that take their place.
     let (first, rest): (Vec<&Vm>, Vec<&Vm>) = to_destroy
         .into_iter()
         .partition(|v| changes.unfinished.contains(&v.name));
     for vm in first {
-        destroy_vm(vc, vm).await?;
+        destroy_vm(vc, vm, &home).await?;
     }
     for ((group, name), files) in to_create.iter().zip(&etcd_files) {
         clone(
@@ -515,7 +526,7 @@ pub async fn update(
         .await?;
     }
     for vm in rest {
-        destroy_vm(vc, vm).await?;
+        destroy_vm(vc, vm, &home).await?;
     }
     for vm in tokens_to_remove {
         vc.set_extra_config(&vm.reference, &[(TOKEN_KEY, "")])
@@ -568,7 +579,12 @@ pub async fn replace(
     let files = KeptDisks::new(cluster, placement, &existing)
         .files(vc, &resolved.datastore, &group.etcd)
         .await?;
-    destroy_vm(vc, vm).await?;
+    let home = DiskHome {
+        datacenter: &resolved.datacenter,
+        datastore: datastore_name(placement),
+        cluster,
+    };
+    destroy_vm(vc, vm, &home).await?;
     let name = free_name(cluster, &group.name, &taken);
     clone(
         vc, cluster, placement, &resolved, &folder, group, &name, &files,
@@ -601,23 +617,22 @@ pub async fn delete(
     if !apply {
         return Ok(names);
     }
-    for vm in &vms {
-        destroy_vm(vc, vm).await?;
-    }
-    // The etcd disks were kept apart from their VMs: they go with the
-    // cluster.
     let datastore = datastore.rsplit('/').next().unwrap_or(datastore);
-    let own = disks::etcd_disk_dir(datastore, cluster);
-    let mut dirs: Vec<&String> = vms.iter().flat_map(|v| &v.etcd_dirs).collect();
-    dirs.push(&own);
-    dirs.sort();
-    dirs.dedup();
     if let Some(datacenter_ref) = vc.find_path(datacenter).await? {
-        for dir in dirs {
-            match vc.delete_datastore_file(&datacenter_ref, dir).await {
-                Err(VsphereError::Fault { kind, .. }) if kind == "FileNotFound" => {}
-                other => other?,
-            }
+        let home = DiskHome {
+            datacenter: &datacenter_ref,
+            datastore,
+            cluster,
+        };
+        for vm in &vms {
+            destroy_vm(vc, vm, &home).await?;
+        }
+        // The etcd disks were kept apart from their VMs, all in their
+        // directory: they go with the cluster.
+        let own = disks::etcd_disk_dir(datastore, cluster);
+        match vc.delete_datastore_file(&datacenter_ref, &own).await {
+            Err(VsphereError::Fault { kind, .. }) if kind == "FileNotFound" => {}
+            other => other?,
         }
     }
     let Some(folder) = folder else {
@@ -647,14 +662,49 @@ async fn make_folder(vc: &Vcenter, path: &str) -> Result<MoRef, VsphereError> {
     vc.create_folder(&parent_ref, name).await
 }
 
-/// Powers off and destroys a VM; its etcd disks are detached first, so
-/// their files stay for its replacement (or for `delete`).
-async fn destroy_vm(vc: &Vcenter, vm: &Vm) -> Result<(), VsphereError> {
+/// Where a cluster's etcd disks are kept while no VM holds them: each
+/// member's disk at its own path in the cluster's `kops-etcd/<cluster>`
+/// directory of the placement's datastore.
+pub struct DiskHome<'a> {
+    pub datacenter: &'a MoRef,
+    pub datastore: &'a str,
+    pub cluster: &'a str,
+}
+
+/// Powers off and destroys a VM; its etcd disks are detached first and,
+/// when vCenter moved or renamed their files (Storage vMotion names them
+/// after the VM), moved back home, so their files stay for its
+/// replacement (or for `delete`), found where the clone looks.
+async fn destroy_vm(vc: &Vcenter, vm: &Vm, home: &DiskHome<'_>) -> Result<(), VsphereError> {
+    if let Some(reason) = &vm.etcd_unreadable {
+        return Err(VsphereError::Invalid {
+            message: format!(
+                "VM `{}`'s {ETCD_KEY} does not parse ({reason}), so its etcd disks cannot be told apart from its own",
+                vm.name
+            ),
+            fix: format!(
+                "detach its etcd disks in vCenter (keep their files), or fix {ETCD_KEY}, then run the command again"
+            ),
+        });
+    }
     if vm.powered_on {
         vc.power_off(&vm.reference).await?;
     }
-    if !vm.etcd_detach.is_empty() {
-        vc.reconfigure(&vm.reference, &vm.etcd_detach).await?;
+    let detach = disks::detach_etcd_disks(&vm.etcd_disks);
+    if !detach.is_empty() {
+        vc.reconfigure(&vm.reference, &detach).await?;
+    }
+    for disk in &vm.etcd_disks {
+        let kept = disks::etcd_disk_path(home.datastore, home.cluster, &disk.volume);
+        if disk.file != kept {
+            vc.make_directory(
+                home.datacenter,
+                &disks::etcd_disk_dir(home.datastore, home.cluster),
+            )
+            .await?;
+            vc.move_virtual_disk(home.datacenter, &disk.file, &kept)
+                .await?;
+        }
     }
     vc.destroy(&vm.reference).await
 }
@@ -793,7 +843,7 @@ async fn clone(
     if let Err(e) = start_clone(vc, &vm, group, name, etcd_files).await {
         // A clone that never booted is not left behind half-made: it goes,
         // its etcd disks detached first (they may hold a member's data).
-        if let Err(cleanup) = discard(vc, &vm).await {
+        if let Err(cleanup) = discard(vc, &vm, etcd_files).await {
             tracing::warn!("could not remove the unfinished VM `{name}`: {cleanup}");
         }
         return Err(e);
@@ -842,8 +892,9 @@ async fn start_clone(
     vc.power_on(vm).await
 }
 
-/// Destroys a clone that did not start, keeping its etcd disk files.
-async fn discard(vc: &Vcenter, vm: &MoRef) -> Result<(), VsphereError> {
+/// Destroys a clone that did not start, keeping its etcd disk files
+/// (`etcd_files`, attached by their paths).
+async fn discard(vc: &Vcenter, vm: &MoRef, etcd_files: &[EtcdFile]) -> Result<(), VsphereError> {
     let found = vc
         .properties(vm, &["config.hardware.device", "runtime.powerState"])
         .await?;
@@ -854,7 +905,7 @@ async fn discard(vc: &Vcenter, vm: &MoRef) -> Result<(), VsphereError> {
         .get("config.hardware.device")
         .map(|d| d.children.as_slice())
         .unwrap_or_default();
-    let detach = disks::detach_etcd_disks(devices);
+    let detach = disks::detach_files(devices, etcd_files);
     if !detach.is_empty() {
         vc.reconfigure(vm, &detach).await?;
     }
@@ -887,7 +938,16 @@ impl KeptDisks {
         KeptDisks {
             datastore: datastore_name(placement).to_string(),
             cluster: cluster.to_string(),
-            attached: vms.iter().flat_map(|v| v.etcd_sizes.clone()).collect(),
+            // Keyed by where each disk is kept: a moved file goes back
+            // there when its VM is destroyed, before any clone takes it.
+            attached: vms
+                .iter()
+                .flat_map(|v| &v.etcd_disks)
+                .map(|d| {
+                    let home = disks::etcd_disk_path(datastore_name(placement), cluster, &d.volume);
+                    (home, d.capacity_kib)
+                })
+                .collect(),
             in_directory: None,
         }
     }
@@ -992,6 +1052,110 @@ mod tests {
         Some((sim, vc))
     }
 
+    /// Storage vMotion renamed a control-plane VM's etcd disk after the VM
+    /// (simulated: detached, moved into the VM's directory, attached again
+    /// at its SCSI address, as vCenter leaves it). The disk is still told
+    /// apart by its address: replacing the VM detaches it, moves it home
+    /// and attaches it to the new clone; nothing is left at the renamed
+    /// path and no new disk is made.
+    #[tokio::test]
+    async fn an_etcd_disk_renamed_after_its_vm_survives_the_vms_replacement() {
+        let Some((_sim, vc)) = simulator().await else {
+            return;
+        };
+        let cluster = "renamed.k8s.local";
+        let placement = Placement {
+            datacenter: vcsim::DATACENTER.into(),
+            folder: "renamed".into(),
+            resource_pool: vcsim::CLUSTER.into(),
+            datastore: vcsim::DATASTORE.into(),
+            network: None,
+        };
+        let volume = EtcdVolume {
+            etcd: "main".into(),
+            member: "a".into(),
+            members: vec!["a".into()],
+            addresses: Vec::new(),
+            size_gib: 1,
+            version: "3.6.12".into(),
+        };
+        let groups = [GroupSpec {
+            name: "cp".into(),
+            role: "Master".into(),
+            template: vcsim::TEMPLATE.into(),
+            count: 1,
+            cpus: 1,
+            memory_mb: 1024,
+            user_data: "#!/bin/sh\n".into(),
+            root_disk_gib: None,
+            etcd: vec![volume.clone()],
+            network: None,
+        }];
+        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+        update(&vc, cluster, &placement, resolved, &groups, true)
+            .await
+            .unwrap();
+        let folder = vc.find_path("DC0/vm/renamed").await.unwrap().unwrap();
+        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
+        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+        let home = disks::etcd_disk_path(vcsim::DATASTORE, cluster, &volume);
+        assert_eq!(vm.etcd_disks.len(), 1, "{vm:?}");
+        assert_eq!(vm.etcd_disks[0].file, home);
+
+        // vCenter renames it after the VM.
+        let renamed = format!("[{}] {}/{}_1.vmdk", vcsim::DATASTORE, vm.name, vm.name);
+        let detach = vm.etcd_disks[0].detach.clone();
+        vc.reconfigure(&vm.reference, &detach).await.unwrap();
+        vc.move_virtual_disk(&datacenter, &home, &renamed)
+            .await
+            .unwrap();
+        let attach = detach
+            .replace(
+                "<operation>remove</operation>",
+                "<operation>add</operation>",
+            )
+            .replace(
+                &format!("<fileName>{home}</fileName>"),
+                &format!("<fileName>{renamed}</fileName>"),
+            );
+        vc.reconfigure(&vm.reference, &attach).await.unwrap();
+        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+        assert_eq!(vm.etcd_disks.len(), 1, "found by its address: {vm:?}");
+        assert_eq!(vm.etcd_disks[0].file, renamed);
+        assert!(!vc.disk_exists(&datacenter, &home).await.unwrap());
+
+        let before = vc.client.calls();
+        let replaced = replace(&vc, cluster, &placement, &groups, &vm.uuid)
+            .await
+            .unwrap()
+            .expect("replaced");
+        assert_eq!(replaced.0, vm.name);
+        let moves = vc
+            .client
+            .calls()
+            .get("MoveVirtualDisk_Task")
+            .copied()
+            .unwrap_or(0)
+            - before.get("MoveVirtualDisk_Task").copied().unwrap_or(0);
+        assert_eq!(moves, 1, "moved home once");
+        assert!(vc.disk_exists(&datacenter, &home).await.unwrap(), "{home}");
+        assert!(
+            !vc.disk_exists(&datacenter, &renamed).await.unwrap(),
+            "left at {renamed}"
+        );
+        let now = list(&vc, &folder, cluster).await.unwrap();
+        assert_eq!(now.len(), 1);
+        assert_eq!(now[0].name, replaced.1);
+        assert_eq!(now[0].etcd_disks.len(), 1, "{now:?}");
+        assert_eq!(now[0].etcd_disks[0].file, home);
+        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+        assert!(update(&vc, cluster, &placement, resolved, &groups, true)
+            .await
+            .unwrap()
+            .is_empty());
+        vc.logout().await;
+    }
+
     /// A clone that did not start goes, but its etcd disk file stays for
     /// the next clone of its member.
     #[tokio::test]
@@ -1040,13 +1204,19 @@ mod tests {
         let folder = vc.find_path("DC0/vm/discard").await.unwrap().unwrap();
         let vms = list(&vc, &folder, "discard.k8s.local").await.unwrap();
         assert_eq!(vms.len(), 1);
-        discard(&vc, &vms[0].reference).await.unwrap();
+        let path = disks::etcd_disk_path(vcsim::DATASTORE, "discard.k8s.local", &volume);
+        let attached = EtcdFile {
+            volume: volume.clone(),
+            path: path.clone(),
+            exists: true,
+            capacity_kib: None,
+        };
+        discard(&vc, &vms[0].reference, &[attached]).await.unwrap();
         assert!(list(&vc, &folder, "discard.k8s.local")
             .await
             .unwrap()
             .is_empty());
         let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
-        let path = disks::etcd_disk_path(vcsim::DATASTORE, "discard.k8s.local", &volume);
         assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
 
         // The next clone of the member finds the file no VM holds (one
@@ -1078,7 +1248,12 @@ mod tests {
         assert_eq!(count("ReconfigVM_Task"), 1, "the growth");
         let vms = list(&vc, &folder, "discard.k8s.local").await.unwrap();
         assert_eq!(vms.len(), 1);
-        assert_eq!(vms[0].etcd_sizes, [(path.clone(), 2 * 1024 * 1024)]);
+        let attached: Vec<(&str, u64)> = vms[0]
+            .etcd_disks
+            .iter()
+            .map(|d| (d.file.as_str(), d.capacity_kib))
+            .collect();
+        assert_eq!(attached, [(path.as_str(), 2 * 1024 * 1024)]);
 
         // An update killed between the clone and the power-on leaves a VM
         // powered off with its token: the next update makes it again
@@ -1096,7 +1271,9 @@ mod tests {
         assert_eq!(now.len(), 1);
         assert!(now[0].powered_on && now[0].uuid != left[0].uuid, "{now:?}");
         assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
-        assert_eq!(now[0].etcd_dirs, left[0].etcd_dirs);
+        let files =
+            |vm: &Vm| -> Vec<String> { vm.etcd_disks.iter().map(|d| d.file.clone()).collect() };
+        assert_eq!(files(&now[0]), files(&left[0]));
         let resolved = resolve(&vc, &placement, &grown).await.unwrap();
         let changes = update(&vc, "discard.k8s.local", &placement, resolved, &grown, true)
             .await

@@ -127,46 +127,69 @@ pub fn etcd_disk_path(datastore: &str, cluster: &str, volume: &EtcdVolume) -> St
     )
 }
 
-/// The etcd disk directories of a VM's devices (`config.hardware.device`).
-pub fn etcd_disk_dirs(devices: &[Element]) -> Vec<String> {
-    let mut dirs: Vec<String> = etcd_devices(devices)
-        .filter_map(|d| {
-            let file = d.text_at(&["backing", "fileName"])?;
-            Some(file.rsplit_once('/')?.0.to_string())
-        })
-        .collect();
-    dirs.sort();
-    dirs.dedup();
-    dirs
+/// An etcd disk attached to a VM, found by the SCSI address the VM's
+/// [`ETCD_KEY`] gives it (its bus and unit, set when the VM was cloned),
+/// not by its file: Storage vMotion and Storage DRS move and rename a
+/// VM's disk files after the VM, but its devices keep their addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachedEtcdDisk {
+    pub volume: EtcdVolume,
+    /// Its file now (wherever vCenter moved it).
+    pub file: String,
+    pub capacity_kib: u64,
+    /// Its `<deviceChange>` detaching it (the file kept).
+    pub detach: String,
 }
 
-fn etcd_devices(devices: &[Element]) -> impl Iterator<Item = &Element> {
-    devices.iter().filter(|d| {
-        d.xsi_type() == Some("VirtualDisk")
-            && d.text_at(&["backing", "fileName"])
-                .is_some_and(|f| f.contains("] kops-etcd/"))
-    })
-}
-
-/// The etcd disks attached to a VM (`config.hardware.device`): each
-/// file and its capacity in KiB (read with the VM's devices, so known at
-/// no cost when the VM is listed).
-pub fn etcd_disk_sizes(devices: &[Element]) -> Vec<(String, u64)> {
-    etcd_devices(devices)
-        .filter_map(|d| {
-            Some((
-                d.text_at(&["backing", "fileName"])?.to_string(),
-                d.text_at(&["capacityInKB"])?.trim().parse().ok()?,
-            ))
+/// The etcd disks attached to a VM: for each disk its [`ETCD_KEY`] lists
+/// (`recorded`), the virtual disk at that SCSI bus and unit of
+/// `devices` (`config.hardware.device`, read with the VM's listing: no
+/// call). A recorded disk no longer attached is left out.
+pub fn attached_etcd_disks(devices: &[Element], recorded: &[EtcdDisk]) -> Vec<AttachedEtcdDisk> {
+    let controller_key = |bus: u32| {
+        devices
+            .iter()
+            .filter(|d| is_scsi(d))
+            .find(|d| d.text_at(&["busNumber"]).map(str::trim) == Some(&bus.to_string()))
+            .and_then(|d| d.text_at(&["key"]))
+            .map(|k| k.trim().to_string())
+    };
+    recorded
+        .iter()
+        .filter_map(|disk| {
+            let controller = controller_key(disk.bus)?;
+            let device = devices.iter().find(|d| {
+                d.xsi_type() == Some("VirtualDisk")
+                    && d.text_at(&["controllerKey"]).map(str::trim) == Some(controller.as_str())
+                    && d.text_at(&["unitNumber"]).map(str::trim) == Some(&disk.unit.to_string())
+            })?;
+            Some(AttachedEtcdDisk {
+                volume: disk.volume.clone(),
+                file: device.text_at(&["backing", "fileName"])?.to_string(),
+                capacity_kib: device.text_at(&["capacityInKB"])?.trim().parse().ok()?,
+                detach: etcd_device_change(device, "remove", None),
+            })
         })
         .collect()
 }
 
-/// A VirtualMachineConfigSpec's `<deviceChange>`s detaching a VM's etcd
-/// disks (their files kept, so the VM can be destroyed and its
-/// replacement attach them); empty when it has none.
-pub fn detach_etcd_disks(devices: &[Element]) -> String {
-    etcd_devices(devices)
+/// A VirtualMachineConfigSpec's `<deviceChange>`s detaching `disks`
+/// (their files kept, so the VM can be destroyed and its replacement
+/// attach them); empty when there are none.
+pub fn detach_etcd_disks(disks: &[AttachedEtcdDisk]) -> String {
+    disks.iter().map(|d| d.detach.as_str()).collect()
+}
+
+/// The `<deviceChange>`s detaching the disks of `devices` whose files
+/// are `files` (a fresh clone's etcd disks, attached by those paths).
+pub fn detach_files(devices: &[Element], files: &[EtcdFile]) -> String {
+    devices
+        .iter()
+        .filter(|d| {
+            d.xsi_type() == Some("VirtualDisk")
+                && d.text_at(&["backing", "fileName"])
+                    .is_some_and(|f| files.iter().any(|e| e.path == f))
+        })
         .map(|d| etcd_device_change(d, "remove", None))
         .collect()
 }
@@ -178,7 +201,10 @@ pub fn detach_etcd_disks(devices: &[Element]) -> String {
 /// the caller removes the clone.
 pub fn grow_etcd_disks(devices: &[Element], files: &[EtcdFile]) -> Result<String, VsphereError> {
     let mut xml = String::new();
-    for device in etcd_devices(devices) {
+    for device in devices
+        .iter()
+        .filter(|d| d.xsi_type() == Some("VirtualDisk"))
+    {
         let Some(file) = files
             .iter()
             .find(|f| device.text_at(&["backing", "fileName"]) == Some(f.path.as_str()))
@@ -624,6 +650,8 @@ mod tests {
     #[test]
     fn kept_etcd_disks_grow_to_the_volume_size_and_never_shrink() {
         let xml = r#"<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="x" xmlns:xsi="y"><soapenv:Body><R><val>
+            <VirtualDevice xsi:type="VirtualIDEController"><key>200</key><busNumber>0</busNumber></VirtualDevice>
+            <VirtualDevice xsi:type="VirtualLsiLogicController"><key>1000</key><busNumber>0</busNumber></VirtualDevice>
             <VirtualDevice xsi:type="VirtualDisk"><key>2000</key><deviceInfo><label>Hard disk 1</label><summary>x</summary></deviceInfo>
               <backing xsi:type="VirtualDiskFlatVer2BackingInfo"><fileName>[ds] t/t.vmdk</fileName><diskMode>persistent</diskMode></backing>
               <controllerKey>1000</controllerKey><unitNumber>0</unitNumber><capacityInKB>20971520</capacityInKB></VirtualDevice>
@@ -636,11 +664,30 @@ mod tests {
             </val></R></soapenv:Body></soapenv:Envelope>"#;
         let root = crate::xml::parse(xml).unwrap();
         let devices = &root.find("val").unwrap().children;
+        // Found by their SCSI addresses (as recorded at the clone), not
+        // by their files (the IDE bus 0 is not SCSI bus 0).
+        let recorded = [
+            EtcdDisk {
+                volume: volume("main"),
+                bus: 0,
+                unit: 1,
+            },
+            EtcdDisk {
+                volume: volume("events"),
+                bus: 0,
+                unit: 2,
+            },
+        ];
+        let attached = attached_etcd_disks(devices, &recorded);
+        let found: Vec<(&str, &str, u64)> = attached
+            .iter()
+            .map(|d| (d.volume.etcd.as_str(), d.file.as_str(), d.capacity_kib))
+            .collect();
         assert_eq!(
-            etcd_disk_sizes(devices),
+            found,
             [
-                ("[ds] kops-etcd/c/main-a.vmdk".to_string(), 10485760),
-                ("[ds] kops-etcd/c/events-a.vmdk".to_string(), 20971520),
+                ("main", "[ds] kops-etcd/c/main-a.vmdk", 10485760),
+                ("events", "[ds] kops-etcd/c/events-a.vmdk", 20971520),
             ]
         );
         let file = |etcd: &str| EtcdFile {
@@ -683,7 +730,7 @@ mod tests {
             "spec.etcdClusters[events].etcdMembers[a].volumeSize is 10 GiB, but the kept disk `[ds] kops-etcd/c/events-a.vmdk` holds 20 GiB: etcd disks do not shrink\nhint: set spec.etcdClusters[events].etcdMembers[a].volumeSize to 20 or more"
         );
         // Detaching keeps each device's capacity.
-        let detach = detach_etcd_disks(devices);
+        let detach = detach_etcd_disks(&attached);
         assert_eq!(detach.matches("<operation>remove</operation>").count(), 2);
         assert!(
             detach.contains("<capacityInKB>10485760</capacityInKB>"),

@@ -335,6 +335,26 @@ impl Vcenter {
         }
     }
 
+    /// Moves the virtual disk `from` to `to` (`[ds] dir/disk.vmdk`, the
+    /// same or another datastore of `datacenter`), its extents along.
+    pub async fn move_virtual_disk(
+        &self,
+        datacenter: &MoRef,
+        from: &str,
+        to: &str,
+    ) -> Result<(), VsphereError> {
+        let body = format!(
+            "{}<sourceName>{}</sourceName>{}<destName>{}</destName>{}<force>false</force>",
+            self.manager(&self.content.virtual_disk_manager, "virtual disk manager")?
+                .xml("_this"),
+            escape(from),
+            datacenter.xml("sourceDatacenter"),
+            escape(to),
+            datacenter.xml("destDatacenter"),
+        );
+        self.run_task("MoveVirtualDisk_Task", &body).await.map(drop)
+    }
+
     /// Whether the virtual disk `path` (`[ds] dir/disk.vmdk`) exists.
     pub async fn disk_exists(&self, datacenter: &MoRef, path: &str) -> Result<bool, VsphereError> {
         let body = format!(

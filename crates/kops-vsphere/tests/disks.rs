@@ -335,9 +335,12 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     let folder = vc.find_path("DC0/vm/disks").await.unwrap().unwrap();
     for vm in cluster::list(&vc, &folder, CLUSTER).await.unwrap() {
         vc.power_off(&vm.reference).await.unwrap();
-        vc.reconfigure(&vm.reference, &vm.etcd_detach)
-            .await
-            .unwrap();
+        vc.reconfigure(
+            &vm.reference,
+            &kops_vsphere::disks::detach_etcd_disks(&vm.etcd_disks),
+        )
+        .await
+        .unwrap();
         vc.destroy(&vm.reference).await.unwrap();
     }
     for file in &etcd_files {
