@@ -174,7 +174,7 @@ impl GceCloud {
             project: project.to_string(),
             region: region.to_string(),
             endpoints,
-            http: Http::new().map_err(crate::GceError::Client)?,
+            http: Http::new().map_err(|e| crate::GceError::Client(e.to_string()))?,
             credentials: OnceCell::new(),
             calls: Mutex::new(BTreeMap::new()),
             templates: tokio::sync::Mutex::new(None),
@@ -236,7 +236,7 @@ impl GceCloud {
         )
     }
 
-    async fn token(&self) -> Result<Option<String>, String> {
+    async fn token(&self) -> Result<Option<String>, kops_google::GoogleError> {
         let credentials = self
             .credentials
             .get_or_try_init(|| async {
@@ -296,7 +296,10 @@ impl GceCloud {
             reason: reason.to_string(),
             message,
         };
-        let token = self.token().await.map_err(|e| error(0, "credentials", e))?;
+        let token = self
+            .token()
+            .await
+            .map_err(|e| error(0, "credentials", e.to_string()))?;
         let mut call = Call::new(method.clone(), url).header("accept", "application/json");
         if let Some(token) = token {
             call = call.header("authorization", format!("Bearer {token}"));
@@ -317,7 +320,7 @@ impl GceCloud {
             self.count(&method, url);
             let mut retry_after = None;
             let result = match self.http.send_once(&call).await {
-                Err(e) => Err(error(0, "transport", e)),
+                Err(e) => Err(error(0, "transport", e.to_string())),
                 Ok(response) if (200..300).contains(&response.status) => {
                     if response.body.is_empty() {
                         Ok(Value::Null)

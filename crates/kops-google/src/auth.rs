@@ -23,6 +23,7 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use crate::http::{Call, Http};
+use crate::GoogleError;
 
 /// The scope asked for: `cloud-platform`, which covers Cloud Storage and
 /// every API direct apply calls (Compute, Cloud DNS, IAM, Resource
@@ -111,7 +112,18 @@ struct TokenAnswer {
 pub async fn find(
     lookup: &(dyn Fn(&str) -> Option<String> + Sync),
     http: &Http,
-) -> Result<Credentials, String> {
+) -> Result<Credentials, GoogleError> {
+    find_source(lookup, http)
+        .await
+        .map(Credentials::new)
+        .map_err(GoogleError::Credentials)
+}
+
+/// Where [`find`]'s credentials come from; the error says what was tried.
+async fn find_source(
+    lookup: &(dyn Fn(&str) -> Option<String> + Sync),
+    http: &Http,
+) -> Result<Source, String> {
     let var = |name: &str| lookup(name).filter(|v| !v.is_empty());
     if let Some(path) = var("GOOGLE_APPLICATION_CREDENTIALS") {
         let path = PathBuf::from(path);
@@ -121,17 +133,17 @@ pub async fn find(
                 path.display()
             )
         })?;
-        return from_file(&path, &text).map(Credentials::new);
+        return from_file(&path, &text);
     }
     let well_known = gcloud_credentials_path(lookup);
     if let Some(path) = &well_known {
         if let Ok(text) = std::fs::read_to_string(path) {
-            return from_file(path, &text).map(Credentials::new);
+            return from_file(path, &text);
         }
     }
     let host = var("GCE_METADATA_HOST").unwrap_or_else(|| METADATA_HOST.to_string());
     if metadata_server_answers(http, &host).await {
-        return Ok(Credentials::new(Source::Metadata { host }));
+        return Ok(Source::Metadata { host });
     }
     Err(format!(
         "GOOGLE_APPLICATION_CREDENTIALS is not set, {} does not exist, and no metadata server answered at {host}",
@@ -269,12 +281,12 @@ impl Credentials {
     }
 
     /// A current access token, fetched or renewed as needed.
-    pub async fn token(&self, http: &Http) -> Result<String, String> {
+    pub async fn token(&self, http: &Http) -> Result<String, GoogleError> {
         let mut cached = self.token.lock().await;
         if let Some(token) = cached.as_ref().filter(|t| Instant::now() < t.renew_at) {
             return Ok(token.value.clone());
         }
-        let (value, lifetime) = self.fetch(http).await?;
+        let (value, lifetime) = self.fetch(http).await.map_err(GoogleError::Token)?;
         *cached = Some(Token {
             value: value.clone(),
             renew_at: Instant::now() + lifetime.saturating_sub(EXPIRY_MARGIN),

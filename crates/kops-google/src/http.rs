@@ -13,6 +13,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::GoogleError;
+
 /// How long one request may take, from connecting to the last body byte.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Attempts for a request that failed in transit or with 429/5xx.
@@ -78,10 +80,12 @@ pub struct Http {
 
 impl Http {
     /// A client trusting the system's root certificates.
-    pub fn new() -> Result<Http, String> {
+    pub fn new() -> Result<Http, GoogleError> {
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_native_roots()
-            .map_err(|e| format!("cannot load the system's root certificates: {e}"))?
+            .map_err(|e| {
+                GoogleError::Transport(format!("cannot load the system's root certificates: {e}"))
+            })?
             .https_or_http()
             .enable_http1()
             .build();
@@ -92,7 +96,7 @@ impl Http {
 
     /// Sends `call`, retrying connection failures, timeouts, 429 and 5xx
     /// answers with backoff; the last answer or failure is returned.
-    pub async fn send(&self, call: &Call<'_>) -> Result<Response, String> {
+    pub async fn send(&self, call: &Call<'_>) -> Result<Response, GoogleError> {
         let mut pause = FIRST_BACKOFF;
         let mut attempt = 1;
         loop {
@@ -116,7 +120,12 @@ impl Http {
     }
 
     /// Sends `call` once, without retries.
-    pub async fn send_once(&self, call: &Call<'_>) -> Result<Response, String> {
+    pub async fn send_once(&self, call: &Call<'_>) -> Result<Response, GoogleError> {
+        self.exchange(call).await.map_err(GoogleError::Transport)
+    }
+
+    /// [`Http::send_once`]'s exchange; the error names what failed.
+    async fn exchange(&self, call: &Call<'_>) -> Result<Response, String> {
         let mut request = Request::builder().method(call.method.clone()).uri(call.url);
         for (name, value) in &call.headers {
             let value =

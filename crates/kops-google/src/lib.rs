@@ -6,7 +6,10 @@
 //! Compute, DNS and IAM clients (kops-gce) sit on it.
 
 pub mod auth;
+mod error;
 pub mod http;
+
+pub use error::GoogleError;
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 

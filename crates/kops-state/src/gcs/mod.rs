@@ -171,13 +171,13 @@ impl GcsStore {
                 let http = Http::new().map_err(|message| StoreError::Gcs {
                     op: "connect",
                     url: url.to_string(),
-                    message,
+                    message: message.to_string(),
                 })?;
                 let credentials = if self.endpoint.authenticated {
                     let found = auth::find(&kops_api::env::process_env, &http).await;
                     Some(found.map_err(|reason| StoreError::GcsCredentials {
                         url: url.to_string(),
-                        reason,
+                        reason: reason.to_string(),
                     })?)
                 } else {
                     None
@@ -202,7 +202,7 @@ impl GcsStore {
                 .await
                 .map_err(|reason| StoreError::GcsCredentials {
                     url: url.to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 })?;
             call = call.header("authorization", format!("Bearer {token}"));
         }
@@ -213,7 +213,7 @@ impl GcsStore {
             .map_err(|message| StoreError::Gcs {
                 op,
                 url: url.to_string(),
-                message,
+                message: message.to_string(),
             })
     }
 
