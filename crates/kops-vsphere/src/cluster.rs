@@ -153,6 +153,9 @@ pub struct Vm {
     /// Why its `guestinfo.kops.etcd` cannot be read, if it cannot: such a
     /// VM is never destroyed (its etcd disks could not be told apart).
     pub etcd_unreadable: Option<String>,
+    /// Moves home an earlier destroy recorded but may not have made
+    /// (file, home).
+    pub etcd_moves: Vec<(String, String)>,
 }
 
 /// The vCenter objects a placement names, looked up.
@@ -419,6 +422,15 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         booted: extra.get(BOOTED_KEY).is_some_and(|v| !v.is_empty()),
         etcd_disks: disks::attached_etcd_disks(devices, &recorded),
         etcd_unreadable,
+        etcd_moves: extra
+            .get(MOVES_KEY)
+            .map(|v| {
+                v.split(';')
+                    .filter_map(|m| m.split_once("=>"))
+                    .map(|(from, to)| (from.to_string(), to.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -662,6 +674,10 @@ async fn make_folder(vc: &Vcenter, path: &str) -> Result<MoRef, VsphereError> {
     vc.create_folder(&parent_ref, name).await
 }
 
+/// The extraConfig key recording, with the detach of a VM's etcd disks,
+/// the moves home still to make (`<file>=><home>`, `;`-separated).
+const MOVES_KEY: &str = "kops.etcd-moves";
+
 /// Where a cluster's etcd disks are kept while no VM holds them: each
 /// member's disk at its own path in the cluster's `kops-etcd/<cluster>`
 /// directory of the placement's datastore.
@@ -690,23 +706,56 @@ async fn destroy_vm(vc: &Vcenter, vm: &Vm, home: &DiskHome<'_>) -> Result<(), Vs
     if vm.powered_on {
         vc.power_off(&vm.reference).await?;
     }
-    let detach = disks::detach_etcd_disks(&vm.etcd_disks);
+    let detach = detach_and_record(vm, home);
     if !detach.is_empty() {
         vc.reconfigure(&vm.reference, &detach).await?;
     }
-    for disk in &vm.etcd_disks {
-        let kept = disks::etcd_disk_path(home.datastore, home.cluster, &disk.volume);
-        if disk.file != kept {
-            vc.make_directory(
-                home.datacenter,
-                &disks::etcd_disk_dir(home.datastore, home.cluster),
-            )
-            .await?;
-            vc.move_virtual_disk(home.datacenter, &disk.file, &kept)
-                .await?;
+    // What this detach moves, and what an earlier one (killed before its
+    // moves) recorded: each file still where it was goes home.
+    let mut moves = moves_home(vm, home);
+    moves.extend(vm.etcd_moves.iter().cloned());
+    for (from, to) in moves {
+        if from == to || !vc.disk_exists(home.datacenter, &from).await? {
+            continue;
         }
+        vc.make_directory(
+            home.datacenter,
+            &disks::etcd_disk_dir(home.datastore, home.cluster),
+        )
+        .await?;
+        vc.move_virtual_disk(home.datacenter, &from, &to).await?;
     }
     vc.destroy(&vm.reference).await
+}
+
+/// The etcd disks of `vm` whose files are not home: (file, home).
+fn moves_home(vm: &Vm, home: &DiskHome<'_>) -> Vec<(String, String)> {
+    vm.etcd_disks
+        .iter()
+        .map(|d| {
+            let kept = disks::etcd_disk_path(home.datastore, home.cluster, &d.volume);
+            (d.file.clone(), kept)
+        })
+        .filter(|(file, kept)| file != kept)
+        .collect()
+}
+
+/// One reconfiguration detaching `vm`'s etcd disks and recording, in
+/// [`MOVES_KEY`], those that must then go home: a process killed
+/// between the detach and the moves leaves the record for the next
+/// destroy. Empty when it has none.
+pub(crate) fn detach_and_record(vm: &Vm, home: &DiskHome<'_>) -> String {
+    let mut spec = disks::detach_etcd_disks(&vm.etcd_disks);
+    let moves = moves_home(vm, home);
+    if !moves.is_empty() {
+        let record = moves
+            .iter()
+            .map(|(from, to)| format!("{from}=>{to}"))
+            .collect::<Vec<_>>()
+            .join(";");
+        spec.push_str(&extra_config_xml(&[(MOVES_KEY, record.as_str())]));
+    }
+    spec
 }
 
 /// `<group>-<n>.<cluster>` with the smallest `n` not taken (the VM's name
@@ -931,6 +980,9 @@ struct KeptDisks {
     cluster: String,
     attached: BTreeMap<String, u64>,
     in_directory: Option<BTreeMap<String, Option<u64>>>,
+    /// Homes of files a VM to be destroyed records as still to move
+    /// there (a destroy killed after its detach): home before any clone.
+    pending: Vec<String>,
 }
 
 impl KeptDisks {
@@ -949,6 +1001,11 @@ impl KeptDisks {
                 })
                 .collect(),
             in_directory: None,
+            pending: vms
+                .iter()
+                .flat_map(|v| &v.etcd_moves)
+                .map(|(_, home)| home.clone())
+                .collect(),
         }
     }
 
@@ -977,6 +1034,7 @@ impl KeptDisks {
             let path = disks::etcd_disk_path(&self.datastore, &self.cluster, volume);
             let (exists, capacity_kib) = match self.attached.get(&path) {
                 Some(capacity) => (true, Some(*capacity)),
+                None if self.pending.contains(&path) => (true, None),
                 None => {
                     if self.in_directory.is_none() {
                         let dir = disks::etcd_disk_dir(&self.datastore, &self.cluster);
@@ -1153,6 +1211,47 @@ mod tests {
             .await
             .unwrap()
             .is_empty());
+
+        // Renamed again, and the process killed right after the detach
+        // (which records the move): the next replacement still moves the
+        // file home first.
+        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+        let renamed = format!("[{}] {}/{}_1.vmdk", vcsim::DATASTORE, vm.name, vm.name);
+        let detach = vm.etcd_disks[0].detach.clone();
+        vc.reconfigure(&vm.reference, &detach).await.unwrap();
+        vc.move_virtual_disk(&datacenter, &home, &renamed)
+            .await
+            .unwrap();
+        let attach = detach
+            .replace(
+                "<operation>remove</operation>",
+                "<operation>add</operation>",
+            )
+            .replace(
+                &format!("<fileName>{home}</fileName>"),
+                &format!("<fileName>{renamed}</fileName>"),
+            );
+        vc.reconfigure(&vm.reference, &attach).await.unwrap();
+        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+        let place = DiskHome {
+            datacenter: &datacenter,
+            datastore: vcsim::DATASTORE,
+            cluster,
+        };
+        vc.reconfigure(&vm.reference, &detach_and_record(&vm, &place))
+            .await
+            .unwrap();
+        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+        assert!(vm.etcd_disks.is_empty(), "detached: {vm:?}");
+        assert_eq!(vm.etcd_moves, [(renamed.clone(), home.clone())]);
+        replace(&vc, cluster, &placement, &groups, &vm.uuid)
+            .await
+            .unwrap()
+            .expect("replaced");
+        assert!(vc.disk_exists(&datacenter, &home).await.unwrap(), "{home}");
+        assert!(!vc.disk_exists(&datacenter, &renamed).await.unwrap());
+        let now = list(&vc, &folder, cluster).await.unwrap();
+        assert_eq!(now[0].etcd_disks[0].file, home);
         vc.logout().await;
     }
 
