@@ -218,27 +218,31 @@ async fn joins(logs: Logs) {
         &credentials_file,
         &format!("{}\n{}\n", vcsim::USER, vcsim::PASSWORD),
     );
-    let mut options = kops_controller::Options::for_vsphere(
-        CLUSTER,
-        &format!("file://{}", state.display()),
-        "",
-        sim.url(),
-        vcsim::DATACENTER,
-    );
-    pki.configure(&mut options);
-    options
-        .server
-        .provider
-        .vsphere
-        .as_mut()
-        .unwrap()
-        .credentials_file = credentials_file.display().to_string();
-    let controller = Arc::new(
-        kops_controller::build(options)
-            .await
-            .unwrap_or_else(|e| panic!("kops-controller: {e}")),
-    );
-    let url = test_support::serve(controller.clone()).await;
+    // A controller (one per control-plane VM), serving; its URL.
+    let start_controller = || async {
+        let mut options = kops_controller::Options::for_vsphere(
+            CLUSTER,
+            &format!("file://{}", state.display()),
+            "",
+            sim.url(),
+            vcsim::DATACENTER,
+        );
+        pki.configure(&mut options);
+        options
+            .server
+            .provider
+            .vsphere
+            .as_mut()
+            .unwrap()
+            .credentials_file = credentials_file.display().to_string();
+        let controller = Arc::new(
+            kops_controller::build(options)
+                .await
+                .unwrap_or_else(|e| panic!("kops-controller: {e}")),
+        );
+        test_support::serve(controller).await
+    };
+    let url = start_controller().await;
 
     // The workers: this cluster's two, another cluster's one.
     let boot = |cluster: &str| BootConfig {
@@ -390,23 +394,7 @@ async fn joins(logs: Logs) {
 
     // 6. One token, two controllers (one per control-plane VM), two
     //    joins at once: one certificate set, one refusal.
-    let mut options2 = kops_controller::Options::for_vsphere(
-        CLUSTER,
-        &format!("file://{}", state.display()),
-        "",
-        sim.url(),
-        vcsim::DATACENTER,
-    );
-    pki.configure(&mut options2);
-    options2
-        .server
-        .provider
-        .vsphere
-        .as_mut()
-        .unwrap()
-        .credentials_file = credentials_file.display().to_string();
-    let controller2 = Arc::new(kops_controller::build(options2).await.unwrap());
-    let url2 = test_support::serve(controller2.clone()).await;
+    let url2 = start_controller().await;
     let mut to_second = second.clone();
     let mut boot2 = boot(CLUSTER);
     if let Some(server) = boot2.config_server.as_mut() {

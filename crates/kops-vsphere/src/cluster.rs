@@ -1110,21 +1110,12 @@ mod tests {
         Some((sim, vc))
     }
 
-    /// Storage vMotion renamed a control-plane VM's etcd disk after the VM
-    /// (simulated: detached, moved into the VM's directory, attached again
-    /// at its SCSI address, as vCenter leaves it). The disk is still told
-    /// apart by its address: replacing the VM detaches it, moves it home
-    /// and attaches it to the new clone; nothing is left at the renamed
-    /// path and no new disk is made.
-    #[tokio::test]
-    async fn an_etcd_disk_renamed_after_its_vm_survives_the_vms_replacement() {
-        let Some((_sim, vc)) = simulator().await else {
-            return;
-        };
-        let cluster = "renamed.k8s.local";
+    /// One control-plane group of one VM with a 1 GiB etcd `main` disk,
+    /// its VMs in the folder `folder`.
+    fn one_control_plane(folder: &str) -> (Placement, EtcdVolume, [GroupSpec; 1]) {
         let placement = Placement {
             datacenter: vcsim::DATACENTER.into(),
-            folder: "renamed".into(),
+            folder: folder.into(),
             resource_pool: vcsim::CLUSTER.into(),
             datastore: vcsim::DATASTORE.into(),
             network: None,
@@ -1137,7 +1128,7 @@ mod tests {
             size_gib: 1,
             version: "3.6.12".into(),
         };
-        let groups = [GroupSpec {
+        let group = GroupSpec {
             name: "cp".into(),
             role: "Master".into(),
             template: vcsim::TEMPLATE.into(),
@@ -1148,23 +1139,18 @@ mod tests {
             root_disk_gib: None,
             etcd: vec![volume.clone()],
             network: None,
-        }];
-        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        update(&vc, cluster, &placement, resolved, &groups, true)
-            .await
-            .unwrap();
-        let folder = vc.find_path("DC0/vm/renamed").await.unwrap().unwrap();
-        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
-        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
-        let home = disks::etcd_disk_path(vcsim::DATASTORE, cluster, &volume);
-        assert_eq!(vm.etcd_disks.len(), 1, "{vm:?}");
-        assert_eq!(vm.etcd_disks[0].file, home);
+        };
+        (placement, volume, [group])
+    }
 
-        // vCenter renames it after the VM.
+    /// Storage vMotion renaming `vm`'s etcd disk (at `home`) after the
+    /// VM, as vCenter leaves it: detached, moved into the VM's directory,
+    /// attached again at the same SCSI address. The new file.
+    async fn rename_after_vm(vc: &Vcenter, datacenter: &MoRef, vm: &Vm, home: &str) -> String {
         let renamed = format!("[{}] {}/{}_1.vmdk", vcsim::DATASTORE, vm.name, vm.name);
         let detach = vm.etcd_disks[0].detach.clone();
         vc.reconfigure(&vm.reference, &detach).await.unwrap();
-        vc.move_virtual_disk(&datacenter, &home, &renamed)
+        vc.move_virtual_disk(datacenter, home, &renamed)
             .await
             .unwrap();
         let attach = detach
@@ -1177,6 +1163,35 @@ mod tests {
                 &format!("<fileName>{renamed}</fileName>"),
             );
         vc.reconfigure(&vm.reference, &attach).await.unwrap();
+        renamed
+    }
+
+    /// Storage vMotion renamed a control-plane VM's etcd disk after the VM
+    /// (simulated: detached, moved into the VM's directory, attached again
+    /// at its SCSI address, as vCenter leaves it). The disk is still told
+    /// apart by its address: replacing the VM detaches it, moves it home
+    /// and attaches it to the new clone; nothing is left at the renamed
+    /// path and no new disk is made.
+    #[tokio::test]
+    async fn an_etcd_disk_renamed_after_its_vm_survives_the_vms_replacement() {
+        let Some((_sim, vc)) = simulator().await else {
+            return;
+        };
+        let cluster = "renamed.k8s.local";
+        let (placement, volume, groups) = one_control_plane("renamed");
+        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+        update(&vc, cluster, &placement, resolved, &groups, true)
+            .await
+            .unwrap();
+        let folder = vc.find_path("DC0/vm/renamed").await.unwrap().unwrap();
+        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
+        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+        let home = disks::etcd_disk_path(vcsim::DATASTORE, cluster, &volume);
+        assert_eq!(vm.etcd_disks.len(), 1, "{vm:?}");
+        assert_eq!(vm.etcd_disks[0].file, home);
+
+        // vCenter renames it after the VM.
+        let renamed = rename_after_vm(&vc, &datacenter, &vm, &home).await;
         let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
         assert_eq!(vm.etcd_disks.len(), 1, "found by its address: {vm:?}");
         assert_eq!(vm.etcd_disks[0].file, renamed);
@@ -1216,22 +1231,7 @@ mod tests {
         // (which records the move): the next replacement still moves the
         // file home first.
         let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
-        let renamed = format!("[{}] {}/{}_1.vmdk", vcsim::DATASTORE, vm.name, vm.name);
-        let detach = vm.etcd_disks[0].detach.clone();
-        vc.reconfigure(&vm.reference, &detach).await.unwrap();
-        vc.move_virtual_disk(&datacenter, &home, &renamed)
-            .await
-            .unwrap();
-        let attach = detach
-            .replace(
-                "<operation>remove</operation>",
-                "<operation>add</operation>",
-            )
-            .replace(
-                &format!("<fileName>{home}</fileName>"),
-                &format!("<fileName>{renamed}</fileName>"),
-            );
-        vc.reconfigure(&vm.reference, &attach).await.unwrap();
+        let renamed = rename_after_vm(&vc, &datacenter, &vm, &home).await;
         let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
         let place = DiskHome {
             datacenter: &datacenter,
@@ -1262,33 +1262,7 @@ mod tests {
         let Some((_sim, vc)) = simulator().await else {
             return;
         };
-        let placement = Placement {
-            datacenter: vcsim::DATACENTER.into(),
-            folder: "discard".into(),
-            resource_pool: vcsim::CLUSTER.into(),
-            datastore: vcsim::DATASTORE.into(),
-            network: None,
-        };
-        let volume = EtcdVolume {
-            etcd: "main".into(),
-            member: "a".into(),
-            members: vec!["a".into()],
-            addresses: Vec::new(),
-            size_gib: 1,
-            version: "3.6.12".into(),
-        };
-        let groups = [GroupSpec {
-            name: "cp".into(),
-            role: "Master".into(),
-            template: vcsim::TEMPLATE.into(),
-            count: 1,
-            cpus: 1,
-            memory_mb: 1024,
-            user_data: "#!/bin/sh\n".into(),
-            root_disk_gib: None,
-            etcd: vec![volume.clone()],
-            network: None,
-        }];
+        let (placement, volume, groups) = one_control_plane("discard");
         let resolved = resolve(&vc, &placement, &groups).await.unwrap();
         update(
             &vc,
@@ -1394,32 +1368,7 @@ mod tests {
             return;
         };
         let cluster = "booted.k8s.local";
-        let placement = Placement {
-            datacenter: vcsim::DATACENTER.into(),
-            folder: "booted".into(),
-            resource_pool: vcsim::CLUSTER.into(),
-            datastore: vcsim::DATASTORE.into(),
-            network: None,
-        };
-        let groups = [GroupSpec {
-            name: "cp".into(),
-            role: "Master".into(),
-            template: vcsim::TEMPLATE.into(),
-            count: 1,
-            cpus: 1,
-            memory_mb: 1024,
-            user_data: "#!/bin/sh\n".into(),
-            root_disk_gib: None,
-            etcd: vec![EtcdVolume {
-                etcd: "main".into(),
-                member: "a".into(),
-                members: vec!["a".into()],
-                addresses: Vec::new(),
-                size_gib: 1,
-                version: "3.6.12".into(),
-            }],
-            network: None,
-        }];
+        let (placement, _, groups) = one_control_plane("booted");
         let run = || async {
             let resolved = resolve(&vc, &placement, &groups).await.unwrap();
             update(&vc, cluster, &placement, resolved, &groups, true)

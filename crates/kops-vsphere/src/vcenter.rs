@@ -550,6 +550,28 @@ pub fn extra_config(value: Option<&Element>) -> BTreeMap<String, String> {
 mod tests {
     use super::*;
 
+    use kops_testkit::vcsim::{self, Vcsim};
+
+    fn simulator_credentials() -> Credentials {
+        Credentials {
+            username: vcsim::USER.into(),
+            password: vcsim::PASSWORD.into(),
+        }
+    }
+
+    /// A simulator of this test's own and a session on it (`None`: no
+    /// simulator built, the test is skipped).
+    async fn simulator() -> Option<(Vcsim, Vcenter)> {
+        if !vcsim::vcsim_available() {
+            return None;
+        }
+        let sim = Vcsim::start().unwrap();
+        let vc = Vcenter::login(sim.url(), &simulator_credentials())
+            .await
+            .unwrap();
+        Some((sim, vc))
+    }
+
     /// Ends every session but `keep` from `admin`'s session, as a vCenter
     /// administrator terminates sessions.
     async fn terminate_others(admin: &Vcenter, keep: &str) {
@@ -574,17 +596,12 @@ mod tests {
     /// with an error naming the task.
     #[tokio::test]
     async fn an_ended_session_is_renewed_and_a_task_wait_has_a_deadline() {
-        use kops_testkit::vcsim::{self, Vcsim};
-        if !vcsim::vcsim_available() {
+        let Some((sim, mut vc)) = simulator().await else {
             return;
-        }
-        let sim = Vcsim::start().unwrap();
-        let credentials = Credentials {
-            username: vcsim::USER.into(),
-            password: vcsim::PASSWORD.into(),
         };
-        let mut vc = Vcenter::login(sim.url(), &credentials).await.unwrap();
-        let admin = Vcenter::login(sim.url(), &credentials).await.unwrap();
+        let admin = Vcenter::login(sim.url(), &simulator_credentials())
+            .await
+            .unwrap();
         let own = admin
             .properties(&admin.content.session_manager, &["currentSession"])
             .await
@@ -637,16 +654,9 @@ mod tests {
     /// older one fails with ConcurrentAccess and changes nothing.
     #[tokio::test]
     async fn a_reconfiguration_naming_a_stale_change_version_is_refused() {
-        use kops_testkit::vcsim::{self, Vcsim};
-        if !vcsim::vcsim_available() {
+        let Some((_sim, vc)) = simulator().await else {
             return;
-        }
-        let sim = Vcsim::start().unwrap();
-        let credentials = Credentials {
-            username: vcsim::USER.into(),
-            password: vcsim::PASSWORD.into(),
         };
-        let vc = Vcenter::login(sim.url(), &credentials).await.unwrap();
         let vm = vc
             .find_path(&format!("{}/vm/DC0_H0_VM0", vcsim::DATACENTER))
             .await
