@@ -451,8 +451,7 @@ pub fn boot_config(
             .clone()
             .unwrap_or_else(|| "aws".into()),
         cluster_name: cluster.name().to_string(),
-        // As kops writes the path it parsed: bare for a local directory.
-        config_base: Some(kops_api::store_path::written(config_base)),
+        config_base: Some(config_base.trim_end_matches('/').to_string()),
         config_server: None,
         api_server_ips: Vec::new(),
         instance_group_name: group.name().to_string(),
