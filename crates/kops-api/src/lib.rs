@@ -21,6 +21,7 @@ pub mod networking;
 pub mod new_cluster;
 pub mod populate;
 pub mod set;
+pub mod store_path;
 pub mod switch;
 pub mod validation;
 pub mod version;

@@ -2090,7 +2090,8 @@ fn base_cluster(o: &NewClusterOptions, f: &Flags) -> Cluster {
     spec.channel = Some(non_empty(&o.channel).unwrap_or(DEFAULT_CHANNEL).to_string());
     spec.kubernetes_version = Some(f.kubernetes_version.clone());
     if let Some(store) = non_empty(&o.state_store) {
-        spec.config_base = Some(format!("{}/{}", store.trim_end_matches('/'), name));
+        // As kops writes it: bare for a local directory.
+        spec.config_base = Some(crate::store_path::join(store, name));
     }
     spec.authorization = Some(if f.always_allow {
         AuthorizationSpec {

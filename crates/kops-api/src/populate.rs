@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 use crate::cluster::Cluster;
 use crate::field_error::FieldError;
 use crate::instance_group::{InstanceGroup, Role};
+use crate::store_path;
 use crate::version::KubernetesVersion;
 
 /// What populating needs beyond the spec itself.
@@ -217,13 +218,19 @@ impl<'a> Populate<'a> {
     }
 
     fn stores_and_api(&self, spec: &mut Map<String, Value>) {
-        let base = str_at(spec, "configBase")
-            .unwrap_or(self.options.config_base)
-            .trim_end_matches('/')
-            .to_string();
+        // kops writes the stores (and a configBase it reads from the
+        // registry) as the paths it parsed: bare for a local directory.
+        let base = match str_at(spec, "configBase") {
+            Some(given) => given.trim_end_matches('/').to_string(),
+            None => store_path::written(self.options.config_base),
+        };
         set_default(spec, "configBase", json!(base));
-        set_default(spec, "keyStore", json!(format!("{base}/pki")));
-        set_default(spec, "secretStore", json!(format!("{base}/secrets")));
+        set_default(spec, "keyStore", json!(store_path::join(&base, "pki")));
+        set_default(
+            spec,
+            "secretStore",
+            json!(store_path::join(&base, "secrets")),
+        );
 
         self.api_access(spec);
 
@@ -1347,6 +1354,40 @@ mod tests {
             serde_json::json!(["*", "-node-ipam-controller", "-node-route-controller"])
         );
         assert_eq!(controllers("100.64.0.0/10"), serde_json::json!(["*"]));
+    }
+
+    #[test]
+    fn stores_below_a_local_directory_are_written_as_kops_writes_them() {
+        let c = cluster(
+            r#"apiVersion: kops.k8s.io/v1alpha2
+kind: Cluster
+metadata: {name: c.example.com}
+spec:
+  cloudProvider: gce
+  configBase: file:///srv/state/c.example.com
+  kubernetesVersion: v1.34.0
+  etcdClusters:
+  - {name: main, etcdMembers: [{name: a, instanceGroup: cp}]}
+"#,
+        );
+        let done = completed_spec(&c, &PopulateOptions::default());
+        let s = &done.spec;
+        // Parsed paths come back bare; the given base and the backup
+        // store (a plain string join in kops) keep the URL.
+        assert_eq!(
+            s.config_base.as_deref(),
+            Some("file:///srv/state/c.example.com")
+        );
+        assert_eq!(s.key_store.as_deref(), Some("/srv/state/c.example.com/pki"));
+        assert_eq!(
+            s.secret_store.as_deref(),
+            Some("/srv/state/c.example.com/secrets")
+        );
+        let backups = serde_json::to_value(&s.etcd_clusters).unwrap();
+        assert_eq!(
+            backups[0]["backups"]["backupStore"],
+            "file:///srv/state/c.example.com/backups/etcd/main"
+        );
     }
 
     #[test]

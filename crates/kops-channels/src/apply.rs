@@ -178,7 +178,9 @@ pub async fn apply_channel(
     channel_url: &str,
     options: &ApplyOptions,
 ) -> Result<Report, ChannelsError> {
-    if !has_scheme(channel_url) {
+    // kops writes a channel in a local state store as a bare absolute path
+    // (its node config and kops-channels manifest), and reads it as a file.
+    if !has_scheme(channel_url) && !channel_url.starts_with('/') {
         return Err(ChannelsError::NotAUrl {
             url: channel_url.to_string(),
         });

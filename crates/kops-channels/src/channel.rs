@@ -439,6 +439,14 @@ pub fn resolve(base: &str, reference: &str) -> String {
     if has_scheme(reference) {
         return reference.to_string();
     }
+    // A bare absolute path (a local store as kops writes it) resolves as
+    // the file it names, and stays bare.
+    if base.starts_with('/') {
+        let resolved = resolve(&format!("file://{base}"), reference);
+        return resolved
+            .strip_prefix("file://")
+            .map_or(resolved.clone(), str::to_string);
+    }
     let Some((scheme, rest)) = base.split_once("://") else {
         return reference.to_string();
     };
@@ -773,6 +781,11 @@ spec:
             "file:///srv/a/b.yaml"
         );
         assert_eq!(resolve("file:///addon.yaml", "b.yaml"), "file:///b.yaml");
+        // A local store as kops writes it: a bare path, resolved bare.
+        assert_eq!(
+            resolve("/srv/state/c/addons/bootstrap-channel.yaml", "dns/k8s.yaml"),
+            "/srv/state/c/addons/dns/k8s.yaml"
+        );
         assert!(has_scheme("file:///x") && has_scheme("s3://b") && !has_scheme("dir/x.yaml"));
     }
 

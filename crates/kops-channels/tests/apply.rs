@@ -500,6 +500,29 @@ async fn a_custom_channel_is_applied_with_the_bootstrap_channel_and_pruned() {
     );
 }
 
+/// kops writes a channel in a local state store as a bare path (its
+/// kops-channels manifest lists it so), and applies it as the file.
+#[tokio::test]
+async fn a_channel_at_a_bare_path_is_read_as_a_file() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("web.yaml");
+    std::fs::write(&path, web_manifest(1, false)).unwrap();
+    let location = path.display().to_string();
+    let client = client_from_kubeconfig(&api.write_kubeconfig(dir.path()))
+        .await
+        .unwrap();
+    let applied = apply_channel(&client, &location, &ApplyOptions::default())
+        .await
+        .unwrap();
+    let name = format!("manifest-{}", &sha(&location)[..12]);
+    assert_eq!(
+        names(&applied),
+        [format!("applied {name} (3 objects, 0 pruned)")]
+    );
+    assert_eq!(api.record(&name).unwrap()["channel"], json!(location));
+}
+
 #[tokio::test]
 async fn a_plain_manifest_is_a_channel_of_one_addon() {
     let api = FakeApi::start();

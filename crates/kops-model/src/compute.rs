@@ -173,10 +173,13 @@ pub fn user_data(
     index: usize,
     group: &InstanceGroup,
 ) -> Result<String, ModelError> {
+    // The boot config names the config base as kops writes the path it
+    // parsed: bare for a local directory. (Enrolment writes kops' own
+    // literal `file://` URL instead, as kops' toolbox enroll does.)
     kops_nodeup::bootstrap::user_data_with(
         model.cluster,
         group,
-        model.config_base,
+        &kops_api::store_path::written(model.config_base),
         &model.node_inputs(),
     )
     .map_err(|e| node_config_error(index, e))

@@ -924,9 +924,10 @@ fn channels_manifest(model: &Model<'_>, component_env: &[(String, String)]) -> S
     .iter()
     .map(|a| json!(a))
     .collect();
-    args.push(json!(format!(
-        "{}/addons/bootstrap-channel.yaml",
-        model.config_base
+    // As kops writes the joined path: bare for a local directory.
+    args.push(json!(kops_api::store_path::join(
+        model.config_base,
+        "addons/bootstrap-channel.yaml"
     )));
     for addon in cluster.spec.addons.iter().flatten() {
         args.push(json!(addon.manifest));

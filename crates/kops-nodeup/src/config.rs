@@ -929,12 +929,12 @@ fn config_store(v: &NodeView<'_>, base: &str) -> Option<ConfigStore> {
         keypairs: Some(
             spec.key_store
                 .clone()
-                .unwrap_or_else(|| format!("{base}/pki")),
+                .unwrap_or_else(|| kops_api::store_path::join(base, "pki")),
         ),
         secrets: Some(
             spec.secret_store
                 .clone()
-                .unwrap_or_else(|| format!("{base}/secrets")),
+                .unwrap_or_else(|| kops_api::store_path::join(base, "secrets")),
         ),
     })
 }
@@ -1365,11 +1365,17 @@ fn control_plane_manifests(
                 c.etcd_members
                     .iter()
                     .filter(|m| m.instance_group.as_deref() == Some(group.name()))
-                    .map(move |_| format!("{base}/manifests/etcd/{}-{}.yaml", c.name, group.name()))
+                    .map(move |_| {
+                        let manifest = format!("manifests/etcd/{}-{}.yaml", c.name, group.name());
+                        kops_api::store_path::join(base, &manifest)
+                    })
             })
             .collect();
         (
-            Some(format!("{base}/manifests/channels/kops-channels.yaml")),
+            Some(kops_api::store_path::join(
+                base,
+                "manifests/channels/kops-channels.yaml",
+            )),
             manifests,
             spec.dns_zone.clone().or_else(|| inputs.dns_zone.clone()),
         )

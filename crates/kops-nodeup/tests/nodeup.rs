@@ -287,7 +287,8 @@ fn redact(text: &str) -> String {
 fn settings() -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.add_filter(r"http://127\.0\.0\.1:\d+", "http://[server]");
-    s.add_filter(r#"file:///[^ \n"]*?/state"#, "file://[state]");
+    // The state store, as a URL or as the bare path kops writes.
+    s.add_filter(r#"(file://)?/[^ \n"]*?/\.tmp\w*/state"#, "${1}[state]");
     s
 }
 

@@ -216,7 +216,9 @@ pub async fn render_cluster(
         && kops_render::terraform_writes_files(&config_base);
     // The nodeup binaries the user data pins go to the state store.
     let mut state_files_written = nodeup.upload(registry).await?;
-    if !managed_by_terraform && config_base == registry.config_base(&request.cluster) {
+    if !managed_by_terraform
+        && kops_api::store_path::same(&config_base, &registry.config_base(&request.cluster))
+    {
         for file in &files {
             if file.base.is_some() {
                 // The discovery store is not the state store.

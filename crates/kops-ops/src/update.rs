@@ -468,7 +468,7 @@ async fn publish_irsa_and_karpenter_files(
                 .map_err(store_error)?;
         }
     }
-    if config_base == registry.config_base(cluster.name()) {
+    if kops_api::store_path::same(config_base, &registry.config_base(cluster.name())) {
         for file in kops_model::files::karpenter_files(model)? {
             let key = format!("{}/{}", cluster.name(), file.path);
             registry

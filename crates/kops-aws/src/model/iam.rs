@@ -1206,7 +1206,11 @@ fn s3_path(location: &str, placeholder: &str) -> Option<(String, String)> {
     if let Some(rest) = location.strip_prefix("memfs://") {
         return Some((placeholder.to_string(), format!("{placeholder}/{rest}")));
     }
-    if let Some(rest) = location.strip_prefix("file://") {
+    // A local directory: `file://` as given, or bare as kops writes it.
+    let local = location
+        .strip_prefix("file://")
+        .or_else(|| location.starts_with('/').then_some(location));
+    if let Some(rest) = local {
         // kops' file stores stand for the read placeholder in both cases.
         let bucket = "placeholder-read-bucket";
         return Some((bucket.to_string(), format!("{bucket}/{rest}")));

@@ -53,7 +53,7 @@ pub async fn plan(
     host_controller: bool,
 ) -> Result<Vec<StateFileWrite>, OpsError> {
     let cluster = model.name();
-    if model.config_base != registry.config_base(cluster) {
+    if !kops_api::store_path::same(model.config_base, &registry.config_base(cluster)) {
         return Ok(Vec::new());
     }
     let store = registry.store();

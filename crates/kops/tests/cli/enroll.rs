@@ -264,8 +264,12 @@ fn enroll_control_plane_copies_its_config_and_runs_nodeup_over_ssh() {
         .written("/etc/kubernetes/kops/config/igconfig/control-plane/control-plane-main/nodeupconfig.yaml")
         .expect("node config copied");
     let config = String::from_utf8(config).unwrap();
+    // Written bare, as kops writes a local path (and as its enrolment
+    // remaps the channels manifest).
     assert!(
-        config.contains("file:///etc/kubernetes/kops/config"),
+        config.contains(
+            "channelsManifest: /etc/kubernetes/kops/config/manifests/channels/kops-channels.yaml"
+        ),
         "{config}"
     );
     assert!(

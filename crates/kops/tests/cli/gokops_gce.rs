@@ -1,9 +1,14 @@
-//! The real kops 1.37 on kops-testkit's GCE API test server: `create
-//! cluster`, `update cluster --yes`, a second `update --yes` that changes
-//! nothing, then kops-rs taking the cluster over (with kops' release as
-//! `KOPS_BASE_URL`: its plan is empty and its `update --yes` writes
-//! nothing), and `delete cluster --yes` leaving nothing; no call is
-//! answered 501 (a method the server lacks).
+//! The real kops 1.37 on kops-testkit's GCE API test server, for each shape
+//! (minimal 1 zone, HA over 3 zones, private topology, internal API load
+//! balancer with Cilium), both ways:
+//! - kops makes the cluster (`create cluster`, `update cluster --yes`, a
+//!   second `update --yes` that changes nothing), kops-rs takes it over
+//!   (with kops' release as `KOPS_BASE_URL`: its plan is empty, its `update
+//!   --yes` makes no Google write and rewrites no state-store file), and
+//!   `delete cluster --yes` leaves nothing; no call is answered 501 (a
+//!   method the server lacks);
+//! - kops-rs makes the cluster and kops plans only its own kops-controller
+//!   addon (by design).
 //!
 //! Skipped, with the reason, without the real kops built with its Google
 //! clients pointed at the endpoint overrides
@@ -107,9 +112,53 @@ fn home_with_key(work: &Path) -> Option<(PathBuf, PathBuf)> {
     Some((home, key))
 }
 
-/// The cluster both tests make: 1 zone, no DNS, kops' stable channel.
-fn create_args<'a>(go: &'a GoKops, state: &'a str, key: &'a Path) -> Vec<&'a str> {
-    vec![
+/// A cluster shape both ways run: its label in the output and the
+/// `create cluster` flags beyond the common ones.
+struct Shape {
+    label: &'static str,
+    flags: &'static [&'static str],
+}
+
+const MINIMAL: Shape = Shape {
+    label: "minimal 1 zone",
+    flags: &["--zones", "us-central1-a"],
+};
+
+/// Three control-plane groups (one per zone), each with its etcd disks.
+const HA: Shape = Shape {
+    label: "HA over 3 zones",
+    flags: &[
+        "--zones",
+        "us-central1-a,us-central1-b,us-central1-c",
+        "--control-plane-zones",
+        "us-central1-a,us-central1-b,us-central1-c",
+    ],
+};
+
+/// Private subnets: kops makes a Cloud NAT router for them.
+const PRIVATE: Shape = Shape {
+    label: "private topology",
+    flags: &["--zones", "us-central1-a", "--topology", "private"],
+};
+
+/// kops allows an internal API load balancer only with a private subnet.
+const INTERNAL_LB_CILIUM: Shape = Shape {
+    label: "internal load balancer, Cilium",
+    flags: &[
+        "--zones",
+        "us-central1-a",
+        "--topology",
+        "private",
+        "--api-loadbalancer-type",
+        "internal",
+        "--networking",
+        "cilium",
+    ],
+};
+
+/// `create cluster` of `shape`: no DNS, kops' stable channel.
+fn create_args<'a>(go: &'a GoKops, state: &'a str, key: &'a Path, shape: &Shape) -> Vec<&'a str> {
+    let mut args = vec![
         "create",
         "cluster",
         "--name",
@@ -118,8 +167,6 @@ fn create_args<'a>(go: &'a GoKops, state: &'a str, key: &'a Path) -> Vec<&'a str
         "gce",
         "--project",
         PROJECT,
-        "--zones",
-        "us-central1-a",
         "--dns",
         "none",
         "--state",
@@ -128,7 +175,9 @@ fn create_args<'a>(go: &'a GoKops, state: &'a str, key: &'a Path) -> Vec<&'a str
         &go.channel,
         "--ssh-public-key",
         key.to_str().unwrap_or_default(),
-    ]
+    ];
+    args.extend(shape.flags.iter().copied());
+    args
 }
 
 /// Every file below `dir` with its bytes, by relative path.
@@ -191,8 +240,20 @@ fn planned(plan: &Value) -> Vec<String> {
     out
 }
 
-#[test]
-fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
+/// The writes among `calls`, as `METHOD path` lines.
+fn writes(calls: &[kops_testkit::gce_api::Call]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.is_write())
+        .map(|c| format!("{} {}", c.method, c.path))
+        .collect()
+}
+
+/// The real kops makes a cluster of `shape` (create, `update --yes`, a
+/// second `update --yes` that writes nothing), kops-rs takes it over (its
+/// plan is empty, its `update --yes` makes no Google write and rewrites no
+/// state-store file), and kops deletes it to nothing.
+fn kops_made_cluster_taken_over(shape: &Shape) {
     let Some(go) = go_kops_gce() else { return };
     let Some(api) = kops_testkit::require_gce_api() else {
         return;
@@ -201,6 +262,7 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
     let Some((home, key)) = home_with_key(work.path()) else {
         return;
     };
+    let label = shape.label;
     let state = file_url(&work.path().join("state"));
     let go_ok = |args: &[&str]| {
         let r = run_go(&go, &api, &home, args);
@@ -211,7 +273,7 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
         );
         r
     };
-    go_ok(&create_args(&go, &state, &key));
+    go_ok(&create_args(&go, &state, &key, shape));
     go_ok(&[
         "update", "cluster", "--name", NAME, "--state", &state, "--yes",
     ]);
@@ -223,16 +285,12 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
     ]);
     let again = api.take_calls();
     assert!(unserved(&again).is_empty(), "501: {:?}", unserved(&again));
-    let writes: Vec<String> = again
-        .iter()
-        .filter(|c| c.is_write())
-        .map(|c| format!("{} {}", c.method, c.path))
-        .collect();
     println!(
-        "kops 1.37 on the test server: apply {} calls ({} writes), {resources} resources; second update {} calls, writes {writes:?}",
+        "[{label}] kops 1.37 on the test server: apply {} calls ({} writes), {resources} resources; second update {} calls, writes {:?}",
         apply.len(),
-        apply.iter().filter(|c| c.is_write()).count(),
-        again.len()
+        writes(&apply).len(),
+        again.len(),
+        writes(&again)
     );
 
     // Taking over: kops-rs' plan of the cluster kops made.
@@ -242,7 +300,7 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
         &["update", "cluster", NAME, "--state", &state, "-o", "json"],
     );
     let takeover = api.take_calls();
-    assert!(!takeover.iter().any(|c| c.is_write()), "a plan wrote");
+    assert!(writes(&takeover).is_empty(), "a plan wrote");
     let plan: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| {
         panic!(
             "kops-rs' plan is not JSON ({e}):\n{}\n{}",
@@ -251,7 +309,7 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
     });
     let changes = planned(&plan);
     println!(
-        "kops-rs taking over kops' GCE cluster: exit {}, {} calls, {} changes planned",
+        "[{label}] kops-rs taking over kops' GCE cluster: exit {}, {} calls, {} changes planned",
         r.code,
         takeover.len(),
         changes.len(),
@@ -274,21 +332,20 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
         .filter(|(path, bytes)| stored.get(*path) != Some(*bytes))
         .map(|(path, _)| path)
         .collect();
-    println!("state-store files kops-rs rewrote: {rewritten:?}");
-    let writes: Vec<String> = applied
-        .iter()
-        .filter(|c| c.is_write())
-        .map(|c| format!("{} {}", c.method, c.path))
-        .collect();
+    let google_writes = writes(&applied);
     println!(
-        "kops-rs update --yes on kops' GCE cluster: exit {}, {} calls, writes {writes:?}",
+        "[{label}] kops-rs update --yes on kops' GCE cluster: exit {}, {} calls, Google writes {google_writes:?}, state-store files rewritten {rewritten:?}",
         r.code,
         applied.len()
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        writes.is_empty(),
-        "kops-rs changed kops' cluster: {writes:?}"
+        google_writes.is_empty(),
+        "kops-rs changed kops' cluster: {google_writes:?}"
+    );
+    assert!(
+        rewritten.is_empty(),
+        "kops-rs rewrote kops' state-store files: {rewritten:?}"
     );
 
     go_ok(&[
@@ -302,23 +359,26 @@ fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
         .filter(|p| !p.ends_with("/iamPolicy") && !p.contains("/changes/"))
         .collect();
     println!(
-        "kops 1.37 delete: {} calls ({} writes); left {left:?}",
+        "[{label}] kops 1.37 delete: {} calls ({} writes); left {left:?}",
         delete.len(),
-        delete.iter().filter(|c| c.is_write()).count()
+        writes(&delete).len()
     );
     assert!(left.is_empty(), "delete left: {left:?}");
 }
 
-/// The other way: kops-rs makes the cluster (with kops' release as
+/// What kops may plan on a cluster kops-rs made: its own kops-controller
+/// addon and the channel's hash of it (by design), and nothing else.
+const DESIGNED: &[&str] = &[
+    "AddonManifest/gokops.example.com-addons-kops-controller.addons.k8s.io-k8s-1.16",
+    "BootstrapChannel/gokops.example.com-addons-bootstrap",
+];
+
+/// The other way: kops-rs makes a cluster of `shape` (with kops' release as
 /// `KOPS_BASE_URL`, so its nodes boot kops' nodeup), and the real kops
-/// plans it: its own kops-controller addon and the channel's hash of it (by
-/// design), no other addon, no firewall rule, not kops-version.txt, and it
-/// keeps the workers' instance template. Not yet as kops: with a `file://`
-/// store kops writes bare paths where kops-rs writes the URL
-/// (cluster-completed.spec, the channels manifest, the control-plane node
-/// config, and so the control-plane template's user data).
-#[test]
-fn real_kops_plans_its_addon_and_templates_on_a_kops_rs_gce_cluster() {
+/// plans only the designed change ([`DESIGNED`]): every state-store file
+/// kops-rs wrote (with a `file://` store too) is kops' bytes, and kops keeps
+/// every Google resource, control-plane templates included.
+fn kops_rs_made_cluster_planned_by_kops(shape: &Shape) {
     let Some(go) = go_kops_gce() else { return };
     let Some(api) = kops_testkit::require_gce_api() else {
         return;
@@ -327,13 +387,14 @@ fn real_kops_plans_its_addon_and_templates_on_a_kops_rs_gce_cluster() {
     let Some((home, key)) = home_with_key(work.path()) else {
         return;
     };
+    let label = shape.label;
     let state = file_url(&work.path().join("state"));
     let rs_ok = |args: &[&str]| {
         let r = run_rs(&go, &api, args);
         assert_eq!(r.code, 0, "kops-rs {args:?}:\n{}\n{}", r.stdout, r.stderr);
         r
     };
-    rs_ok(&create_args(&go, &state, &key));
+    rs_ok(&create_args(&go, &state, &key, shape));
     rs_ok(&["update", "cluster", NAME, "--state", &state, "--yes"]);
     let apply = api.take_calls();
     let r = run_go(
@@ -343,16 +404,8 @@ fn real_kops_plans_its_addon_and_templates_on_a_kops_rs_gce_cluster() {
         &["update", "cluster", "--name", NAME, "--state", &state],
     );
     let plan = api.take_calls();
-    println!(
-        "kops 1.37 on kops-rs' GCE cluster ({} calls to make it): exit {}, {} calls, writes {}",
-        apply.len(),
-        r.code,
-        plan.len(),
-        plan.iter().filter(|c| c.is_write()).count(),
-    );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    // What kops plans, by kind: the state-store files kops-rs writes on GCE
-    // are kops' bytes (only kops-controller's addon differs, by design).
+    // The tasks kops would create or modify, as `Kind/name` lines.
     let lines: Vec<&str> = r
         .stdout
         .lines()
@@ -363,14 +416,64 @@ fn real_kops_plans_its_addon_and_templates_on_a_kops_rs_gce_cluster() {
             })
         })
         .collect();
-    println!("kops plans on kops-rs' GCE cluster: {lines:#?}");
-    for line in &lines {
-        if line.starts_with("AddonManifest/") {
-            assert!(line.contains("kops-controller.addons.k8s.io"), "{line}");
-        }
-        assert!(!line.starts_with("FirewallRule/"), "{line}");
-        assert!(!line.starts_with("InstanceTemplate/nodes-"), "{line}");
-        assert_ne!(*line, "ManagedFile/kops-version.txt");
-    }
+    let unexpected: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !DESIGNED.contains(l))
+        .collect();
+    println!(
+        "[{label}] kops 1.37 on kops-rs' GCE cluster ({} calls to make it): exit {}, {} calls, {} writes, {} changes planned: {lines:#?}",
+        apply.len(),
+        r.code,
+        plan.len(),
+        writes(&plan).len(),
+        lines.len(),
+    );
+    assert!(writes(&plan).is_empty(), "a plan wrote");
+    assert!(
+        unexpected.is_empty(),
+        "kops plans more than its addon on kops-rs' cluster: {unexpected:#?}\n{}",
+        r.stdout
+    );
     rs_ok(&["delete", "cluster", NAME, "--state", &state, "--yes"]);
+}
+
+#[test]
+fn real_kops_creates_updates_and_deletes_a_gce_cluster_on_the_test_server() {
+    kops_made_cluster_taken_over(&MINIMAL);
+}
+
+#[test]
+fn kops_rs_takes_over_kops_ha_gce_cluster_over_3_zones() {
+    kops_made_cluster_taken_over(&HA);
+}
+
+#[test]
+fn kops_rs_takes_over_kops_private_gce_cluster() {
+    kops_made_cluster_taken_over(&PRIVATE);
+}
+
+#[test]
+fn kops_rs_takes_over_kops_gce_cluster_with_internal_lb_and_cilium() {
+    kops_made_cluster_taken_over(&INTERNAL_LB_CILIUM);
+}
+
+#[test]
+fn real_kops_plans_only_its_addon_on_a_kops_rs_gce_cluster() {
+    kops_rs_made_cluster_planned_by_kops(&MINIMAL);
+}
+
+#[test]
+fn real_kops_plans_only_its_addon_on_a_kops_rs_ha_gce_cluster() {
+    kops_rs_made_cluster_planned_by_kops(&HA);
+}
+
+#[test]
+fn real_kops_plans_only_its_addon_on_a_kops_rs_private_gce_cluster() {
+    kops_rs_made_cluster_planned_by_kops(&PRIVATE);
+}
+
+#[test]
+fn real_kops_plans_only_its_addon_on_a_kops_rs_gce_cluster_with_internal_lb_and_cilium() {
+    kops_rs_made_cluster_planned_by_kops(&INTERNAL_LB_CILIUM);
 }
