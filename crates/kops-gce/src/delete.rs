@@ -350,16 +350,21 @@ pub async fn list_cluster_resources(
         .iter()
         .filter(|g| template_links.contains(reference(text(g, "instanceTemplate"))))
         .collect();
-    let instance_lists = stream::iter(groups.iter().map(|g| {
-        let url = format!(
-            "{}/listManagedInstances",
-            compute_url(cloud, text(g, "selfLink"))
-        );
-        async move {
-            cloud
-                .list_with(Method::POST, &url, "managedInstances")
-                .await
-        }
+    // Owned URLs: a closure over borrowed items would make this future
+    // not `Send` (rustc's higher-ranked closure inference).
+    let urls: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            format!(
+                "{}/listManagedInstances",
+                compute_url(cloud, text(g, "selfLink"))
+            )
+        })
+        .collect();
+    let instance_lists = stream::iter(urls.into_iter().map(|url: String| async move {
+        cloud
+            .list_with(Method::POST, &url, "managedInstances")
+            .await
     }))
     .buffered(PARALLEL)
     .collect::<Vec<_>>()
@@ -623,10 +628,14 @@ async fn dns_records(
         })
         .map(|z| text(z, "name"))
         .collect();
-    let lists = stream::iter(zones.iter().map(|zone| async move {
-        let url = cloud.dns_url(&format!("managedZones/{zone}/rrsets"));
-        cloud.list(&url, "rrsets").await
-    }))
+    let urls: Vec<String> = zones
+        .iter()
+        .map(|zone| cloud.dns_url(&format!("managedZones/{zone}/rrsets")))
+        .collect();
+    let lists = stream::iter(
+        urls.into_iter()
+            .map(|url: String| async move { cloud.list(&url, "rrsets").await }),
+    )
     .buffered(PARALLEL)
     .collect::<Vec<_>>()
     .await;

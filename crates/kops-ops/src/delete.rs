@@ -3,13 +3,16 @@
 
 use std::time::Duration;
 
-use kops_aws::delete::{delete_resources, list_cluster_resources, DeleteReport, Resource};
-use kops_aws::AwsCloud;
+use kops_aws::delete::{DeleteReport, Resource};
 
 use crate::{OpsError, Registry};
 
+pub(crate) mod aws;
+pub(crate) mod gce;
+pub(crate) mod vsphere;
+
 /// Receives each resource deleted (`None`) or still blocked (`Some(reason)`).
-pub type DeleteProgress = dyn Fn(&Resource, Option<&str>) + Sync;
+pub type DeleteProgress = dyn Fn(&Resource, Option<&str>) + Send + Sync;
 
 /// What `delete cluster` was asked to do.
 pub struct DeleteRequest {
@@ -60,203 +63,10 @@ pub async fn delete_cluster(
     } else {
         registry.get_cluster(&request.cluster).await?
     };
-    if let Some(cluster) = &spec {
-        match crate::cloud::Cloud::of(cluster)? {
-            crate::cloud::Cloud::Gce => return delete_gce(registry, request, cluster).await,
-            crate::cloud::Cloud::Vsphere => return delete_vsphere(registry, request).await,
-            crate::cloud::Cloud::Aws => {}
-        }
+    match &spec {
+        Some(cluster) => crate::cloud::of(cluster)?,
+        None => crate::cloud::external(),
     }
-    let region = match (&request.region, &spec) {
-        (Some(r), _) => r.clone(),
-        (None, Some(c)) => crate::cloud::aws_region(c)?,
-        (None, None) => {
-            return Err(OpsError::ClusterNotFound {
-                name: request.cluster.clone(),
-                store: registry.store().base_url().to_string(),
-            })
-        }
-    };
-    if request.external && kops_gce::names::is_region(&region) {
-        return Err(crate::flag_error(
-            "--region",
-            &format!(
-                "`{region}` is a Google Cloud region: --external looks on AWS only, as kops' does"
-            ),
-            "delete a Google Cloud cluster from the state store that holds its spec: `kops delete cluster NAME --state gs://BUCKET`, without --external",
-        ));
-    }
-    let cloud = AwsCloud::new(&region).await;
-    let resources = list_cluster_resources(&cloud, &request.cluster).await?;
-    let state_keys = if request.external {
-        Vec::new()
-    } else {
-        registry
-            .store()
-            .list(&format!("{}/", request.cluster))
-            .await
-            .map_err(kops_state::registry::RegistryError::from)?
-    };
-    if !request.yes {
-        return Ok(DeleteOutcome {
-            resources,
-            state_keys,
-            report: None,
-            calls: format!("{} AWS calls", cloud.calls().total()),
-            limits: cloud.limit_waits(),
-        });
-    }
-    let report = delete_resources(
-        &cloud,
-        resources.clone(),
-        request.passes,
-        request.interval,
-        &*request.progress,
-    )
-    .await?;
-    if spec.is_some() {
-        registry.delete_cluster_state(&request.cluster).await?;
-    }
-    Ok(DeleteOutcome {
-        resources,
-        state_keys,
-        report: Some(report),
-        calls: format!("{} AWS calls", cloud.calls().total()),
-        limits: cloud.limit_waits(),
-    })
-}
-
-/// A GCE resource as the delete use case reports resources.
-fn reported(r: &kops_gce::delete::Resource) -> Resource {
-    Resource {
-        phase: r.phase,
-        kind: r.kind,
-        id: r.id.clone(),
-        name: r.name.clone(),
-        shared: r.shared,
-        vpc: None,
-    }
-}
-
-/// `delete cluster` on GCE: kops-gce finds the cluster's resources in the
-/// spec's project and region and deletes them; then the state goes.
-async fn delete_gce(
-    registry: &Registry,
-    request: DeleteRequest,
-    cluster: &kops_api::Cluster,
-) -> Result<DeleteOutcome, OpsError> {
-    let cloud_kind = crate::cloud::Cloud::Gce;
-    let region = match &request.region {
-        Some(r) => r.clone(),
-        None => cloud_kind.region(cluster)?,
-    };
-    let project = crate::cloud::gce_project(cluster)?;
-    let spec = &cluster.spec;
-    let shared: std::collections::BTreeSet<String> = spec
-        .network_id
-        .iter()
-        .chain(spec.subnets.iter().flatten().filter_map(|s| s.id.as_ref()))
-        .filter(|id| !id.is_empty())
-        .map(|id| id.rsplit('/').next().unwrap_or(id).to_string())
-        .collect();
-    let uses_none_dns = spec
-        .topology
-        .as_ref()
-        .and_then(|t| t.dns.as_ref())
-        .and_then(|d| d.kind.as_deref())
-        == Some("None");
-    let scope = kops_gce::delete::Scope {
-        cluster: request.cluster.clone(),
-        shared,
-        dns: !uses_none_dns && !cluster.is_gossip(),
-    };
-    let cloud =
-        kops_gce::cloud::GceCloud::new(&project, &region).map_err(|e| OpsError::CannotApply {
-            cluster: request.cluster.clone(),
-            reason: e.to_string(),
-        })?;
-    let found = kops_gce::delete::list_cluster_resources(&cloud, &scope).await?;
-    let state_keys = registry
-        .store()
-        .list(&format!("{}/", request.cluster))
-        .await
-        .map_err(kops_state::registry::RegistryError::from)?;
-    let calls = |cloud: &kops_gce::cloud::GceCloud| {
-        format!("{} Google Cloud calls", cloud.calls().values().sum::<u64>())
-    };
-    let resources = found.iter().map(reported).collect();
-    if !request.yes {
-        return Ok(DeleteOutcome {
-            resources,
-            state_keys,
-            report: None,
-            calls: calls(&cloud),
-            limits: cloud.limit_waits(),
-        });
-    }
-    let progress =
-        |r: &kops_gce::delete::Resource, why: Option<&str>| (request.progress)(&reported(r), why);
-    let done = kops_gce::delete::delete_resources(
-        &cloud,
-        found,
-        request.passes,
-        request.interval,
-        &progress,
-    )
-    .await?;
-    registry.delete_cluster_state(&request.cluster).await?;
-    Ok(DeleteOutcome {
-        resources,
-        state_keys,
-        report: Some(DeleteReport {
-            deleted: done.deleted.iter().map(reported).collect(),
-            kept: done.kept.iter().map(reported).collect(),
-            passes: done.passes,
-        }),
-        calls: calls(&cloud),
-        limits: cloud.limit_waits(),
-    })
-}
-
-/// `delete cluster` on vSphere: the cluster's VMs in its folder (powered
-/// off, then destroyed), the folder when nothing else is in it, then the
-/// cluster's state.
-async fn delete_vsphere(
-    registry: &Registry,
-    request: DeleteRequest,
-) -> Result<DeleteOutcome, OpsError> {
-    let (vms, calls) = crate::vsphere::delete(registry, &request.cluster, request.yes).await?;
-    let resources: Vec<Resource> = vms
-        .into_iter()
-        .map(|vm| Resource {
-            phase: 0,
-            kind: "VirtualMachine",
-            id: vm.clone(),
-            name: vm,
-            shared: false,
-            vpc: None,
-        })
-        .collect();
-    let state_keys = registry
-        .store()
-        .list(&format!("{}/", request.cluster))
-        .await
-        .map_err(kops_state::registry::RegistryError::from)?;
-    let report = if request.yes {
-        registry.delete_cluster_state(&request.cluster).await?;
-        Some(DeleteReport {
-            deleted: resources.clone(),
-            kept: Vec::new(),
-            passes: 1,
-        })
-    } else {
-        None
-    };
-    Ok(DeleteOutcome {
-        resources,
-        state_keys,
-        report,
-        calls: kops_vsphere::calls_summary(&calls),
-        limits: kops_engine::LimitWaits::default(),
-    })
+    .delete(registry, request, spec.as_ref())
+    .await
 }

@@ -14,9 +14,7 @@ use crate::{flag_error, OpsError, Registry};
 /// The machine types of the cluster's cloud and region (EC2's on AWS;
 /// other clouds are refused with one line).
 pub async fn instance_types(cluster: &Cluster) -> Result<Vec<InstanceTypeInfo>, OpsError> {
-    crate::cloud::Cloud::of(cluster)?
-        .instance_types(cluster)
-        .await
+    crate::cloud::of(cluster)?.instance_types(cluster).await
 }
 
 /// A closed range; either end may be open.

@@ -674,8 +674,7 @@ pub async fn export_kubeconfig(
         let wants_lb = lb_class.is_some() && (ssl.is_none() || request.admin.is_some());
         // The load balancer's own name where the cloud gives it one; else
         // the API name stays.
-        let lb_named =
-            crate::cloud::Cloud::of(&cluster).is_ok_and(crate::cloud::Cloud::names_load_balancers);
+        let lb_named = crate::cloud::of(&cluster).is_ok_and(|c| c.names_load_balancers());
         if wants_lb && network_lb && request.lookup_load_balancer && lb_named {
             match api_load_balancer_dns_name(&cluster).await? {
                 Some(dns) => server = format!("https://{}", wrap_ipv6(&dns)),

@@ -17,24 +17,5 @@ pub async fn provider(
     registry: &Registry,
     cluster: &Cluster,
 ) -> Result<Arc<dyn Provider>, OpsError> {
-    let cloud = crate::cloud::Cloud::of(cluster)?;
-    let region = cloud.region(cluster)?;
-    let name = cluster.name();
-    Ok(match cloud {
-        crate::cloud::Cloud::Aws => Arc::new(kops_aws::provider::AwsProvider {
-            cloud: kops_aws::AwsCloud::new(&region).await,
-            cluster: name.to_string(),
-        }),
-        crate::cloud::Cloud::Gce => {
-            let project = crate::cloud::gce_project(cluster)?;
-            let opened = kops_gce::provider::GceProvider::open(&project, &region, name);
-            Arc::new(opened.map_err(|e| OpsError::CannotApply {
-                cluster: name.to_string(),
-                reason: e.to_string(),
-            })?)
-        }
-        crate::cloud::Cloud::Vsphere => {
-            Arc::new(crate::vsphere_instances::VsphereInstances::open(registry, name).await?)
-        }
-    })
+    crate::cloud::of(cluster)?.provider(registry, cluster).await
 }

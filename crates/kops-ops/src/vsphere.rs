@@ -651,8 +651,9 @@ mod tests {
             "    vSphereServer: vc.example.com\n    vSphereDatacenter: DC0\n    vSphereResourcePool: C0\n    vSphereDatastore: ds\n    vSphereCoreDNSServer: http://10.0.0.2:2379\n",
         );
         assert_eq!(
-            crate::cloud::Cloud::of(&c).unwrap(),
-            crate::cloud::Cloud::Vsphere
+            crate::cloud::of(&c).unwrap().region(&c).unwrap(),
+            "DC0",
+            "a vSphere cluster's region is its datacenter"
         );
         // Without DNS, the control plane's virtual IP is the API address.
         settings(&c).unwrap();

@@ -35,7 +35,7 @@ pub(crate) fn resolved(
     })
 }
 
-pub(super) fn render(
+pub(crate) fn render(
     prepared: &Prepared,
     target: RenderTarget,
 ) -> Result<CloudRender, RenderClusterError> {

@@ -16,14 +16,13 @@ use crate::{OpsError, Registry};
 
 /// The GCE update; `cluster` is the stored spec, its instance groups
 /// validated by the caller.
-pub(super) async fn update(
+pub(crate) async fn update(
     registry: &Registry,
     request: UpdateRequest,
     cluster: kops_api::Cluster,
     groups: Vec<kops_api::InstanceGroup>,
 ) -> Result<UpdateOutcome, OpsError> {
-    let cloud_kind = crate::cloud::Cloud::Gce;
-    let region = cloud_kind.region(&cluster)?;
+    let region = crate::cloud::gce_region(&cluster)?;
     let project = crate::cloud::gce_project(&cluster)?;
     let nodeup = super::nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
