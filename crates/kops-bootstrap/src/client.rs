@@ -14,7 +14,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 
-use crate::protocol::{audience, create_token_v1, sts_url, BootstrapRequest, BootstrapResponse};
+use crate::protocol::{BootstrapRequest, BootstrapResponse};
 use crate::text::error_chain;
 
 /// Why a bootstrap attempt failed.
@@ -117,29 +117,17 @@ impl BootstrapClient {
         })
     }
 
-    /// One round over the servers: the first answer wins; the last error
-    /// otherwise. The token proves the instance role (AWS).
-    pub async fn bootstrap(
-        &self,
-        request: &BootstrapRequest,
-        credentials: &aws_credential_types::Credentials,
-    ) -> Result<BootstrapResponse, ClientError> {
-        let sts = sts_url(&self.region);
-        let audience = audience(&self.cluster);
-        self.bootstrap_with(request, &|body| {
-            create_token_v1(
-                &sts,
-                &self.region,
-                credentials,
-                SystemTime::now(),
-                body,
-                &audience,
-            )
-        })
-        .await
+    /// The cluster this client asks for.
+    pub fn cluster(&self) -> &str {
+        &self.cluster
     }
 
-    /// [`BootstrapClient::bootstrap`] on Google Cloud: the token is signed
+    /// The cloud region the node is in (AWS: where its STS token is for).
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// A bootstrap on Google Cloud: the token is signed
     /// by the instance's vTPM attestation key (or its stand-in).
     pub async fn bootstrap_gce(
         &self,
@@ -221,24 +209,4 @@ impl BootstrapClient {
             reason: e.to_string(),
         })
     }
-}
-
-/// The instance's credentials from the default chain (environment,
-/// profile, instance metadata).
-pub async fn default_credentials(
-    region: &str,
-) -> Result<aws_credential_types::Credentials, ClientError> {
-    use aws_credential_types::provider::ProvideCredentials;
-
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new(region.to_string()))
-        .load()
-        .await;
-    let provider = config
-        .credentials_provider()
-        .ok_or_else(|| ClientError::Credentials("no credentials provider".into()))?;
-    provider
-        .provide_credentials()
-        .await
-        .map_err(|e| ClientError::Credentials(error_chain(&e)))
 }

@@ -80,7 +80,7 @@ pub async fn verifier_with(
         partition,
         nodes_roles: aws.nodes_roles.clone(),
         region: aws.region.clone(),
-        sts_url: kops_bootstrap::protocol::sts_url(&aws.region),
+        sts_url: kops_aws_identity::sts_url(&aws.region),
         use_ip_based_node_names: aws.use_ip_based_node_names,
         accept_kops_node_tokens: options.accept_kops_node_tokens,
         ec2: aws_sdk_ec2::Client::new(sdk),

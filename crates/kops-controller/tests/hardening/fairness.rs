@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use aws_sdk_ec2::config::Credentials;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use kops_aws_identity::AwsBootstrap;
 use kops_bootstrap::protocol;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -134,8 +135,8 @@ impl Target {
 fn forged_token(cluster: &Cluster, body: &[u8], n: usize) -> String {
     let key = format!("ASIAFORGED{n:010}");
     let credentials = Credentials::new(key, "not-a-secret", None, None, "forged");
-    protocol::create_token_v1(
-        &protocol::sts_url(REGION),
+    kops_aws_identity::create_token_v1(
+        &kops_aws_identity::sts_url(REGION),
         REGION,
         &credentials,
         SystemTime::now(),

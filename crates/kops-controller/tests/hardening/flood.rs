@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kops_aws_identity::AwsBootstrap;
 use kops_bootstrap::client::ClientError;
 use tokio::io::AsyncWriteExt;
 

@@ -180,7 +180,7 @@ impl Cluster {
                     partition: "aws".to_string(),
                     nodes_roles: vec![format!("nodes.{name}")],
                     region: REGION.to_string(),
-                    sts_url: protocol::sts_url(REGION),
+                    sts_url: kops_aws_identity::sts_url(REGION),
                     use_ip_based_node_names: false,
                     accept_kops_node_tokens: false,
                     ec2: aws_sdk_ec2::Client::new(&sdk),
@@ -299,8 +299,8 @@ impl Cluster {
 
     /// A node's token for `body`, signed with `credentials`.
     pub fn token(&self, credentials: &Credentials, body: &[u8]) -> String {
-        protocol::create_token_v1(
-            &protocol::sts_url(REGION),
+        kops_aws_identity::create_token_v1(
+            &kops_aws_identity::sts_url(REGION),
             REGION,
             credentials,
             SystemTime::now(),

@@ -2,6 +2,7 @@
 //! duplicated signature parameter, and an internal error, each answered
 //! as it should be and logged once, on one line.
 
+use kops_aws_identity::AwsBootstrap;
 use kops_bootstrap::client::ClientError;
 
 use crate::harness::{edit_token, request, with_moto, Cluster, WORKERS};

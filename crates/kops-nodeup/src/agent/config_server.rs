@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kops_bootstrap::client::{default_credentials, BootstrapClient, ClientError};
+use kops_aws_identity::{default_credentials, AwsBootstrap};
+use kops_bootstrap::client::{BootstrapClient, ClientError};
 use kops_bootstrap::protocol::{BootstrapRequest, BOOTSTRAP_API_VERSION};
 use kops_pki::IssueRequest;
 

@@ -449,8 +449,8 @@ async fn join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, logs: &Logs) {
     };
     let body = serde_json::to_vec(&request).unwrap();
     let token = |creds: &Credentials, audience: &str| {
-        protocol::create_token_v1(
-            &protocol::sts_url("us-east-1"),
+        kops_aws_identity::create_token_v1(
+            &kops_aws_identity::sts_url("us-east-1"),
             "us-east-1",
             creds,
             SystemTime::now(),
@@ -845,8 +845,8 @@ async fn mixed_join(moto: &kops_testkit::Moto, tmp: &Path, state: &str, cluster:
         ..Default::default()
     };
     let body = serde_json::to_vec(&request).unwrap();
-    let token = protocol::create_token_v1(
-        &protocol::sts_url("us-east-1"),
+    let token = kops_aws_identity::create_token_v1(
+        &kops_aws_identity::sts_url("us-east-1"),
         "us-east-1",
         &creds,
         SystemTime::now(),
