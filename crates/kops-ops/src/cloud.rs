@@ -12,13 +12,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use kops_api::Cluster;
 
-use crate::delete::{DeleteOutcome, DeleteRequest};
-use crate::render::{CloudRender, Prepared, RenderClusterError, RenderTarget};
-use crate::update::{UpdateRequest, Updated};
+use crate::delete::request::{DeleteOutcome, DeleteRequest};
+use crate::render::request::{CloudRender, Prepared, RenderClusterError, RenderTarget};
+use crate::update::request::{UpdateRequest, Updated};
 use crate::{OpsError, Registry};
 
 mod aws;
 mod gce;
+pub mod spec;
 mod vsphere;
 
 /// What the use cases ask of the cluster's cloud.
@@ -32,6 +33,15 @@ pub(crate) trait Cloud: Send + Sync {
     /// the other clouds the API's name is what the kubeconfig says.
     fn names_load_balancers(&self) -> bool {
         false
+    }
+
+    /// That name, when the cloud has the cluster's API load balancer
+    /// (`None`: not found); why the look-up failed.
+    async fn api_load_balancer_dns_name(
+        &self,
+        _cluster: &Cluster,
+    ) -> Result<Option<String>, String> {
+        Ok(None)
     }
 
     /// The machine types the cluster's region offers, with the resources
@@ -107,55 +117,4 @@ pub(crate) fn of(cluster: &Cluster) -> Result<&'static dyn Cloud, OpsError> {
 /// kops (its `--external` always builds an AWS client from `--region`).
 pub(crate) fn external() -> &'static dyn Cloud {
     &aws::Aws
-}
-
-/// `--external` on a cloud other than AWS (which [`external`] never
-/// picks): the refusal kops' `--external` would give.
-fn external_is_aws(store: &str) -> OpsError {
-    crate::flag_error(
-        "--external",
-        "--external finds a cluster's resources on AWS only, as kops' does",
-        &format!("delete the cluster from the state store that holds its spec: `kops delete cluster NAME --state {store}`, without --external"),
-    )
-}
-
-/// An AWS cluster's region: the region of its subnets' zones.
-pub fn aws_region(cluster: &kops_api::Cluster) -> Result<String, OpsError> {
-    cluster.aws_region().ok_or_else(|| OpsError::CannotApply {
-        cluster: cluster.name().to_string(),
-        reason: "its subnets name no AWS availability zone".into(),
-    })
-}
-
-/// The cluster's Google Cloud project (`spec.project`), required on GCE.
-pub fn gce_project(cluster: &kops_api::Cluster) -> Result<String, OpsError> {
-    cluster
-        .spec
-        .project
-        .clone()
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| OpsError::CannotApply {
-            cluster: cluster.name().to_string(),
-            reason:
-                "spec.project is not set; set it to the Google Cloud project the cluster lives in"
-                    .into(),
-        })
-}
-
-/// A GCE cluster's region: `subnets[].region`, else the region of a
-/// subnet's zone.
-pub fn gce_region(cluster: &Cluster) -> Result<String, OpsError> {
-    let subnets = cluster.spec.subnets.iter().flatten();
-    subnets
-        .clone()
-        .find_map(|s| s.region.clone().filter(|r| !r.is_empty()))
-        .or_else(|| {
-            subnets
-                .filter_map(|s| s.zone.as_deref())
-                .find_map(kops_api::zones::gce_region)
-        })
-        .ok_or_else(|| OpsError::CannotApply {
-            cluster: cluster.name().to_string(),
-            reason: "its subnets name no GCE region (spec.subnets[].region)".into(),
-        })
 }

@@ -143,3 +143,12 @@ impl OpsError {
         )
     }
 }
+
+impl From<kops_vsphere_model::ModelError> for OpsError {
+    fn from(e: kops_vsphere_model::ModelError) -> Self {
+        match e {
+            kops_vsphere_model::ModelError::Spec(fields) => OpsError::Flags(fields),
+            kops_vsphere_model::ModelError::Vsphere(e) => OpsError::Vsphere(e),
+        }
+    }
+}

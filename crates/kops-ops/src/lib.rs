@@ -13,6 +13,7 @@ pub mod enroll;
 mod error;
 pub mod gcloud;
 pub mod instance_selector;
+pub mod kubeconfig;
 pub mod kubectl_auth;
 pub mod pki;
 pub mod provider;
@@ -20,7 +21,6 @@ pub mod render;
 pub mod spec;
 pub mod update;
 pub mod vsphere;
-pub mod vsphere_instances;
 
 /// Whether kops' feature flag `name` is on in `KOPS_FEATURE_FLAGS`
 /// (comma-separated; `Name` or `+Name` turns it on, `-Name` off).

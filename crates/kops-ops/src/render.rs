@@ -18,118 +18,23 @@
 //! object resource, they are written to the state store here when the
 //! config base is in the state store kops-rs was given.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kops_api::validation;
-use kops_model::files::StateFile;
-use kops_model::Model;
 use kops_state::WriteOptions;
 
-use crate::spec::completed_spec;
 use crate::update::options::Phase;
 use crate::{require_cluster, OpsError, Registry};
 
 pub(crate) mod aws;
+pub(crate) mod files;
 pub(crate) mod gce;
+pub(crate) mod request;
 
-/// The file formats `update cluster` can write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RenderTarget {
-    Terraform,
-    CloudFormation,
-}
-
-impl RenderTarget {
-    /// The output directory when none is given (kops' defaults).
-    pub fn default_out(self) -> PathBuf {
-        match self {
-            RenderTarget::Terraform => PathBuf::from("out/terraform"),
-            RenderTarget::CloudFormation => PathBuf::from("out/cloudformation"),
-        }
-    }
-}
-
-pub struct RenderRequest {
-    pub cluster: String,
-    pub target: RenderTarget,
-    /// `None`: [`RenderTarget::default_out`].
-    pub out: Option<PathBuf>,
-    /// `--phase network`: only the network's resources (the other phases
-    /// build on objects a file target cannot look up, and are refused).
-    pub phase: Option<crate::update::options::Phase>,
-}
-
-#[derive(Debug)]
-pub struct RenderOutcome {
-    pub out: PathBuf,
-    /// Written, relative to `out`.
-    pub files: Vec<String>,
-    /// Tasks in the graph.
-    pub tasks: usize,
-    /// State-store files written directly (not managed by the rendered files).
-    pub state_files_written: Vec<String>,
-    /// Task types without a renderer (a bug to report; empty normally).
-    pub unrendered: Vec<String>,
-    /// What the render could not fill in, one line each, with how to get
-    /// it (the account without credentials).
-    pub warnings: Vec<String>,
-}
-
-/// How long the render waits for the account before rendering without it:
-/// a credential source that does not answer (an unreachable endpoint, an
-/// identity provider down) must not hold up a render that can do without.
-pub const ACCOUNT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-#[derive(Debug, thiserror::Error)]
-pub enum RenderClusterError {
-    #[error(transparent)]
-    Ops(#[from] OpsError),
-    #[error(transparent)]
-    Render(#[from] kops_render::RenderError),
-    #[error("{0}")]
-    NodeConfig(String),
-    /// The service-account keyset (for the published JWKS).
-    #[error(transparent)]
-    Pki(#[from] kops_pki::PkiError),
-    #[error("cannot write `{path}`: {source}\nhint: check that the output directory (--out) is writable")]
-    Write {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl From<kops_model::ModelError> for RenderClusterError {
-    fn from(e: kops_model::ModelError) -> Self {
-        Self::Ops(e.into())
-    }
-}
-
-impl From<kops_state::registry::RegistryError> for RenderClusterError {
-    fn from(e: kops_state::registry::RegistryError) -> Self {
-        Self::Ops(e.into())
-    }
-}
-
-/// What every cloud's render shares: the cluster, its groups and keys,
-/// where its state lives, and what node configs and user data need.
-pub(crate) struct Prepared {
-    pub cluster: kops_api::Cluster,
-    pub groups: Vec<kops_api::InstanceGroup>,
-    pub ssh_public_key: Option<String>,
-    pub config_base: String,
-    pub region: String,
-    pub node_inputs: kops_nodeup::config::NodeInputs,
-}
-
-/// What a cloud's render hands back to be written.
-pub(crate) struct CloudRender {
-    pub outcome: kops_render::Outcome,
-    /// The state-store files (rendered as objects, or written to the store).
-    pub files: Vec<StateFile>,
-    pub tasks: usize,
-    pub warnings: Vec<String>,
-}
+use request::{CloudRender, Prepared};
+pub use request::{
+    RenderClusterError, RenderOutcome, RenderRequest, RenderTarget, ACCOUNT_TIMEOUT,
+};
 
 /// Renders the cluster and writes the files.
 pub async fn render_cluster(
@@ -247,45 +152,6 @@ pub async fn render_cluster(
         unrendered: outcome.unrendered.iter().map(ToString::to_string).collect(),
         warnings,
     })
-}
-
-/// The cloud-neutral state-store files every cloud renders: the completed
-/// spec, etcd specs, the addons and channel, each group's node config.
-pub(crate) fn neutral_files(
-    model: &Model<'_>,
-    resolved: &kops_api::Cluster,
-) -> Result<Vec<StateFile>, RenderClusterError> {
-    let completed = completed_spec(resolved, model.config_base);
-    let inputs = model.node_inputs();
-    Ok(kops_model::files::state_files(
-        model,
-        &kops_api::manifest::to_yaml(&completed),
-        node_configs(&completed, model.groups, model.config_base, &inputs)?,
-    )?)
-}
-
-/// Each group's node config (`nodeupconfig-<group>`), as kops-nodeup
-/// renders it for the state store (bastions and Karpenter groups have none).
-fn node_configs(
-    cluster: &kops_api::Cluster,
-    groups: &[kops_api::InstanceGroup],
-    config_base: &str,
-    inputs: &kops_nodeup::config::NodeInputs,
-) -> Result<Vec<StateFile>, RenderClusterError> {
-    let mut rendered = Vec::new();
-    for group in groups {
-        if group.spec.manager.as_deref() == Some("Karpenter") {
-            continue;
-        }
-        rendered.extend(
-            kops_nodeup::config::rendered_with_inputs(cluster, group, config_base, inputs)
-                .map_err(|e| RenderClusterError::NodeConfig(e.to_string()))?,
-        );
-    }
-    Ok(rendered
-        .into_iter()
-        .map(|r| StateFile::new(format!("nodeupconfig-{}", r.group), r.path, r.yaml))
-        .collect())
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), RenderClusterError> {

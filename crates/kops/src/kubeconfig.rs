@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use kops_ops::pki::{self, ExportKubeconfigRequest};
+use kops_ops::kubeconfig::{self, ExportKubeconfigRequest};
 use kops_ops::OpsError;
 
 use clap::Args;
@@ -89,7 +89,7 @@ pub async fn write_kubeconfig(
     choice: KubeconfigChoice,
     files: kops_pki::KubeconfigFiles,
 ) -> Result<()> {
-    let outcome = pki::export_kubeconfig(
+    let outcome = kubeconfig::export_kubeconfig(
         registry,
         ExportKubeconfigRequest {
             cluster: cluster.to_string(),
@@ -220,9 +220,9 @@ pub async fn admin_kubeconfig(
 ) -> Result<(PathBuf, tempfile::TempDir)> {
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let path = dir.path().join("kubeconfig");
-    kops_ops::pki::export_kubeconfig(
+    kops_ops::kubeconfig::export_kubeconfig(
         registry,
-        kops_ops::pki::ExportKubeconfigRequest {
+        kops_ops::kubeconfig::ExportKubeconfigRequest {
             cluster: cluster.to_string(),
             admin: Some(lifetime),
             user: None,

@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use kops_api::Cluster;
 
 use super::Cloud;
-use crate::delete::{DeleteOutcome, DeleteRequest};
-use crate::render::{CloudRender, Prepared, RenderClusterError, RenderTarget};
-use crate::update::{UpdateRequest, Updated};
+use crate::delete::request::{DeleteOutcome, DeleteRequest};
+use crate::render::request::{CloudRender, Prepared, RenderClusterError, RenderTarget};
+use crate::update::request::{UpdateRequest, Updated};
 use crate::{OpsError, Registry};
 
 pub(super) struct Aws;
@@ -16,11 +16,44 @@ pub(super) struct Aws;
 #[async_trait]
 impl Cloud for Aws {
     fn region(&self, cluster: &Cluster) -> Result<String, OpsError> {
-        super::aws_region(cluster)
+        super::spec::aws_region(cluster)
     }
 
     fn names_load_balancers(&self) -> bool {
         true
+    }
+
+    /// The newest network load balancer whose `Name` tag is
+    /// `api.<cluster>`.
+    async fn api_load_balancer_dns_name(
+        &self,
+        cluster: &Cluster,
+    ) -> Result<Option<String>, String> {
+        let name = cluster.name().to_string();
+        let region = self.region(cluster).map_err(|e| e.to_string())?;
+        let cloud = kops_aws::AwsCloud::new(&region).await;
+        // A fresh listing per try: AWS' retryable answers (throttling, 5xx)
+        // are asked again, as the update's own listings are.
+        let lbs = kops_aws::retrying(
+            "looking up the API load balancer",
+            |e: &kops_engine::TaskError| matches!(e, kops_engine::TaskError::Retryable { .. }),
+            || {
+                let ctx =
+                    kops_aws::AwsContext::new(cloud.clone(), name.clone(), Default::default());
+                async move { ctx.load_balancers().await.map(<[_]>::to_vec) }
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let wanted = format!("api.{name}");
+        let newest = lbs
+            .iter()
+            .filter(|(_, tags)| tags.get("Name") == Some(&wanted))
+            .max_by_key(|(lb, _)| lb.created_time().map(|t| (t.secs(), t.subsec_nanos())));
+        Ok(newest
+            .and_then(|(lb, _)| lb.dns_name())
+            .filter(|d| !d.is_empty())
+            .map(str::to_string))
     }
 
     async fn instance_types(
@@ -47,7 +80,7 @@ impl Cloud for Aws {
         registry: &Registry,
         mut request: UpdateRequest,
     ) -> Result<Updated, OpsError> {
-        let (cluster, groups) = crate::update::prepare(registry, &mut request).await?;
+        let (cluster, groups) = crate::update::request::prepare(registry, &mut request).await?;
         crate::update::aws::update(registry, request, cluster, groups)
             .await
             .map(Updated::Tasks)

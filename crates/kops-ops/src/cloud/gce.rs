@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use kops_api::Cluster;
 
 use super::Cloud;
-use crate::delete::{DeleteOutcome, DeleteRequest};
-use crate::render::{CloudRender, Prepared, RenderClusterError, RenderTarget};
-use crate::update::{UpdateRequest, Updated};
+use crate::delete::request::{DeleteOutcome, DeleteRequest};
+use crate::render::request::{CloudRender, Prepared, RenderClusterError, RenderTarget};
+use crate::update::request::{UpdateRequest, Updated};
 use crate::{OpsError, Registry};
 
 pub(super) struct Gce;
@@ -17,7 +17,7 @@ pub(super) struct Gce;
 #[async_trait]
 impl Cloud for Gce {
     fn region(&self, cluster: &Cluster) -> Result<String, OpsError> {
-        super::gce_region(cluster)
+        super::spec::gce_region(cluster)
     }
 
     async fn provider(
@@ -26,7 +26,7 @@ impl Cloud for Gce {
         cluster: &Cluster,
     ) -> Result<Arc<dyn kops_cloud::Provider>, OpsError> {
         let name = cluster.name();
-        let project = super::gce_project(cluster)?;
+        let project = super::spec::gce_project(cluster)?;
         let opened = kops_gce::provider::GceProvider::open(&project, &self.region(cluster)?, name);
         Ok(Arc::new(opened.map_err(|e| OpsError::CannotApply {
             cluster: name.to_string(),
@@ -39,7 +39,7 @@ impl Cloud for Gce {
         registry: &Registry,
         mut request: UpdateRequest,
     ) -> Result<Updated, OpsError> {
-        let (cluster, groups) = crate::update::prepare(registry, &mut request).await?;
+        let (cluster, groups) = crate::update::request::prepare(registry, &mut request).await?;
         crate::update::gce::update(registry, request, cluster, groups)
             .await
             .map(Updated::Tasks)
@@ -62,7 +62,7 @@ impl Cloud for Gce {
         spec: Option<&Cluster>,
     ) -> Result<DeleteOutcome, OpsError> {
         let Some(cluster) = spec else {
-            return Err(super::external_is_aws("gs://BUCKET"));
+            return Err(super::spec::external_is_aws("gs://BUCKET"));
         };
         crate::delete::gce::delete(registry, request, cluster).await
     }

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use kops_api::Cluster;
 
 use super::Cloud;
-use crate::delete::{DeleteOutcome, DeleteRequest};
-use crate::render::{CloudRender, Prepared, RenderClusterError, RenderTarget};
-use crate::update::{UpdateRequest, Updated};
+use crate::delete::request::{DeleteOutcome, DeleteRequest};
+use crate::render::request::{CloudRender, Prepared, RenderClusterError, RenderTarget};
+use crate::update::request::{UpdateRequest, Updated};
 use crate::{OpsError, Registry};
 
 pub(super) struct Vsphere;
@@ -18,7 +18,7 @@ pub(super) struct Vsphere;
 impl Cloud for Vsphere {
     /// vSphere has no regions: the datacenter stands in.
     fn region(&self, cluster: &Cluster) -> Result<String, OpsError> {
-        Ok(crate::vsphere::settings::settings(cluster)?
+        Ok(kops_vsphere_model::settings::settings(cluster)?
             .placement
             .datacenter)
     }
@@ -28,7 +28,7 @@ impl Cloud for Vsphere {
         registry: &Registry,
         cluster: &Cluster,
     ) -> Result<Arc<dyn kops_cloud::Provider>, OpsError> {
-        let opened = crate::vsphere_instances::VsphereInstances::open(registry, cluster.name());
+        let opened = crate::vsphere::instances(registry, cluster.name());
         Ok(Arc::new(opened.await?))
     }
 
@@ -64,7 +64,7 @@ impl Cloud for Vsphere {
         spec: Option<&Cluster>,
     ) -> Result<DeleteOutcome, OpsError> {
         if spec.is_none() {
-            return Err(super::external_is_aws("s3://BUCKET"));
+            return Err(super::spec::external_is_aws("s3://BUCKET"));
         }
         crate::delete::vsphere::delete(registry, request).await
     }

@@ -4,7 +4,7 @@
 use kops_aws::delete::{delete_resources, list_cluster_resources};
 use kops_aws::AwsCloud;
 
-use super::{DeleteOutcome, DeleteRequest};
+use super::request::{DeleteOutcome, DeleteRequest};
 use crate::{OpsError, Registry};
 
 /// The AWS delete; `spec` is `None` with `--external`.
@@ -15,7 +15,7 @@ pub(crate) async fn delete(
 ) -> Result<DeleteOutcome, OpsError> {
     let region = match (&request.region, &spec) {
         (Some(r), _) => r.clone(),
-        (None, Some(c)) => crate::cloud::aws_region(c)?,
+        (None, Some(c)) => crate::cloud::spec::aws_region(c)?,
         (None, None) => {
             return Err(OpsError::ClusterNotFound {
                 name: request.cluster.clone(),

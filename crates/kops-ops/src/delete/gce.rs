@@ -2,7 +2,7 @@
 
 use kops_aws::delete::{DeleteReport, Resource};
 
-use super::{DeleteOutcome, DeleteRequest};
+use super::request::{DeleteOutcome, DeleteRequest};
 use crate::{OpsError, Registry};
 
 /// A GCE resource as the delete use case reports resources.
@@ -26,9 +26,9 @@ pub(crate) async fn delete(
 ) -> Result<DeleteOutcome, OpsError> {
     let region = match &request.region {
         Some(r) => r.clone(),
-        None => crate::cloud::gce_region(cluster)?,
+        None => crate::cloud::spec::gce_region(cluster)?,
     };
-    let project = crate::cloud::gce_project(cluster)?;
+    let project = crate::cloud::spec::gce_project(cluster)?;
     let spec = &cluster.spec;
     let shared: std::collections::BTreeSet<String> = spec
         .network_id

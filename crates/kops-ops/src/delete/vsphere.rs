@@ -2,7 +2,7 @@
 
 use kops_aws::delete::{DeleteReport, Resource};
 
-use super::{DeleteOutcome, DeleteRequest};
+use super::request::{DeleteOutcome, DeleteRequest};
 use crate::{OpsError, Registry};
 
 /// `delete cluster` on vSphere: the cluster's VMs in its folder (powered

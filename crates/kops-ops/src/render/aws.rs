@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use kops_aws::render::Input;
 use kops_model::Model;
 
-use super::{
-    neutral_files, CloudRender, Prepared, RenderClusterError, RenderTarget, ACCOUNT_TIMEOUT,
-};
+use super::files::neutral_files;
+use super::request::{CloudRender, Prepared, RenderClusterError, RenderTarget, ACCOUNT_TIMEOUT};
 use crate::update::options::Phase;
 use crate::{OpsError, Registry};
 

@@ -3,7 +3,8 @@
 
 use kops_model::Model;
 
-use super::{neutral_files, CloudRender, Prepared, RenderClusterError, RenderTarget};
+use super::files::neutral_files;
+use super::request::{CloudRender, Prepared, RenderClusterError, RenderTarget};
 use crate::OpsError;
 
 /// The region kops' tests give the S3 bucket of `memfs://` state-file
@@ -48,7 +49,7 @@ pub(crate) fn render(
         }
         .into());
     }
-    let project = crate::cloud::gce_project(cluster)?;
+    let project = crate::cloud::spec::gce_project(cluster)?;
     let resolved = resolved(cluster, &prepared.groups)?;
     let warnings = kops_api::validation::warnings(&resolved);
     let model = Model {

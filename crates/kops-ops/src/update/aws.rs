@@ -9,10 +9,8 @@ use kops_aws::{AwsCloud, AwsContext};
 use kops_engine::{Completed, Executor, ExecutorOptions, Mode};
 use kops_model::Model;
 
-use super::{
-    api_addresses, classic, nodeup, options, prefetch, state_files, BoxedProgress, UpdateOutcome,
-    UpdateRequest,
-};
+use super::request::{BoxedProgress, UpdateOutcome, UpdateRequest};
+use super::{api_addresses, classic, nodeup, options, prefetch, state_files};
 use crate::{OpsError, Registry};
 
 /// The AWS update; `cluster` is the stored spec, its instance groups
@@ -38,7 +36,7 @@ pub(crate) async fn update(
     // Where nodes get nodeup, before anything is written: a group whose
     // architecture has none stops the update here.
     let nodeup = nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
-    let region = crate::cloud::aws_region(&cluster)?;
+    let region = crate::cloud::spec::aws_region(&cluster)?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
     let config_base = cluster
         .spec

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use kops_engine::{Completed, Executor, ExecutorOptions, Mode};
 use kops_model::Model;
 
-use super::{options, BoxedProgress, UpdateOutcome, UpdateRequest};
+use super::options;
+use super::request::{BoxedProgress, UpdateOutcome, UpdateRequest};
 use crate::{OpsError, Registry};
 
 /// The GCE update; `cluster` is the stored spec, its instance groups
@@ -22,8 +23,8 @@ pub(crate) async fn update(
     cluster: kops_api::Cluster,
     groups: Vec<kops_api::InstanceGroup>,
 ) -> Result<UpdateOutcome, OpsError> {
-    let region = crate::cloud::gce_region(&cluster)?;
-    let project = crate::cloud::gce_project(&cluster)?;
+    let region = crate::cloud::spec::gce_region(&cluster)?;
+    let project = crate::cloud::spec::gce_project(&cluster)?;
     let nodeup = super::nodeup::resolve_from_environment(registry, &cluster, &groups).await?;
     let keys = registry.list_ssh_public_keys(&request.cluster).await?;
     let config_base = cluster
@@ -156,9 +157,11 @@ pub(crate) async fn update(
     // only the selected groups' node configs are written.
     let writes_files = matches!(opts.phase, None | Some(options::Phase::Cluster));
     let files = if writes_files {
-        crate::render::neutral_files(&model, &resolved).map_err(|e| OpsError::CannotApply {
-            cluster: cluster.name().to_string(),
-            reason: e.to_string(),
+        crate::render::files::neutral_files(&model, &resolved).map_err(|e| {
+            OpsError::CannotApply {
+                cluster: cluster.name().to_string(),
+                reason: e.to_string(),
+            }
         })?
     } else {
         Vec::new()

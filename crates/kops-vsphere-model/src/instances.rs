@@ -22,8 +22,8 @@ use kops_cloud::{
 use kops_vsphere::cluster::{self, GroupSpec, Vm};
 use kops_vsphere::vcenter::Vcenter;
 
-use crate::vsphere::{connect, current_specs, load, Settings};
-use crate::{OpsError, Registry};
+use crate::settings::{connect, Settings};
+use crate::ModelError;
 
 /// A vSphere cluster's VMs, read fresh on each call.
 pub struct VsphereInstances {
@@ -38,24 +38,26 @@ pub struct VsphereInstances {
 }
 
 impl VsphereInstances {
-    /// Loads the cluster's groups and works out what each VM should be
-    /// made from (nothing is written; vCenter is not called yet).
-    pub async fn open(registry: &Registry, name: &str) -> Result<VsphereInstances, OpsError> {
-        // VMs are remade with the state-store key `update` gave them.
-        let consent = crate::vsphere::store_key::Consent::Keep;
-        let loaded = load(registry, name, consent, &mut Vec::new()).await?;
-        let specs = current_specs(registry, &loaded).await?;
-        Ok(VsphereInstances {
-            cluster: name.to_string(),
-            settings: loaded.settings,
-            instance_groups: loaded.groups,
+    /// The cluster's VMs as `instance_groups` (with the `specs` an update
+    /// would make now, user data included) ask for; vCenter is not called
+    /// yet.
+    pub fn new(
+        cluster: &str,
+        settings: Settings,
+        instance_groups: Vec<InstanceGroup>,
+        specs: Vec<GroupSpec>,
+    ) -> VsphereInstances {
+        VsphereInstances {
+            cluster: cluster.to_string(),
+            settings,
+            instance_groups,
             specs,
             vms: Mutex::default(),
             calls: Mutex::default(),
-        })
+        }
     }
 
-    async fn session(&self) -> Result<Vcenter, OpsError> {
+    async fn session(&self) -> Result<Vcenter, ModelError> {
         connect(&self.settings).await
     }
 
@@ -69,7 +71,7 @@ impl VsphereInstances {
     }
 
     /// The cluster's VMs in its folder (none when there is no folder).
-    async fn list(&self, vc: &Vcenter) -> Result<Vec<Vm>, OpsError> {
+    async fn list(&self, vc: &Vcenter) -> Result<Vec<Vm>, ModelError> {
         let placement = &self.settings.placement;
         let path = format!("{}/vm/{}", placement.datacenter, placement.folder);
         let Some(folder) = vc.find_path(&path).await? else {
@@ -80,7 +82,7 @@ impl VsphereInstances {
 
     /// One group per instance group of the spec (bastions are not made on
     /// vSphere), with its VMs.
-    pub async fn groups(&self) -> Result<Vec<GroupInstances>, OpsError> {
+    pub async fn groups(&self) -> Result<Vec<GroupInstances>, ModelError> {
         let vc = self.session().await?;
         let listed = self.list(&vc).await;
         self.close(vc).await;
@@ -140,7 +142,10 @@ impl VsphereInstances {
 
     /// Destroys the VM `instance` names and clones its replacement (a
     /// new name, the group's current spec); nothing when it is gone.
-    pub async fn replace(&self, instance: &Instance) -> Result<Option<(String, String)>, OpsError> {
+    pub async fn replace(
+        &self,
+        instance: &Instance,
+    ) -> Result<Option<(String, String)>, ModelError> {
         let vc = self.session().await?;
         let replaced = cluster::replace(
             &vc,
@@ -156,7 +161,7 @@ impl VsphereInstances {
 
     /// Addresses, roles and machine types by instance id (from the last
     /// read, or a fresh one).
-    pub async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, OpsError> {
+    pub async fn details(&self) -> Result<BTreeMap<String, InstanceDetails>, ModelError> {
         if self.vms.lock().unwrap().is_empty() {
             self.groups().await?;
         }
@@ -191,7 +196,7 @@ impl VsphereInstances {
     /// `toolbox dump`: the cluster's folder and VMs as resources, each VM
     /// as an instance (address, role, the login user its template
     /// suggests).
-    pub async fn dump(&self) -> Result<ClusterDump, OpsError> {
+    pub async fn dump(&self) -> Result<ClusterDump, ModelError> {
         self.groups().await?;
         let vms = self.vms.lock().unwrap().clone();
         let placement = &self.settings.placement;

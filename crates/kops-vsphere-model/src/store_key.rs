@@ -12,7 +12,7 @@
 use kops_api::env::{custom_s3_endpoint, process_env};
 use kops_vsphere::{Credentials, VsphereError, STATE_STORE_CREDENTIALS_FILE};
 
-use crate::OpsError;
+use crate::ModelError;
 
 /// The variables of the key kops forwards.
 const ACCESS_KEY: &str = "S3_ACCESS_KEY_ID";
@@ -20,7 +20,7 @@ const SECRET_KEY: &str = "S3_SECRET_ACCESS_KEY";
 
 /// What the operator said about copying their own key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Consent {
+pub enum Consent {
     /// `update cluster`: without a key of the cluster's own, refuse unless
     /// asked to copy.
     Ask,
@@ -35,11 +35,11 @@ pub(crate) enum Consent {
 /// process' variables, as kops; nothing secret when no custom S3 endpoint
 /// or no key is set). `store` is the cluster's state-store URL, for the
 /// message.
-pub(crate) fn control_plane_store_key(
+pub fn control_plane_store_key(
     consent: Consent,
     store: &str,
     warnings: &mut Vec<String>,
-) -> Result<Option<Credentials>, OpsError> {
+) -> Result<Option<Credentials>, ModelError> {
     control_plane_store_key_from(consent, store, warnings, &process_env)
 }
 
@@ -48,7 +48,7 @@ fn control_plane_store_key_from(
     store: &str,
     warnings: &mut Vec<String>,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<Credentials>, OpsError> {
+) -> Result<Option<Credentials>, ModelError> {
     let set = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
     if custom_s3_endpoint(lookup).is_none()
         || (set(ACCESS_KEY).is_none() && set(SECRET_KEY).is_none())
@@ -82,9 +82,7 @@ fn control_plane_store_key_from(
 
 /// `lookup` with the key replaced by `key` (when given): what a
 /// control-plane group's script exports.
-pub(crate) fn with_store_key<'a>(
-    key: Option<&'a Credentials>,
-) -> impl Fn(&str) -> Option<String> + 'a {
+pub fn with_store_key<'a>(key: Option<&'a Credentials>) -> impl Fn(&str) -> Option<String> + 'a {
     move |name: &str| match (key, name) {
         (Some(key), ACCESS_KEY) => Some(key.username.clone()),
         (Some(key), SECRET_KEY) => Some(key.password.clone()),
