@@ -147,16 +147,23 @@ impl Vcsim {
 
     /// Starts a new simulator (its own inventory) and waits for its URL.
     pub fn start() -> io::Result<Vcsim> {
-        Vcsim::start_with(None)
+        Vcsim::start_with(None, false)
+    }
+
+    /// Starts a new simulator whose datastore is a vSAN datastore: its
+    /// top-level directories are namespaces that only the
+    /// DatastoreNamespaceManager makes, as on vSAN (`vcsim/vsan.go`).
+    pub fn start_vsan() -> io::Result<Vcsim> {
+        Vcsim::start_with(None, true)
     }
 
     /// Starts a new simulator serving HTTPS with a certificate signed by a
     /// CA of its own ([`Vcsim::tls`]).
     pub fn start_tls() -> io::Result<Vcsim> {
-        Vcsim::start_with(Some(Tls::generate()?))
+        Vcsim::start_with(Some(Tls::generate()?), false)
     }
 
-    fn start_with(tls: Option<Tls>) -> io::Result<Vcsim> {
+    fn start_with(tls: Option<Tls>, vsan: bool) -> io::Result<Vcsim> {
         let binary = vcsim_path().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
@@ -165,6 +172,9 @@ impl Vcsim {
         })?;
         let mut command = Command::new(&binary);
         command.args(["-user", USER, "-password", PASSWORD]);
+        if vsan {
+            command.arg("-vsan");
+        }
         if let Some(tls) = &tls {
             command
                 .arg("-tls-cert")

@@ -6,6 +6,9 @@
 // template VM, "kops-template", with one snapshot (so clones can be linked
 // clones).
 //
+// With -vsan, LocalDS_0 is a vSAN datastore: its top-level directories are
+// namespaces made by DatastoreNamespaceManager, as on vSAN (vsan.go).
+//
 // VMs carry config.changeVersion, and a reconfiguration naming a stale one
 // fails with ConcurrentAccess, as on vCenter (change_version.go).
 //
@@ -43,6 +46,7 @@ func main() {
 	password := flag.String("password", "kops-test", "its password")
 	certFile := flag.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with -tls-key)")
 	keyFile := flag.String("tls-key", "", "the certificate's private key (PEM)")
+	vsan := flag.Bool("vsan", false, "make the datastore a vSAN datastore, with vSAN's namespaces (vsan.go)")
 	flag.Parse()
 
 	model := simulator.VPX()
@@ -51,6 +55,9 @@ func main() {
 		log.Fatalf("creating the model: %v", err)
 	}
 	markUplinks()
+	if *vsan {
+		makeVsan()
+	}
 	versions := &changeVersions{}
 	versions.stampAll()
 	model.Service.Listen = &url.URL{
@@ -68,6 +75,9 @@ func main() {
 	// Before the first request: reconfigurations go through the change
 	// version check (change_version.go).
 	server.Config.Handler = versions.wrap(server.Config.Handler)
+	if *vsan {
+		server.Config.Handler = refuseTopLevel(server.Config.Handler)
+	}
 
 	if err := addTemplate(server.URL); err != nil {
 		log.Fatalf("adding the template: %v", err)

@@ -1255,6 +1255,64 @@ mod tests {
         vc.logout().await;
     }
 
+    /// On vSAN, the datastore's top-level directories are namespaces:
+    /// FileManager.MakeDirectory refuses `kops-etcd` there (the simulator
+    /// started with -vsan refuses it as vSAN does). The first control-plane
+    /// clone makes it through the DatastoreNamespaceManager, its etcd disk
+    /// inside; the next update changes nothing and makes no namespace.
+    #[tokio::test]
+    async fn a_control_plane_with_an_etcd_disk_is_made_on_vsan() {
+        if !vcsim::vcsim_available() {
+            return;
+        }
+        let sim = Vcsim::start_vsan().unwrap();
+        let credentials = crate::Credentials {
+            username: vcsim::USER.into(),
+            password: vcsim::PASSWORD.into(),
+        };
+        let vc = Vcenter::login(sim.url(), &credentials).await.unwrap();
+        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
+        let cluster = "vsan.k8s.local";
+        let (placement, volume, groups) = one_control_plane("vsan");
+
+        // As vSAN: no directory at the datastore's top level by MakeDirectory.
+        let top = format!("[{}] elsewhere", vcsim::DATASTORE);
+        let body = format!(
+            "<_this type=\"FileManager\">FileManager</_this><name>{top}</name>{}<createParentDirectories>true</createParentDirectories>",
+            datacenter.xml("datacenter")
+        );
+        let refused = vc
+            .client
+            .call_or_fault("MakeDirectory", &body)
+            .await
+            .unwrap();
+        assert!(
+            refused.is_err_and(|f| f.kind.contains("CannotCreateFile")),
+            "vSAN refuses a top-level directory"
+        );
+
+        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+        update(&vc, cluster, &placement, resolved, &groups, true)
+            .await
+            .unwrap();
+        let calls = vc.client.calls();
+        assert_eq!(calls.get("CreateDirectory"), Some(&1), "{calls:?}");
+        let home = disks::etcd_disk_path(vcsim::DATASTORE, cluster, &volume);
+        assert!(vc.disk_exists(&datacenter, &home).await.unwrap(), "{home}");
+        let folder = vc.find_path("DC0/vm/vsan").await.unwrap().unwrap();
+        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+        assert_eq!(vm.etcd_disks.len(), 1, "{vm:?}");
+        assert_eq!(vm.etcd_disks[0].file, home);
+
+        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+        assert!(update(&vc, cluster, &placement, resolved, &groups, true)
+            .await
+            .unwrap()
+            .is_empty());
+        assert_eq!(vc.client.calls().get("CreateDirectory"), Some(&1));
+        vc.logout().await;
+    }
+
     /// A clone that did not start goes, but its etcd disk file stays for
     /// the next clone of its member.
     #[tokio::test]

@@ -80,6 +80,7 @@ const CHANGING: &[&str] = &[
     "Destroy_Task",
     "ReconfigVM_Task",
     "MakeDirectory",
+    "CreateDirectory",
     "DeleteDatastoreFile_Task",
 ];
 

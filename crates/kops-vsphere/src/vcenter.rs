@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::client::{Client, MoRef};
+use crate::client::{Client, Fault, MoRef};
 use crate::trust::Trust;
 use crate::xml::{escape, Element};
 use crate::{Credentials, VsphereError};
@@ -20,6 +20,8 @@ struct ServiceContent {
     /// Datastore files and virtual disks (the etcd disks kept apart).
     file_manager: Option<MoRef>,
     virtual_disk_manager: Option<MoRef>,
+    /// vSAN's top-level directories (none on an ESXi host or without vSAN).
+    datastore_namespace_manager: Option<MoRef>,
 }
 
 /// Properties of one object, by property path.
@@ -79,6 +81,7 @@ impl Vcenter {
             session_manager: reference("sessionManager")?,
             file_manager: reference("fileManager").ok(),
             virtual_disk_manager: reference("virtualDiskManager").ok(),
+            datastore_namespace_manager: reference("datastoreNamespaceManager").ok(),
         };
         let login = format!(
             "{}<userName>{}</userName><password>{}</password>",
@@ -315,8 +318,37 @@ impl Vcenter {
     }
 
     /// Makes the datastore directory `path` (`[ds] dir/sub`) and its
-    /// parents; one that exists is fine.
+    /// parents; one that exists is fine. On vSAN, whose top-level
+    /// directories are objects of their own (namespaces) that
+    /// FileManager.MakeDirectory refuses to make (CannotCreateFile), the
+    /// top one is made by the DatastoreNamespaceManager first.
     pub async fn make_directory(&self, datacenter: &MoRef, path: &str) -> Result<(), VsphereError> {
+        let fault = match self.make_directory_once(datacenter, path).await? {
+            Ok(()) => return Ok(()),
+            Err(fault) => fault,
+        };
+        let refused = |fault: Fault| VsphereError::Fault {
+            method: "MakeDirectory".into(),
+            kind: fault.kind,
+            message: fault.message,
+        };
+        if !fault.kind.contains("CannotCreateFile") {
+            return Err(refused(fault));
+        }
+        let Some((datastore, top)) = self.vsan_namespace(datacenter, path).await? else {
+            return Err(refused(fault));
+        };
+        self.create_namespace(&datastore, &top).await?;
+        self.make_directory_once(datacenter, path)
+            .await?
+            .map_err(refused)
+    }
+
+    async fn make_directory_once(
+        &self,
+        datacenter: &MoRef,
+        path: &str,
+    ) -> Result<Result<(), Fault>, VsphereError> {
         let body = format!(
             "{}<name>{}</name>{}<createParentDirectories>true</createParentDirectories>",
             self.manager(&self.content.file_manager, "file manager")?
@@ -324,11 +356,72 @@ impl Vcenter {
             escape(path),
             datacenter.xml("datacenter"),
         );
-        match self.client.call_or_fault("MakeDirectory", &body).await? {
+        Ok(
+            match self.client.call_or_fault("MakeDirectory", &body).await? {
+                Ok(_) => Ok(()),
+                Err(fault) if fault.kind.contains("FileAlreadyExists") => Ok(()),
+                Err(fault) => Err(fault),
+            },
+        )
+    }
+
+    /// The vSAN datastore of `datacenter` that `path` (`[ds] top/...`)
+    /// names, with the path's top-level directory; `None` when that
+    /// datastore is not vSAN.
+    async fn vsan_namespace(
+        &self,
+        datacenter: &MoRef,
+        path: &str,
+    ) -> Result<Option<(MoRef, String)>, VsphereError> {
+        let Some((name, inside)) = path.strip_prefix('[').and_then(|rest| rest.split_once(']'))
+        else {
+            return Ok(None);
+        };
+        let top = inside.trim().trim_start_matches('/');
+        let top = top.split('/').next().unwrap_or_default();
+        if top.is_empty() {
+            return Ok(None);
+        }
+        let listed = self.properties(datacenter, &["datastore"]).await?;
+        let datastores: Vec<MoRef> = listed
+            .get("datastore")
+            .map(|list| {
+                list.all("ManagedObjectReference")
+                    .filter_map(MoRef::from_element)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for datastore in datastores {
+            let found = self
+                .properties(&datastore, &["name", "summary.type"])
+                .await?;
+            let text = |key: &str| found.get(key).map(|e| e.text.trim().to_string());
+            if text("name").as_deref() == Some(name) {
+                let vsan = text("summary.type").is_some_and(|t| t.eq_ignore_ascii_case("vsan"));
+                return Ok(vsan.then(|| (datastore, top.to_string())));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Makes the vSAN namespace `name` at the top of `datastore`; one that
+    /// exists is fine.
+    async fn create_namespace(&self, datastore: &MoRef, name: &str) -> Result<(), VsphereError> {
+        let body = format!(
+            "{}{}<displayName>{}</displayName>",
+            self.manager(
+                &self.content.datastore_namespace_manager,
+                "datastore namespace manager"
+            )?
+            .xml("_this"),
+            datastore.xml("datastore"),
+            escape(name),
+        );
+        match self.client.call_or_fault("CreateDirectory", &body).await? {
             Ok(_) => Ok(()),
             Err(fault) if fault.kind.contains("FileAlreadyExists") => Ok(()),
             Err(fault) => Err(VsphereError::Fault {
-                method: "MakeDirectory".into(),
+                method: "CreateDirectory".into(),
                 kind: fault.kind,
                 message: fault.message,
             }),
