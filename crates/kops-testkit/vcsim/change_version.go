@@ -77,18 +77,11 @@ type reconfigRequest struct {
 // wrap checks and moves change versions around the SOAP handler next.
 func (c *changeVersions) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
+		body, ok := soapBody(w, r)
+		if !ok {
 			return
 		}
-		body, err := ioutil.ReadAll(r.Body)
-		_ = r.Body.Close()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = ioutil.NopCloser(bytes.NewReader(body))
-		if !bytes.Contains(body, []byte("_Task")) {
+		if body == nil || !bytes.Contains(body, []byte("_Task")) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -161,6 +154,22 @@ func succeeded(recorder *bodyRecorder) *simulator.Task {
 		return nil
 	}
 	return task
+}
+
+// soapBody is a POST's body, put back for the next handler (nil for any
+// other method); false when it could not be read, which is answered.
+func soapBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		return nil, true
+	}
+	body, err := ioutil.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	r.Body = ioutil.NopCloser(bytes.NewReader(body))
+	return body, true
 }
 
 // bodyRecorder keeps a copy of what it writes.

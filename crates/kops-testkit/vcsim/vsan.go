@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
-	"io/ioutil"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -89,18 +88,11 @@ func (p *objectPath) parse(s string) bool {
 // this sits in front of its SOAP handler rather than replacing it.)
 func refuseTopLevel(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
+		body, ok := soapBody(w, r)
+		if !ok {
 			return
 		}
-		body, err := ioutil.ReadAll(r.Body)
-		_ = r.Body.Close()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = ioutil.NopCloser(bytes.NewReader(body))
-		if !bytes.Contains(body, []byte("MakeDirectory")) {
+		if body == nil || !bytes.Contains(body, []byte("MakeDirectory")) {
 			next.ServeHTTP(w, r)
 			return
 		}
