@@ -9,6 +9,9 @@
 // With -vsan, LocalDS_0 is a vSAN datastore: its top-level directories are
 // namespaces made by DatastoreNamespaceManager, as on vSAN (vsan.go).
 //
+// First Class Disks attach to VMs and detach by their id
+// (AttachDisk_Task, DetachDisk_Task), as on vCenter (first_class_disks.go).
+//
 // VMs carry config.changeVersion, and a reconfiguration naming a stale one
 // fails with ConcurrentAccess, as on vCenter (change_version.go).
 //
@@ -78,6 +81,9 @@ func main() {
 	if *vsan {
 		server.Config.Handler = refuseTopLevel(server.Config.Handler)
 	}
+	// First Class Disks attach and detach as reconfigurations, through the
+	// change version check (first_class_disks.go).
+	server.Config.Handler = firstClassDisks(server.Config.Handler)
 
 	if err := addTemplate(server.URL); err != nil {
 		log.Fatalf("adding the template: %v", err)

@@ -81,6 +81,9 @@ const CHANGING: &[&str] = &[
     "ReconfigVM_Task",
     "MakeDirectory",
     "CreateDirectory",
+    "CreateDisk_Task",
+    "AttachDisk_Task",
+    "DetachDisk_Task",
     "DeleteDatastoreFile_Task",
 ];
 

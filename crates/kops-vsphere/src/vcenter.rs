@@ -22,6 +22,44 @@ struct ServiceContent {
     virtual_disk_manager: Option<MoRef>,
     /// vSAN's top-level directories (none on an ESXi host or without vSAN).
     datastore_namespace_manager: Option<MoRef>,
+    /// First Class Disks (vCenter's VcenterVStorageObjectManager).
+    vstorage_object_manager: Option<MoRef>,
+}
+
+/// A First Class Disk: a virtual disk vCenter keeps apart from any VM,
+/// found by its own id whatever its file is called or wherever Storage
+/// vMotion moved it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstClassDisk {
+    pub id: String,
+    pub name: String,
+    /// Its file now (`[ds] fcd/<uuid>.vmdk`).
+    pub file: String,
+    pub capacity_mb: u64,
+}
+
+impl FirstClassDisk {
+    /// From a VStorageObject.
+    fn from_element(e: &Element) -> Option<FirstClassDisk> {
+        let config = e.child("config")?;
+        Some(FirstClassDisk {
+            id: config.text_at(&["id", "id"])?.trim().to_string(),
+            name: config
+                .text_at(&["name"])
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            file: config
+                .text_at(&["backing", "filePath"])
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            capacity_mb: config
+                .text_at(&["capacityInMB"])
+                .and_then(|c| c.trim().parse().ok())
+                .unwrap_or(0),
+        })
+    }
 }
 
 /// Properties of one object, by property path.
@@ -82,6 +120,7 @@ impl Vcenter {
             file_manager: reference("fileManager").ok(),
             virtual_disk_manager: reference("virtualDiskManager").ok(),
             datastore_namespace_manager: reference("datastoreNamespaceManager").ok(),
+            vstorage_object_manager: reference("vStorageObjectManager").ok(),
         };
         let login = format!(
             "{}<userName>{}</userName><password>{}</password>",
@@ -426,6 +465,115 @@ impl Vcenter {
                 message: fault.message,
             }),
         }
+    }
+
+    /// Makes a First Class Disk `name` of `capacity_mb` on `datastore`
+    /// (thin, kept when a VM it is attached to is deleted).
+    pub async fn create_disk(
+        &self,
+        datastore: &MoRef,
+        name: &str,
+        capacity_mb: u64,
+    ) -> Result<FirstClassDisk, VsphereError> {
+        let body = format!(
+            "{}<spec><name>{}</name><keepAfterDeleteVm>true</keepAfterDeleteVm>\
+             <backingSpec xsi:type=\"VslmCreateSpecDiskFileBackingSpec\">{}\
+             <provisioningType>thin</provisioningType></backingSpec>\
+             <capacityInMB>{capacity_mb}</capacityInMB></spec>",
+            self.manager(
+                &self.content.vstorage_object_manager,
+                "VStorageObjectManager"
+            )?
+            .xml("_this"),
+            escape(name),
+            datastore.xml("datastore"),
+        );
+        let result = self.run_task("CreateDisk_Task", &body).await?;
+        result
+            .as_ref()
+            .and_then(FirstClassDisk::from_element)
+            .ok_or_else(|| VsphereError::protocol("CreateDisk_Task returned no disk"))
+    }
+
+    /// The ids of `datastore`'s First Class Disks.
+    pub async fn disk_ids(&self, datastore: &MoRef) -> Result<Vec<String>, VsphereError> {
+        let body = format!(
+            "{}{}",
+            self.manager(
+                &self.content.vstorage_object_manager,
+                "VStorageObjectManager"
+            )?
+            .xml("_this"),
+            datastore.xml("datastore"),
+        );
+        let answer = self.client.call("ListVStorageObject", &body).await?;
+        Ok(answer
+            .all("returnval")
+            .filter_map(|id| id.text_at(&["id"]).map(|t| t.trim().to_string()))
+            .collect())
+    }
+
+    /// The First Class Disk `id` of `datastore`, if it exists.
+    pub async fn disk(
+        &self,
+        datastore: &MoRef,
+        id: &str,
+    ) -> Result<Option<FirstClassDisk>, VsphereError> {
+        let body = format!(
+            "{}<id><id>{}</id></id>{}",
+            self.manager(
+                &self.content.vstorage_object_manager,
+                "VStorageObjectManager"
+            )?
+            .xml("_this"),
+            escape(id),
+            datastore.xml("datastore"),
+        );
+        match self
+            .client
+            .call_or_fault("RetrieveVStorageObject", &body)
+            .await?
+        {
+            Ok(answer) => Ok(answer
+                .child("returnval")
+                .and_then(FirstClassDisk::from_element)),
+            Err(fault) if fault.kind.contains("NotFound") => Ok(None),
+            Err(fault) => Err(VsphereError::Fault {
+                method: "RetrieveVStorageObject".into(),
+                kind: fault.kind,
+                message: fault.message,
+            }),
+        }
+    }
+
+    /// Attaches the First Class Disk `id` of `datastore` to `vm` at the
+    /// controller `controller_key`, unit `unit`.
+    pub async fn attach_disk(
+        &self,
+        vm: &MoRef,
+        datastore: &MoRef,
+        id: &str,
+        controller_key: i32,
+        unit: i32,
+    ) -> Result<(), VsphereError> {
+        let body = format!(
+            "{}<diskId><id>{}</id></diskId>{}<controllerKey>{controller_key}</controllerKey>\
+             <unitNumber>{unit}</unitNumber>",
+            vm.xml("_this"),
+            escape(id),
+            datastore.xml("datastore"),
+        );
+        self.run_task("AttachDisk_Task", &body).await.map(drop)
+    }
+
+    /// Detaches the First Class Disk `id` from `vm`; the disk stays.
+    pub async fn detach_disk(&self, vm: &MoRef, id: &str) -> Result<(), VsphereError> {
+        let body = format!(
+            "{}<diskId><id>{}</id></diskId>",
+            vm.xml("_this"),
+            escape(id)
+        );
+        self.run_task("DetachDisk_Task", &body).await.map(drop)
     }
 
     /// Moves the virtual disk `from` to `to` (`[ds] dir/disk.vmdk`, the
@@ -778,6 +926,104 @@ mod tests {
         assert!(lost.is_concurrent_access(), "{lost}");
         let (third, extra) = read(&vc, &vm).await;
         assert_eq!((third, extra["guestinfo.a"].as_str()), (second, "1"));
+        vc.logout().await;
+    }
+
+    /// First Class Disks on the simulator as on vCenter: made with an id,
+    /// listed, attached to a VM at a controller and unit (the VM's device
+    /// then names the id), detached with the disk kept, and still there
+    /// after the VM that held it is destroyed.
+    #[tokio::test]
+    async fn a_first_class_disk_is_attached_and_detached_by_its_id() {
+        let Some((_sim, vc)) = simulator().await else {
+            return;
+        };
+        let datastore = vc
+            .find_path(&format!(
+                "{}/datastore/{}",
+                vcsim::DATACENTER,
+                vcsim::DATASTORE
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        let disk = vc
+            .create_disk(&datastore, "kops-etcd-main-a", 1024)
+            .await
+            .unwrap();
+        assert_eq!(
+            (disk.name.as_str(), disk.capacity_mb),
+            ("kops-etcd-main-a", 1024)
+        );
+        assert!(vc.disk_ids(&datastore).await.unwrap().contains(&disk.id));
+        assert_eq!(
+            vc.disk(&datastore, &disk.id).await.unwrap().as_ref(),
+            Some(&disk)
+        );
+        assert_eq!(vc.disk(&datastore, "no-such-disk").await.unwrap(), None);
+
+        let vm = vc
+            .find_path(&format!("{}/vm/DC0_H0_VM1", vcsim::DATACENTER))
+            .await
+            .unwrap()
+            .unwrap();
+        vc.power_off(&vm).await.unwrap();
+        async fn disks(vc: &Vcenter, vm: &MoRef) -> Vec<(String, String, String)> {
+            let p = vc
+                .properties(vm, &["config.hardware.device"])
+                .await
+                .unwrap();
+            p["config.hardware.device"]
+                .all("VirtualDevice")
+                .filter(|d| d.xsi_type() == Some("VirtualDisk"))
+                .map(|d| {
+                    let text =
+                        |path: &[&str]| d.text_at(path).unwrap_or_default().trim().to_string();
+                    (
+                        text(&["vDiskId", "id"]),
+                        text(&["backing", "fileName"]),
+                        text(&["unitNumber"]),
+                    )
+                })
+                .collect()
+        }
+        let p = vc
+            .properties(&vm, &["config.hardware.device"])
+            .await
+            .unwrap();
+        let controller = p["config.hardware.device"]
+            .all("VirtualDevice")
+            .find(|d| {
+                d.xsi_type()
+                    .is_some_and(|t| t.contains("LsiLogic") || t.contains("SCSI"))
+            })
+            .and_then(|d| d.text_at(&["key"]))
+            .map(|k| k.trim().parse::<i32>().unwrap())
+            .expect("a SCSI controller");
+        vc.attach_disk(&vm, &datastore, &disk.id, controller, 3)
+            .await
+            .unwrap();
+        let attached = disks(&vc, &vm).await;
+        assert!(
+            attached.contains(&(disk.id.clone(), disk.file.clone(), "3".into())),
+            "{attached:?}"
+        );
+        vc.detach_disk(&vm, &disk.id).await.unwrap();
+        assert!(disks(&vc, &vm)
+            .await
+            .iter()
+            .all(|(id, _, _)| *id != disk.id));
+        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
+        assert!(vc.disk_exists(&datacenter, &disk.file).await.unwrap());
+        let missing = vc.detach_disk(&vm, &disk.id).await.unwrap_err();
+        assert!(missing.to_string().contains("NotFound"), "{missing}");
+
+        vc.attach_disk(&vm, &datastore, &disk.id, controller, 3)
+            .await
+            .unwrap();
+        vc.detach_disk(&vm, &disk.id).await.unwrap();
+        vc.destroy(&vm).await.unwrap();
+        assert_eq!(vc.disk(&datastore, &disk.id).await.unwrap(), Some(disk));
         vc.logout().await;
     }
 
