@@ -64,6 +64,20 @@ pub enum ModelError {
 }
 
 impl<'a> Model<'a> {
+    /// The model of the cluster's spec alone (no groups, keys or node
+    /// inputs): what the spec decides, such as its DNS, before the rest is
+    /// known.
+    pub fn of_cluster(cluster: &'a Cluster) -> Model<'a> {
+        Model {
+            cluster,
+            groups: &[],
+            ssh_public_key: None,
+            node_inputs: None,
+            account_id: None,
+            config_base: "",
+        }
+    }
+
     /// [`Model::node_inputs`], or none.
     pub fn node_inputs(&self) -> std::borrow::Cow<'a, kops_nodeup::config::NodeInputs> {
         match self.node_inputs {

@@ -740,12 +740,8 @@ mod tests {
 
     fn build_for(cluster: &Cluster) -> Result<TaskGraph<AwsContext>, ModelError> {
         let model = Model {
-            cluster,
-            groups: &[],
-            ssh_public_key: None,
-            node_inputs: None,
-            account_id: None,
             config_base: "memfs://example",
+            ..Model::of_cluster(cluster)
         };
         let mut graph = TaskGraph::new();
         build(&model, &mut graph)?;

@@ -196,12 +196,8 @@ mod tests {
         )
         .unwrap();
         let model = Model {
-            cluster: &cluster,
-            groups: &[],
-            ssh_public_key: None,
-            node_inputs: None,
-            account_id: None,
             config_base: "/tmp/state/metal.k8s.local",
+            ..Model::of_cluster(&cluster)
         };
         assert_eq!(
             config_json(&model).unwrap(),
@@ -222,12 +218,8 @@ mod tests {
             ..Default::default()
         };
         let mut model = Model {
-            cluster: &cluster,
-            groups: &[],
-            ssh_public_key: None,
-            node_inputs: None,
-            account_id: None,
             config_base: "s3://b/a.example.com",
+            ..Model::of_cluster(&cluster)
         };
         let without = config_json(&model).unwrap();
         assert!(!without.contains(r#""pki":{}"#), "{without}");

@@ -116,14 +116,7 @@ async fn cloud_lookups(
     cluster: &kops_api::Cluster,
     region: &str,
 ) -> (Result<String, String>, Option<Result<String, String>>) {
-    let probe = Model {
-        cluster,
-        groups: &[],
-        ssh_public_key: None,
-        node_inputs: None,
-        account_id: None,
-        config_base: "",
-    };
+    let probe = Model::of_cluster(cluster);
     let wants_zone = cluster.spec.dns_zone.is_none() && probe.publishes_dns_records();
     if !credentials_configured() {
         // Offline: the zone's name stands in, as it always has.

@@ -275,14 +275,7 @@ async fn with_resolved_zone(
     cluster: &kops_api::Cluster,
 ) -> Result<kops_api::Cluster, OpsError> {
     let mut modelled = cluster.clone();
-    let probe = Model {
-        cluster,
-        groups: &[],
-        ssh_public_key: None,
-        node_inputs: None,
-        account_id: None,
-        config_base: "",
-    };
+    let probe = Model::of_cluster(cluster);
     if !probe.publishes_dns_records() {
         return Ok(modelled);
     }

@@ -99,14 +99,7 @@ pub fn load(yaml: &str) -> (Cluster, Vec<InstanceGroup>) {
 /// its id when the cluster publishes records.
 pub async fn resolved(cloud: &AwsCloud, cluster: &Cluster) -> Cluster {
     let mut c = cluster.clone();
-    let probe = Model {
-        cluster,
-        groups: &[],
-        ssh_public_key: None,
-        node_inputs: None,
-        account_id: None,
-        config_base: "",
-    };
+    let probe = Model::of_cluster(cluster);
     if probe.publishes_dns_records() {
         let zone = kops_aws::dns::find_hosted_zone(
             cloud,
