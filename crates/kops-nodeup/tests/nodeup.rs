@@ -773,6 +773,7 @@ async fn vsphere_control_plane_runs_etcd_manager_on_its_disks() {
             },
             bus: 0,
             unit,
+            id: Some(format!("disk-{etcd}")),
         })
         .collect();
     let mut opts = options(&env, "root");

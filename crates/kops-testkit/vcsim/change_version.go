@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/simulator"
-		"github.com/vmware/govmomi/vim25/types"
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 // changeVersions stamps VMs and serializes reconfigurations, so that a

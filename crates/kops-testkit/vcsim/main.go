@@ -10,7 +10,11 @@
 // namespaces made by DatastoreNamespaceManager, as on vSAN (vsan.go).
 //
 // First Class Disks attach to VMs and detach by their id
-// (AttachDisk_Task, DetachDisk_Task), as on vCenter (first_class_disks.go).
+// (AttachDisk_Task, DetachDisk_Task), grow (ExtendDisk_Task) and take
+// keepAfterDeleteVm later (SetVStorageObjectControlFlags), as on vCenter
+// (first_class_disks.go). A destroyed VM's disks go with it, wherever
+// their files are, except First Class Disks kept after a VM's deletion
+// (vm_destroy.go).
 //
 // VMs carry config.changeVersion, and a reconfiguration naming a stale one
 // fails with ConcurrentAccess, as on vCenter (change_version.go).
@@ -84,6 +88,9 @@ func main() {
 	// First Class Disks attach and detach as reconfigurations, through the
 	// change version check (first_class_disks.go).
 	server.Config.Handler = firstClassDisks(server.Config.Handler)
+	// A destroyed VM's disks go with it unless kept, as in vCenter
+	// (vm_destroy.go).
+	server.Config.Handler = destroyWithDisks(server.Config.Handler)
 
 	if err := addTemplate(server.URL); err != nil {
 		log.Fatalf("adding the template: %v", err)

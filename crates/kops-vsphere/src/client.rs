@@ -124,6 +124,12 @@ impl Client {
         })
     }
 
+    /// The server's URL without `/sdk` (`https://host`), under which it
+    /// serves datastore files (`/folder/...`).
+    pub fn base_url(&self) -> &str {
+        self.url.strip_suffix("/sdk").unwrap_or(&self.url)
+    }
+
     /// The calls made so far, by method name.
     pub fn calls(&self) -> BTreeMap<String, u64> {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()

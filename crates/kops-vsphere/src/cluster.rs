@@ -10,11 +10,10 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 
 use crate::client::MoRef;
-use crate::disks::{
-    self, AttachedEtcdDisk, EtcdDisk, EtcdFile, EtcdVolume, TemplateHardware, ETCD_KEY,
-};
+use crate::disks::{self, AttachedEtcdDisk, EtcdDisk, EtcdVolume, TemplateHardware, ETCD_KEY};
+use crate::kept::KeptDisks;
 use crate::network::{first_nic, Network};
-use crate::vcenter::{extra_config, extra_config_xml, Properties, Vcenter};
+use crate::vcenter::{extra_config, extra_config_xml, FirstClassDisk, Properties, Vcenter};
 use crate::{
     VsphereError, BOOTED_KEY, CLUSTER_KEY, GROUP_KEY, JOINING_ROLES, ROLE_KEY, SPEC_HASH_KEY,
     TOKEN_KEY,
@@ -147,15 +146,16 @@ pub struct Vm {
     /// Whether its guest ever booted (nodeup's first-boot marker,
     /// [`BOOTED_KEY`]).
     pub booted: bool,
-    /// Its etcd disks, found by the SCSI addresses its `guestinfo.kops.etcd`
-    /// records (wherever vCenter moved their files).
+    /// Its etcd disks, found by the disk ids (or, cloned before etcd
+    /// disks were First Class Disks, the SCSI addresses) its
+    /// `guestinfo.kops.etcd` records, wherever vCenter moved their files.
     pub etcd_disks: Vec<AttachedEtcdDisk>,
     /// Why its `guestinfo.kops.etcd` cannot be read, if it cannot: such a
     /// VM is never destroyed (its etcd disks could not be told apart).
     pub etcd_unreadable: Option<String>,
-    /// Moves home an earlier destroy recorded but may not have made
-    /// (file, home).
-    pub etcd_moves: Vec<(String, String)>,
+    /// Plain-file etcd disks an earlier destroy detached to register as
+    /// First Class Disks, and may not have (file, disk name).
+    pub etcd_registering: Vec<(String, String)>,
 }
 
 /// The vCenter objects a placement names, looked up.
@@ -341,9 +341,11 @@ pub async fn resolve(
 }
 
 /// Whether a group can be cloned from a template: its disk grows (never
-/// shrinks), and a static address has a network adapter to go on.
+/// shrinks), its etcd disks have free SCSI units, and a static address
+/// has a network adapter to go on.
 fn fits(hardware: &TemplateHardware, group: &GroupSpec) -> Result<(), VsphereError> {
     hardware.grows(&group.template, &group.name, group.root_disk_gib)?;
+    hardware.etcd_slots(&group.template, group.etcd.len())?;
     if group.network.is_some() && first_nic(&hardware.devices).is_none() {
         return Err(VsphereError::Invalid {
             message: format!(
@@ -422,8 +424,8 @@ fn vm_of(reference: MoRef, p: &Properties, cluster: &str) -> Option<Vm> {
         booted: extra.get(BOOTED_KEY).is_some_and(|v| !v.is_empty()),
         etcd_disks: disks::attached_etcd_disks(devices, &recorded),
         etcd_unreadable,
-        etcd_moves: extra
-            .get(MOVES_KEY)
+        etcd_registering: extra
+            .get(REGISTER_KEY)
             .map(|v| {
                 v.split(';')
                     .filter_map(|m| m.split_once("=>"))
@@ -499,17 +501,14 @@ pub async fn update(
     changes.created = to_create.iter().map(|(_, n)| n.clone()).collect();
     changes.destroyed = to_destroy.iter().map(|v| v.name.clone()).collect();
     // A volumeSize below a kept disk's is refused before anything is made
-    // (dry run too): the listed VMs' disks at no cost, the disks no VM
-    // holds once a clone needs them.
+    // (dry run too): the listed VMs' disks at no cost, the datastore's
+    // disks read once when a clone needs one no listed VM holds.
     // (An unfinished VM's disks are kept for its clone too.)
     let listed: Vec<Vm> = existing.iter().chain(&unfinished).cloned().collect();
-    let mut kept = KeptDisks::new(cluster, placement, &listed);
+    let mut kept = KeptDisks::new(cluster, &placement.datacenter, &resolved.datastore, &listed);
     for group in groups {
-        kept.refuse_shrinks(&group.etcd)?;
-    }
-    let mut etcd_files = Vec::new();
-    for (group, _) in &to_create {
-        etcd_files.push(kept.files(vc, &resolved.datastore, &group.etcd).await?);
+        let cloned = to_create.iter().any(|(g, _)| g.name == group.name);
+        kept.refuse_shrinks(vc, &group.etcd, cloned).await?;
     }
     if !apply || changes.is_empty() {
         return Ok(changes);
@@ -518,27 +517,22 @@ pub async fn update(
         Some(folder) => folder.clone(),
         None => make_folder(vc, &resolved.vm_folder_path).await?,
     };
-    let home = DiskHome {
-        datacenter: &resolved.datacenter,
-        datastore: datastore_name(placement),
-        cluster,
-    };
     // Unfinished VMs go first: their etcd disks are detached for the
     // clones that take their place.
     let (first, rest): (Vec<&Vm>, Vec<&Vm>) = to_destroy
         .into_iter()
         .partition(|v| changes.unfinished.contains(&v.name));
     for vm in first {
-        destroy_vm(vc, vm, &home).await?;
+        destroy_vm(vc, vm, &mut kept).await?;
     }
-    for ((group, name), files) in to_create.iter().zip(&etcd_files) {
+    for (group, name) in &to_create {
         clone(
-            vc, cluster, placement, &resolved, &folder, group, name, files,
+            vc, cluster, placement, &resolved, &folder, group, name, &mut kept,
         )
         .await?;
     }
     for vm in rest {
-        destroy_vm(vc, vm, &home).await?;
+        destroy_vm(vc, vm, &mut kept).await?;
     }
     for vm in tokens_to_remove {
         vc.set_extra_config(&vm.reference, &[(TOKEN_KEY, "")])
@@ -588,29 +582,29 @@ pub async fn replace(
     let resolved = resolve(vc, placement, std::slice::from_ref(group)).await?;
     // The replaced VM holds its member's disks: their sizes are known from
     // the listing, a shrink refused before the VM goes.
-    let files = KeptDisks::new(cluster, placement, &existing)
-        .files(vc, &resolved.datastore, &group.etcd)
-        .await?;
-    let home = DiskHome {
-        datacenter: &resolved.datacenter,
-        datastore: datastore_name(placement),
+    let mut kept = KeptDisks::new(
         cluster,
-    };
-    destroy_vm(vc, vm, &home).await?;
+        &placement.datacenter,
+        &resolved.datastore,
+        &existing,
+    );
+    kept.refuse_shrinks(vc, &group.etcd, true).await?;
+    destroy_vm(vc, vm, &mut kept).await?;
     let name = free_name(cluster, &group.name, &taken);
     clone(
-        vc, cluster, placement, &resolved, &folder, group, &name, &files,
+        vc, cluster, placement, &resolved, &folder, group, &name, &mut kept,
     )
     .await?;
     Ok(Some((vm.name.clone(), name)))
 }
 
 /// Powers off and destroys every VM of the cluster in its folder, then
-/// the folder when nothing else is in it, and the cluster's etcd disk
-/// directory (`kops-etcd/<cluster>` on `datastore`, and any other its VMs
-/// had disks in); the VM names destroyed. A missing datacenter or folder
-/// means no VM to delete; the etcd directory is still removed when it is
-/// there (VMs deleted by hand leave it).
+/// the folder when nothing else is in it, then the cluster's etcd disks
+/// (its First Class Disks on `datastore`, and any its VMs held on
+/// another) and the directory kops-rs kept them in before they were
+/// First Class Disks; the VM names destroyed. A missing datacenter or
+/// folder means no VM to delete; the disks are still removed (VMs deleted
+/// by hand leave them).
 pub async fn delete(
     vc: &Vcenter,
     cluster: &str,
@@ -629,23 +623,32 @@ pub async fn delete(
     if !apply {
         return Ok(names);
     }
+    let Some(datacenter_ref) = vc.find_path(datacenter).await? else {
+        return Ok(names);
+    };
+    let datastore_ref = vc
+        .find_path(&inventory_path(datacenter, "datastore", datastore))
+        .await?;
+    let mut kept = datastore_ref.map(|ds| KeptDisks::new(cluster, datacenter, &ds, &vms));
+    for vm in &vms {
+        if vm.powered_on {
+            vc.power_off(&vm.reference).await?;
+        }
+        vc.destroy(&vm.reference).await?;
+    }
+    if let Some(kept) = &mut kept {
+        for disk in kept.all(vc).await? {
+            match vc.delete_disk(&disk.datastore, &disk.id).await {
+                Err(VsphereError::Fault { kind, .. }) if kind.contains("NotFound") => {}
+                other => other?,
+            }
+        }
+    }
     let datastore = datastore.rsplit('/').next().unwrap_or(datastore);
-    if let Some(datacenter_ref) = vc.find_path(datacenter).await? {
-        let home = DiskHome {
-            datacenter: &datacenter_ref,
-            datastore,
-            cluster,
-        };
-        for vm in &vms {
-            destroy_vm(vc, vm, &home).await?;
-        }
-        // The etcd disks were kept apart from their VMs, all in their
-        // directory: they go with the cluster.
-        let own = disks::etcd_disk_dir(datastore, cluster);
-        match vc.delete_datastore_file(&datacenter_ref, &own).await {
-            Err(VsphereError::Fault { kind, .. }) if kind == "FileNotFound" => {}
-            other => other?,
-        }
+    let legacy = disks::legacy_etcd_dir(datastore, cluster);
+    match vc.delete_datastore_file(&datacenter_ref, &legacy).await {
+        Err(VsphereError::Fault { kind, .. }) if kind.contains("FileNotFound") => {}
+        other => other?,
     }
     let Some(folder) = folder else {
         return Ok(names);
@@ -674,24 +677,17 @@ async fn make_folder(vc: &Vcenter, path: &str) -> Result<MoRef, VsphereError> {
     vc.create_folder(&parent_ref, name).await
 }
 
-/// The extraConfig key recording, with the detach of a VM's etcd disks,
-/// the moves home still to make (`<file>=><home>`, `;`-separated).
-const MOVES_KEY: &str = "kops.etcd-moves";
+/// The extraConfig key recording, with the detach of a VM's plain-file
+/// etcd disks, the First Class Disks they are to be registered as
+/// (`<file>=><disk name>`, `;`-separated).
+const REGISTER_KEY: &str = "kops.etcd-register";
 
-/// Where a cluster's etcd disks are kept while no VM holds them: each
-/// member's disk at its own path in the cluster's `kops-etcd/<cluster>`
-/// directory of the placement's datastore.
-pub struct DiskHome<'a> {
-    pub datacenter: &'a MoRef,
-    pub datastore: &'a str,
-    pub cluster: &'a str,
-}
-
-/// Powers off and destroys a VM; its etcd disks are detached first and,
-/// when vCenter moved or renamed their files (Storage vMotion names them
-/// after the VM), moved back home, so their files stay for its
-/// replacement (or for `delete`), found where the clone looks.
-async fn destroy_vm(vc: &Vcenter, vm: &Vm, home: &DiskHome<'_>) -> Result<(), VsphereError> {
+/// Powers off and destroys a VM being replaced. Its etcd disks are
+/// detached first, kept for its replacement; those that are plain files
+/// of the VM (cloned before etcd disks were First Class Disks) are then
+/// registered as First Class Disks where they are (vCenter would delete
+/// them with the VM).
+async fn destroy_vm(vc: &Vcenter, vm: &Vm, kept: &mut KeptDisks) -> Result<(), VsphereError> {
     if let Some(reason) = &vm.etcd_unreadable {
         return Err(VsphereError::Invalid {
             message: format!(
@@ -706,54 +702,44 @@ async fn destroy_vm(vc: &Vcenter, vm: &Vm, home: &DiskHome<'_>) -> Result<(), Vs
     if vm.powered_on {
         vc.power_off(&vm.reference).await?;
     }
-    let detach = detach_and_record(vm, home);
+    // What an earlier destroy detached and was killed before registering.
+    for (file, name) in &vm.etcd_registering {
+        kept.register(vc, file, name).await?;
+    }
+    let detach = detach_and_record(vm, kept.cluster());
     if !detach.is_empty() {
         vc.reconfigure(&vm.reference, &detach).await?;
     }
-    // What this detach moves, and what an earlier one (killed before its
-    // moves) recorded: each file still where it was goes home.
-    let mut moves = moves_home(vm, home);
-    moves.extend(vm.etcd_moves.iter().cloned());
-    for (from, to) in moves {
-        if from == to || !vc.disk_exists(home.datacenter, &from).await? {
-            continue;
-        }
-        vc.make_directory(
-            home.datacenter,
-            &disks::etcd_disk_dir(home.datastore, home.cluster),
-        )
-        .await?;
-        vc.move_virtual_disk(home.datacenter, &from, &to).await?;
+    for (file, name) in registrations(vm, kept.cluster()) {
+        kept.register(vc, &file, &name).await?;
     }
     vc.destroy(&vm.reference).await
 }
 
-/// The etcd disks of `vm` whose files are not home: (file, home).
-fn moves_home(vm: &Vm, home: &DiskHome<'_>) -> Vec<(String, String)> {
+/// The etcd disks of `vm` that are plain files, with the First Class
+/// Disk names they are to be registered as: (file, name).
+fn registrations(vm: &Vm, cluster: &str) -> Vec<(String, String)> {
     vm.etcd_disks
         .iter()
-        .map(|d| {
-            let kept = disks::etcd_disk_path(home.datastore, home.cluster, &d.volume);
-            (d.file.clone(), kept)
-        })
-        .filter(|(file, kept)| file != kept)
+        .filter(|d| d.id.is_none())
+        .map(|d| (d.file.clone(), disks::disk_name(cluster, &d.volume)))
         .collect()
 }
 
 /// One reconfiguration detaching `vm`'s etcd disks and recording, in
-/// [`MOVES_KEY`], those that must then go home: a process killed
-/// between the detach and the moves leaves the record for the next
-/// destroy. Empty when it has none.
-pub(crate) fn detach_and_record(vm: &Vm, home: &DiskHome<'_>) -> String {
+/// [`REGISTER_KEY`], those that must then be registered: a process
+/// killed between the detach and the registration leaves the record for
+/// the next destroy. Empty when it has none.
+pub(crate) fn detach_and_record(vm: &Vm, cluster: &str) -> String {
     let mut spec = disks::detach_etcd_disks(&vm.etcd_disks);
-    let moves = moves_home(vm, home);
-    if !moves.is_empty() {
-        let record = moves
+    let pending = registrations(vm, cluster);
+    if !pending.is_empty() {
+        let record = pending
             .iter()
-            .map(|(from, to)| format!("{from}=>{to}"))
+            .map(|(file, name)| format!("{file}=>{name}"))
             .collect::<Vec<_>>()
             .join(";");
-        spec.push_str(&extra_config_xml(&[(MOVES_KEY, record.as_str())]));
+        spec.push_str(&extra_config_xml(&[(REGISTER_KEY, record.as_str())]));
     }
     spec
 }
@@ -804,10 +790,9 @@ pub fn metadata(name: &str, network: Option<(&StaticNetwork, &str)>) -> String {
     metadata.to_string()
 }
 
-/// Clones one VM of `group` as `name`, with its etcd disk files
-/// (`etcd_files`, from [`KeptDisks::files`]): new ones made in the
-/// cluster's `kops-etcd/<cluster>` directory (made when missing), kept
-/// ones attached and grown before the first boot.
+/// Clones one VM of `group` as `name`, with its etcd disks: each
+/// member's kept First Class Disk (grown when its volume asks for more)
+/// or a new one, attached before the first boot.
 #[allow(clippy::too_many_arguments)]
 async fn clone(
     vc: &Vcenter,
@@ -817,25 +802,29 @@ async fn clone(
     folder: &MoRef,
     group: &GroupSpec,
     name: &str,
-    etcd_files: &[EtcdFile],
+    kept: &mut KeptDisks,
 ) -> Result<MoRef, VsphereError> {
     let template = resolved
         .templates
         .get(&group.template)
         .ok_or_else(|| VsphereError::protocol("template not resolved"))?;
-    if etcd_files.iter().any(|f| !f.exists) {
-        vc.make_directory(
-            &resolved.datacenter,
-            &disks::etcd_disk_dir(datastore_name(placement), cluster),
-        )
-        .await?;
-    }
-    let (disk_change, etcd_disks) = template.hardware.disk_changes(
-        &group.template,
-        group.root_disk_gib,
-        etcd_files,
-        &resolved.datastore,
-    )?;
+    let slots = template
+        .hardware
+        .etcd_slots(&group.template, group.etcd.len())?;
+    let etcd = kept.ensure(vc, &group.etcd).await?;
+    let etcd_disks: Vec<EtcdDisk> = group
+        .etcd
+        .iter()
+        .zip(&etcd)
+        .zip(&slots.units)
+        .map(|((volume, disk), unit)| EtcdDisk {
+            volume: volume.clone(),
+            bus: slots.bus,
+            unit: *unit,
+            id: Some(disk.id.clone()),
+        })
+        .collect();
+    let disk_change = template.hardware.boot_disk_change(group.root_disk_gib);
     // A linked clone's disk is a child of the snapshot's and cannot grow:
     // a group asking for a larger disk gets full clones.
     let grows = template
@@ -889,10 +878,10 @@ async fn clone(
         snapshot.map(|s| s.xml("snapshot")).unwrap_or_default(),
     );
     let vm = vc.clone_vm(&template.vm, folder, name, &spec).await?;
-    if let Err(e) = start_clone(vc, &vm, group, name, etcd_files).await {
+    if let Err(e) = start_clone(vc, &vm, group, name, &slots, &etcd).await {
         // A clone that never booted is not left behind half-made: it goes,
         // its etcd disks detached first (they may hold a member's data).
-        if let Err(cleanup) = discard(vc, &vm, etcd_files).await {
+        if let Err(cleanup) = discard(vc, &vm, &etcd).await {
             tracing::warn!("could not remove the unfinished VM `{name}`: {cleanup}");
         }
         return Err(e);
@@ -900,164 +889,62 @@ async fn clone(
     Ok(vm)
 }
 
-/// A fresh clone's last steps before its first boot, in one
-/// reconfiguration (its devices read back once): its kept etcd disks
-/// grown to their volumes' sizes (an edit of the attached disk's
-/// capacity, as vCenter grows a powered-off VM's disk), its static
-/// network config (matched to the MAC address vCenter generated for its
-/// NIC); then the power-on.
+/// A fresh clone's last steps before its first boot: its etcd disks
+/// attached at their units, its static network config (matched to the MAC
+/// address vCenter generated for its NIC, its devices read back once);
+/// then the power-on.
 async fn start_clone(
     vc: &Vcenter,
     vm: &MoRef,
     group: &GroupSpec,
     name: &str,
-    etcd_files: &[EtcdFile],
+    slots: &disks::EtcdSlots,
+    etcd: &[FirstClassDisk],
 ) -> Result<(), VsphereError> {
-    let grow: Vec<EtcdFile> = etcd_files.iter().filter(|f| f.grows()).cloned().collect();
-    if group.network.is_some() || !grow.is_empty() {
+    for (disk, unit) in etcd.iter().zip(&slots.units) {
+        let unit = i32::try_from(*unit).unwrap_or(i32::MAX);
+        vc.attach_disk(vm, &disk.datastore, &disk.id, slots.controller_key, unit)
+            .await?;
+    }
+    if let Some(network) = &group.network {
         let found = vc.properties(vm, &["config.hardware.device"]).await?;
         let devices = found
             .get("config.hardware.device")
             .map(|d| d.children.as_slice())
             .unwrap_or_default();
-        let mut spec = disks::grow_etcd_disks(devices, &grow)?;
-        if let Some(network) = &group.network {
-            let mac = first_nic(devices)
-                .and_then(|nic| nic.text_at(&["macAddress"]))
-                .ok_or_else(|| {
-                    VsphereError::protocol("the clone has no network adapter with a MAC address")
-                })?;
-            let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-            let with_network = b64(&metadata(name, Some((network, mac))));
-            spec.push_str(&extra_config_xml(&[(
-                "guestinfo.metadata",
-                with_network.as_str(),
-            )]));
-        }
-        if !spec.is_empty() {
-            vc.reconfigure(vm, &spec).await?;
-        }
+        let mac = first_nic(devices)
+            .and_then(|nic| nic.text_at(&["macAddress"]))
+            .ok_or_else(|| {
+                VsphereError::protocol("the clone has no network adapter with a MAC address")
+            })?;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let with_network = b64(&metadata(name, Some((network, mac))));
+        vc.set_extra_config(vm, &[("guestinfo.metadata", with_network.as_str())])
+            .await?;
     }
     vc.power_on(vm).await
 }
 
-/// Destroys a clone that did not start, keeping its etcd disk files
-/// (`etcd_files`, attached by their paths).
-async fn discard(vc: &Vcenter, vm: &MoRef, etcd_files: &[EtcdFile]) -> Result<(), VsphereError> {
+/// Destroys a clone that did not start, its etcd disks (`etcd`) detached
+/// first where attached.
+async fn discard(vc: &Vcenter, vm: &MoRef, etcd: &[FirstClassDisk]) -> Result<(), VsphereError> {
     let found = vc
         .properties(vm, &["config.hardware.device", "runtime.powerState"])
         .await?;
     if found.get("runtime.powerState").map(|p| p.text.trim()) == Some("poweredOn") {
         vc.power_off(vm).await?;
     }
-    let devices = found
+    let attached: Vec<&str> = found
         .get("config.hardware.device")
         .map(|d| d.children.as_slice())
-        .unwrap_or_default();
-    let detach = disks::detach_files(devices, etcd_files);
-    if !detach.is_empty() {
-        vc.reconfigure(vm, &detach).await?;
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|d| d.text_at(&["vDiskId", "id"]).map(str::trim))
+        .collect();
+    for disk in etcd.iter().filter(|d| attached.contains(&d.id.as_str())) {
+        vc.detach_disk(vm, &disk.id).await?;
     }
     vc.destroy(vm).await
-}
-
-/// The datastore's name (the last part of an inventory path).
-fn datastore_name(placement: &Placement) -> &str {
-    placement
-        .datastore
-        .rsplit('/')
-        .next()
-        .unwrap_or(&placement.datastore)
-}
-
-/// What is known of a cluster's kept etcd disk files: those attached to
-/// its listed VMs, with their capacities (read with the listing: no
-/// call), and, read once when a clone needs a file no listed VM holds,
-/// the disks of its `kops-etcd/<cluster>` directory (one datastore
-/// search, with their capacities where the server gives them).
-struct KeptDisks {
-    datastore: String,
-    cluster: String,
-    attached: BTreeMap<String, u64>,
-    in_directory: Option<BTreeMap<String, Option<u64>>>,
-    /// Homes of files a VM to be destroyed records as still to move
-    /// there (a destroy killed after its detach): home before any clone.
-    pending: Vec<String>,
-}
-
-impl KeptDisks {
-    fn new(cluster: &str, placement: &Placement, vms: &[Vm]) -> KeptDisks {
-        KeptDisks {
-            datastore: datastore_name(placement).to_string(),
-            cluster: cluster.to_string(),
-            // Keyed by where each disk is kept: a moved file goes back
-            // there when its VM is destroyed, before any clone takes it.
-            attached: vms
-                .iter()
-                .flat_map(|v| &v.etcd_disks)
-                .map(|d| {
-                    let home = disks::etcd_disk_path(datastore_name(placement), cluster, &d.volume);
-                    (home, d.capacity_kib)
-                })
-                .collect(),
-            in_directory: None,
-            pending: vms
-                .iter()
-                .flat_map(|v| &v.etcd_moves)
-                .map(|(_, home)| home.clone())
-                .collect(),
-        }
-    }
-
-    /// Refuses a volume smaller than its disk held by a listed VM.
-    fn refuse_shrinks(&self, volumes: &[EtcdVolume]) -> Result<(), VsphereError> {
-        for volume in volumes {
-            let path = disks::etcd_disk_path(&self.datastore, &self.cluster, volume);
-            if let Some(capacity) = self.attached.get(&path) {
-                disks::refuse_shrink(volume, &path, *capacity)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The disk files of a control-plane VM's volumes: each kept (with
-    /// its capacity when known) or to be made; a volume below its kept
-    /// disk's size is refused.
-    async fn files(
-        &mut self,
-        vc: &Vcenter,
-        datastore: &MoRef,
-        volumes: &[EtcdVolume],
-    ) -> Result<Vec<EtcdFile>, VsphereError> {
-        let mut files = Vec::new();
-        for volume in volumes {
-            let path = disks::etcd_disk_path(&self.datastore, &self.cluster, volume);
-            let (exists, capacity_kib) = match self.attached.get(&path) {
-                Some(capacity) => (true, Some(*capacity)),
-                None if self.pending.contains(&path) => (true, None),
-                None => {
-                    if self.in_directory.is_none() {
-                        let dir = disks::etcd_disk_dir(&self.datastore, &self.cluster);
-                        self.in_directory = Some(vc.virtual_disks(datastore, &dir).await?);
-                    }
-                    match self.in_directory.as_ref().and_then(|d| d.get(&path)) {
-                        Some(capacity) => (true, *capacity),
-                        None => (false, None),
-                    }
-                }
-            };
-            if let Some(capacity) = capacity_kib {
-                disks::refuse_shrink(volume, &path, capacity)?;
-            }
-            files.push(EtcdFile {
-                volume: volume.clone(),
-                path,
-                exists,
-                capacity_kib,
-            });
-        }
-        Ok(files)
-    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -1143,123 +1030,223 @@ mod tests {
         (placement, volume, [group])
     }
 
-    /// Storage vMotion renaming `vm`'s etcd disk (at `home`) after the
-    /// VM, as vCenter leaves it: detached, moved into the VM's directory,
-    /// attached again at the same SCSI address. The new file.
-    async fn rename_after_vm(vc: &Vcenter, datacenter: &MoRef, vm: &Vm, home: &str) -> String {
-        let renamed = format!("[{}] {}/{}_1.vmdk", vcsim::DATASTORE, vm.name, vm.name);
-        let detach = vm.etcd_disks[0].detach.clone();
-        vc.reconfigure(&vm.reference, &detach).await.unwrap();
-        vc.move_virtual_disk(datacenter, home, &renamed)
-            .await
-            .unwrap();
-        let attach = detach
-            .replace(
-                "<operation>remove</operation>",
-                "<operation>add</operation>",
-            )
-            .replace(
-                &format!("<fileName>{home}</fileName>"),
-                &format!("<fileName>{renamed}</fileName>"),
-            );
-        vc.reconfigure(&vm.reference, &attach).await.unwrap();
-        renamed
+    /// The datastore of the simulator's placements.
+    async fn datastore(vc: &Vcenter) -> MoRef {
+        vc.find_path(&format!(
+            "{}/datastore/{}",
+            vcsim::DATACENTER,
+            vcsim::DATASTORE
+        ))
+        .await
+        .unwrap()
+        .unwrap()
     }
 
-    /// Storage vMotion renamed a control-plane VM's etcd disk after the VM
-    /// (simulated: detached, moved into the VM's directory, attached again
-    /// at its SCSI address, as vCenter leaves it). The disk is still told
-    /// apart by its address: replacing the VM detaches it, moves it home
-    /// and attaches it to the new clone; nothing is left at the renamed
-    /// path and no new disk is made.
+    /// The calls made since `before`, by method.
+    fn since(vc: &Vcenter, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+        vc.client
+            .calls()
+            .into_iter()
+            .map(|(m, n)| {
+                let n = n - before.get(&m).copied().unwrap_or(0);
+                (m, n)
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// An etcd disk is a First Class Disk kept after its VM's deletion:
+    /// an operator deleting the control-plane VM in vCenter (no detach
+    /// first) leaves it, and the next update clones the member again with
+    /// the same disk, found among the datastore's disks by its name.
     #[tokio::test]
-    async fn an_etcd_disk_renamed_after_its_vm_survives_the_vms_replacement() {
+    async fn an_etcd_disk_survives_its_vms_deletion_in_vcenter() {
         let Some((_sim, vc)) = simulator().await else {
             return;
         };
-        let cluster = "renamed.k8s.local";
-        let (placement, volume, groups) = one_control_plane("renamed");
-        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        update(&vc, cluster, &placement, resolved, &groups, true)
-            .await
-            .unwrap();
-        let folder = vc.find_path("DC0/vm/renamed").await.unwrap().unwrap();
-        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
+        let cluster = "deleted.k8s.local";
+        let (placement, volume, groups) = one_control_plane("deleted");
+        let run = || async {
+            let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+            update(&vc, cluster, &placement, resolved, &groups, true)
+                .await
+                .unwrap()
+        };
+        run().await;
+        let folder = vc.find_path("DC0/vm/deleted").await.unwrap().unwrap();
         let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
-        let home = disks::etcd_disk_path(vcsim::DATASTORE, cluster, &volume);
         assert_eq!(vm.etcd_disks.len(), 1, "{vm:?}");
-        assert_eq!(vm.etcd_disks[0].file, home);
+        let id = vm.etcd_disks[0].id.clone().expect("a First Class Disk");
+        let datastore = datastore(&vc).await;
+        let disk = vc.disk(&datastore, &id).await.unwrap().unwrap();
+        assert_eq!(disk.name, disks::disk_name(cluster, &volume));
+        assert_eq!(disk.capacity_mb, 1024);
 
-        // vCenter renames it after the VM.
-        let renamed = rename_after_vm(&vc, &datacenter, &vm, &home).await;
-        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
-        assert_eq!(vm.etcd_disks.len(), 1, "found by its address: {vm:?}");
-        assert_eq!(vm.etcd_disks[0].file, renamed);
-        assert!(!vc.disk_exists(&datacenter, &home).await.unwrap());
+        vc.power_off(&vm.reference).await.unwrap();
+        vc.destroy(&vm.reference).await.unwrap();
+        assert_eq!(vc.disk(&datastore, &id).await.unwrap(), Some(disk));
 
         let before = vc.client.calls();
-        let replaced = replace(&vc, cluster, &placement, &groups, &vm.uuid)
-            .await
-            .unwrap()
-            .expect("replaced");
-        assert_eq!(replaced.0, vm.name);
-        let moves = vc
-            .client
-            .calls()
-            .get("MoveVirtualDisk_Task")
-            .copied()
-            .unwrap_or(0)
-            - before.get("MoveVirtualDisk_Task").copied().unwrap_or(0);
-        assert_eq!(moves, 1, "moved home once");
-        assert!(vc.disk_exists(&datacenter, &home).await.unwrap(), "{home}");
-        assert!(
-            !vc.disk_exists(&datacenter, &renamed).await.unwrap(),
-            "left at {renamed}"
-        );
+        let changes = run().await;
+        let calls = since(&vc, &before);
+        eprintln!("update re-cloning the deleted member: {calls:?}");
+        assert_eq!(changes.created.len(), 1, "{changes:?}");
+        assert_eq!(calls.get("CreateDisk_Task"), None, "{calls:?}");
+        assert_eq!(calls.get("ListVStorageObject"), Some(&1), "{calls:?}");
+        assert_eq!(calls.get("AttachDisk_Task"), Some(&1), "{calls:?}");
         let now = list(&vc, &folder, cluster).await.unwrap();
         assert_eq!(now.len(), 1);
-        assert_eq!(now[0].name, replaced.1);
-        assert_eq!(now[0].etcd_disks.len(), 1, "{now:?}");
-        assert_eq!(now[0].etcd_disks[0].file, home);
-        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        assert!(update(&vc, cluster, &placement, resolved, &groups, true)
-            .await
-            .unwrap()
-            .is_empty());
-
-        // Renamed again, and the process killed right after the detach
-        // (which records the move): the next replacement still moves the
-        // file home first.
-        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
-        let renamed = rename_after_vm(&vc, &datacenter, &vm, &home).await;
-        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
-        let place = DiskHome {
-            datacenter: &datacenter,
-            datastore: vcsim::DATASTORE,
-            cluster,
-        };
-        vc.reconfigure(&vm.reference, &detach_and_record(&vm, &place))
-            .await
-            .unwrap();
-        let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
-        assert!(vm.etcd_disks.is_empty(), "detached: {vm:?}");
-        assert_eq!(vm.etcd_moves, [(renamed.clone(), home.clone())]);
-        replace(&vc, cluster, &placement, &groups, &vm.uuid)
-            .await
-            .unwrap()
-            .expect("replaced");
-        assert!(vc.disk_exists(&datacenter, &home).await.unwrap(), "{home}");
-        assert!(!vc.disk_exists(&datacenter, &renamed).await.unwrap());
-        let now = list(&vc, &folder, cluster).await.unwrap();
-        assert_eq!(now[0].etcd_disks[0].file, home);
+        assert_eq!(now[0].etcd_disks[0].id.as_deref(), Some(id.as_str()));
+        assert!(run().await.is_empty(), "a second update changes nothing");
         vc.logout().await;
     }
 
-    /// On vSAN, the datastore's top-level directories are namespaces:
-    /// FileManager.MakeDirectory refuses `kops-etcd` there (the simulator
-    /// started with -vsan refuses it as vSAN does). The first control-plane
-    /// clone makes it through the DatastoreNamespaceManager, its etcd disk
-    /// inside; the next update changes nothing and makes no namespace.
+    /// A control-plane VM cloned before etcd disks were First Class Disks
+    /// holds a plain disk, found by its SCSI address. Storage vMotion
+    /// renamed it after the VM (simulated: detached, moved into the VM's
+    /// directory, attached again at its address). Replacing the VM
+    /// detaches it and registers it as the member's First Class Disk
+    /// where it is (vCenter would delete it with the VM otherwise); the
+    /// new clone attaches it by id and no disk is made. A process killed
+    /// between the detach and the registration leaves a record, and the
+    /// next replacement registers the disk from it.
+    #[tokio::test]
+    async fn a_plain_etcd_disk_renamed_after_its_vm_survives_the_vms_replacement() {
+        let Some((_sim, vc)) = simulator().await else {
+            return;
+        };
+        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
+        for killed in [false, true] {
+            let name = if killed { "killed" } else { "renamed" };
+            let cluster = format!("{name}.k8s.local");
+            let cluster = cluster.as_str();
+            let (placement, volume, groups) = one_control_plane(name);
+            // The VM as an older kops-rs made it: its etcd disk a file of
+            // the cluster's directory at SCSI 0:1, described without an id.
+            let mut without_etcd = groups.clone();
+            without_etcd[0].etcd.clear();
+            let resolved = resolve(&vc, &placement, &without_etcd).await.unwrap();
+            update(&vc, cluster, &placement, resolved, &without_etcd, true)
+                .await
+                .unwrap();
+            let folder = vc
+                .find_path(&format!("DC0/vm/{name}"))
+                .await
+                .unwrap()
+                .unwrap();
+            let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+            vc.power_off(&vm.reference).await.unwrap();
+            let dir = disks::legacy_etcd_dir(vcsim::DATASTORE, cluster);
+            let mkdir = format!(
+                "<_this type=\"FileManager\">FileManager</_this><name>{dir}</name>{}\
+                 <createParentDirectories>true</createParentDirectories>",
+                datacenter.xml("datacenter")
+            );
+            vc.client.call("MakeDirectory", &mkdir).await.unwrap();
+            let devices = vc
+                .properties(&vm.reference, &["config.hardware.device"])
+                .await
+                .unwrap();
+            let controller = devices["config.hardware.device"]
+                .all("VirtualDevice")
+                .find(|d| {
+                    d.xsi_type()
+                        .is_some_and(|t| t.contains("LsiLogic") || t.contains("SCSI"))
+                })
+                .and_then(|d| d.text_at(&["key"]))
+                .map(|k| k.trim().to_string())
+                .unwrap();
+            let home = format!("{dir}/{}-{}.vmdk", volume.etcd, volume.member);
+            let described = EtcdDisk::encode_all(&[EtcdDisk {
+                volume: volume.clone(),
+                bus: 0,
+                unit: 1,
+                id: None,
+            }]);
+            let spec = format!(
+                "<deviceChange><operation>add</operation><fileOperation>create</fileOperation>\
+                 <device xsi:type=\"VirtualDisk\"><key>-101</key>\
+                 <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName>{home}</fileName>\
+                 <diskMode>persistent</diskMode><thinProvisioned>true</thinProvisioned></backing>\
+                 <controllerKey>{controller}</controllerKey><unitNumber>1</unitNumber>\
+                 <capacityInKB>1048576</capacityInKB></device></deviceChange>{}",
+                extra_config_xml(&[(ETCD_KEY, described.as_str())])
+            );
+            vc.reconfigure(&vm.reference, &spec).await.unwrap();
+            let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+            assert_eq!(vm.etcd_disks.len(), 1, "{vm:?}");
+            assert_eq!(vm.etcd_disks[0].id, None);
+            assert_eq!(vm.etcd_disks[0].file, home);
+
+            // Storage vMotion renames it after the VM.
+            let renamed = format!("[{}] {}/{}_1.vmdk", vcsim::DATASTORE, vm.name, vm.name);
+            let detach = vm.etcd_disks[0].detach.clone();
+            vc.reconfigure(&vm.reference, &detach).await.unwrap();
+            vc.move_virtual_disk(&datacenter, &home, &renamed)
+                .await
+                .unwrap();
+            let attach = detach
+                .replace(
+                    "<operation>remove</operation>",
+                    "<operation>add</operation>",
+                )
+                .replace(
+                    &format!("<fileName>{home}</fileName>"),
+                    &format!("<fileName>{renamed}</fileName>"),
+                );
+            vc.reconfigure(&vm.reference, &attach).await.unwrap();
+            let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+            assert_eq!(vm.etcd_disks.len(), 1, "found by its address: {vm:?}");
+            assert_eq!(vm.etcd_disks[0].file, renamed);
+
+            let disk_name = disks::disk_name(cluster, &volume);
+            let vm = if killed {
+                vc.reconfigure(&vm.reference, &detach_and_record(&vm, cluster))
+                    .await
+                    .unwrap();
+                let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
+                assert!(vm.etcd_disks.is_empty(), "detached: {vm:?}");
+                assert_eq!(vm.etcd_registering, [(renamed.clone(), disk_name.clone())]);
+                vm
+            } else {
+                vm
+            };
+            let before = vc.client.calls();
+            let replaced = replace(&vc, cluster, &placement, &groups, &vm.uuid)
+                .await
+                .unwrap()
+                .expect("replaced");
+            let calls = since(&vc, &before);
+            eprintln!("replacing a VM with a plain etcd disk (killed: {killed}): {calls:?}");
+            assert_eq!(replaced.0, vm.name);
+            assert_eq!(calls.get("RegisterDisk"), Some(&1), "{calls:?}");
+            assert_eq!(calls.get("CreateDisk_Task"), None, "{calls:?}");
+            assert!(
+                vc.disk_exists(&datacenter, &renamed).await.unwrap(),
+                "{renamed}"
+            );
+            let now = list(&vc, &folder, cluster).await.unwrap();
+            assert_eq!(now.len(), 1);
+            assert_eq!(now[0].name, replaced.1);
+            let disk = &now[0].etcd_disks[0];
+            assert_eq!(disk.file, renamed, "{now:?}");
+            let id = disk.id.clone().expect("now a First Class Disk");
+            let found = vc.disk(&datastore(&vc).await, &id).await.unwrap().unwrap();
+            assert_eq!(found.name, disk_name);
+            let resolved = resolve(&vc, &placement, &groups).await.unwrap();
+            assert!(update(&vc, cluster, &placement, resolved, &groups, true)
+                .await
+                .unwrap()
+                .is_empty());
+        }
+        vc.logout().await;
+    }
+
+    /// A First Class Disk is not a file of a datastore directory: on vSAN,
+    /// whose top-level directories only the namespace manager makes (the
+    /// simulator started with -vsan refuses FileManager.MakeDirectory
+    /// there, as vSAN does), the control plane's etcd disk is made with no
+    /// directory at all; the next update changes nothing.
     #[tokio::test]
     async fn a_control_plane_with_an_etcd_disk_is_made_on_vsan() {
         if !vcsim::vcsim_available() {
@@ -1296,117 +1283,99 @@ mod tests {
             .await
             .unwrap();
         let calls = vc.client.calls();
-        assert_eq!(calls.get("CreateDirectory"), Some(&1), "{calls:?}");
-        let home = disks::etcd_disk_path(vcsim::DATASTORE, cluster, &volume);
-        assert!(vc.disk_exists(&datacenter, &home).await.unwrap(), "{home}");
+        assert_eq!(calls.get("CreateDisk_Task"), Some(&1), "{calls:?}");
+        assert_eq!(
+            calls.get("MakeDirectory"),
+            Some(&1),
+            "only the refused one: {calls:?}"
+        );
+        assert_eq!(calls.get("CreateDirectory"), None, "{calls:?}");
         let folder = vc.find_path("DC0/vm/vsan").await.unwrap().unwrap();
         let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
         assert_eq!(vm.etcd_disks.len(), 1, "{vm:?}");
-        assert_eq!(vm.etcd_disks[0].file, home);
+        let id = vm.etcd_disks[0].id.clone().unwrap();
+        let disk = vc.disk(&datastore(&vc).await, &id).await.unwrap().unwrap();
+        assert_eq!(disk.name, disks::disk_name(cluster, &volume));
 
         let resolved = resolve(&vc, &placement, &groups).await.unwrap();
         assert!(update(&vc, cluster, &placement, resolved, &groups, true)
             .await
             .unwrap()
             .is_empty());
-        assert_eq!(vc.client.calls().get("CreateDirectory"), Some(&1));
+        assert_eq!(vc.client.calls().get("CreateDisk_Task"), Some(&1));
         vc.logout().await;
     }
 
-    /// A clone that did not start goes, but its etcd disk file stays for
-    /// the next clone of its member.
+    /// A clone that did not start goes, but its etcd disk stays for the
+    /// next clone of its member, grown there when its volume grew.
     #[tokio::test]
     async fn an_unstarted_clone_is_discarded_or_made_again_and_its_etcd_disk_kept() {
         let Some((_sim, vc)) = simulator().await else {
             return;
         };
-        let (placement, volume, groups) = one_control_plane("discard");
+        let cluster = "discard.k8s.local";
+        let (placement, _, groups) = one_control_plane("discard");
         let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        update(
-            &vc,
-            "discard.k8s.local",
-            &placement,
-            resolved,
-            &groups,
-            true,
-        )
-        .await
-        .unwrap();
-        let folder = vc.find_path("DC0/vm/discard").await.unwrap().unwrap();
-        let vms = list(&vc, &folder, "discard.k8s.local").await.unwrap();
-        assert_eq!(vms.len(), 1);
-        let path = disks::etcd_disk_path(vcsim::DATASTORE, "discard.k8s.local", &volume);
-        let attached = EtcdFile {
-            volume: volume.clone(),
-            path: path.clone(),
-            exists: true,
-            capacity_kib: None,
-        };
-        discard(&vc, &vms[0].reference, &[attached]).await.unwrap();
-        assert!(list(&vc, &folder, "discard.k8s.local")
+        update(&vc, cluster, &placement, resolved, &groups, true)
             .await
-            .unwrap()
-            .is_empty());
-        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
-        assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
+            .unwrap();
+        let folder = vc.find_path("DC0/vm/discard").await.unwrap().unwrap();
+        let vms = list(&vc, &folder, cluster).await.unwrap();
+        assert_eq!(vms.len(), 1);
+        let id = vms[0].etcd_disks[0].id.clone().unwrap();
+        let datastore = datastore(&vc).await;
+        let disk = vc.disk(&datastore, &id).await.unwrap().unwrap();
+        discard(&vc, &vms[0].reference, std::slice::from_ref(&disk))
+            .await
+            .unwrap();
+        assert!(list(&vc, &folder, cluster).await.unwrap().is_empty());
+        assert!(vc.disk(&datastore, &id).await.unwrap().is_some());
 
-        // The next clone of the member finds the file no VM holds (one
-        // datastore search) and attaches it, grown to a larger size
-        // before its first boot. (vcsim's search gives no capacity: the
-        // clone's attached disk is read back instead.)
+        // The next clone of the member finds the disk no VM holds (the
+        // datastore's disks listed once) and grows it before attaching it.
         let mut grown = groups.clone();
         grown[0].etcd[0].size_gib = 2;
         let before = vc.client.calls();
         let resolved = resolve(&vc, &placement, &grown).await.unwrap();
-        update(&vc, "discard.k8s.local", &placement, resolved, &grown, true)
+        update(&vc, cluster, &placement, resolved, &grown, true)
             .await
             .unwrap();
-        let calls = vc.client.calls();
-        let count =
-            |m: &str| calls.get(m).copied().unwrap_or(0) - before.get(m).copied().unwrap_or(0);
-        let made: BTreeMap<&str, u64> = calls
-            .keys()
-            .map(|m| (m.as_str(), count(m)))
-            .filter(|(_, n)| *n > 0)
-            .collect();
-        eprintln!("update re-cloning the member, its disk grown: {made:?}");
-        assert_eq!(count("SearchDatastore_Task"), 1);
-        assert_eq!(
-            count("MakeDirectory"),
-            0,
-            "the directory holds the kept file"
-        );
-        assert_eq!(count("ReconfigVM_Task"), 1, "the growth");
-        let vms = list(&vc, &folder, "discard.k8s.local").await.unwrap();
+        let calls = since(&vc, &before);
+        eprintln!("update re-cloning the member, its disk grown: {calls:?}");
+        assert_eq!(calls.get("ListVStorageObject"), Some(&1), "{calls:?}");
+        assert_eq!(calls.get("ExtendDisk_Task"), Some(&1), "{calls:?}");
+        assert_eq!(calls.get("CreateDisk_Task"), None, "{calls:?}");
+        let vms = list(&vc, &folder, cluster).await.unwrap();
         assert_eq!(vms.len(), 1);
-        let attached: Vec<(&str, u64)> = vms[0]
+        let attached: Vec<(Option<&str>, u64)> = vms[0]
             .etcd_disks
             .iter()
-            .map(|d| (d.file.as_str(), d.capacity_kib))
+            .map(|d| (d.id.as_deref(), d.capacity_kib))
             .collect();
-        assert_eq!(attached, [(path.as_str(), 2 * 1024 * 1024)]);
+        assert_eq!(attached, [(Some(id.as_str()), 2 * 1024 * 1024)]);
 
         // An update killed between the clone and the power-on leaves a VM
-        // powered off with its token: the next update makes it again
-        // (its etcd disk kept), and one after that changes nothing.
-        let left = list(&vc, &folder, "discard.k8s.local").await.unwrap();
+        // powered off with its role and no first-boot marker: the next
+        // update makes it again (its etcd disk kept), and one after that
+        // changes nothing.
+        let left = list(&vc, &folder, cluster).await.unwrap();
         vc.power_off(&left[0].reference).await.unwrap();
         let resolved = resolve(&vc, &placement, &grown).await.unwrap();
-        let changes = update(&vc, "discard.k8s.local", &placement, resolved, &grown, true)
+        let changes = update(&vc, cluster, &placement, resolved, &grown, true)
             .await
             .unwrap();
         assert_eq!(changes.unfinished, [left[0].name.clone()], "{changes:?}");
         assert_eq!(changes.destroyed, changes.unfinished, "{changes:?}");
         assert_eq!(changes.created.len(), 1, "{changes:?}");
-        let now = list(&vc, &folder, "discard.k8s.local").await.unwrap();
+        let now = list(&vc, &folder, cluster).await.unwrap();
         assert_eq!(now.len(), 1);
         assert!(now[0].powered_on && now[0].uuid != left[0].uuid, "{now:?}");
-        assert!(vc.disk_exists(&datacenter, &path).await.unwrap(), "{path}");
-        let files =
-            |vm: &Vm| -> Vec<String> { vm.etcd_disks.iter().map(|d| d.file.clone()).collect() };
-        assert_eq!(files(&now[0]), files(&left[0]));
+        let ids = |vm: &Vm| -> Vec<Option<String>> {
+            vm.etcd_disks.iter().map(|d| d.id.clone()).collect()
+        };
+        assert_eq!(ids(&now[0]), ids(&left[0]));
         let resolved = resolve(&vc, &placement, &grown).await.unwrap();
-        let changes = update(&vc, "discard.k8s.local", &placement, resolved, &grown, true)
+        let changes = update(&vc, cluster, &placement, resolved, &grown, true)
             .await
             .unwrap();
         assert!(

@@ -1,10 +1,10 @@
 //! The disks of a cluster's VMs: the boot disk grown to the group's
-//! `rootVolumeSize` and, on control-plane VMs, one extra disk per etcd
-//! cluster, all set in the clone spec. Each etcd disk is described to the
-//! guest in [`ETCD_KEY`] (its etcd cluster, member, SCSI address and size),
-//! which nodeup reads to find, format and mount it for etcd-manager.
-
-use std::fmt::Write as _;
+//! `rootVolumeSize` in the clone spec and, on control-plane VMs, one
+//! First Class Disk per etcd cluster, attached after the clone at free
+//! units of the boot disk's SCSI controller. Each etcd disk is described
+//! to the guest in [`ETCD_KEY`] (its etcd cluster, member, SCSI address,
+//! size and disk id), which nodeup reads to find, format and mount it for
+//! etcd-manager.
 
 use crate::client::MoRef;
 use crate::xml::{escape, Element};
@@ -35,7 +35,8 @@ pub struct EtcdVolume {
     pub version: String,
 }
 
-/// An etcd disk as made: the volume and where it sits on the VM's SCSI bus.
+/// An etcd disk as made: the volume, where it sits on the VM's SCSI bus
+/// and the First Class Disk it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EtcdDisk {
     pub volume: EtcdVolume,
@@ -43,13 +44,18 @@ pub struct EtcdDisk {
     pub bus: u32,
     /// The disk's unit number on that controller (the guest's SCSI target).
     pub unit: u32,
+    /// Its First Class Disk id; `None` on a VM cloned before etcd disks
+    /// were First Class Disks (its disk is then a file of the VM, found by
+    /// its SCSI address).
+    pub id: Option<String>,
 }
 
 impl EtcdDisk {
     /// The guestinfo value for a VM's disks: one `;`-separated entry per
     /// disk, each `etcd=<name> member=<m> members=<a,b,c> bus=<n> unit=<n>
-    /// gib=<n> version=<etcd version>`, and `addresses=<ip,ip,ip>` when
-    /// the members have static addresses.
+    /// gib=<n> version=<etcd version>`, then `addresses=<ip,ip,ip>` when
+    /// the members have static addresses and `id=<disk id>` when the disk
+    /// is a First Class Disk.
     pub fn encode_all(disks: &[EtcdDisk]) -> String {
         disks
             .iter()
@@ -66,6 +72,9 @@ impl EtcdDisk {
                 );
                 if !d.volume.addresses.is_empty() {
                     entry.push_str(&format!(" addresses={}", d.volume.addresses.join(",")));
+                }
+                if let Some(id) = &d.id {
+                    entry.push_str(&format!(" id={id}"));
                 }
                 entry
             })
@@ -105,46 +114,62 @@ impl EtcdDisk {
                 },
                 bus: small("bus")?,
                 unit: small("unit")?,
+                id: field("id").ok().map(str::to_string),
             });
         }
         Ok(out)
     }
 }
 
-/// Where the etcd disks of `cluster` live on `datastore` (a directory of
-/// their own, so they outlive the VM they are attached to).
-pub fn etcd_disk_dir(datastore: &str, cluster: &str) -> String {
-    format!("[{datastore}] kops-etcd/{cluster}")
+/// What every First Class Disk of `cluster` is named from: `kops:`, the
+/// cluster's name and `:` (a cluster name, a DNS name, has no `:`, so no
+/// other cluster's disk starts so).
+pub fn disk_prefix(cluster: &str) -> String {
+    format!("kops:{cluster}:")
 }
 
-/// The file of one member's disk of one etcd cluster.
-pub fn etcd_disk_path(datastore: &str, cluster: &str, volume: &EtcdVolume) -> String {
+/// The First Class Disk name of one member's disk of one etcd cluster:
+/// `kops:<cluster>:etcd-<etcd>-<member>`.
+pub fn disk_name(cluster: &str, volume: &EtcdVolume) -> String {
     format!(
-        "{}/{}-{}.vmdk",
-        etcd_disk_dir(datastore, cluster),
+        "{}etcd-{}-{}",
+        disk_prefix(cluster),
         volume.etcd,
         volume.member
     )
 }
 
-/// An etcd disk attached to a VM, found by the SCSI address the VM's
-/// [`ETCD_KEY`] gives it (its bus and unit, set when the VM was cloned),
-/// not by its file: Storage vMotion and Storage DRS move and rename a
-/// VM's disk files after the VM, but its devices keep their addresses.
+/// Where kops-rs kept a cluster's etcd disks before they were First Class
+/// Disks: a directory of the datastore, removed with the cluster.
+pub fn legacy_etcd_dir(datastore: &str, cluster: &str) -> String {
+    format!("[{datastore}] kops-etcd/{cluster}")
+}
+
+/// An etcd disk attached to a VM: its First Class Disk, found by the id
+/// the VM's [`ETCD_KEY`] records, or (cloned before etcd disks were
+/// First Class Disks) the virtual disk at the SCSI address it records.
+/// Neither depends on the disk's file, which Storage vMotion and Storage
+/// DRS move and rename.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttachedEtcdDisk {
     pub volume: EtcdVolume,
+    /// Its First Class Disk id; `None` for a disk that is a plain file of
+    /// the VM (registered as a First Class Disk when the VM goes).
+    pub id: Option<String>,
     /// Its file now (wherever vCenter moved it).
     pub file: String,
+    /// The datastore holding it.
+    pub datastore: Option<MoRef>,
     pub capacity_kib: u64,
-    /// Its `<deviceChange>` detaching it (the file kept).
+    /// Its `<deviceChange>` detaching it (the disk kept).
     pub detach: String,
 }
 
 /// The etcd disks attached to a VM: for each disk its [`ETCD_KEY`] lists
-/// (`recorded`), the virtual disk at that SCSI bus and unit of
-/// `devices` (`config.hardware.device`, read with the VM's listing: no
-/// call). A recorded disk no longer attached is left out.
+/// (`recorded`), the virtual disk of `devices` (`config.hardware.device`,
+/// read with the VM's listing: no call) that is its First Class Disk, or
+/// without an id the one at its SCSI bus and unit. A recorded disk no
+/// longer attached is left out.
 pub fn attached_etcd_disks(devices: &[Element], recorded: &[EtcdDisk]) -> Vec<AttachedEtcdDisk> {
     let controller_key = |bus: u32| {
         devices
@@ -154,81 +179,53 @@ pub fn attached_etcd_disks(devices: &[Element], recorded: &[EtcdDisk]) -> Vec<At
             .and_then(|d| d.text_at(&["key"]))
             .map(|k| k.trim().to_string())
     };
+    let virtual_disks = || {
+        devices
+            .iter()
+            .filter(|d| d.xsi_type() == Some("VirtualDisk"))
+    };
     recorded
         .iter()
         .filter_map(|disk| {
-            let controller = controller_key(disk.bus)?;
-            let device = devices.iter().find(|d| {
-                d.xsi_type() == Some("VirtualDisk")
-                    && d.text_at(&["controllerKey"]).map(str::trim) == Some(controller.as_str())
-                    && d.text_at(&["unitNumber"]).map(str::trim) == Some(&disk.unit.to_string())
-            })?;
+            let device = match &disk.id {
+                Some(id) => virtual_disks()
+                    .find(|d| d.text_at(&["vDiskId", "id"]).map(str::trim) == Some(id.as_str()))?,
+                None => {
+                    let controller = controller_key(disk.bus)?;
+                    virtual_disks().find(|d| {
+                        d.text_at(&["controllerKey"]).map(str::trim) == Some(controller.as_str())
+                            && d.text_at(&["unitNumber"]).map(str::trim)
+                                == Some(&disk.unit.to_string())
+                    })?
+                }
+            };
             Some(AttachedEtcdDisk {
                 volume: disk.volume.clone(),
+                id: disk.id.clone(),
                 file: device.text_at(&["backing", "fileName"])?.to_string(),
+                datastore: device
+                    .child("backing")
+                    .and_then(|b| b.child("datastore"))
+                    .and_then(MoRef::from_element),
                 capacity_kib: device.text_at(&["capacityInKB"])?.trim().parse().ok()?,
-                detach: etcd_device_change(device, "remove", None),
+                detach: etcd_device_change(device, "remove"),
             })
         })
         .collect()
 }
 
 /// A VirtualMachineConfigSpec's `<deviceChange>`s detaching `disks`
-/// (their files kept, so the VM can be destroyed and its replacement
-/// attach them); empty when there are none.
+/// (the disks kept); empty when there are none.
 pub fn detach_etcd_disks(disks: &[AttachedEtcdDisk]) -> String {
     disks.iter().map(|d| d.detach.as_str()).collect()
 }
 
-/// The `<deviceChange>`s detaching the disks of `devices` whose files
-/// are `files` (a fresh clone's etcd disks, attached by those paths).
-pub fn detach_files(devices: &[Element], files: &[EtcdFile]) -> String {
-    devices
-        .iter()
-        .filter(|d| {
-            d.xsi_type() == Some("VirtualDisk")
-                && d.text_at(&["backing", "fileName"])
-                    .is_some_and(|f| files.iter().any(|e| e.path == f))
-        })
-        .map(|d| etcd_device_change(d, "remove", None))
-        .collect()
-}
-
-/// The `<deviceChange>`s growing a fresh clone's attached etcd disks
-/// (`devices` read back from it) to their volumes' sizes, for those of
-/// `files` kept smaller than asked, or of a size not known before the
-/// clone. A disk found larger than asked is refused ([`refuse_shrink`]):
-/// the caller removes the clone.
-pub fn grow_etcd_disks(devices: &[Element], files: &[EtcdFile]) -> Result<String, VsphereError> {
-    let mut xml = String::new();
-    for device in devices
-        .iter()
-        .filter(|d| d.xsi_type() == Some("VirtualDisk"))
-    {
-        let Some(file) = files
-            .iter()
-            .find(|f| device.text_at(&["backing", "fileName"]) == Some(f.path.as_str()))
-        else {
-            continue;
-        };
-        let have: u64 = device
-            .text_at(&["capacityInKB"])
-            .and_then(|c| c.trim().parse().ok())
-            .unwrap_or(0);
-        refuse_shrink(&file.volume, &file.path, have)?;
-        let want = file.volume.size_gib * KIB_PER_GIB;
-        if have < want {
-            xml.push_str(&etcd_device_change(device, "edit", Some(want)));
-        }
-    }
-    Ok(xml)
-}
-
-/// An error when a kept etcd disk of `capacity_kib` is larger than its
-/// member's `volumeSize` asks: etcd disks grow, never shrink.
+/// An error when a kept etcd disk (`disk`, its name or file) of
+/// `capacity_kib` is larger than its member's `volumeSize` asks: etcd
+/// disks grow, never shrink.
 pub fn refuse_shrink(
     volume: &EtcdVolume,
-    path: &str,
+    disk: &str,
     capacity_kib: u64,
 ) -> Result<(), VsphereError> {
     if capacity_kib <= volume.size_gib * KIB_PER_GIB {
@@ -241,27 +238,23 @@ pub fn refuse_shrink(
     let have = capacity_kib.div_ceil(KIB_PER_GIB);
     Err(VsphereError::Invalid {
         message: format!(
-            "{field} is {} GiB, but the kept disk `{path}` holds {have} GiB: etcd disks do not shrink",
+            "{field} is {} GiB, but the kept disk `{disk}` holds {have} GiB: etcd disks do not shrink",
             volume.size_gib
         ),
         fix: format!("set {field} to {have} or more"),
     })
 }
 
-/// One etcd disk of a VM as a `<deviceChange>` of `operation`, its
-/// capacity changed to `capacity_kib` when given.
-fn etcd_device_change(d: &Element, operation: &str, capacity_kib: Option<u64>) -> String {
+/// One etcd disk of a VM as a `<deviceChange>` of `operation`.
+fn etcd_device_change(d: &Element, operation: &str) -> String {
     let text = |path: &[&str]| d.text_at(path).map(escape).unwrap_or_default();
-    let capacity = capacity_kib
-        .map(|c| c.to_string())
-        .unwrap_or_else(|| text(&["capacityInKB"]));
     // The label and summary come along: vcsim 0.24 fails an edit without
     // them (vCenter does not mind either way).
     format!(
         "<deviceChange><operation>{operation}</operation><device xsi:type=\"VirtualDisk\"><key>{}</key>\
          <deviceInfo><label>{}</label><summary>{}</summary></deviceInfo>\
          <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName>{}</fileName><diskMode>{}</diskMode></backing>\
-         <controllerKey>{}</controllerKey><unitNumber>{}</unitNumber><capacityInKB>{capacity}</capacityInKB></device></deviceChange>",
+         <controllerKey>{}</controllerKey><unitNumber>{}</unitNumber><capacityInKB>{}</capacityInKB></device></deviceChange>",
         text(&["key"]),
         text(&["deviceInfo", "label"]),
         text(&["deviceInfo", "summary"]),
@@ -269,31 +262,17 @@ fn etcd_device_change(d: &Element, operation: &str, capacity_kib: Option<u64>) -
         d.text_at(&["backing", "diskMode"]).map(escape).unwrap_or_else(|| "persistent".into()),
         text(&["controllerKey"]),
         text(&["unitNumber"]),
+        text(&["capacityInKB"]),
     )
 }
 
-/// An etcd volume's disk file and whether it exists already (a VM made
-/// before this one left it: it is attached, not created).
-#[derive(Debug, Clone)]
-pub struct EtcdFile {
-    pub volume: EtcdVolume,
-    pub path: String,
-    pub exists: bool,
-    /// The existing file's capacity in KiB, when known before the clone
-    /// (from the VM it was attached to, or the datastore's browser).
-    pub capacity_kib: Option<u64>,
-}
-
-impl EtcdFile {
-    /// Whether the clone must grow this disk once attached: a kept file
-    /// smaller than the volume asks, or of unknown size (then read back
-    /// from the clone).
-    pub fn grows(&self) -> bool {
-        self.exists
-            && self
-                .capacity_kib
-                .is_none_or(|c| c < self.volume.size_gib * KIB_PER_GIB)
-    }
+/// Where a clone's etcd disks go: the SCSI controller (its device key and
+/// bus) and one free unit per disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdSlots {
+    pub controller_key: i32,
+    pub bus: u32,
+    pub units: Vec<u32>,
 }
 
 /// What the clone needs of a template's hardware.
@@ -311,7 +290,8 @@ struct BootDisk<'a> {
     capacity_kib: u64,
 }
 
-const KIB_PER_GIB: u64 = 1024 * 1024;
+/// KiB in a GiB.
+pub const KIB_PER_GIB: u64 = 1024 * 1024;
 
 impl TemplateHardware {
     /// From a template's `config.hardware.device`.
@@ -373,41 +353,43 @@ impl TemplateHardware {
         Ok(want_kib > disk.capacity_kib)
     }
 
-    /// The clone spec's `<deviceChange>`s for the disks: the boot disk
-    /// grown to `root_gib` (when larger), then one thin disk per etcd
-    /// volume (created, or the existing file attached) on the boot disk's
-    /// SCSI controller, at the lowest free units. Also the etcd disks as
-    /// placed.
-    pub fn disk_changes(
-        &self,
-        template: &str,
-        root_gib: Option<u64>,
-        etcd: &[EtcdFile],
-        datastore: &MoRef,
-    ) -> Result<(String, Vec<EtcdDisk>), VsphereError> {
-        let mut xml = String::new();
-        let boot = self.boot_disk();
-        if let (Some(want), Some(disk)) = (root_gib, &boot) {
-            if want * KIB_PER_GIB > disk.capacity_kib {
-                xml.push_str(&grown_disk(disk, want));
+    /// The clone spec's `<deviceChange>` growing the boot disk to
+    /// `root_gib` (when larger); empty otherwise.
+    pub fn boot_disk_change(&self, root_gib: Option<u64>) -> String {
+        match (root_gib, self.boot_disk()) {
+            (Some(want), Some(disk)) if want * KIB_PER_GIB > disk.capacity_kib => {
+                grown_disk(&disk, want)
             }
+            _ => String::new(),
         }
-        if etcd.is_empty() {
-            return Ok((xml, Vec::new()));
-        }
+    }
+
+    /// Where `count` etcd disks attach on a clone: the boot disk's SCSI
+    /// controller (or the first one), at the lowest free units; an error
+    /// naming the template when it has no SCSI controller or too few free
+    /// units.
+    pub fn etcd_slots(&self, template: &str, count: usize) -> Result<EtcdSlots, VsphereError> {
         let no_scsi = || {
             VsphereError::Invalid {
             message: format!("template `{template}` has no SCSI controller for the etcd disks"),
             fix: "give the control plane's template VM a SCSI controller (LSI Logic or PVSCSI) for its boot disk; kops-rs adds the etcd disks to it".into(),
         }
         };
-        let controller = boot
-            .as_ref()
+        if count == 0 {
+            return Ok(EtcdSlots {
+                controller_key: 0,
+                bus: 0,
+                units: Vec::new(),
+            });
+        }
+        let controller = self
+            .boot_disk()
             .and_then(|d| self.device_by_key(d.controller_key))
             .filter(|c| is_scsi(c))
             .or_else(|| self.devices.iter().find(|d| is_scsi(d)))
             .ok_or_else(no_scsi)?;
-        let controller_key = controller.text_at(&["key"]).ok_or_else(no_scsi)?;
+        let key = controller.text_at(&["key"]).ok_or_else(no_scsi)?;
+        let controller_key: i32 = key.trim().parse().map_err(|_| no_scsi())?;
         let bus: u32 = controller
             .text_at(&["busNumber"])
             .and_then(|b| b.trim().parse().ok())
@@ -415,50 +397,26 @@ impl TemplateHardware {
         let used: Vec<u32> = self
             .devices
             .iter()
-            .filter(|d| d.text_at(&["controllerKey"]) == Some(controller_key))
+            .filter(|d| d.text_at(&["controllerKey"]) == Some(key))
             .filter_map(|d| d.text_at(&["unitNumber"])?.trim().parse().ok())
             .collect();
-        let mut free = (0..SCSI_UNITS).filter(|u| *u != SCSI_CONTROLLER_UNIT && !used.contains(u));
-        let mut placed = Vec::new();
-        for (index, file) in etcd.iter().enumerate() {
-            let volume = &file.volume;
-            let unit = free.next().ok_or_else(|| VsphereError::Invalid {
+        let units: Vec<u32> = (0..SCSI_UNITS)
+            .filter(|u| *u != SCSI_CONTROLLER_UNIT && !used.contains(u))
+            .take(count)
+            .collect();
+        if units.len() < count {
+            return Err(VsphereError::Invalid {
                 message: format!(
                     "template `{template}`'s SCSI controller has no free unit for the etcd disks"
                 ),
                 fix: "free units on the template's SCSI controller for the etcd disks".into(),
-            })?;
-            // New devices take negative keys, unique within the spec.
-            let key = -101 - i64::try_from(index).unwrap_or(0);
-            // A new file is made at the volume's size; a kept one is
-            // attached at its own (0 when unknown, as govc attaches: the
-            // server takes the file's), grown after the clone when smaller.
-            let (create, capacity_kib) = if file.exists {
-                ("", file.capacity_kib.unwrap_or(0))
-            } else {
-                (
-                    "<fileOperation>create</fileOperation>",
-                    volume.size_gib * KIB_PER_GIB,
-                )
-            };
-            let _ = write!(
-                xml,
-                "<deviceChange><operation>add</operation>{create}\
-                 <device xsi:type=\"VirtualDisk\"><key>{key}</key>\
-                 <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName>{}</fileName>{}\
-                 <diskMode>persistent</diskMode><thinProvisioned>true</thinProvisioned></backing>\
-                 <controllerKey>{controller_key}</controllerKey><unitNumber>{unit}</unitNumber>\
-                 <capacityInKB>{capacity_kib}</capacityInKB></device></deviceChange>",
-                escape(&file.path),
-                datastore.xml("datastore"),
-            );
-            placed.push(EtcdDisk {
-                volume: volume.clone(),
-                bus,
-                unit,
             });
         }
-        Ok((xml, placed))
+        Ok(EtcdSlots {
+            controller_key,
+            bus,
+            units,
+        })
     }
 
     fn device_by_key(&self, key: &str) -> Option<&Element> {
@@ -547,17 +505,19 @@ mod tests {
                 volume: volume("main"),
                 bus: 0,
                 unit: 1,
+                id: Some("6c0b1d5e-0000-4000-8000-000000000001".into()),
             },
             EtcdDisk {
                 volume: volume("events"),
                 bus: 0,
                 unit: 2,
+                id: None,
             },
         ];
         let text = EtcdDisk::encode_all(&disks);
         assert_eq!(
             text,
-            "etcd=main member=a members=a,b,c bus=0 unit=1 gib=20 version=3.6.12 addresses=10.0.0.11,10.0.0.12,10.0.0.13;\
+            "etcd=main member=a members=a,b,c bus=0 unit=1 gib=20 version=3.6.12 addresses=10.0.0.11,10.0.0.12,10.0.0.13 id=6c0b1d5e-0000-4000-8000-000000000001;\
              etcd=events member=a members=a,b,c bus=0 unit=2 gib=20 version=3.6.12 addresses=10.0.0.11,10.0.0.12,10.0.0.13"
         );
         assert_eq!(EtcdDisk::decode_all(&text).unwrap(), disks);
@@ -566,8 +526,21 @@ mod tests {
             EtcdDisk::decode_all("etcd=main member=a members=a bus=0 unit=1 gib=20 version=3.6.12")
                 .unwrap();
         assert!(older[0].volume.addresses.is_empty());
+        assert_eq!(older[0].id, None);
         let e = EtcdDisk::decode_all("etcd=main member=a bus=0 unit=x gib=2").unwrap_err();
         assert!(e.contains("members"), "{e}");
+    }
+
+    #[test]
+    fn disk_names_carry_the_cluster_and_no_other_clusters_prefix() {
+        assert_eq!(
+            disk_name("c1.k8s.local", &volume("main")),
+            "kops:c1.k8s.local:etcd-main-a"
+        );
+        // A cluster named like another's disk prefix plus more is not
+        // matched by that prefix.
+        let other = disk_name("c1.k8s.local.etcd-x", &volume("main"));
+        assert!(!other.starts_with(&disk_prefix("c1.k8s.local")), "{other}");
     }
 
     fn hardware() -> TemplateHardware {
@@ -594,61 +567,36 @@ mod tests {
             e,
             "instance group `g` asks for a 10 GiB disk, but template `t`'s disk is 20 GiB (a disk cannot shrink)\nhint: set instance group `g`'s spec.rootVolume.size to at least the template's disk size, or leave it unset"
         );
-        let ds = MoRef::new("Datastore", "ds-1");
-        let (xml, placed) = hw
-            .disk_changes(
-                "t",
-                Some(40),
-                &[
-                    EtcdFile {
-                        volume: volume("main"),
-                        path: etcd_disk_path("ds", "c", &volume("main")),
-                        exists: false,
-                        capacity_kib: None,
-                    },
-                    EtcdFile {
-                        volume: volume("events"),
-                        path: "[ds] kops-etcd/c/events-a.vmdk".into(),
-                        exists: true,
-                        capacity_kib: Some(10 * KIB_PER_GIB),
-                    },
-                ],
-                &ds,
-            )
-            .unwrap();
+        let xml = hw.boot_disk_change(Some(40));
         assert!(xml.starts_with("<deviceChange><operation>edit</operation><device xsi:type=\"VirtualDisk\"><key>2000</key>"), "{xml}");
         assert!(
             xml.contains("<capacityInKB>41943040</capacityInKB>"),
             "{xml}"
         );
+        // Without a size, or the template's, the boot disk is left alone.
+        assert!(hw.boot_disk_change(None).is_empty());
+        assert!(hw.boot_disk_change(Some(20)).is_empty());
         // Units 0 (boot disk) and 1 (CD-ROM) are taken, 7 is the controller's.
-        assert_eq!(placed.iter().map(|d| d.unit).collect::<Vec<_>>(), [2, 3]);
-        // The missing disk is created, the existing one attached.
+        let slots = hw.etcd_slots("t", 2).unwrap();
         assert_eq!(
-            xml.matches("<fileOperation>create</fileOperation>").count(),
-            1
+            slots,
+            EtcdSlots {
+                controller_key: 1000,
+                bus: 0,
+                units: vec![2, 3]
+            }
         );
+        let nine = hw.etcd_slots("t", 9).unwrap();
+        assert_eq!(nine.units, [2, 3, 4, 5, 6, 8, 9, 10, 11]);
+        let e = hw.etcd_slots("t", 14).unwrap_err().to_string();
         assert!(
-            xml.contains("<fileName>[ds] kops-etcd/c/main-a.vmdk</fileName>"),
-            "{xml}"
+            e.starts_with("template `t`'s SCSI controller has no free unit"),
+            "{e}"
         );
-        // The new disk is made at its volume's 20 GiB, the kept one is
-        // attached at its own 10 GiB (grown after the clone).
-        assert!(
-            xml.contains("<capacityInKB>20971520</capacityInKB>"),
-            "{xml}"
-        );
-        assert!(
-            xml.contains("<capacityInKB>10485760</capacityInKB>"),
-            "{xml}"
-        );
-        // Without a size, the boot disk is left alone.
-        let (xml, _) = hw.disk_changes("t", None, &[], &ds).unwrap();
-        assert!(xml.is_empty());
     }
 
     #[test]
-    fn kept_etcd_disks_grow_to_the_volume_size_and_never_shrink() {
+    fn attached_etcd_disks_are_found_by_id_or_by_address_and_never_shrink() {
         let xml = r#"<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="x" xmlns:xsi="y"><soapenv:Body><R><val>
             <VirtualDevice xsi:type="VirtualIDEController"><key>200</key><busNumber>0</busNumber></VirtualDevice>
             <VirtualDevice xsi:type="VirtualLsiLogicController"><key>1000</key><busNumber>0</busNumber></VirtualDevice>
@@ -659,82 +607,73 @@ mod tests {
               <backing xsi:type="VirtualDiskFlatVer2BackingInfo"><fileName>[ds] kops-etcd/c/main-a.vmdk</fileName><diskMode>persistent</diskMode></backing>
               <controllerKey>1000</controllerKey><unitNumber>1</unitNumber><capacityInKB>10485760</capacityInKB></VirtualDevice>
             <VirtualDevice xsi:type="VirtualDisk"><key>2002</key><deviceInfo><label>Hard disk 3</label><summary>z</summary></deviceInfo>
-              <backing xsi:type="VirtualDiskFlatVer2BackingInfo"><fileName>[ds] kops-etcd/c/events-a.vmdk</fileName><diskMode>persistent</diskMode></backing>
-              <controllerKey>1000</controllerKey><unitNumber>2</unitNumber><capacityInKB>20971520</capacityInKB></VirtualDevice>
+              <backing xsi:type="VirtualDiskFlatVer2BackingInfo"><fileName>[ds] fcd/0f1e.vmdk</fileName><diskMode>persistent</diskMode></backing>
+              <controllerKey>1000</controllerKey><unitNumber>5</unitNumber><capacityInKB>20971520</capacityInKB>
+              <vDiskId><id>0f1e</id></vDiskId></VirtualDevice>
             </val></R></soapenv:Body></soapenv:Envelope>"#;
         let root = crate::xml::parse(xml).unwrap();
         let devices = &root.find("val").unwrap().children;
-        // Found by their SCSI addresses (as recorded at the clone), not
-        // by their files (the IDE bus 0 is not SCSI bus 0).
+        // main (cloned before First Class Disks) by its SCSI address (the
+        // IDE bus 0 is not SCSI bus 0); events by its disk id, though the
+        // address recorded is another.
         let recorded = [
             EtcdDisk {
                 volume: volume("main"),
                 bus: 0,
                 unit: 1,
+                id: None,
             },
             EtcdDisk {
                 volume: volume("events"),
                 bus: 0,
                 unit: 2,
+                id: Some("0f1e".into()),
+            },
+            EtcdDisk {
+                volume: volume("gone"),
+                bus: 0,
+                unit: 3,
+                id: Some("aaaa".into()),
             },
         ];
         let attached = attached_etcd_disks(devices, &recorded);
-        let found: Vec<(&str, &str, u64)> = attached
+        let found: Vec<(&str, Option<&str>, &str, u64)> = attached
             .iter()
-            .map(|d| (d.volume.etcd.as_str(), d.file.as_str(), d.capacity_kib))
+            .map(|d| {
+                (
+                    d.volume.etcd.as_str(),
+                    d.id.as_deref(),
+                    d.file.as_str(),
+                    d.capacity_kib,
+                )
+            })
             .collect();
         assert_eq!(
             found,
             [
-                ("main", "[ds] kops-etcd/c/main-a.vmdk", 10485760),
-                ("events", "[ds] kops-etcd/c/events-a.vmdk", 20971520),
+                ("main", None, "[ds] kops-etcd/c/main-a.vmdk", 10485760),
+                ("events", Some("0f1e"), "[ds] fcd/0f1e.vmdk", 20971520),
             ]
         );
-        let file = |etcd: &str| EtcdFile {
-            volume: volume(etcd),
-            path: format!("[ds] kops-etcd/c/{etcd}-a.vmdk"),
-            exists: true,
-            capacity_kib: None,
-        };
-        // main (10 GiB) grows to 20, events (20 GiB) stays: one edit, of
-        // the attached device, its file and unit kept.
-        let grow = grow_etcd_disks(devices, &[file("main"), file("events")]).unwrap();
-        assert_eq!(
-            grow.matches("<operation>edit</operation>").count(),
-            1,
-            "{grow}"
-        );
-        assert!(
-            grow.contains("<key>2001</key>")
-                && grow.contains("<fileName>[ds] kops-etcd/c/main-a.vmdk</fileName>")
-                && grow.contains("<unitNumber>1</unitNumber><capacityInKB>20971520</capacityInKB>"),
-            "{grow}"
-        );
-        assert!(file("main").grows());
-        assert!(!EtcdFile {
-            capacity_kib: Some(20 * KIB_PER_GIB),
-            ..file("main")
-        }
-        .grows());
-        assert!(!EtcdFile {
-            exists: false,
-            ..file("main")
-        }
-        .grows());
-        // A disk larger than asked is refused, naming the field and the fix.
-        let mut small = file("events");
-        small.volume.size_gib = 10;
-        let e = grow_etcd_disks(devices, &[small]).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "spec.etcdClusters[events].etcdMembers[a].volumeSize is 10 GiB, but the kept disk `[ds] kops-etcd/c/events-a.vmdk` holds 20 GiB: etcd disks do not shrink\nhint: set spec.etcdClusters[events].etcdMembers[a].volumeSize to 20 or more"
-        );
-        // Detaching keeps each device's capacity.
+        // Detaching keeps each device's capacity and file.
         let detach = detach_etcd_disks(&attached);
         assert_eq!(detach.matches("<operation>remove</operation>").count(), 2);
+        assert!(!detach.contains("fileOperation"), "{detach}");
         assert!(
-            detach.contains("<capacityInKB>10485760</capacityInKB>"),
+            detach.contains("<key>2002</key>")
+                && detach.contains("<capacityInKB>10485760</capacityInKB>"),
             "{detach}"
         );
+        // A disk larger than asked is refused, naming the field and the fix.
+        let mut small = volume("events");
+        small.size_gib = 10;
+        let e = refuse_shrink(&small, "kops:c:etcd-events-a", 20 * KIB_PER_GIB)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "spec.etcdClusters[events].etcdMembers[a].volumeSize is 10 GiB, but the kept disk `kops:c:etcd-events-a` holds 20 GiB: etcd disks do not shrink\nhint: set spec.etcdClusters[events].etcdMembers[a].volumeSize to 20 or more"
+        );
+        assert!(refuse_shrink(&small, "d", 10 * KIB_PER_GIB).is_ok());
     }
 }

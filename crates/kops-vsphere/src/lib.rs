@@ -17,6 +17,7 @@
 pub mod client;
 pub mod cluster;
 pub mod disks;
+mod kept;
 pub mod network;
 pub mod proof;
 pub mod trust;

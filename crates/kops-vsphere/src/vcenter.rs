@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::client::{Client, Fault, MoRef};
+use crate::client::{Client, MoRef};
 use crate::trust::Trust;
 use crate::xml::{escape, Element};
 use crate::{Credentials, VsphereError};
@@ -17,11 +17,10 @@ struct ServiceContent {
     property_collector: MoRef,
     search_index: MoRef,
     session_manager: MoRef,
-    /// Datastore files and virtual disks (the etcd disks kept apart).
+    /// Datastore files and virtual disks (the directory of etcd disks
+    /// kept before they were First Class Disks).
     file_manager: Option<MoRef>,
     virtual_disk_manager: Option<MoRef>,
-    /// vSAN's top-level directories (none on an ESXi host or without vSAN).
-    datastore_namespace_manager: Option<MoRef>,
     /// First Class Disks (vCenter's VcenterVStorageObjectManager).
     vstorage_object_manager: Option<MoRef>,
 }
@@ -35,6 +34,8 @@ pub struct FirstClassDisk {
     pub name: String,
     /// Its file now (`[ds] fcd/<uuid>.vmdk`).
     pub file: String,
+    /// The datastore holding it (every call on it names it).
+    pub datastore: MoRef,
     pub capacity_mb: u64,
 }
 
@@ -54,6 +55,10 @@ impl FirstClassDisk {
                 .unwrap_or_default()
                 .trim()
                 .to_string(),
+            datastore: config
+                .child("backing")?
+                .child("datastore")
+                .and_then(MoRef::from_element)?,
             capacity_mb: config
                 .text_at(&["capacityInMB"])
                 .and_then(|c| c.trim().parse().ok())
@@ -119,7 +124,6 @@ impl Vcenter {
             session_manager: reference("sessionManager")?,
             file_manager: reference("fileManager").ok(),
             virtual_disk_manager: reference("virtualDiskManager").ok(),
-            datastore_namespace_manager: reference("datastoreNamespaceManager").ok(),
             vstorage_object_manager: reference("vStorageObjectManager").ok(),
         };
         let login = format!(
@@ -356,117 +360,6 @@ impl Vcenter {
             .ok_or_else(|| VsphereError::protocol(&format!("this vCenter has no {what}")))
     }
 
-    /// Makes the datastore directory `path` (`[ds] dir/sub`) and its
-    /// parents; one that exists is fine. On vSAN, whose top-level
-    /// directories are objects of their own (namespaces) that
-    /// FileManager.MakeDirectory refuses to make (CannotCreateFile), the
-    /// top one is made by the DatastoreNamespaceManager first.
-    pub async fn make_directory(&self, datacenter: &MoRef, path: &str) -> Result<(), VsphereError> {
-        let fault = match self.make_directory_once(datacenter, path).await? {
-            Ok(()) => return Ok(()),
-            Err(fault) => fault,
-        };
-        let refused = |fault: Fault| VsphereError::Fault {
-            method: "MakeDirectory".into(),
-            kind: fault.kind,
-            message: fault.message,
-        };
-        if !fault.kind.contains("CannotCreateFile") {
-            return Err(refused(fault));
-        }
-        let Some((datastore, top)) = self.vsan_namespace(datacenter, path).await? else {
-            return Err(refused(fault));
-        };
-        self.create_namespace(&datastore, &top).await?;
-        self.make_directory_once(datacenter, path)
-            .await?
-            .map_err(refused)
-    }
-
-    async fn make_directory_once(
-        &self,
-        datacenter: &MoRef,
-        path: &str,
-    ) -> Result<Result<(), Fault>, VsphereError> {
-        let body = format!(
-            "{}<name>{}</name>{}<createParentDirectories>true</createParentDirectories>",
-            self.manager(&self.content.file_manager, "file manager")?
-                .xml("_this"),
-            escape(path),
-            datacenter.xml("datacenter"),
-        );
-        Ok(
-            match self.client.call_or_fault("MakeDirectory", &body).await? {
-                Ok(_) => Ok(()),
-                Err(fault) if fault.kind.contains("FileAlreadyExists") => Ok(()),
-                Err(fault) => Err(fault),
-            },
-        )
-    }
-
-    /// The vSAN datastore of `datacenter` that `path` (`[ds] top/...`)
-    /// names, with the path's top-level directory; `None` when that
-    /// datastore is not vSAN.
-    async fn vsan_namespace(
-        &self,
-        datacenter: &MoRef,
-        path: &str,
-    ) -> Result<Option<(MoRef, String)>, VsphereError> {
-        let Some((name, inside)) = path.strip_prefix('[').and_then(|rest| rest.split_once(']'))
-        else {
-            return Ok(None);
-        };
-        let top = inside.trim().trim_start_matches('/');
-        let top = top.split('/').next().unwrap_or_default();
-        if top.is_empty() {
-            return Ok(None);
-        }
-        let listed = self.properties(datacenter, &["datastore"]).await?;
-        let datastores: Vec<MoRef> = listed
-            .get("datastore")
-            .map(|list| {
-                list.all("ManagedObjectReference")
-                    .filter_map(MoRef::from_element)
-                    .collect()
-            })
-            .unwrap_or_default();
-        for datastore in datastores {
-            let found = self
-                .properties(&datastore, &["name", "summary.type"])
-                .await?;
-            let text = |key: &str| found.get(key).map(|e| e.text.trim().to_string());
-            if text("name").as_deref() == Some(name) {
-                let vsan = text("summary.type").is_some_and(|t| t.eq_ignore_ascii_case("vsan"));
-                return Ok(vsan.then(|| (datastore, top.to_string())));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Makes the vSAN namespace `name` at the top of `datastore`; one that
-    /// exists is fine.
-    async fn create_namespace(&self, datastore: &MoRef, name: &str) -> Result<(), VsphereError> {
-        let body = format!(
-            "{}{}<displayName>{}</displayName>",
-            self.manager(
-                &self.content.datastore_namespace_manager,
-                "datastore namespace manager"
-            )?
-            .xml("_this"),
-            datastore.xml("datastore"),
-            escape(name),
-        );
-        match self.client.call_or_fault("CreateDirectory", &body).await? {
-            Ok(_) => Ok(()),
-            Err(fault) if fault.kind.contains("FileAlreadyExists") => Ok(()),
-            Err(fault) => Err(VsphereError::Fault {
-                method: "CreateDirectory".into(),
-                kind: fault.kind,
-                message: fault.message,
-            }),
-        }
-    }
-
     /// Makes a First Class Disk `name` of `capacity_mb` on `datastore`
     /// (thin, kept when a VM it is attached to is deleted).
     pub async fn create_disk(
@@ -480,11 +373,7 @@ impl Vcenter {
              <backingSpec xsi:type=\"VslmCreateSpecDiskFileBackingSpec\">{}\
              <provisioningType>thin</provisioningType></backingSpec>\
              <capacityInMB>{capacity_mb}</capacityInMB></spec>",
-            self.manager(
-                &self.content.vstorage_object_manager,
-                "VStorageObjectManager"
-            )?
-            .xml("_this"),
+            self.vstorage()?.xml("_this"),
             escape(name),
             datastore.xml("datastore"),
         );
@@ -499,11 +388,7 @@ impl Vcenter {
     pub async fn disk_ids(&self, datastore: &MoRef) -> Result<Vec<String>, VsphereError> {
         let body = format!(
             "{}{}",
-            self.manager(
-                &self.content.vstorage_object_manager,
-                "VStorageObjectManager"
-            )?
-            .xml("_this"),
+            self.vstorage()?.xml("_this"),
             datastore.xml("datastore"),
         );
         let answer = self.client.call("ListVStorageObject", &body).await?;
@@ -521,11 +406,7 @@ impl Vcenter {
     ) -> Result<Option<FirstClassDisk>, VsphereError> {
         let body = format!(
             "{}<id><id>{}</id></id>{}",
-            self.manager(
-                &self.content.vstorage_object_manager,
-                "VStorageObjectManager"
-            )?
-            .xml("_this"),
+            self.vstorage()?.xml("_this"),
             escape(id),
             datastore.xml("datastore"),
         );
@@ -576,6 +457,92 @@ impl Vcenter {
         self.run_task("DetachDisk_Task", &body).await.map(drop)
     }
 
+    /// Grows the First Class Disk `id` of `datastore` to `capacity_mb`
+    /// (vCenter refuses a smaller size).
+    pub async fn extend_disk(
+        &self,
+        datastore: &MoRef,
+        id: &str,
+        capacity_mb: u64,
+    ) -> Result<(), VsphereError> {
+        let body = format!(
+            "{}<id><id>{}</id></id>{}<newCapacityInMB>{capacity_mb}</newCapacityInMB>",
+            self.vstorage()?.xml("_this"),
+            escape(id),
+            datastore.xml("datastore"),
+        );
+        self.run_task("ExtendDisk_Task", &body).await.map(drop)
+    }
+
+    /// Makes the virtual disk `path` (`[ds] dir/disk.vmdk` of the
+    /// datacenter at the inventory path `datacenter`) a First Class Disk
+    /// named `name`, where its file is, and keeps it when a VM it is
+    /// attached to is deleted (a registered disk is not kept otherwise).
+    pub async fn register_disk(
+        &self,
+        datacenter: &str,
+        path: &str,
+        name: &str,
+    ) -> Result<FirstClassDisk, VsphereError> {
+        let Some((datastore_name, file)) =
+            path.strip_prefix('[').and_then(|rest| rest.split_once(']'))
+        else {
+            return Err(VsphereError::protocol(&format!(
+                "`{path}` is not a datastore path"
+            )));
+        };
+        // RegisterDisk takes the disk's datastore URL, as the datastore's
+        // file service serves it.
+        let url = format!(
+            "{}/folder/{}?dcPath={}&dsName={}",
+            self.client.base_url(),
+            url_escape(file.trim(), true),
+            url_escape(datacenter, false),
+            url_escape(datastore_name, false),
+        );
+        let body = format!(
+            "{}<path>{}</path><name>{}</name>",
+            self.vstorage()?.xml("_this"),
+            escape(&url),
+            escape(name),
+        );
+        let answer = self.client.call("RegisterDisk", &body).await?;
+        let disk = answer
+            .child("returnval")
+            .and_then(FirstClassDisk::from_element)
+            .ok_or_else(|| VsphereError::protocol("RegisterDisk returned no disk"))?;
+        let flags = format!(
+            "{}<id><id>{}</id></id>{}<controlFlags>keepAfterDeleteVm</controlFlags>",
+            self.vstorage()?.xml("_this"),
+            escape(&disk.id),
+            disk.datastore.xml("datastore"),
+        );
+        self.client
+            .call("SetVStorageObjectControlFlags", &flags)
+            .await?;
+        Ok(disk)
+    }
+
+    /// Deletes the First Class Disk `id` of `datastore` (its file too).
+    pub async fn delete_disk(&self, datastore: &MoRef, id: &str) -> Result<(), VsphereError> {
+        let body = format!(
+            "{}<id><id>{}</id></id>{}",
+            self.vstorage()?.xml("_this"),
+            escape(id),
+            datastore.xml("datastore"),
+        );
+        self.run_task("DeleteVStorageObject_Task", &body)
+            .await
+            .map(drop)
+    }
+
+    fn vstorage(&self) -> Result<MoRef, VsphereError> {
+        self.manager(
+            &self.content.vstorage_object_manager,
+            "VStorageObjectManager",
+        )
+    }
+
     /// Moves the virtual disk `from` to `to` (`[ds] dir/disk.vmdk`, the
     /// same or another datastore of `datacenter`), its extents along.
     pub async fn move_virtual_disk(
@@ -623,42 +590,6 @@ impl Vcenter {
                 message: fault.message,
             }),
         }
-    }
-
-    /// The virtual disks in the datastore directory `dir` (`[ds] path`) of
-    /// `datastore`, by full path (`[ds] path/disk.vmdk`), each with its
-    /// capacity in KiB when the server says it (vCenter does; govmomi's
-    /// simulator 0.24 does not); empty when the directory does not exist.
-    /// One search through the datastore's browser (its `browser` read
-    /// first): a task, so at least three calls.
-    pub async fn virtual_disks(
-        &self,
-        datastore: &MoRef,
-        dir: &str,
-    ) -> Result<BTreeMap<String, Option<u64>>, VsphereError> {
-        let browser = self
-            .properties(datastore, &["browser"])
-            .await?
-            .get("browser")
-            .and_then(MoRef::from_element)
-            .ok_or_else(|| VsphereError::protocol("the datastore has no browser"))?;
-        let body = format!(
-            "{}<datastorePath>{}</datastorePath><searchSpec>\
-             <query xsi:type=\"VmDiskFileQuery\"><details><diskType>false</diskType>\
-             <capacityKb>true</capacityKb><hardwareVersion>false</hardwareVersion></details></query>\
-             <details><fileType>true</fileType><fileSize>false</fileSize><modification>false</modification></details>\
-             <matchPattern>*.vmdk</matchPattern></searchSpec>",
-            browser.xml("_this"),
-            escape(dir),
-        );
-        let result = match self.run_task("SearchDatastore_Task", &body).await {
-            Ok(result) => result,
-            Err(VsphereError::Fault { kind, .. }) if kind.contains("FileNotFound") => {
-                return Ok(BTreeMap::new())
-            }
-            Err(e) => return Err(e),
-        };
-        Ok(result.map(|r| search_results(&r)).unwrap_or_default())
     }
 
     /// Deletes a datastore file or directory (with what it holds).
@@ -735,25 +666,20 @@ impl Vcenter {
     }
 }
 
-/// A HostDatastoreBrowserSearchResults' disks: full path → capacity in
-/// KiB (when given).
-fn search_results(result: &Element) -> BTreeMap<String, Option<u64>> {
-    let folder = result
-        .text_at(&["folderPath"])
-        .unwrap_or("")
-        .trim()
-        .trim_end_matches('/');
-    result
-        .all("file")
-        .filter_map(|file| {
-            let name = file.text_at(&["path"])?.trim();
-            let capacity = file
-                .text_at(&["capacityKb"])
-                .and_then(|c| c.trim().parse().ok())
-                .filter(|c| *c > 0);
-            Some((format!("{folder}/{name}"), capacity))
-        })
-        .collect()
+/// `text` percent-encoded for a URL (its path when `path`, keeping `/`;
+/// a query value otherwise).
+fn url_escape(text: &str, path: bool) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(char::from(byte))
+            }
+            b'/' if path => out.push('/'),
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
 }
 
 /// `<extraConfig>` elements of a VirtualMachineConfigSpec.
@@ -1027,30 +953,100 @@ mod tests {
         vc.logout().await;
     }
 
-    /// A datastore search's result as vCenter gives it (capacities
-    /// included; govmomi's simulator leaves them out).
-    #[test]
-    fn a_search_result_gives_each_disk_its_path_and_capacity() {
-        let xml = r#"<?xml version="1.0"?><soapenv:Envelope xmlns:soapenv="x" xmlns:xsi="y"><soapenv:Body><R>
-            <val xsi:type="HostDatastoreBrowserSearchResults"><datastore type="Datastore">datastore-1</datastore>
-              <folderPath>[ds1] kops-etcd/c1.k8s.local/</folderPath>
-              <file xsi:type="VmDiskFileInfo"><path>main-a.vmdk</path><capacityKb>20971520</capacityKb></file>
-              <file xsi:type="VmDiskFileInfo"><path>events-a.vmdk</path></file>
-            </val></R></soapenv:Body></soapenv:Envelope>"#;
-        let root = crate::xml::parse(xml).unwrap();
-        let found = search_results(root.find("val").unwrap());
-        assert_eq!(
-            found.into_iter().collect::<Vec<_>>(),
-            [
-                (
-                    "[ds1] kops-etcd/c1.k8s.local/events-a.vmdk".to_string(),
-                    None
-                ),
-                (
-                    "[ds1] kops-etcd/c1.k8s.local/main-a.vmdk".to_string(),
-                    Some(20971520)
-                ),
-            ]
+    /// The simulator answers as vCenter does: a First Class Disk grows and
+    /// never shrinks; destroying a VM deletes the disks attached to it,
+    /// wherever their files are, except First Class Disks kept after a
+    /// VM's deletion, whether made so or registered from a plain disk and
+    /// given the flag.
+    #[tokio::test]
+    async fn a_vms_deletion_takes_its_disks_but_not_first_class_disks_kept_after_it() {
+        let Some((_sim, vc)) = simulator().await else {
+            return;
+        };
+        let path = |p: &str| format!("{}/{p}", vcsim::DATACENTER);
+        let datastore = vc
+            .find_path(&path(&format!("datastore/{}", vcsim::DATASTORE)))
+            .await
+            .unwrap()
+            .unwrap();
+        let datacenter = vc.find_path(vcsim::DATACENTER).await.unwrap().unwrap();
+        let made = vc.create_disk(&datastore, "made", 1024).await.unwrap();
+        vc.extend_disk(&datastore, &made.id, 2048).await.unwrap();
+        let grown = vc.disk(&datastore, &made.id).await.unwrap().unwrap();
+        assert_eq!(grown.capacity_mb, 2048);
+        let shrink = vc
+            .extend_disk(&datastore, &made.id, 1024)
+            .await
+            .unwrap_err();
+        assert!(shrink.to_string().contains("InvalidArgument"), "{shrink}");
+
+        // Two plain disks in a directory of their own, on one VM; one is
+        // then registered as a First Class Disk.
+        let mkdir = format!(
+            "<_this type=\"FileManager\">FileManager</_this><name>[{}] kept</name>{}\
+             <createParentDirectories>true</createParentDirectories>",
+            vcsim::DATASTORE,
+            datacenter.xml("datacenter")
         );
+        vc.client.call("MakeDirectory", &mkdir).await.unwrap();
+        let vm = vc.find_path(&path("vm/DC0_H0_VM0")).await.unwrap().unwrap();
+        vc.power_off(&vm).await.unwrap();
+        let controller = vc
+            .properties(&vm, &["config.hardware.device"])
+            .await
+            .unwrap()["config.hardware.device"]
+            .all("VirtualDevice")
+            .find(|d| {
+                d.xsi_type()
+                    .is_some_and(|t| t.contains("LsiLogic") || t.contains("SCSI"))
+            })
+            .and_then(|d| d.text_at(&["key"]))
+            .map(|k| k.trim().to_string())
+            .expect("a SCSI controller");
+        let plain = |name: &str, key: i32, unit: u32| -> String {
+            format!(
+                "<deviceChange><operation>add</operation><fileOperation>create</fileOperation>\
+                 <device xsi:type=\"VirtualDisk\"><key>{key}</key>\
+                 <backing xsi:type=\"VirtualDiskFlatVer2BackingInfo\"><fileName>[{}] kept/{name}.vmdk</fileName>\
+                 <diskMode>persistent</diskMode><thinProvisioned>true</thinProvisioned></backing>\
+                 <controllerKey>{controller}</controllerKey><unitNumber>{unit}</unitNumber>\
+                 <capacityInKB>1048576</capacityInKB></device></deviceChange>",
+                vcsim::DATASTORE
+            )
+        };
+        vc.reconfigure(&vm, &plain("lost", -101, 4)).await.unwrap();
+        let lost = format!("[{}] kept/lost.vmdk", vcsim::DATASTORE);
+        // The other is made on its own, registered, then attached by id.
+        let file = format!("[{}] kept/registered.vmdk", vcsim::DATASTORE);
+        let create = format!(
+            "{}<name>{file}</name>{}<spec xsi:type=\"FileBackedVirtualDiskSpec\">\
+             <diskType>thin</diskType><adapterType>lsiLogic</adapterType><capacityKb>1048576</capacityKb></spec>",
+            vc.content.virtual_disk_manager.as_ref().unwrap().xml("_this"),
+            datacenter.xml("datacenter")
+        );
+        vc.run_task("CreateVirtualDisk_Task", &create)
+            .await
+            .unwrap();
+        let registered = vc
+            .register_disk(vcsim::DATACENTER, &file, "registered")
+            .await
+            .unwrap();
+        assert_eq!(
+            (registered.name.as_str(), registered.file.as_str()),
+            ("registered", file.as_str())
+        );
+        let key: i32 = controller.parse().unwrap();
+        vc.attach_disk(&vm, &datastore, &registered.id, key, 5)
+            .await
+            .unwrap();
+        vc.attach_disk(&vm, &datastore, &made.id, key, 6)
+            .await
+            .unwrap();
+        vc.destroy(&vm).await.unwrap();
+        assert!(!vc.disk_exists(&datacenter, &lost).await.unwrap(), "{lost}");
+        assert!(vc.disk_exists(&datacenter, &file).await.unwrap(), "{file}");
+        assert!(vc.disk(&datastore, &made.id).await.unwrap().is_some());
+        assert!(vc.disk(&datastore, &registered.id).await.unwrap().is_some());
+        vc.logout().await;
     }
 }

@@ -1,13 +1,13 @@
 //! The disks of cloned VMs on govmomi's vCenter simulator: a group's
 //! `rootVolumeSize` grows the boot disk in the clone spec, a control-plane
-//! group gets one thin disk per etcd cluster (described in the VM's
-//! `guestinfo.kops.etcd`), read back from the VM's hardware; a second
-//! update changes nothing. The etcd disks live in the datastore's
-//! `kops-etcd/<cluster>` directory: a rolled control-plane VM's replacement
-//! gets the same disk files, grown when its member's `volumeSize` grew
-//! (a smaller one is refused with nothing made), and `delete` removes
-//! them. (vcsim's template disk is smaller than 1 GiB, so the refusal of a
-//! shrinking boot disk is a unit test of `disks`.)
+//! group gets one thin First Class Disk per etcd cluster (described in the
+//! VM's `guestinfo.kops.etcd`), read back from the VM's hardware; a second
+//! update changes nothing. A rolled control-plane VM's replacement gets
+//! the same disks, by id, grown when its member's `volumeSize` grew (a
+//! smaller one is refused with nothing made); VMs deleted in vCenter
+//! leave them; `delete` removes them. (vcsim's template disk is smaller
+//! than 1 GiB, so the refusal of a shrinking boot disk is a unit test of
+//! `disks`.)
 
 use std::collections::BTreeMap;
 
@@ -209,19 +209,32 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     let (vc, calls) = no_op_update(&sim, CLUSTER, &placement, &groups).await;
     eprintln!("second update: {calls:?}");
 
-    // The etcd disks are files of their own, kept across a replacement.
-    let files = |found: &BTreeMap<String, (Disks, BTreeMap<String, String>)>, vm: &str| {
-        found[vm].0[1..]
-            .iter()
-            .map(|d| d.3.clone())
+    // The etcd disks are First Class Disks named after their members,
+    // kept across a replacement.
+    let ids = |found: &BTreeMap<String, (Disks, BTreeMap<String, String>)>, vm: &str| {
+        EtcdDisk::decode_all(&found[vm].1[ETCD_KEY])
+            .unwrap()
+            .into_iter()
+            .map(|d| d.id.expect("a disk id"))
             .collect::<Vec<_>>()
     };
-    let etcd_files = files(&found, "control-plane-a-1.disks.k8s.local");
+    let etcd_ids = ids(&found, "control-plane-a-1.disks.k8s.local");
+    let datastore = vc
+        .find_path(&format!("DC0/datastore/{}", vcsim::DATASTORE))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut names = Vec::new();
+    for id in &etcd_ids {
+        let disk = vc.disk(&datastore, id).await.unwrap().expect("the disk");
+        assert!(disk.file.starts_with("[LocalDS_0] fcd/"), "{disk:?}");
+        names.push(disk.name);
+    }
     assert_eq!(
-        etcd_files,
+        names,
         [
-            "[LocalDS_0] kops-etcd/disks.k8s.local/main-a.vmdk",
-            "[LocalDS_0] kops-etcd/disks.k8s.local/events-a.vmdk"
+            "kops:disks.k8s.local:etcd-main-a",
+            "kops:disks.k8s.local:etcd-events-a"
         ]
     );
     // A larger volumeSize (with a changed user data): `update` sees the
@@ -250,23 +263,18 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
             "control-plane-a-2.disks.k8s.local".to_string()
         ))
     );
-    // The kept disks' sizes come from the listing (no datastore search,
-    // no directory made); the growth is one ReconfigVM_Task more than
-    // the detach (and the clone's devices read back).
-    assert!(!roll.contains_key("SearchDatastore_Task"), "{roll:?}");
-    assert!(!roll.contains_key("MakeDirectory"), "{roll:?}");
-    assert_eq!(
-        roll.get("ReconfigVM_Task"),
-        Some(&2),
-        "detach, grow: {roll:?}"
-    );
+    // The kept disks and their sizes come from the listing (no disk
+    // listed or made); the growth is one ExtendDisk_Task before the
+    // disks are attached to the clone.
+    assert!(!roll.contains_key("ListVStorageObject"), "{roll:?}");
+    assert!(!roll.contains_key("CreateDisk_Task"), "{roll:?}");
+    assert_eq!(roll.get("ReconfigVM_Task"), Some(&1), "detach: {roll:?}");
+    assert_eq!(roll.get("ExtendDisk_Task"), Some(&1), "{roll:?}");
+    assert_eq!(roll.get("AttachDisk_Task"), Some(&2), "{roll:?}");
     let found = vms(&vc).await;
     assert!(!found.contains_key("control-plane-a-1.disks.k8s.local"));
     let (disks, extra) = &found["control-plane-a-2.disks.k8s.local"];
-    assert_eq!(
-        files(&found, "control-plane-a-2.disks.k8s.local"),
-        etcd_files
-    );
+    assert_eq!(ids(&found, "control-plane-a-2.disks.k8s.local"), etcd_ids);
     assert_eq!(
         disks[1..].iter().map(|d| d.2).collect::<Vec<_>>(),
         [30, 25],
@@ -274,10 +282,6 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     );
     let described = EtcdDisk::decode_all(&extra[ETCD_KEY]).unwrap();
     assert_eq!(described[0].volume.size_gib, 30);
-    let datacenter = vc.find_path("DC0").await.unwrap().unwrap();
-    for file in &etcd_files {
-        assert!(vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
-    }
     vc.logout().await;
 
     // A second update changes nothing.
@@ -291,7 +295,7 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     let mut shrunk = grown.clone();
     shrunk[0].etcd[0].size_gib = 20;
     let refusal = "spec.etcdClusters[main].etcdMembers[a].volumeSize is 20 GiB, but the kept disk \
-                   `[LocalDS_0] kops-etcd/disks.k8s.local/main-a.vmdk` holds 30 GiB: etcd disks do not shrink\n\
+                   `kops:disks.k8s.local:etcd-main-a` holds 30 GiB: etcd disks do not shrink\n\
                    hint: set spec.etcdClusters[main].etcdMembers[a].volumeSize to 30 or more";
     for apply in [false, true] {
         let resolved = cluster::resolve(&vc, &placement, &shrunk).await.unwrap();
@@ -311,18 +315,15 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
 
     // delete removes the VMs and the etcd disks.
     delete_all(&vc).await;
-    for file in &etcd_files {
-        assert!(!vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
-    }
+    let left = vc.disk_ids(&datastore).await.unwrap();
+    assert!(etcd_ids.iter().all(|id| !left.contains(id)), "{left:?}");
     // Again, with nothing left: nothing to do, no error.
     let names = delete_all(&vc).await;
     assert!(names.is_empty());
 
-    // VMs removed by hand (their etcd disks detached first, as an operator
-    // keeping the data would) leave the disk files: `delete cluster`
-    // still removes them, though no VM names them.
-    // (A group of another name: vcsim 0.24 keeps a destroyed VM's
-    // directory and fails the disks of a new VM of the same name.)
+    // VMs deleted in vCenter (their disks not detached first) leave the
+    // etcd disks, kept after a VM's deletion: `delete cluster` still
+    // removes them, though no VM names them.
     let again = [group(
         "control-plane-z",
         None,
@@ -333,23 +334,19 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
         .await
         .unwrap();
     let folder = vc.find_path("DC0/vm/disks").await.unwrap().unwrap();
+    let mut kept = Vec::new();
     for vm in cluster::list(&vc, &folder, CLUSTER).await.unwrap() {
+        kept.extend(vm.etcd_disks.iter().filter_map(|d| d.id.clone()));
         vc.power_off(&vm.reference).await.unwrap();
-        vc.reconfigure(
-            &vm.reference,
-            &kops_vsphere::disks::detach_etcd_disks(&vm.etcd_disks),
-        )
-        .await
-        .unwrap();
         vc.destroy(&vm.reference).await.unwrap();
     }
-    for file in &etcd_files {
-        assert!(vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
+    assert_eq!(kept.len(), 2);
+    for id in &kept {
+        assert!(vc.disk(&datastore, id).await.unwrap().is_some(), "{id}");
     }
     delete_all(&vc).await;
-    for file in &etcd_files {
-        assert!(!vc.disk_exists(&datacenter, file).await.unwrap(), "{file}");
-    }
+    let left = vc.disk_ids(&datastore).await.unwrap();
+    assert!(kept.iter().all(|id| !left.contains(id)), "{left:?}");
 
     vc.logout().await;
 }

@@ -366,6 +366,7 @@ mod tests {
             },
             bus: 0,
             unit,
+            id: None,
         }
     }
 
