@@ -94,7 +94,8 @@ pub(crate) fn create_args<'a>(
 }
 
 /// What the simulator's datacenter holds: every VM and folder under its VM
-/// folder (one level of folders down), by path.
+/// folder (one level of folders down), by path, and every First Class Disk
+/// of its datastore, by name.
 pub(crate) fn inventory(sim: &Vcsim) -> Vec<String> {
     runtime().block_on(async {
         let vc = login(sim).await;
@@ -108,6 +109,17 @@ pub(crate) fn inventory(sim: &Vcsim) -> Vec<String> {
         }
         for (_, vm) in named(&vc, &root, "VirtualMachine").await {
             out.push(vm);
+        }
+        // First Class Disks (the etcd disks), by name.
+        let datastore = vc
+            .find_path(&format!("DC0/datastore/{}", vcsim::DATASTORE))
+            .await
+            .unwrap()
+            .unwrap();
+        for id in vc.disk_ids(&datastore).await.unwrap() {
+            if let Some(disk) = vc.disk(&datastore, &id).await.unwrap() {
+                out.push(format!("disk {}", disk.name));
+            }
         }
         vc.logout().await;
         out.sort();
