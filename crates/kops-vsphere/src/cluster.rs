@@ -504,8 +504,15 @@ pub async fn update(
     // (dry run too): the listed VMs' disks at no cost, the datastore's
     // disks read once when a clone needs one no listed VM holds.
     // (An unfinished VM's disks are kept for its clone too.)
-    let listed: Vec<Vm> = existing.iter().chain(&unfinished).cloned().collect();
-    let mut kept = KeptDisks::new(cluster, &placement.datacenter, &resolved.datastore, &listed);
+    let mut kept = KeptDisks::new(
+        cluster,
+        &placement.datacenter,
+        &resolved.datastore,
+        existing
+            .iter()
+            .chain(&unfinished)
+            .flat_map(|v| &v.etcd_disks),
+    );
     for group in groups {
         let cloned = to_create.iter().any(|(g, _)| g.name == group.name);
         kept.refuse_shrinks(vc, &group.etcd, cloned).await?;
@@ -586,7 +593,7 @@ pub async fn replace(
         cluster,
         &placement.datacenter,
         &resolved.datastore,
-        &existing,
+        existing.iter().flat_map(|v| &v.etcd_disks),
     );
     kept.refuse_shrinks(vc, &group.etcd, true).await?;
     destroy_vm(vc, vm, &mut kept).await?;
@@ -629,7 +636,14 @@ pub async fn delete(
     let datastore_ref = vc
         .find_path(&inventory_path(datacenter, "datastore", datastore))
         .await?;
-    let mut kept = datastore_ref.map(|ds| KeptDisks::new(cluster, datacenter, &ds, &vms));
+    let mut kept = datastore_ref.map(|ds| {
+        KeptDisks::new(
+            cluster,
+            datacenter,
+            &ds,
+            vms.iter().flat_map(|v| &v.etcd_disks),
+        )
+    });
     for vm in &vms {
         if vm.powered_on {
             vc.power_off(&vm.reference).await?;

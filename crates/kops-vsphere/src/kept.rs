@@ -11,8 +11,7 @@ use std::collections::BTreeMap;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use crate::client::MoRef;
-use crate::cluster::Vm;
-use crate::disks::{self, EtcdVolume};
+use crate::disks::{self, AttachedEtcdDisk, EtcdVolume};
 use crate::vcenter::{FirstClassDisk, Vcenter};
 use crate::VsphereError;
 
@@ -39,7 +38,13 @@ pub(crate) struct KeptDisks {
 }
 
 impl KeptDisks {
-    pub(crate) fn new(cluster: &str, datacenter: &str, datastore: &MoRef, vms: &[Vm]) -> Self {
+    /// Knowing the disks `attached` to the cluster's listed VMs.
+    pub(crate) fn new<'a>(
+        cluster: &str,
+        datacenter: &str,
+        datastore: &MoRef,
+        attached: impl IntoIterator<Item = &'a AttachedEtcdDisk>,
+    ) -> Self {
         let mut kept = KeptDisks {
             cluster: cluster.to_string(),
             datacenter: datacenter.to_string(),
@@ -48,7 +53,7 @@ impl KeptDisks {
             attached: BTreeMap::new(),
             listed: false,
         };
-        for disk in vms.iter().flat_map(|v| &v.etcd_disks) {
+        for disk in attached {
             let name = disks::disk_name(cluster, &disk.volume);
             kept.attached.insert(name.clone(), disk.capacity_kib);
             if let (Some(id), Some(datastore)) = (&disk.id, &disk.datastore) {
