@@ -196,6 +196,10 @@ pub struct Changes {
     /// VMs that booted once and are powered off now (host maintenance,
     /// HA, an operator): left alone, only reported.
     pub powered_off: Vec<String>,
+    /// etcd disks the clones make (`<name> (<n> GiB)`).
+    pub etcd_disks_made: Vec<String>,
+    /// Kept etcd disks the clones grow first (`<name> (<a> GiB to <b> GiB)`).
+    pub etcd_disks_grown: Vec<String>,
     /// VMs of groups that do not join through kops-controller (control
     /// plane) still holding a bootstrap token, as clones made before
     /// kops-rs stopped giving them one: the token is removed.
@@ -514,8 +518,18 @@ pub async fn update(
             .flat_map(|v| &v.etcd_disks),
     );
     for group in groups {
-        let cloned = to_create.iter().any(|(g, _)| g.name == group.name);
-        kept.refuse_shrinks(vc, &group.etcd, cloned).await?;
+        let clones = to_create.iter().filter(|(g, _)| g.name == group.name);
+        let plan = kept.plan(vc, &group.etcd, clones.count() > 0).await?;
+        changes.etcd_disks_made.extend(
+            plan.make
+                .into_iter()
+                .map(|(name, gib)| format!("{name} ({gib} GiB)")),
+        );
+        changes.etcd_disks_grown.extend(
+            plan.grow
+                .into_iter()
+                .map(|(name, have, want)| format!("{name} ({have} GiB to {want} GiB)")),
+        );
     }
     if !apply || changes.is_empty() {
         return Ok(changes);
@@ -595,7 +609,7 @@ pub async fn replace(
         &resolved.datastore,
         existing.iter().flat_map(|v| &v.etcd_disks),
     );
-    kept.refuse_shrinks(vc, &group.etcd, true).await?;
+    kept.plan(vc, &group.etcd, true).await?;
     destroy_vm(vc, vm, &mut kept).await?;
     let name = free_name(cluster, &group.name, &taken);
     clone(
@@ -1105,6 +1119,7 @@ mod tests {
         let calls = since(&vc, &before);
         eprintln!("update re-cloning the deleted member: {calls:?}");
         assert_eq!(changes.created.len(), 1, "{changes:?}");
+        assert!(changes.etcd_disks_made.is_empty(), "kept: {changes:?}");
         assert_eq!(calls.get("CreateDisk_Task"), None, "{calls:?}");
         assert_eq!(calls.get("ListVStorageObject"), Some(&1), "{calls:?}");
         assert_eq!(calls.get("AttachDisk_Task"), Some(&1), "{calls:?}");
@@ -1351,9 +1366,14 @@ mod tests {
         grown[0].etcd[0].size_gib = 2;
         let before = vc.client.calls();
         let resolved = resolve(&vc, &placement, &grown).await.unwrap();
-        update(&vc, cluster, &placement, resolved, &grown, true)
+        let changes = update(&vc, cluster, &placement, resolved, &grown, true)
             .await
             .unwrap();
+        assert!(changes.etcd_disks_made.is_empty(), "{changes:?}");
+        assert_eq!(
+            changes.etcd_disks_grown,
+            ["kops:discard.k8s.local:etcd-main-a (1 GiB to 2 GiB)"]
+        );
         let calls = since(&vc, &before);
         eprintln!("update re-cloning the member, its disk grown: {calls:?}");
         assert_eq!(calls.get("ListVStorageObject"), Some(&1), "{calls:?}");

@@ -15,6 +15,15 @@ use crate::disks::{self, AttachedEtcdDisk, EtcdVolume};
 use crate::vcenter::{FirstClassDisk, Vcenter};
 use crate::VsphereError;
 
+/// What clones do to the etcd disks ([`KeptDisks::plan`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct DiskPlan {
+    /// (name, GiB).
+    pub(crate) make: Vec<(String, u64)>,
+    /// (name, GiB now, GiB asked).
+    pub(crate) grow: Vec<(String, u64, u64)>,
+}
+
 /// Disks read at once while the datastore's First Class Disks are listed.
 const PARALLEL_READS: usize = 8;
 
@@ -76,27 +85,38 @@ impl KeptDisks {
         &self.cluster
     }
 
-    /// Refuses a volume smaller than its disk: one attached to a listed VM
-    /// (no call), or, when `look` and no listed VM holds it, a kept First
-    /// Class Disk (the datastore's disks listed once).
-    pub(crate) async fn refuse_shrinks(
+    /// What a clone of `volumes` does to their disks, each volume smaller
+    /// than its disk refused: a disk attached to a listed VM is known at
+    /// no call; with `look`, one no listed VM holds is looked for among
+    /// the datastore's disks (listed once), and is to be made when none
+    /// is found. The disks to make, with their sizes in GiB, and to grow,
+    /// with both sizes.
+    pub(crate) async fn plan(
         &mut self,
         vc: &Vcenter,
         volumes: &[EtcdVolume],
         look: bool,
-    ) -> Result<(), VsphereError> {
+    ) -> Result<DiskPlan, VsphereError> {
+        let mut plan = DiskPlan::default();
         for volume in volumes {
             let name = disks::disk_name(&self.cluster, volume);
             let capacity_kib = match self.attached.get(&name) {
                 Some(capacity) => Some(*capacity),
                 None if look => self.find(vc, &name).await?.map(|d| d.capacity_mb * 1024),
-                None => None,
+                None => continue,
             };
-            if let Some(capacity) = capacity_kib {
-                disks::refuse_shrink(volume, &name, capacity)?;
+            match capacity_kib {
+                None => plan.make.push((name, volume.size_gib)),
+                Some(capacity) => {
+                    disks::refuse_shrink(volume, &name, capacity)?;
+                    let have = capacity / disks::KIB_PER_GIB;
+                    if look && capacity < volume.size_gib * disks::KIB_PER_GIB {
+                        plan.grow.push((name, have, volume.size_gib));
+                    }
+                }
             }
         }
-        Ok(())
+        Ok(plan)
     }
 
     /// The disks a clone of `volumes` attaches, in their order: each

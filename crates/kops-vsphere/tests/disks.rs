@@ -169,6 +169,13 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
         .await
         .unwrap();
     assert_eq!(changes.created.len(), 2, "{changes:?}");
+    assert_eq!(
+        changes.etcd_disks_made,
+        [
+            "kops:disks.k8s.local:etcd-main-a (20 GiB)",
+            "kops:disks.k8s.local:etcd-events-a (25 GiB)"
+        ]
+    );
 
     let found = vms(&vc).await;
     let (cp_disks, cp_extra) = &found["control-plane-a-1.disks.k8s.local"];

@@ -346,6 +346,16 @@ async fn vms_updated(
     }
     for (names, done, planned) in [
         (&changes.created, "Cloned VMs", "Will clone VMs"),
+        (
+            &changes.etcd_disks_made,
+            "Made etcd disks (First Class Disks)",
+            "Will make etcd disks (First Class Disks)",
+        ),
+        (
+            &changes.etcd_disks_grown,
+            "Grew etcd disks",
+            "Will grow etcd disks",
+        ),
         (&changes.destroyed, "Destroyed VMs", "Will destroy VMs"),
         (
             &outcome.state_writes,

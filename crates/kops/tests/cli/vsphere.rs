@@ -346,7 +346,25 @@ fn lifecycle_on_the_simulator() {
         "10.0.0.2",
     ]);
     ok(&sim, &three);
+    // The plan names the VMs and the etcd disks it would make, and makes
+    // nothing.
+    let r = ok(
+        &sim,
+        &["update", "cluster", "one.k8s.local", "--state", &state],
+    );
+    for line in [
+        "Will clone VMs:",
+        "Will make etcd disks (First Class Disks):\n  kops:one.k8s.local:etcd-main-a (20 GiB)\n  kops:one.k8s.local:etcd-events-a (20 GiB)\n",
+    ] {
+        assert!(r.stdout.contains(line), "{line}\n{}", r.stdout);
+    }
+    assert_eq!(inventory(&sim), before, "the dry run made something");
     let r = update_yes(&sim, "one.k8s.local", &state);
+    assert!(
+        r.stdout.contains("Made etcd disks (First Class Disks):"),
+        "{}",
+        r.stdout
+    );
     steps.push((
         "update --yes (1 control plane, 2 node groups)".into(),
         calls(&r),
