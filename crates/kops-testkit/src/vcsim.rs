@@ -66,6 +66,9 @@ pub struct Vcsim {
     child: Child,
     watchdog: Option<Child>,
     tls: Option<Tls>,
+    /// The simulator's temporary directory (its datastores' files live
+    /// there), removed once it is stopped.
+    _scratch: tempfile::TempDir,
 }
 
 /// The certificates of a simulator serving HTTPS, as a vCenter's VMCA
@@ -170,8 +173,14 @@ impl Vcsim {
                 "vcsim-kops not built (run scripts/setup-vcsim)",
             )
         })?;
+        // The simulator makes its datastores' directories in the system's
+        // temporary directory and leaves them when killed: a directory of
+        // its own, removed with it, keeps /tmp clean.
+        let scratch = tempfile::tempdir()?;
         let mut command = Command::new(&binary);
-        command.args(["-user", USER, "-password", PASSWORD]);
+        command
+            .env("TMPDIR", scratch.path())
+            .args(["-user", USER, "-password", PASSWORD]);
         if vsan {
             command.arg("-vsan");
         }
@@ -219,6 +228,7 @@ impl Vcsim {
             child,
             watchdog,
             tls,
+            _scratch: scratch,
         })
     }
 
