@@ -1058,6 +1058,19 @@ mod tests {
         (placement, volume, [group])
     }
 
+    /// `update --yes` of `groups`, resolved first.
+    async fn apply(
+        vc: &Vcenter,
+        cluster: &str,
+        placement: &Placement,
+        groups: &[GroupSpec],
+    ) -> Changes {
+        let resolved = resolve(vc, placement, groups).await.unwrap();
+        update(vc, cluster, placement, resolved, groups, true)
+            .await
+            .unwrap()
+    }
+
     /// The datastore of the simulator's placements.
     async fn datastore(vc: &Vcenter) -> MoRef {
         vc.find_path(&format!(
@@ -1094,13 +1107,7 @@ mod tests {
         };
         let cluster = "deleted.k8s.local";
         let (placement, volume, groups) = one_control_plane("deleted");
-        let run = || async {
-            let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-            update(&vc, cluster, &placement, resolved, &groups, true)
-                .await
-                .unwrap()
-        };
-        run().await;
+        apply(&vc, cluster, &placement, &groups).await;
         let folder = vc.find_path("DC0/vm/deleted").await.unwrap().unwrap();
         let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
         assert_eq!(vm.etcd_disks.len(), 1, "{vm:?}");
@@ -1115,7 +1122,7 @@ mod tests {
         assert_eq!(vc.disk(&datastore, &id).await.unwrap(), Some(disk));
 
         let before = vc.client.calls();
-        let changes = run().await;
+        let changes = apply(&vc, cluster, &placement, &groups).await;
         let calls = since(&vc, &before);
         eprintln!("update re-cloning the deleted member: {calls:?}");
         assert_eq!(changes.created.len(), 1, "{changes:?}");
@@ -1126,7 +1133,10 @@ mod tests {
         let now = list(&vc, &folder, cluster).await.unwrap();
         assert_eq!(now.len(), 1);
         assert_eq!(now[0].etcd_disks[0].id.as_deref(), Some(id.as_str()));
-        assert!(run().await.is_empty(), "a second update changes nothing");
+        assert!(
+            apply(&vc, cluster, &placement, &groups).await.is_empty(),
+            "a second update changes nothing"
+        );
         vc.logout().await;
     }
 
@@ -1154,10 +1164,7 @@ mod tests {
             // the cluster's directory at SCSI 0:1, described without an id.
             let mut without_etcd = groups.clone();
             without_etcd[0].etcd.clear();
-            let resolved = resolve(&vc, &placement, &without_etcd).await.unwrap();
-            update(&vc, cluster, &placement, resolved, &without_etcd, true)
-                .await
-                .unwrap();
+            apply(&vc, cluster, &placement, &without_etcd).await;
             let folder = vc
                 .find_path(&format!("DC0/vm/{name}"))
                 .await
@@ -1166,25 +1173,8 @@ mod tests {
             let vm = list(&vc, &folder, cluster).await.unwrap().remove(0);
             vc.power_off(&vm.reference).await.unwrap();
             let dir = disks::legacy_etcd_dir(vcsim::DATASTORE, cluster);
-            let mkdir = format!(
-                "<_this type=\"FileManager\">FileManager</_this><name>{dir}</name>{}\
-                 <createParentDirectories>true</createParentDirectories>",
-                datacenter.xml("datacenter")
-            );
-            vc.client.call("MakeDirectory", &mkdir).await.unwrap();
-            let devices = vc
-                .properties(&vm.reference, &["config.hardware.device"])
-                .await
-                .unwrap();
-            let controller = devices["config.hardware.device"]
-                .all("VirtualDevice")
-                .find(|d| {
-                    d.xsi_type()
-                        .is_some_and(|t| t.contains("LsiLogic") || t.contains("SCSI"))
-                })
-                .and_then(|d| d.text_at(&["key"]))
-                .map(|k| k.trim().to_string())
-                .unwrap();
+            vc.make_directory(&datacenter, &dir).await;
+            let controller = vc.scsi_controller_key(&vm.reference).await;
             let home = format!("{dir}/{}-{}.vmdk", volume.etcd, volume.member);
             let described = EtcdDisk::encode_all(&[EtcdDisk {
                 volume: volume.clone(),
@@ -1262,11 +1252,7 @@ mod tests {
             let id = disk.id.clone().expect("now a First Class Disk");
             let found = vc.disk(&datastore(&vc).await, &id).await.unwrap().unwrap();
             assert_eq!(found.name, disk_name);
-            let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-            assert!(update(&vc, cluster, &placement, resolved, &groups, true)
-                .await
-                .unwrap()
-                .is_empty());
+            assert!(apply(&vc, cluster, &placement, &groups).await.is_empty());
         }
         vc.logout().await;
     }
@@ -1307,10 +1293,7 @@ mod tests {
             "vSAN refuses a top-level directory"
         );
 
-        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        update(&vc, cluster, &placement, resolved, &groups, true)
-            .await
-            .unwrap();
+        apply(&vc, cluster, &placement, &groups).await;
         let calls = vc.client.calls();
         assert_eq!(calls.get("CreateDisk_Task"), Some(&1), "{calls:?}");
         assert_eq!(
@@ -1326,11 +1309,7 @@ mod tests {
         let disk = vc.disk(&datastore(&vc).await, &id).await.unwrap().unwrap();
         assert_eq!(disk.name, disks::disk_name(cluster, &volume));
 
-        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        assert!(update(&vc, cluster, &placement, resolved, &groups, true)
-            .await
-            .unwrap()
-            .is_empty());
+        assert!(apply(&vc, cluster, &placement, &groups).await.is_empty());
         assert_eq!(vc.client.calls().get("CreateDisk_Task"), Some(&1));
         vc.logout().await;
     }
@@ -1344,10 +1323,7 @@ mod tests {
         };
         let cluster = "discard.k8s.local";
         let (placement, _, groups) = one_control_plane("discard");
-        let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-        update(&vc, cluster, &placement, resolved, &groups, true)
-            .await
-            .unwrap();
+        apply(&vc, cluster, &placement, &groups).await;
         let folder = vc.find_path("DC0/vm/discard").await.unwrap().unwrap();
         let vms = list(&vc, &folder, cluster).await.unwrap();
         assert_eq!(vms.len(), 1);
@@ -1365,10 +1341,7 @@ mod tests {
         let mut grown = groups.clone();
         grown[0].etcd[0].size_gib = 2;
         let before = vc.client.calls();
-        let resolved = resolve(&vc, &placement, &grown).await.unwrap();
-        let changes = update(&vc, cluster, &placement, resolved, &grown, true)
-            .await
-            .unwrap();
+        let changes = apply(&vc, cluster, &placement, &grown).await;
         assert!(changes.etcd_disks_made.is_empty(), "{changes:?}");
         assert_eq!(
             changes.etcd_disks_grown,
@@ -1394,10 +1367,7 @@ mod tests {
         // changes nothing.
         let left = list(&vc, &folder, cluster).await.unwrap();
         vc.power_off(&left[0].reference).await.unwrap();
-        let resolved = resolve(&vc, &placement, &grown).await.unwrap();
-        let changes = update(&vc, cluster, &placement, resolved, &grown, true)
-            .await
-            .unwrap();
+        let changes = apply(&vc, cluster, &placement, &grown).await;
         assert_eq!(changes.unfinished, [left[0].name.clone()], "{changes:?}");
         assert_eq!(changes.destroyed, changes.unfinished, "{changes:?}");
         assert_eq!(changes.created.len(), 1, "{changes:?}");
@@ -1408,10 +1378,7 @@ mod tests {
             vm.etcd_disks.iter().map(|d| d.id.clone()).collect()
         };
         assert_eq!(ids(&now[0]), ids(&left[0]));
-        let resolved = resolve(&vc, &placement, &grown).await.unwrap();
-        let changes = update(&vc, cluster, &placement, resolved, &grown, true)
-            .await
-            .unwrap();
+        let changes = apply(&vc, cluster, &placement, &grown).await;
         assert!(
             changes.is_empty() && changes.unfinished.is_empty(),
             "{changes:?}"
@@ -1430,13 +1397,7 @@ mod tests {
         };
         let cluster = "booted.k8s.local";
         let (placement, _, groups) = one_control_plane("booted");
-        let run = || async {
-            let resolved = resolve(&vc, &placement, &groups).await.unwrap();
-            update(&vc, cluster, &placement, resolved, &groups, true)
-                .await
-                .unwrap()
-        };
-        run().await;
+        apply(&vc, cluster, &placement, &groups).await;
         let folder = vc.find_path("DC0/vm/booted").await.unwrap().unwrap();
         let before = list(&vc, &folder, cluster).await.unwrap();
         assert_eq!(before.len(), 1);
@@ -1450,7 +1411,7 @@ mod tests {
             .await
             .unwrap();
         vc.power_off(&vm.reference).await.unwrap();
-        let changes = run().await;
+        let changes = apply(&vc, cluster, &placement, &groups).await;
         assert!(changes.destroyed.is_empty(), "{changes:?}");
         assert!(changes.unfinished.is_empty(), "{changes:?}");
         assert!(changes.created.is_empty(), "{changes:?}");
@@ -1472,12 +1433,15 @@ mod tests {
         )
         .await
         .unwrap();
-        let changes = run().await;
+        let changes = apply(&vc, cluster, &placement, &groups).await;
         assert_eq!(changes.tokens_removed, std::slice::from_ref(&vm.name));
         assert!(changes.destroyed.is_empty(), "{changes:?}");
         let after = list(&vc, &folder, cluster).await.unwrap();
         assert!(!after[0].has_token, "{after:?}");
-        assert!(run().await.is_empty(), "a second update changes nothing");
+        assert!(
+            apply(&vc, cluster, &placement, &groups).await.is_empty(),
+            "a second update changes nothing"
+        );
         vc.logout().await;
     }
 }

@@ -610,6 +610,35 @@ impl Vcenter {
             .map(drop)
     }
 
+    /// The key of `vm`'s first SCSI controller (tests attach disks there).
+    #[cfg(test)]
+    pub(crate) async fn scsi_controller_key(&self, vm: &MoRef) -> i32 {
+        self.properties(vm, &["config.hardware.device"])
+            .await
+            .unwrap()["config.hardware.device"]
+            .all("VirtualDevice")
+            .find(|d| {
+                d.xsi_type()
+                    .is_some_and(|t| t.contains("LsiLogic") || t.contains("SCSI"))
+            })
+            .and_then(|d| d.text_at(&["key"]))
+            .and_then(|k| k.trim().parse().ok())
+            .expect("a SCSI controller")
+    }
+
+    /// Makes the datastore directory `path` (`[ds] dir`) and its parents,
+    /// as tests place disks where older kops-rs or an operator did.
+    #[cfg(test)]
+    pub(crate) async fn make_directory(&self, datacenter: &MoRef, path: &str) {
+        let body = format!(
+            "{}<name>{}</name>{}<createParentDirectories>true</createParentDirectories>",
+            self.content.file_manager.as_ref().unwrap().xml("_this"),
+            escape(path),
+            datacenter.xml("datacenter")
+        );
+        self.client.call("MakeDirectory", &body).await.unwrap();
+    }
+
     /// Starts a task and waits for it; its result, if any.
     async fn run_task(&self, method: &str, body: &str) -> Result<Option<Element>, VsphereError> {
         let answer = self.client.call(method, body).await?;
@@ -913,19 +942,7 @@ mod tests {
                 })
                 .collect()
         }
-        let p = vc
-            .properties(&vm, &["config.hardware.device"])
-            .await
-            .unwrap();
-        let controller = p["config.hardware.device"]
-            .all("VirtualDevice")
-            .find(|d| {
-                d.xsi_type()
-                    .is_some_and(|t| t.contains("LsiLogic") || t.contains("SCSI"))
-            })
-            .and_then(|d| d.text_at(&["key"]))
-            .map(|k| k.trim().parse::<i32>().unwrap())
-            .expect("a SCSI controller");
+        let controller = vc.scsi_controller_key(&vm).await;
         vc.attach_disk(&vm, &datastore, &disk.id, controller, 3)
             .await
             .unwrap();
@@ -982,27 +999,11 @@ mod tests {
 
         // Two plain disks in a directory of their own, on one VM; one is
         // then registered as a First Class Disk.
-        let mkdir = format!(
-            "<_this type=\"FileManager\">FileManager</_this><name>[{}] kept</name>{}\
-             <createParentDirectories>true</createParentDirectories>",
-            vcsim::DATASTORE,
-            datacenter.xml("datacenter")
-        );
-        vc.client.call("MakeDirectory", &mkdir).await.unwrap();
+        vc.make_directory(&datacenter, &format!("[{}] kept", vcsim::DATASTORE))
+            .await;
         let vm = vc.find_path(&path("vm/DC0_H0_VM0")).await.unwrap().unwrap();
         vc.power_off(&vm).await.unwrap();
-        let controller = vc
-            .properties(&vm, &["config.hardware.device"])
-            .await
-            .unwrap()["config.hardware.device"]
-            .all("VirtualDevice")
-            .find(|d| {
-                d.xsi_type()
-                    .is_some_and(|t| t.contains("LsiLogic") || t.contains("SCSI"))
-            })
-            .and_then(|d| d.text_at(&["key"]))
-            .map(|k| k.trim().to_string())
-            .expect("a SCSI controller");
+        let controller = vc.scsi_controller_key(&vm).await;
         let plain = |name: &str, key: i32, unit: u32| -> String {
             format!(
                 "<deviceChange><operation>add</operation><fileOperation>create</fileOperation>\
@@ -1035,11 +1036,11 @@ mod tests {
             (registered.name.as_str(), registered.file.as_str()),
             ("registered", file.as_str())
         );
-        let key: i32 = controller.parse().unwrap();
-        vc.attach_disk(&vm, &datastore, &registered.id, key, 5)
+
+        vc.attach_disk(&vm, &datastore, &registered.id, controller, 5)
             .await
             .unwrap();
-        vc.attach_disk(&vm, &datastore, &made.id, key, 6)
+        vc.attach_disk(&vm, &datastore, &made.id, controller, 6)
             .await
             .unwrap();
         vc.destroy(&vm).await.unwrap();
