@@ -324,7 +324,7 @@ pub async fn delete(
     registry: &Registry,
     name: &str,
     apply: bool,
-) -> Result<(Vec<String>, BTreeMap<String, u64>), OpsError> {
+) -> Result<(cluster::Removal, BTreeMap<String, u64>), OpsError> {
     let cluster = require_cluster(registry, name).await?;
     let settings = settings(&cluster)?;
     let vc = connect(&settings).await?;

@@ -619,13 +619,22 @@ pub async fn replace(
     Ok(Some((vm.name.clone(), name)))
 }
 
+/// What `delete cluster` removes (or, dry, would remove).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Removal {
+    /// The cluster's VMs, by name.
+    pub vms: Vec<String>,
+    /// Its etcd disks (First Class Disks), by name.
+    pub disks: Vec<String>,
+}
+
 /// Powers off and destroys every VM of the cluster in its folder, then
 /// the folder when nothing else is in it, then the cluster's etcd disks
 /// (its First Class Disks on `datastore`, and any its VMs held on
 /// another) and the directory kops-rs kept them in before they were
-/// First Class Disks; the VM names destroyed. A missing datacenter or
-/// folder means no VM to delete; the disks are still removed (VMs deleted
-/// by hand leave them).
+/// First Class Disks. A missing datacenter or folder means no VM to
+/// delete; the disks are still removed (VMs deleted by hand leave them).
+/// With `apply` false, only what would go is listed.
 pub async fn delete(
     vc: &Vcenter,
     cluster: &str,
@@ -633,19 +642,19 @@ pub async fn delete(
     folder: &str,
     datastore: &str,
     apply: bool,
-) -> Result<Vec<String>, VsphereError> {
+) -> Result<Removal, VsphereError> {
     let path = inventory_path(datacenter, "vm", folder);
     let folder = vc.find_path(&path).await?.filter(|r| r.kind == "Folder");
     let vms = match &folder {
         Some(folder) => list(vc, folder, cluster).await?,
         None => Vec::new(),
     };
-    let names = vms.iter().map(|v| v.name.clone()).collect();
-    if !apply {
-        return Ok(names);
-    }
+    let mut removal = Removal {
+        vms: vms.iter().map(|v| v.name.clone()).collect(),
+        disks: Vec::new(),
+    };
     let Some(datacenter_ref) = vc.find_path(datacenter).await? else {
-        return Ok(names);
+        return Ok(removal);
     };
     let datastore_ref = vc
         .find_path(&inventory_path(datacenter, "datastore", datastore))
@@ -658,6 +667,12 @@ pub async fn delete(
             vms.iter().flat_map(|v| &v.etcd_disks),
         )
     });
+    if !apply {
+        if let Some(kept) = &mut kept {
+            removal.disks = kept.all(vc).await?.into_iter().map(|d| d.name).collect();
+        }
+        return Ok(removal);
+    }
     for vm in &vms {
         if vm.powered_on {
             vc.power_off(&vm.reference).await?;
@@ -670,6 +685,7 @@ pub async fn delete(
                 Err(VsphereError::Fault { kind, .. }) if kind.contains("NotFound") => {}
                 other => other?,
             }
+            removal.disks.push(disk.name);
         }
     }
     let datastore = datastore.rsplit('/').next().unwrap_or(datastore);
@@ -679,7 +695,7 @@ pub async fn delete(
         other => other?,
     }
     let Some(folder) = folder else {
-        return Ok(names);
+        return Ok(removal);
     };
     let left = vc.properties(&folder, &["childEntity"]).await?;
     let empty = left
@@ -688,7 +704,7 @@ pub async fn delete(
     if empty {
         vc.destroy(&folder).await?;
     }
-    Ok(names)
+    Ok(removal)
 }
 
 /// The folder at `path` (its parent must exist).

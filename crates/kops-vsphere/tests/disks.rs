@@ -113,6 +113,7 @@ async fn delete_all(vc: &Vcenter) -> Vec<String> {
     )
     .await
     .unwrap()
+    .vms
 }
 
 /// The calls made since `before`.
@@ -320,7 +321,26 @@ async fn clones_get_their_disks_and_a_second_update_is_a_no_op() {
     assert_eq!(kops_vsphere::changing_calls(&calls), 0, "{calls:?}");
     assert_eq!(vms(&vc).await, as_it_was);
 
-    // delete removes the VMs and the etcd disks.
+    // delete's dry run lists the VMs and the etcd disks; delete removes
+    // them.
+    let listed = cluster::delete(
+        &vc,
+        CLUSTER,
+        vcsim::DATACENTER,
+        "disks",
+        vcsim::DATASTORE,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(listed.vms.len(), 2, "{listed:?}");
+    assert_eq!(
+        listed.disks,
+        [
+            "kops:disks.k8s.local:etcd-events-a",
+            "kops:disks.k8s.local:etcd-main-a"
+        ]
+    );
     delete_all(&vc).await;
     let left = vc.disk_ids(&datastore).await.unwrap();
     assert!(etcd_ids.iter().all(|id| !left.contains(id)), "{left:?}");

@@ -112,7 +112,7 @@ async fn a_flaky_vcenter_gets_the_same_cluster() {
     )
     .await
     .unwrap();
-    assert_eq!(deleted.len(), 3);
+    assert_eq!(deleted.vms.len(), 3);
     assert!(vc.find_path("DC0/vm/faults").await.unwrap().is_none());
 
     let (forwarded, failed) = proxy.counts();

@@ -6,23 +6,32 @@ use super::request::{DeleteOutcome, DeleteRequest};
 use crate::{OpsError, Registry};
 
 /// `delete cluster` on vSphere: the cluster's VMs in its folder (powered
-/// off, then destroyed), the folder when nothing else is in it, then the
-/// cluster's state.
+/// off, then destroyed), the folder when nothing else is in it, its etcd
+/// disks, then the cluster's state.
 pub(crate) async fn delete(
     registry: &Registry,
     request: DeleteRequest,
 ) -> Result<DeleteOutcome, OpsError> {
-    let (vms, calls) = crate::vsphere::delete(registry, &request.cluster, request.yes).await?;
-    let resources: Vec<Resource> = vms
+    let (removal, calls) = crate::vsphere::delete(registry, &request.cluster, request.yes).await?;
+    let resource = |phase, kind, name: String| Resource {
+        phase,
+        kind,
+        id: name.clone(),
+        name,
+        shared: false,
+        vpc: None,
+    };
+    // The etcd disks go after the VMs they may be attached to.
+    let resources: Vec<Resource> = removal
+        .vms
         .into_iter()
-        .map(|vm| Resource {
-            phase: 0,
-            kind: "VirtualMachine",
-            id: vm.clone(),
-            name: vm,
-            shared: false,
-            vpc: None,
-        })
+        .map(|vm| resource(0, "VirtualMachine", vm))
+        .chain(
+            removal
+                .disks
+                .into_iter()
+                .map(|disk| resource(1, "FirstClassDisk", disk)),
+        )
         .collect();
     let state_keys = registry
         .store()

@@ -719,6 +719,14 @@ fn lifecycle_on_the_simulator() {
         &["delete", "cluster", "one.k8s.local", "--state", &state],
     );
     assert!(r.stdout.contains("nodes-b-2.one.k8s.local"), "{}", r.stdout);
+    // Its etcd disks too, and no other cluster's.
+    for disk in [
+        "kops:one.k8s.local:etcd-main-a",
+        "kops:one.k8s.local:etcd-events-a",
+    ] {
+        assert!(r.stdout.contains(disk), "{disk}\n{}", r.stdout);
+    }
+    assert!(!r.stdout.contains("kops:three.k8s.local"), "{}", r.stdout);
     steps.push(("delete (dry run)".into(), calls(&r)));
     let r = ok(
         &sim,
