@@ -77,12 +77,8 @@ type reconfigRequest struct {
 // wrap checks and moves change versions around the SOAP handler next.
 func (c *changeVersions) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := soapBody(w, r)
-		if !ok {
-			return
-		}
-		if body == nil || !bytes.Contains(body, []byte("_Task")) {
-			next.ServeHTTP(w, r)
+		body := callFor(w, r, next, "_Task")
+		if body == nil {
 			return
 		}
 		var req reconfigRequest
@@ -156,20 +152,28 @@ func succeeded(recorder *bodyRecorder) *simulator.Task {
 	return task
 }
 
-// soapBody is a POST's body, put back for the next handler (nil for any
-// other method); false when it could not be read, which is answered.
-func soapBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// callFor is the body of a SOAP POST naming one of `markers` (put back for
+// the next handler), for a middleware to look at. Any other request goes
+// to next, and one whose body cannot be read is answered; both give nil.
+func callFor(w http.ResponseWriter, r *http.Request, next http.Handler, markers ...string) []byte {
 	if r.Method != http.MethodPost {
-		return nil, true
+		next.ServeHTTP(w, r)
+		return nil
 	}
 	body, err := ioutil.ReadAll(r.Body)
 	_ = r.Body.Close()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return nil, false
+		return nil
 	}
 	r.Body = ioutil.NopCloser(bytes.NewReader(body))
-	return body, true
+	for _, marker := range markers {
+		if bytes.Contains(body, []byte(marker)) {
+			return body
+		}
+	}
+	next.ServeHTTP(w, r)
+	return nil
 }
 
 // bodyRecorder keeps a copy of what it writes.

@@ -120,13 +120,8 @@ func (c *diskChanges) retrieved(id, answer string) string {
 // go to next.
 func firstClassDisks(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := soapBody(w, r)
-		if !ok {
-			return
-		}
-		if body == nil || !(bytes.Contains(body, []byte("Disk_Task")) ||
-			bytes.Contains(body, []byte("VStorageObject"))) {
-			next.ServeHTTP(w, r)
+		body := callFor(w, r, next, "Disk_Task", "VStorageObject")
+		if body == nil {
 			return
 		}
 		var req diskRequest

@@ -15,7 +15,6 @@ package main
 // destroy and put back.
 
 import (
-	"bytes"
 	"encoding/xml"
 	"fmt"
 	"net/http"
@@ -41,12 +40,8 @@ type attachedDisk struct {
 // as vCenter does; other calls go to next.
 func destroyWithDisks(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := soapBody(w, r)
-		if !ok {
-			return
-		}
-		if body == nil || !bytes.Contains(body, []byte("Destroy_Task")) {
-			next.ServeHTTP(w, r)
+		body := callFor(w, r, next, "Destroy_Task")
+		if body == nil {
 			return
 		}
 		var req struct {

@@ -88,12 +88,8 @@ func (p *objectPath) parse(s string) bool {
 // this sits in front of its SOAP handler rather than replacing it.)
 func refuseTopLevel(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := soapBody(w, r)
-		if !ok {
-			return
-		}
-		if body == nil || !bytes.Contains(body, []byte("MakeDirectory")) {
-			next.ServeHTTP(w, r)
+		body := callFor(w, r, next, "MakeDirectory")
+		if body == nil {
 			return
 		}
 		var req struct {
